@@ -1,0 +1,35 @@
+# Two entry points: `make demo` (the main job) and `make test`.
+# Each creates .venv and installs the package with its dev extras on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SHARED_DATA := $(abspath ../shared/data)
+ifeq ($(origin WINRATE_DATA), undefined)
+ifneq ($(wildcard $(SHARED_DATA)),)
+export WINRATE_DATA := $(SHARED_DATA)
+endif
+endif
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(BIN)/.installed
+	$(BIN)/winrate demo
+
+test: $(BIN)/.installed
+	$(BIN)/ruff check winrate scripts tests
+	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check winrate scripts tests
+
+bench: $(BIN)/.installed
+	$(BIN)/python scripts/bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info
