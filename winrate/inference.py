@@ -1,25 +1,252 @@
-"""Inference from a vector of estimates and its covariance.
+"""Joint inference from a vector of estimates and its covariance.
 
 Everything here works from ``(estimate, cov[, df])``: the estimator and its clustering
 were chosen upstream, so the same functions serve leaderboards and per-question evals.
+Higher scores are better; rank 1 is the best model.
+
+Public API
+----------
+``critical_value(alpha, df=None)``
+    Two-sided marginal critical value (normal or t).
+``wald_intervals(estimate, cov, alpha=0.05, df=None) -> WaldIntervals``
+    Marginal Wald intervals.
+``simultaneous_intervals(estimate, cov, alpha=0.05, df=None, *, n_draws, seed, chunk_size)
+-> SimultaneousIntervals``
+    Intervals covering all K scores jointly (max-|T| critical value).
+``pairwise_differences(estimate, cov, alpha=0.05, df=None, *, n_draws, seed, chunk_size)
+-> PairwiseDifferences``
+    Every ``S_i - S_j`` (i < j): SE, marginal / Holm / max-T p-values, simultaneous
+    intervals; ``.to_frame(names=None)``.
+``rank_sets(estimate, cov, alpha=0.05, df=None, *, method="marginal", stepdown=True,
+n_draws, seed, chunk_size) -> RankSets``
+    Confidence sets ``[low, high]`` for the rank of each model (Mogstad et al. 2024).
+``tau_best(estimate, cov, tau, alpha=0.05, df=None, *, stepdown=True, n_draws, seed,
+chunk_size) -> TauBest``
+    Set of models that may be among the true top ``tau`` (Mogstad et al. 2024).
+
+Max-|T| critical values
+-----------------------
+For standardised contrasts ``T_h = s_h (L_h Z) / sd(L_h Z)`` with ``Z ~ N(0, V)`` the
+critical value of a family ``H`` is the ``1 - alpha`` quantile of ``max_{h in H} T_h``
+(two-sided hypotheses enter as ``|T_h|``). It is computed by a seeded Monte-Carlo over a
+factor ``F`` of ``V = F F^T`` from the eigen-decomposition with clipped eigenvalues, so
+singular ``V`` (round-robin win rates summing to a constant) are handled exactly. With
+``df`` the reference is the multivariate t: each draw's maximum is divided by
+``sqrt(W / df)``, ``W ~ chi2(df)`` (Genz & Bretz 2009, "Computation of Multivariate
+Normal and t Probabilities", sec. 1.2). Contrasts with zero variance are left out of the
+maximum (with a ``WinrateWarning``); their difference is known exactly, so a nonzero one
+is declared significant. The Monte-Carlo SE of each critical value is half the distance
+between the order statistics at ``n p -/+ sqrt(n p (1 - p))``, the +/-1 SD band of the
+binomial count below the quantile (David & Nagaraja 2003, "Order Statistics", sec. 7.1).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+from numba import njit, prange
 from scipy import stats
+
+from winrate.errors import WinrateInputError, WinrateWarning
+
+DEFAULT_DRAWS = 200_000
+_ZERO_VAR_RTOL = 1e-12  # a contrast variance <= this * max(diag V) counts as zero
+_NEG_EIG_RTOL = 1e-8  # eigenvalues below -this * max eigenvalue: cov is not PSD
+_CHUNK_BYTES = 32 * 2**20
+_METHODS = ("marginal", "simultaneous")
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_alpha(alpha: float) -> float:
+    if not 0 < alpha < 1:
+        raise WinrateInputError(f"alpha must be in (0, 1), got {alpha}")
+    return float(alpha)
+
+
+def _check_df(df: float | None) -> float | None:
+    """``None`` or ``inf`` mean the normal reference; otherwise ``df >= 1``."""
+    if df is None or np.isposinf(df):
+        return None
+    if not np.isfinite(df) or df < 1:
+        raise WinrateInputError(f"t degrees of freedom must be >= 1 (or None), got {df}")
+    return float(df)
+
+
+def _check_inputs(estimate, cov) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(est, V)`` as float arrays: 1-D finite estimate, symmetric (K, K) cov."""
+    est = np.asarray(estimate, dtype=float)
+    V = np.asarray(cov, dtype=float)
+    if est.ndim != 1 or est.size == 0:
+        raise WinrateInputError(f"estimate must be a non-empty 1-D array, got shape {est.shape}")
+    if V.shape != (est.size, est.size):
+        raise WinrateInputError(f"cov must have shape {(est.size,) * 2}, got {V.shape}")
+    for name, arr in (("estimate", est), ("cov", V)):
+        bad = np.argwhere(~np.isfinite(arr))
+        if bad.size:
+            raise WinrateInputError(f"{name} has non-finite entries, first at {bad[0].tolist()}")
+    asym = np.abs(V - V.T).max()
+    if asym > 1e-10 * max(np.abs(V).max(), np.finfo(float).tiny):
+        raise WinrateInputError(f"cov is not symmetric (max |V - V^T| = {asym:.3g})")
+    return est, (V + V.T) / 2
+
+
+def _check_draws(n_draws: int, alpha: float) -> int:
+    if int(n_draws) != n_draws or n_draws < 1000:
+        raise WinrateInputError(f"n_draws must be an integer >= 1000, got {n_draws}")
+    if n_draws * alpha < 200:
+        warnings.warn(
+            f"only {n_draws * alpha:.0f} Monte-Carlo draws beyond the critical value; "
+            "increase n_draws for a stable quantile",
+            WinrateWarning,
+            stacklevel=3,
+        )
+    return int(n_draws)
+
+
+def _factor(V: np.ndarray) -> np.ndarray:
+    """``F`` (K, r) with ``F F^T = V`` up to clipped round-off eigenvalues.
+
+    ``V = U diag(lam) U^T``; eigenvalues below ``K eps max(lam)`` are set to zero and their
+    columns dropped, so a singular ``V`` gives ``r < K``. Clearly negative eigenvalues mean
+    the input is not a covariance and raise.
+    """
+    lam, U = np.linalg.eigh(V)
+    top = max(lam.max(initial=0.0), 0.0)
+    if lam.min() < -_NEG_EIG_RTOL * top or (top == 0 and lam.min() < 0):
+        raise WinrateInputError(
+            f"cov is not positive semi-definite (smallest eigenvalue {lam.min():.3g}, "
+            f"largest {top:.3g})"
+        )
+    keep = lam > V.shape[0] * np.finfo(float).eps * top
+    return U[:, keep] * np.sqrt(lam[keep])
+
+
+def _warn_zero(zero: np.ndarray, what: str) -> None:
+    if zero.any():
+        warnings.warn(
+            f"{int(zero.sum())} {what} have zero variance: they are left out of the "
+            "simultaneous critical value and their estimates are treated as exact",
+            WinrateWarning,
+            stacklevel=3,
+        )
+
+
+# ------------------------------------------------------------------ Monte-Carlo engine
+
+
+@njit(parallel=True, cache=True)
+def _family_max_kernel(z, a, b, w, absolute, group, out):  # pragma: no cover - numba
+    """``out[i, g] = max over rows h of group g of w_h (z[i, a_h] - z[i, b_h])`` (abs if
+    flagged; ``b_h < 0`` means no subtrahend)."""
+    for i in prange(z.shape[0]):
+        for h in range(a.shape[0]):
+            d = z[i, a[h]]
+            if b[h] >= 0:
+                d -= z[i, b[h]]
+            d *= w[h]
+            if absolute[h]:
+                d = abs(d)
+            g = group[h]
+            if d > out[i, g]:
+                out[i, g] = d
+
+
+@dataclass(frozen=True)
+class _Family:
+    """Rows of a one-/two-sided contrast family: stat ``w (Z_a - Z_b)`` (``b=-1``: none),
+    absolute value when ``absolute``; ``group`` indexes separate families."""
+
+    a: np.ndarray
+    b: np.ndarray
+    w: np.ndarray
+    absolute: np.ndarray
+    group: np.ndarray
+    n_groups: int
+
+
+def _simulate_max(F, fam: _Family, df, n_draws, seed, chunk_size) -> np.ndarray:
+    """``(n_draws, n_groups)`` draws of each family's maximum standardised contrast.
+
+    ``Z = F e``, ``e ~ N(0, I_r)`` drawn in chunks from one stream (so the draws do not
+    depend on ``chunk_size``); for the t reference each row is divided by ``sqrt(W/df)``
+    from a second, independent stream.
+    """
+    z_seed, w_seed = np.random.SeedSequence(seed).spawn(2)
+    rng = np.random.default_rng(z_seed)
+    K, r = F.shape
+    chunk = chunk_size or max(1000, _CHUNK_BYTES // (8 * max(K, r, 1)))
+    out = np.full((n_draws, fam.n_groups), -np.inf)
+    args = (fam.a, fam.b, fam.w, fam.absolute, fam.group)
+    for start in range(0, n_draws, chunk):
+        stop = min(start + chunk, n_draws)
+        z = rng.standard_normal((stop - start, r)) @ F.T
+        _family_max_kernel(np.ascontiguousarray(z), *args, out[start:stop])
+    if df is not None:
+        out /= np.sqrt(np.random.default_rng(w_seed).chisquare(df, n_draws) / df)[:, None]
+    return out
+
+
+def _quantile_with_se(draws: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Column-wise ``1 - alpha`` quantile (order statistic ``ceil(n (1 - alpha))``) and its
+    Monte-Carlo SE from the binomial order-statistic band (module docstring)."""
+    n = draws.shape[0]
+    p = 1.0 - alpha
+    k = int(np.ceil(n * p)) - 1
+    half = np.sqrt(n * p * alpha)
+    lo, hi = max(int(np.floor(n * p - half)) - 1, 0), min(int(np.ceil(n * p + half)) - 1, n - 1)
+    part = np.partition(draws, sorted({lo, k, hi}), axis=0)
+    crit, se = part[k], (part[hi] - part[lo]) / 2
+    empty = ~np.isfinite(crit)  # a family with no positive-variance contrast
+    return np.where(empty, np.nan, crit), np.where(empty, np.nan, se)
+
+
+def _contrast_sd(F, a, b) -> np.ndarray:
+    """SD of ``Z_a - Z_b`` (``b = -1``: of ``Z_a``) under ``V = F F^T``."""
+    rows = F[a] - np.where((b >= 0)[:, None], F[np.maximum(b, 0)], 0.0)
+    return np.sqrt(np.einsum("ij,ij->i", rows, rows))
+
+
+def _family(F, a, b, sign, group, n_groups) -> _Family:
+    """Family from contrast rows ``(a, b)`` with ``sign`` 0 (two-sided), +1 or -1."""
+    sd = _contrast_sd(F, a, b)
+    return _Family(a, b, np.where(sign == 0, 1.0, sign) / sd, sign == 0, group, n_groups)
+
+
+@dataclass(frozen=True)
+class _MC:
+    n_draws: int
+    seed: int | None
+    chunk_size: int | None
+
+
+def _critical_values(F, a, b, sign, group, n_groups, alpha, df, mc: _MC, keep_draws=False):
+    """Critical value and MC SE of each family (NaN for an empty family)."""
+    fam = _family(F, a, b, sign, group, n_groups)
+    draws = _simulate_max(F, fam, df, mc.n_draws, mc.seed, mc.chunk_size)
+    crit, se = _quantile_with_se(draws, alpha)
+    return crit, se, (np.sort(draws[:, 0]) if keep_draws else None)
+
+
+def _max_t_pvalues(sorted_max: np.ndarray, stat: np.ndarray) -> np.ndarray:
+    """Single-step max-T adjusted p-value ``P(max_h |T_h| >= |t|)`` (Westfall & Young 1993,
+    "Resampling-Based Multiple Testing", sec. 2.6), estimated from the simulated maxima."""
+    n = sorted_max.size
+    return (n - np.searchsorted(sorted_max, np.abs(stat), side="left")) / n
+
+
+# ------------------------------------------------------------------ marginal intervals
 
 
 def critical_value(alpha: float, df: float | None = None) -> float:
     """Two-sided critical value: ``z_{1-alpha/2}``, or ``t_{df, 1-alpha/2}`` when df is given."""
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    alpha, df = _check_alpha(alpha), _check_df(df)
     if df is None:
         return float(stats.norm.ppf(1 - alpha / 2))
-    if df < 1:
-        raise ValueError(f"t degrees of freedom must be >= 1, got {df}")
     return float(stats.t.ppf(1 - alpha / 2, df))
 
 
@@ -46,10 +273,365 @@ def wald_intervals(estimate, cov, alpha: float = 0.05, df: float | None = None) 
     ``q`` is the normal quantile ``z_{1-alpha/2}``, or ``t_{G-1, 1-alpha/2}`` when
     ``df = G - 1`` is given (the few-cluster reference of Cameron & Miller 2015, sec. VI.C).
     """
-    est = np.asarray(estimate, dtype=float)
-    var = np.diag(np.asarray(cov, dtype=float))
-    if var.shape != est.shape:
-        raise ValueError(f"cov diagonal has shape {var.shape}, estimate has {est.shape}")
-    se = np.sqrt(np.clip(var, 0.0, None))
+    est, V = _check_inputs(estimate, cov)
+    se = np.sqrt(np.clip(np.diag(V), 0.0, None))
     crit = critical_value(alpha, df)
-    return WaldIntervals(est, se, est - crit * se, est + crit * se, crit, alpha, df)
+    return WaldIntervals(est, se, est - crit * se, est + crit * se, crit, alpha, _check_df(df))
+
+
+# -------------------------------------------------------------- simultaneous intervals
+
+
+@dataclass(frozen=True)
+class SimultaneousIntervals:
+    """Intervals ``estimate +/- c * se`` covering all K scores jointly with prob. 1 - alpha.
+
+    ``critical_value`` is the MC quantile ``c`` of ``max_a |T_a|``, ``mc_se`` its
+    Monte-Carlo SE; ``p_adjusted`` are single-step max-T adjusted p-values of ``S_a = 0``.
+    """
+
+    estimate: np.ndarray
+    se: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    p_adjusted: np.ndarray
+    critical_value: float
+    mc_se: float
+    alpha: float
+    df: float | None
+    n_draws: int
+
+
+def _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size):
+    est, V = _check_inputs(estimate, cov)
+    alpha, df = _check_alpha(alpha), _check_df(df)
+    mc = _MC(_check_draws(n_draws, alpha), seed, chunk_size)
+    return est, V, _factor(V), alpha, df, mc
+
+
+def simultaneous_intervals(
+    estimate,
+    cov,
+    alpha: float = 0.05,
+    df: float | None = None,
+    *,
+    n_draws: int = DEFAULT_DRAWS,
+    seed: int | None = 0,
+    chunk_size: int | None = None,
+) -> SimultaneousIntervals:
+    """Simultaneous intervals ``S_a +/- c sqrt(V_aa)`` for all a.
+
+    ``c`` is the ``1 - alpha`` quantile of ``max_a |Z_a|``, ``Z ~ N(0, R)`` with ``R`` the
+    correlation of ``V`` (or of the multivariate t with ``df``): the single-step max-T
+    construction (Hothorn, Bretz & Westfall 2008, "Simultaneous Inference in General
+    Parametric Models", sec. 3). For independent scores it is Sidak's
+    ``z_{(1 + (1 - alpha)^(1/K)) / 2}``.
+    """
+    est, V, F, alpha, df, mc = _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size)
+    se = np.sqrt(np.clip(np.diag(V), 0.0, None))
+    zero = se**2 <= _ZERO_VAR_RTOL * np.diag(V).max(initial=0.0)
+    _warn_zero(zero, "scores")
+    rows = np.flatnonzero(~zero)
+    none = np.full(rows.size, -1)
+    crit, mc_se, sorted_max = _critical_values(
+        F, rows, none, np.zeros(rows.size), np.zeros(rows.size, int), 1, alpha, df, mc, True
+    )
+    stat = np.divide(est, se, out=np.where(est == 0, 0.0, np.inf * np.sign(est)), where=~zero)
+    p_adj = _max_t_pvalues(sorted_max, stat)
+    c = float(crit[0])
+    half = np.where(zero, 0.0, c * se)
+    return SimultaneousIntervals(
+        est, se, est - half, est + half, p_adj, c, float(mc_se[0]), alpha, df, mc.n_draws
+    )
+
+
+# ---------------------------------------------------------------- pairwise differences
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm (1979) step-down adjusted p-values.
+
+    With ``p_(1) <= ... <= p_(m)``: ``p~_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``
+    (Holm 1979, "A simple sequentially rejective multiple test procedure", Scand. J.
+    Statist. 6, 65-70; adjusted form from Wright 1992, Biometrics 48, eq. 3).
+    """
+    p = np.asarray(p_values, dtype=float)
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    adj = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    out = np.empty_like(p)
+    out[order] = adj
+    return out
+
+
+def _pair_se(V, a, b) -> np.ndarray:
+    """``SE(S_a - S_b) = sqrt(V_aa + V_bb - 2 V_ab)`` (the diagonal of ``L V L^T``)."""
+    var = V[a, a] + V[b, b] - 2 * V[a, b]
+    return np.sqrt(np.clip(var, 0.0, None))
+
+
+def _pair_stat(d, se, zero) -> np.ndarray:
+    """``d / se``; a zero-variance difference is exact: ``+/-inf`` if nonzero, else 0."""
+    exact = np.where(d == 0, 0.0, np.copysign(np.inf, d))
+    return np.divide(d, se, out=exact, where=~zero)
+
+
+def _zero_pairs(V, se) -> np.ndarray:
+    return se**2 <= _ZERO_VAR_RTOL * np.diag(V).max(initial=0.0)
+
+
+@dataclass(frozen=True)
+class PairwiseDifferences:
+    """All differences ``S_i - S_j`` over unordered pairs ``i < j`` (``np.triu_indices``).
+
+    ``p_value``: marginal two-sided (normal or t(df)); ``p_holm``: Holm-adjusted;
+    ``p_max_t``: single-step max-T adjusted. ``low``/``high``: simultaneous intervals
+    over all pairs with critical value ``critical_value`` (MC SE ``mc_se``).
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    estimate: np.ndarray
+    se: np.ndarray
+    statistic: np.ndarray
+    p_value: np.ndarray
+    p_holm: np.ndarray
+    p_max_t: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    critical_value: float
+    mc_se: float
+    alpha: float
+    df: float | None
+    n_draws: int
+
+    def to_frame(self, names=None) -> pd.DataFrame:
+        """One row per pair; ``names`` (length K) labels the models."""
+        first, second = self.i, self.j
+        if names is not None:
+            labels = np.asarray(names)
+            first, second = labels[first], labels[second]
+        cols = ("estimate", "se", "statistic", "p_value", "p_holm", "p_max_t", "low", "high")
+        return pd.DataFrame({"i": first, "j": second} | {c: getattr(self, c) for c in cols})
+
+
+def pairwise_differences(
+    estimate,
+    cov,
+    alpha: float = 0.05,
+    df: float | None = None,
+    *,
+    n_draws: int = DEFAULT_DRAWS,
+    seed: int | None = 0,
+    chunk_size: int | None = None,
+) -> PairwiseDifferences:
+    """All pairwise differences ``S_i - S_j`` with marginal and simultaneous inference.
+
+    ``SE_ij = sqrt(V_ii + V_jj - 2 V_ij)``; ``T_ij = (S_i - S_j) / SE_ij``; marginal
+    p-values ``2 P(N(0,1) > |T|)`` or with t(df). Simultaneous intervals use the
+    ``1 - alpha`` quantile of ``max_{i<j} |T_ij|`` under ``Z ~ N(0, V)`` (the contrast
+    correlation ``L V L^T`` implicitly), i.e. Tukey's studentized range / sqrt(2) for
+    equicorrelated equal-variance scores (Hothorn, Bretz & Westfall 2008, sec. 3-4).
+    """
+    est, V, F, alpha, df, mc = _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size)
+    i, j = np.triu_indices(est.size, 1)
+    d, se = est[i] - est[j], _pair_se(V, i, j)
+    zero = _zero_pairs(V, se)
+    _warn_zero(zero, "pairwise differences")
+    stat = _pair_stat(d, se, zero)
+    ref = stats.norm if df is None else stats.t(df)
+    p = 2 * ref.sf(np.abs(stat))
+    live = ~zero
+    crit, mc_se, sorted_max = _critical_values(
+        F, i[live], j[live], np.zeros(live.sum()), np.zeros(live.sum(), int), 1, alpha, df, mc,
+        True,
+    )
+    c = float(crit[0])
+    half = np.where(zero, 0.0, c * se)
+    return PairwiseDifferences(
+        i, j, d, se, stat, p, holm(p), _max_t_pvalues(sorted_max, stat), d - half, d + half,
+        c, float(mc_se[0]), alpha, df, mc.n_draws,
+    )
+
+
+# ------------------------------------------------------------------------- rank sets
+
+
+@dataclass(frozen=True)
+class RankSets:
+    """Confidence sets ``{low_j, ..., high_j}`` for the rank of each model (1 = best).
+
+    ``method``: "marginal" (each set covers its own rank with prob. >= 1 - alpha) or
+    "simultaneous" (all sets jointly). ``critical_value``: per-model final critical value
+    (marginal) or the common one (repeated); ``mc_se`` its Monte-Carlo SE; ``n_steps``
+    the number of step-down iterations (1 = single step).
+    """
+
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    method: str
+    stepdown: bool
+    critical_value: np.ndarray
+    mc_se: np.ndarray
+    n_steps: int
+    alpha: float
+    df: float | None
+    n_draws: int
+
+    def to_frame(self, names=None) -> pd.DataFrame:
+        """One row per model: estimate, rank of the estimate, rank set bounds."""
+        rank = 1 + (self.estimate[None, :] > self.estimate[:, None]).sum(axis=1)
+        index = None if names is None else pd.Index(names, name="model")
+        data = {"estimate": self.estimate, "rank": rank, "low": self.low, "high": self.high}
+        return pd.DataFrame(data, index=index)
+
+
+def _rank_rows(K: int, method: str):
+    """Contrast rows ``S_a - S_b`` and their family.
+
+    marginal: rows ``(j, k)`` for all ``k != j`` in family ``j``; simultaneous: unordered
+    pairs ``a < b``, one family.
+    """
+    if method == "marginal":
+        a, b = np.nonzero(~np.eye(K, dtype=bool))
+        return a, b, a, K
+    a, b = np.triu_indices(K, 1)
+    return a, b, np.zeros(a.size, int), 1
+
+
+def _stepdown_rejections(stat, zero, rows, alpha, df, F, mc, stepdown):
+    """Romano-Wolf step-down over one-sided hypotheses ``S_a <= S_b`` ("up", rejected when
+    ``T > c``) and ``S_a >= S_b`` ("down", ``T < -c``) of every row.
+
+    Step s computes each family's critical value ``c_s`` as the ``1 - alpha`` quantile of
+    the maximum over its *not yet rejected* one-sided hypotheses (two-sided ``|T|`` when
+    neither side is rejected), rejects every hypothesis whose statistic exceeds ``c_s``,
+    and repeats until nothing new is rejected (Romano & Wolf 2005, "Exact and approximate
+    stepdown methods for multiple hypothesis testing", JASA 100, Algorithm 2.1; Mogstad et
+    al. 2024, Algorithm 3.1). The same seed is used at every step, so ``c_s`` is
+    non-increasing and the result is contained in the single-step one.
+    """
+    a, b, group, n_groups = rows
+    up, down = np.zeros(a.size, bool), np.zeros(a.size, bool)
+    live = ~zero
+    n_steps = 0
+    while True:
+        n_steps += 1
+        open_ = live & ~(up & down)
+        sign = np.where(up, -1.0, np.where(down, 1.0, 0.0))[open_]
+        crit, mc_se = _critical_values(
+            F, a[open_], b[open_], sign, group[open_], n_groups, alpha, df, mc
+        )[:2]
+        c = crit[group]
+        new_up = ~up & ((stat > c) | (zero & (stat > 0)))
+        new_down = ~down & ((stat < -c) | (zero & (stat < 0)))
+        up, down = up | new_up, down | new_down
+        if not stepdown or not (new_up.any() or new_down.any()):
+            return up, down, crit, mc_se, n_steps
+
+
+def _rank_bounds(K, rows, up, down, method):
+    """``low_j = 1 + #{k: S_k > S_j shown}``, ``high_j = K - #{k: S_k < S_j shown}``."""
+    a, b = rows[:2]
+    wins = np.bincount(a[up], minlength=K)
+    losses = np.bincount(a[down], minlength=K)
+    if method == "simultaneous":
+        wins = wins + np.bincount(b[down], minlength=K)
+        losses = losses + np.bincount(b[up], minlength=K)
+    return 1 + losses, K - wins
+
+
+def rank_sets(
+    estimate,
+    cov,
+    alpha: float = 0.05,
+    df: float | None = None,
+    *,
+    method: str = "marginal",
+    stepdown: bool = True,
+    n_draws: int = DEFAULT_DRAWS,
+    seed: int | None = 0,
+    chunk_size: int | None = None,
+) -> RankSets:
+    """Confidence sets for ranks (Mogstad, Romano, Shaikh & Wilhelm 2024, "Inference for
+    Ranks with Applications to Mobility across Neighbourhoods and Academic Achievement
+    across Countries", Review of Economic Studies 91(1), sec. 3).
+
+    Rank ``r_j = 1 + #{k: S_k > S_j}``. With ``T_jk = (S_j - S_k) / SE_jk``, a family of
+    one-sided tests of ``S_j <= S_k`` / ``S_j >= S_k`` at familywise level alpha gives
+
+        low_j  = 1 + #{k: S_k > S_j established},  high_j = K - #{k: S_k < S_j established}.
+
+    * ``"marginal"`` (their sec. 3.1): family j is the 2(K - 1) hypotheses about
+      ``S_j - S_k``, k != j; single-step critical value = quantile of
+      ``max_{k != j} |T_jk|``. ``P(r_j in [low_j, high_j]) >= 1 - alpha`` for each j.
+    * ``"simultaneous"`` (their sec. 3.2): one family of all K(K - 1) one-sided hypotheses,
+      single-step critical value = quantile of ``max_{j<k} |T_jk|``; all sets hold jointly.
+
+    ``stepdown=True`` refines with their Algorithm 3.1 (see ``_stepdown_rejections``).
+    The rank of the point estimate always lies in its set.
+    """
+    if method not in _METHODS:
+        raise WinrateInputError(f"method must be one of {_METHODS}, got {method!r}")
+    est, V, F, alpha, df, mc = _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size)
+    rows = _rank_rows(est.size, method)
+    a, b = rows[:2]
+    se = _pair_se(V, a, b)
+    zero = _zero_pairs(V, se)
+    _warn_zero(zero if method == "simultaneous" else zero & (a < b), "pairwise differences")
+    stat = _pair_stat(est[a] - est[b], se, zero)
+    up, down, crit, mc_se, n_steps = _stepdown_rejections(
+        stat, zero, rows, alpha, df, F, mc, stepdown
+    )
+    low, high = _rank_bounds(est.size, rows, up, down, method)
+    crit, mc_se = (np.broadcast_to(x, est.shape).copy() for x in (crit, mc_se))
+    return RankSets(est, low, high, method, stepdown, crit, mc_se, n_steps, alpha, df, mc.n_draws)
+
+
+@dataclass(frozen=True)
+class TauBest:
+    """Confidence set for the tau-best models: ``P({j: r_j <= tau} subset of selected)
+    >= 1 - alpha``. ``selected`` is a boolean mask over models, ``indices`` its positions;
+    ``rank_low`` the simultaneous lower rank bounds it was read from."""
+
+    selected: np.ndarray
+    indices: np.ndarray
+    tau: int
+    rank_low: np.ndarray
+    alpha: float
+    df: float | None
+
+
+def tau_best(
+    estimate,
+    cov,
+    tau: int,
+    alpha: float = 0.05,
+    df: float | None = None,
+    *,
+    stepdown: bool = True,
+    n_draws: int = DEFAULT_DRAWS,
+    seed: int | None = 0,
+    chunk_size: int | None = None,
+) -> TauBest:
+    """Models that could be among the true top ``tau`` (Mogstad et al. 2024, sec. 3.3).
+
+    Rule: keep j unless at least ``tau`` models are shown to beat it, i.e. keep
+    ``{j: low_j <= tau}`` with ``low_j`` the lower bounds of a simultaneous one-sided family
+    testing ``S_k <= S_j`` for all ordered pairs ``k != j``. A true tau-best model is beaten
+    by at most ``tau - 1`` others, so dropping it needs a false rejection: probability
+    <= alpha. The one-sided family over all ordered pairs has the same statistics as the
+    two-sided family over unordered pairs (``T_kj = -T_jk``), so the single-step critical
+    value is the quantile of ``max_{j<k} |T_jk|`` and ``low_j`` equals the simultaneous
+    ``rank_sets`` lower bound (with the same step-down refinement).
+    """
+    K = np.asarray(estimate).shape[0] if np.ndim(estimate) == 1 else 0
+    if int(tau) != tau or not 1 <= tau <= max(K, 1):
+        raise WinrateInputError(f"tau must be an integer in [1, {K}], got {tau}")
+    sets = rank_sets(
+        estimate, cov, alpha, df, method="simultaneous", stepdown=stepdown,
+        n_draws=n_draws, seed=seed, chunk_size=chunk_size,
+    )
+    selected = sets.low <= tau
+    return TauBest(selected, np.flatnonzero(selected), int(tau), sets.low, sets.alpha, sets.df)

@@ -67,12 +67,12 @@ def small_sample_factor(n_clusters: int, correction: str) -> float:
     return n_clusters / (n_clusters - 1) if n_clusters > 1 else np.inf
 
 
-def group_codes(groups) -> tuple[np.ndarray, int]:
-    """Map arbitrary group labels to dense codes ``0..G-1`` in O(n).
+def factorize_groups(groups) -> tuple[np.ndarray, np.ndarray]:
+    """Map arbitrary group labels to dense codes ``0..G-1`` in O(n); return (codes, labels).
 
-    Non-negative integer labels with a moderate range are compressed with a bincount;
-    anything else (strings, negative or huge integers) is hashed by ``pandas.factorize``.
-    Returns ``(codes, G)``.
+    Non-negative integer labels with a moderate range are compressed with a bincount
+    (labels come out sorted); anything else (strings, negative or huge integers) is hashed
+    by ``pandas.factorize`` (labels in order of appearance). Missing labels are an error.
     """
     labels = np.asarray(groups)
     if labels.ndim != 1:
@@ -82,11 +82,17 @@ def group_codes(groups) -> tuple[np.ndarray, int]:
         if low >= 0 and high < max(4 * labels.size, 1 << 16):
             present = np.bincount(labels, minlength=int(high) + 1) > 0
             remap = np.cumsum(present) - 1
-            return remap[labels].astype(np.int64), int(present.sum())
+            return remap[labels].astype(np.int64), np.flatnonzero(present)
     if pd.isna(labels).any():
         raise ValueError("groups contain missing values; every row needs a cluster label")
     codes, uniques = pd.factorize(labels, sort=False)
-    return codes.astype(np.int64), len(uniques)
+    return codes.astype(np.int64), np.asarray(uniques)
+
+
+def group_codes(groups) -> tuple[np.ndarray, int]:
+    """Dense codes ``0..G-1`` of the groups and the number of groups G."""
+    codes, labels = factorize_groups(groups)
+    return codes, len(labels)
 
 
 def intersect_codes(code_list: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, int]:
@@ -216,6 +222,8 @@ class MultiwayCovariance:
     cov : (K, K) covariance after any PSD repair.
     n_clusters : clusters per input dimension, in input order.
     terms : ``(dimensions, G, sign)`` for every inclusion-exclusion term.
+    term_covs : ``c(G) * meat`` of every term, unsigned, in the order of ``terms``; the
+        singleton terms are the one-way covariances of each dimension.
     correction : the small-sample correction used.
     min_eigenvalue : smallest eigenvalue before repair.
     psd_repaired : True if negative eigenvalues were clipped to zero (CGM 2011, sec. 2.3).
@@ -224,6 +232,7 @@ class MultiwayCovariance:
     cov: np.ndarray
     n_clusters: tuple[int, ...]
     terms: tuple[tuple[tuple[int, ...], int, int], ...]
+    term_covs: tuple[np.ndarray, ...]
     correction: str
     min_eigenvalue: float
     psd_repaired: bool
@@ -260,7 +269,7 @@ def multiway_cluster_cov(
     coded = [group_codes(g) for g in groups]
     codes, sizes = [c for c, _ in coded], [s for _, s in coded]
     total = np.zeros((infl.shape[1], infl.shape[1]))
-    terms = []
+    terms, term_covs = [], []
     for order in range(1, len(groups) + 1):
         sign = 1 if order % 2 else -1
         for dims in combinations(range(len(groups)), order):
@@ -270,9 +279,12 @@ def multiway_cluster_cov(
                 term_codes, n_groups = intersect_codes(
                     [codes[d] for d in dims], [sizes[d] for d in dims]
                 )
-            meat = _meat_from_codes(infl, term_codes, n_groups)
-            total += sign * small_sample_factor(n_groups, correction) * meat
+            term_cov = small_sample_factor(n_groups, correction) * _meat_from_codes(
+                infl, term_codes, n_groups
+            )
+            total += sign * term_cov
             terms.append((dims, n_groups, sign))
+            term_covs.append(term_cov)
     cov, min_eig, repaired = repair_psd(total) if len(groups) > 1 else (total, np.nan, False)
     if repaired:
         warnings.warn(
@@ -284,6 +296,7 @@ def multiway_cluster_cov(
             stacklevel=2,
         )
     return MultiwayCovariance(
-        cov=cov, n_clusters=tuple(sizes), terms=tuple(terms), correction=correction,
+        cov=cov, n_clusters=tuple(sizes), terms=tuple(terms), term_covs=tuple(term_covs),
+        correction=correction,
         min_eigenvalue=min_eig, psd_repaired=repaired,
     )

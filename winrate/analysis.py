@@ -1,0 +1,213 @@
+"""End-to-end leaderboard analysis: log -> scores and influence -> covariance -> intervals.
+
+:func:`analyze` runs the data flow once and collects everything a report needs: the
+clustered and naive covariances, marginal intervals, per-axis diagnostics and warnings
+in plain words.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from winrate import diagnostics
+from winrate.data import ComparisonLog
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.inference import WaldIntervals, wald_intervals
+from winrate.leaderboard import Leaderboard, fit
+from winrate.variance import DEFAULT_CORRECTION, multiway_cluster_cov, naive_cov
+
+FEW_CLUSTERS = 30
+
+
+@dataclass(frozen=True)
+class AxisSummary:
+    """One clustering axis: cluster counts and its one-way covariance diagnostics.
+
+    ``m`` is the mean number of comparisons of each model per cluster; ``rho`` the implied
+    shared-response correlation ``(deff - 1) / (m - 1)``; ``icc`` the pair-level ANOVA ICC;
+    ``single_cluster_pairs`` the number of model pairs observed within a single cluster.
+    """
+
+    name: str
+    n_clusters: int
+    mean_cluster_size: float
+    cov: np.ndarray
+    se: np.ndarray
+    deff: np.ndarray
+    m: np.ndarray
+    rho: np.ndarray
+    icc: float
+    single_cluster_pairs: int
+
+
+@dataclass(frozen=True)
+class LeaderboardAnalysis:
+    """Scores, joint covariance, intervals and diagnostics of one leaderboard."""
+
+    leaderboard: Leaderboard
+    clustering: tuple[str, ...]
+    cov: np.ndarray
+    cov_naive: np.ndarray
+    intervals: WaldIntervals
+    deff: np.ndarray
+    axes: dict[str, AxisSummary]
+    psd_repaired: bool
+    n_comparisons: float
+    n_rows: int
+    settings: dict
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def models(self) -> np.ndarray:
+        return self.leaderboard.models
+
+    @property
+    def scores(self) -> np.ndarray:
+        return self.leaderboard.scores
+
+    @property
+    def se(self) -> np.ndarray:
+        return self.intervals.se
+
+    @property
+    def se_naive(self) -> np.ndarray:
+        return np.sqrt(np.clip(np.diag(self.cov_naive), 0.0, None))
+
+    @property
+    def effective_n(self) -> np.ndarray:
+        """``n_a / DEFF_a``: the number of independent comparisons the data is worth."""
+        n_a = self.leaderboard.comparisons_per_model
+        return np.divide(n_a, self.deff, out=np.full(n_a.shape, np.nan), where=self.deff > 0)
+
+
+def parse_clustering(spec: str | tuple | list | None) -> tuple[str, ...]:
+    """``"none"`` -> (); ``"prompt+judge"`` -> ("prompt", "judge"); tuples pass through."""
+    if spec is None:
+        return ()
+    names = spec.split("+") if isinstance(spec, str) else list(spec)
+    names = [n.strip() for n in names if n.strip()]
+    if names in (["none"], ["naive"]):
+        return ()
+    if len(set(names)) != len(names):
+        raise WinrateInputError(f"clustering {spec!r} names an axis twice")
+    return tuple(names)
+
+
+def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.ndarray,
+                  cov_naive: np.ndarray) -> AxisSummary:
+    axis = log.axes[name]
+    deff = diagnostics.design_effect(cov, cov_naive)
+    m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
+                                            log.n_models, log.weight)
+    lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
+    return AxisSummary(
+        name=name, n_clusters=axis.n_clusters,
+        mean_cluster_size=log.n_comparisons / axis.n_clusters,
+        cov=cov, se=np.sqrt(np.clip(np.diag(cov), 0, None)), deff=deff, m=m,
+        rho=diagnostics.shared_response_correlation(deff, m),
+        icc=diagnostics.anova_icc(board.centered, axis.codes, log.frequency),
+        single_cluster_pairs=int(lonely.sum()),
+    )
+
+
+def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
+              psd_repaired: bool) -> list[str]:
+    """Plain-language warnings about what the numbers can and cannot support."""
+    notes = []
+    for axis in axes.values():
+        if axis.n_clusters < FEW_CLUSTERS:
+            notes.append(
+                f"axis '{axis.name}' has only {axis.n_clusters} clusters (< {FEW_CLUSTERS}): "
+                f"its clustered SE rests on {axis.n_clusters} independent units and is "
+                "unreliable; prefer t intervals (--reference t) and treat the SE as rough."
+            )
+        if axis.single_cluster_pairs:
+            notes.append(
+                f"axis '{axis.name}': {axis.single_cluster_pairs} of {len(board.pairs)} model "
+                f"pairs are observed within a single {axis.name} cluster; the {axis.name} "
+                "variance is not identified for them, so SEs of the models involved are "
+                "understated on that axis."
+            )
+    no_games = board.comparisons_per_model == 0
+    if no_games.any():
+        notes.append(f"models with no comparisons (score undefined): "
+                     f"{list(board.models[no_games])}")
+    zero = (se == 0) & ~no_games
+    if zero.any():
+        notes.append(
+            f"models with zero estimated variance: {list(board.models[zero])}; every pair "
+            "they played has a single outcome, so their intervals have zero width and mean "
+            "nothing (a Wald interval cannot express the uncertainty of a 0% or 100% rate)."
+        )
+    n_missing = len(board.unobserved_pairs)
+    if n_missing:
+        notes.append(
+            f"{n_missing} model pairs were never compared; they are left out of the scores "
+            "(never imputed), so models are scored against different opponent sets."
+        )
+    if psd_repaired:
+        notes.append(
+            "the multiway covariance was not positive semi-definite and was repaired by "
+            "clipping negative eigenvalues (Cameron, Gelbach & Miller 2011); some contrasts "
+            "may have understated SEs."
+        )
+    return notes
+
+
+def _clustered_cov(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...],
+                   correction: str):
+    unknown = [name for name in clustering if name not in log.axes]
+    if unknown:
+        raise WinrateInputError(
+            f"cannot cluster by {unknown}: the log has axes {sorted(log.axes)} "
+            "(a missing prompt/judge column, or pass the column as an extra axis)"
+        )
+    groups = [log.axes[name].codes for name in clustering]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return multiway_cluster_cov(board.influence, groups, correction)
+
+
+def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
+            correction: str = DEFAULT_CORRECTION, alpha: float = 0.05,
+            reference: str = "normal") -> LeaderboardAnalysis:
+    """Fit scores and their clustered covariance, intervals and diagnostics.
+
+    ``cluster`` names the axes (``"none"``, ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or
+    any extra axis of the log); ``reference="t"`` uses t(G - 1) critical values with G the
+    smallest cluster count among the axes (normal when unclustered). Warnings are both
+    returned in the result and emitted as :class:`WinrateWarning`.
+    """
+    if reference not in ("normal", "t"):
+        raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
+    clustering = parse_clustering(cluster)
+    board = fit(log, weights)
+    cov_naive = naive_cov(board.influence, correction, log.frequency)
+    axes, psd_repaired, cov = {}, False, cov_naive
+    if clustering:
+        result = _clustered_cov(log, board, clustering, correction)
+        cov, psd_repaired = result.cov, result.psd_repaired
+        for i, name in enumerate(clustering):
+            axes[name] = _axis_summary(log, board, name, result.term_covs[i], cov_naive)
+    df = None
+    if reference == "t" and clustering:
+        df = min(axis.n_clusters for axis in axes.values()) - 1
+    intervals = wald_intervals(board.scores, cov, alpha, df)
+    notes = _warnings(board, axes, intervals.se, psd_repaired)
+    for note in notes:
+        warnings.warn(note, WinrateWarning, stacklevel=2)
+    settings = {"cluster": list(clustering) or ["none"], "weights": _weights_label(weights),
+                "correction": correction, "alpha": alpha, "reference": reference, "df": df}
+    return LeaderboardAnalysis(
+        leaderboard=board, clustering=clustering, cov=cov, cov_naive=cov_naive,
+        intervals=intervals, deff=diagnostics.design_effect(cov, cov_naive), axes=axes,
+        psd_repaired=psd_repaired, n_comparisons=log.n_comparisons, n_rows=log.n_rows,
+        settings=settings, warnings=notes,
+    )
+
+
+def _weights_label(weights) -> str:
+    return weights if isinstance(weights, str) else "matrix"

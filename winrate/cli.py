@@ -1,0 +1,154 @@
+"""Command line: ``winrate leaderboard``, ``winrate demo`` and the commands of other modules.
+
+Each command is a pair ``(add_arguments(parser), run(args) -> exit code)``. Bad input
+(:class:`WinrateInputError`) ends with a one-line error on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+
+from winrate.analysis import analyze, parse_clustering
+from winrate.data import DEFAULT_COLUMNS, read_comparisons
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.report import format_summary, format_table, leaderboard_table, write_json
+from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
+
+# Modules that contribute commands through a COMMANDS dict; optional until they exist.
+_COMMAND_MODULES = ("winrate.evals.cli", "winrate.eda")
+
+
+def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet)")
+    parser.add_argument("--dataset", help="a bundled dataset name instead of INPUT")
+    parser.add_argument("--cluster", default="prompt+judge",
+                        help="none | prompt | judge | prompt+judge | COL[+COL...] "
+                             "(default: prompt+judge)")
+    parser.add_argument("--weights", default="uniform", choices=("uniform", "count"),
+                        help="opponent weights (default: uniform over observed opponents)")
+    parser.add_argument("--correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
+                        help=f"small-sample correction (default: {DEFAULT_CORRECTION})")
+    parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
+    parser.add_argument("--reference", default="normal", choices=("normal", "t"),
+                        help="critical values: normal, or t with G - 1 df")
+    parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--csv", metavar="PATH", help="write the ranked table here")
+    for role, default in DEFAULT_COLUMNS.items():
+        flag = role.replace("_", "-")
+        parser.add_argument(f"--{flag}-col", dest=f"{role}_col", default=default,
+                            help=f"column of the {role.replace('_', ' ')} (default: {default})")
+    parser.add_argument("--weight-col", default=None,
+                        help="column of frequency weights (a row stands for that many)")
+
+
+def _load_log(args: argparse.Namespace, clustering):
+    extra = tuple(name for name in clustering if name not in ("prompt", "judge"))
+    columns = dict(prompt_col=args.prompt_col, judge_col=args.judge_col,
+                   model_a_col=args.model_a_col, model_b_col=args.model_b_col,
+                   outcome_col=args.outcome_col, weight_col=args.weight_col,
+                   extra_cols=extra)
+    if args.dataset:
+        from winrate import datasets
+
+        frame = datasets.load(args.dataset)
+        if "count" in frame.columns and args.weight_col is None:
+            columns["weight_col"] = "count"
+        return read_comparisons(frame, **columns)
+    if not args.input:
+        raise WinrateInputError("give an INPUT file or --dataset NAME")
+    return read_comparisons(args.input, **columns)
+
+
+def run_leaderboard(args: argparse.Namespace) -> int:
+    """Ranked leaderboard with naive and clustered error bars."""
+    if not 0 < args.alpha < 1:
+        raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
+    clustering = parse_clustering(args.cluster)
+    log = _load_log(args, clustering)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        result = analyze(log, cluster=clustering, weights=args.weights,
+                         correction=args.correction, alpha=args.alpha,
+                         reference=args.reference)
+    if args.json:
+        write_json(result, args.json)
+    if args.csv:
+        leaderboard_table(result).to_csv(args.csv, index=False)
+    _print_report(result)
+    return 0
+
+
+def _print_report(result) -> None:
+    print(format_summary(result))
+    print(format_table(result))
+    for note in result.warnings:
+        print(f"warning: {note}")
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=2024, help="seed of the simulated log")
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Leaderboard of a small simulated crossed log (prompts x judges), printed."""
+    from winrate.simulate import SimulationDesign, simulate_comparisons
+
+    design = SimulationDesign(n_models=8, n_prompts=300, n_judges=40)
+    sim = simulate_comparisons(design, seed=args.seed)
+    print(f"Simulated crossed log (seed {args.seed}): {design.n_models} models, "
+          f"{design.n_prompts} prompts, {design.n_judges} judges; every response is reused "
+          "by several comparisons.\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        result = analyze(sim.log, cluster="prompt+judge")
+    _print_report(result)
+    return 0
+
+
+COMMANDS = {
+    "leaderboard": (add_leaderboard_arguments, run_leaderboard),
+    "demo": (add_demo_arguments, run_demo),
+}
+
+
+def _all_commands() -> dict:
+    commands = dict(COMMANDS)
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name != name:
+                raise
+            continue
+        commands.update(getattr(module, "COMMANDS", {}))
+    return commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="winrate", description="Honest, cluster-robust error bars for LLM evaluations."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (add_arguments, run) in _all_commands().items():
+        doc = (run.__doc__ or "").strip().splitlines()
+        command = sub.add_parser(name, help=doc[0] if doc else None)
+        add_arguments(command)
+        command.set_defaults(run=run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except WinrateInputError as error:
+        print(f"winrate {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""Comparison logs: read, validate and integer-code pairwise judge comparisons.
+
+A comparison log has one row per judged comparison: a prompt, a judge, two models and an
+outcome. Columns are coded to integers once, here; everything downstream works on the
+integer arrays of :class:`ComparisonLog`.
+
+Outcome encodings accepted (per row, case-insensitive for the labels):
+
+* ``"a"`` / ``"model_a"`` -> model_a won (score 1); ``"b"`` / ``"model_b"`` -> score 0;
+  ``"tie"`` -> score 1/2;
+* the winner's model name (must equal that row's model_a or model_b);
+* numbers 1 / 0 / 0.5 (the score of model_a), as numbers or numeric strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from winrate.errors import WinrateInputError
+from winrate.variance import factorize_groups
+
+DEFAULT_COLUMNS = {
+    "prompt": "prompt_id",
+    "judge": "judge_id",
+    "model_a": "model_a",
+    "model_b": "model_b",
+    "outcome": "outcome",
+}
+_LABEL_SCORES = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
+_NUMERIC_SCORES = (0.0, 0.5, 1.0)
+_SHOW_ROWS = 5
+
+
+@dataclass(frozen=True)
+class ClusterAxis:
+    """Integer codes ``0..G-1`` of one clustering of the rows, with the label of each code."""
+
+    codes: np.ndarray
+    labels: np.ndarray
+
+    @property
+    def n_clusters(self) -> int:
+        return len(self.labels)
+
+
+@dataclass(frozen=True)
+class ComparisonLog:
+    """An integer-coded pairwise comparison log.
+
+    Attributes
+    ----------
+    model_a, model_b : int32 arrays of codes into ``models`` (never equal within a row).
+    score : float64 array, the half-tie score of model_a: 1 win, 1/2 tie, 0 loss.
+    models : model names; code ``k`` is ``models[k]``.
+    axes : clustering axes by name: ``"prompt"``, ``"judge"`` and any extra columns kept.
+    frequency : optional float64 row weights; row r stands for ``frequency[r]`` identical
+        comparisons (aggregated logs). None means every row is one comparison.
+    """
+
+    model_a: np.ndarray
+    model_b: np.ndarray
+    score: np.ndarray
+    models: np.ndarray
+    axes: dict[str, ClusterAxis] = field(default_factory=dict)
+    frequency: np.ndarray | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.model_a.shape[0])
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @property
+    def n_comparisons(self) -> float:
+        """Number of comparisons the log stands for (the sum of frequencies)."""
+        return float(self.frequency.sum()) if self.frequency is not None else float(self.n_rows)
+
+    @property
+    def weight(self) -> np.ndarray:
+        """Per-row frequency, ones when the log is unweighted."""
+        return self.frequency if self.frequency is not None else np.ones(self.n_rows)
+
+    @classmethod
+    def from_arrays(cls, model_a, model_b, score, *, models=None, frequency=None,
+                    **axes) -> ComparisonLog:
+        """Build a log from already integer-coded arrays (the fast path for large logs).
+
+        ``axes`` are named integer cluster codes (e.g. ``prompt=..., judge=...``); codes need
+        not be dense. Validation is vectorised and cheap.
+        """
+        a = np.asarray(model_a, dtype=np.int32)
+        b = np.asarray(model_b, dtype=np.int32)
+        s = np.asarray(score, dtype=np.float64)
+        n = a.shape[0]
+        if n == 0:
+            raise WinrateInputError("the comparison log is empty")
+        for name, arr in (("model_b", b), ("score", s)):
+            if arr.shape != (n,):
+                raise WinrateInputError(f"{name} has shape {arr.shape}, expected ({n},)")
+        n_models = int(max(a.max(initial=-1), b.max(initial=-1))) + 1
+        names = np.arange(n_models).astype(str) if models is None else np.asarray(models)
+        _check_rows(a == b, "model_a", "model_a equals model_b", np.arange(n))
+        _check_rows(~np.isin(s, _NUMERIC_SCORES), "score", "score not in {0, 0.5, 1}",
+                    np.arange(n))
+        coded = {}
+        for name, codes in axes.items():
+            if codes is None:
+                continue
+            arr = np.asarray(codes)
+            if arr.shape != (n,):
+                raise WinrateInputError(f"axis {name!r} has shape {arr.shape}, expected ({n},)")
+            coded[name] = ClusterAxis(*factorize_groups(arr))
+        freq = None if frequency is None else _check_frequency(np.asarray(frequency, float))
+        return cls(a, b, s, names, coded, freq)
+
+
+def _first_rows(mask: np.ndarray, index) -> str:
+    rows = np.asarray(index)[np.flatnonzero(mask)[:_SHOW_ROWS]]
+    more = " ..." if mask.sum() > _SHOW_ROWS else ""
+    return ", ".join(map(str, rows)) + more
+
+
+def _check_rows(bad: np.ndarray, column: str, problem: str, index) -> None:
+    """Raise naming the column, the problem, the count and the first offending rows."""
+    if bad.any():
+        raise WinrateInputError(
+            f"column {column!r}: {problem} in {int(bad.sum())} row(s), first rows: "
+            f"{_first_rows(bad, index)}"
+        )
+
+
+def _check_frequency(freq: np.ndarray) -> np.ndarray:
+    _check_rows(~np.isfinite(freq) | (freq < 0), "frequency",
+                "frequency must be a finite number >= 0", np.arange(freq.shape[0]))
+    return freq
+
+
+def read_table(path) -> pd.DataFrame:
+    """Read a CSV, JSONL/NDJSON, JSON or Parquet file into a DataFrame (by extension)."""
+    path = Path(path)
+    if not path.exists():
+        raise WinrateInputError(f"input file not found: {path}")
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    name = path.name.lower()
+    if name.endswith((".parquet", ".pq")):
+        return pd.read_parquet(path)
+    if name.endswith((".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")):
+        return pd.read_json(path, lines=True)
+    if name.endswith((".json", ".json.gz")):
+        return pd.read_json(path)
+    if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+        return pd.read_csv(path, sep="\t" if ".tsv" in suffixes else ",")
+    raise WinrateInputError(
+        f"cannot tell the format of {path.name!r}: use .csv, .tsv, .jsonl, .json or .parquet"
+    )
+
+
+def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (-1 for missing) and uniques; categoricals reuse their codes at no cost."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return series.cat.codes.to_numpy(np.int64), np.asarray(series.cat.categories)
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    return codes.astype(np.int64), np.asarray(uniques)
+
+
+def _code_column(frame: pd.DataFrame, column: str) -> ClusterAxis:
+    codes, uniques = _factorize(frame[column])
+    _check_rows(codes < 0, column, "missing value", frame.index)
+    return ClusterAxis(codes, uniques)
+
+
+def _code_models(frame: pd.DataFrame, col_a: str, col_b: str):
+    """Code model_a and model_b into one sorted model list."""
+    a_codes, a_names = _factorize(frame[col_a])
+    b_codes, b_names = _factorize(frame[col_b])
+    _check_rows(a_codes < 0, col_a, "missing value", frame.index)
+    _check_rows(b_codes < 0, col_b, "missing value", frame.index)
+    models = np.array(sorted(set(a_names.tolist()) | set(b_names.tolist()), key=str),
+                      dtype=object)
+    index = pd.Index(models)
+    a = index.get_indexer(a_names)[a_codes].astype(np.int32)
+    b = index.get_indexer(b_names)[b_codes].astype(np.int32)
+    _check_rows(a == b, col_a, f"the same model in {col_a!r} and {col_b!r}", frame.index)
+    return a, b, models
+
+
+def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
+                       models: np.ndarray) -> np.ndarray:
+    """Map each distinct outcome label once; winner names are matched against the row."""
+    codes, uniques = _factorize(series)
+    label_score = np.full(len(uniques), np.nan)
+    label_model = np.full(len(uniques), -1, dtype=np.int64)
+    model_index = pd.Index(models.astype(str))
+    for i, value in enumerate(uniques):
+        text = str(value).strip()
+        if text.lower() in _LABEL_SCORES:
+            label_score[i] = _LABEL_SCORES[text.lower()]
+            continue
+        number = pd.to_numeric(pd.Series([text]), errors="coerce").iloc[0]
+        if number in _NUMERIC_SCORES:
+            label_score[i] = number
+        elif text in model_index:
+            label_model[i] = model_index.get_loc(text)
+    score = np.where(codes >= 0, label_score[codes], np.nan)
+    winner = np.where(codes >= 0, label_model[codes], -1)
+    score = np.where(winner == a, 1.0, np.where(winner == b, 0.0, score))
+    return score
+
+
+def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models) -> np.ndarray:
+    series = frame[column]
+    _check_rows(series.isna().to_numpy(), column, "missing value", frame.index)
+    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+        score = series.to_numpy(dtype=float)
+        _check_rows(~np.isin(score, _NUMERIC_SCORES), column,
+                    "numeric outcome not in {1, 0, 0.5}", frame.index)
+        return score
+    score = _score_from_labels(series, a, b, models)
+    _check_rows(np.isnan(score), column,
+                "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "
+                "of that row's model_a or model_b)", frame.index)
+    return score
+
+
+def _require_columns(frame: pd.DataFrame, columns: dict[str, str | None]) -> None:
+    missing = [col for col in columns.values() if col is not None and col not in frame.columns]
+    if missing:
+        raise WinrateInputError(
+            f"column(s) {missing} not found; the log has columns {list(frame.columns)}"
+        )
+
+
+def read_comparisons(
+    source,
+    *,
+    prompt_col: str | None = DEFAULT_COLUMNS["prompt"],
+    judge_col: str | None = DEFAULT_COLUMNS["judge"],
+    model_a_col: str = DEFAULT_COLUMNS["model_a"],
+    model_b_col: str = DEFAULT_COLUMNS["model_b"],
+    outcome_col: str = DEFAULT_COLUMNS["outcome"],
+    weight_col: str | None = None,
+    extra_cols: tuple[str, ...] = (),
+) -> ComparisonLog:
+    """Read a comparison log from a DataFrame or a CSV / JSONL / Parquet file.
+
+    The prompt and judge columns are optional when left at their default names: a log
+    without ``judge_id`` has one judge, one without ``prompt_id`` cannot be clustered by
+    prompt. A column named explicitly must exist. ``weight_col`` holds frequency weights
+    (a row stands for that many identical comparisons); rows of weight 0 are dropped.
+    ``extra_cols`` are kept as further clustering axes under their own names.
+    """
+    frame = source if isinstance(source, pd.DataFrame) else read_table(source)
+    if frame.empty:
+        raise WinrateInputError("the comparison log is empty")
+    prompt_col = _optional_default(frame, prompt_col, "prompt")
+    judge_col = _optional_default(frame, judge_col, "judge")
+    _require_columns(frame, {"model_a": model_a_col, "model_b": model_b_col,
+                             "outcome": outcome_col, "prompt": prompt_col,
+                             "judge": judge_col, "weight": weight_col,
+                             **{c: c for c in extra_cols}})
+    frequency = None
+    if weight_col is not None:
+        weights = pd.to_numeric(frame[weight_col], errors="coerce").to_numpy(float)
+        _check_rows(~np.isfinite(weights) | (weights < 0), weight_col,
+                    "weight must be a finite number >= 0", frame.index)
+        frame = frame.loc[weights > 0]
+        frequency = weights[weights > 0]
+        if frame.empty:
+            raise WinrateInputError(f"column {weight_col!r}: every row has weight 0")
+    a, b, models = _code_models(frame, model_a_col, model_b_col)
+    score = _parse_outcome(frame, outcome_col, a, b, models)
+    roles = {"prompt": prompt_col, "judge": judge_col, **{c: c for c in extra_cols}}
+    axes = {name: _code_column(frame, col) for name, col in roles.items() if col is not None}
+    return ComparisonLog(a, b, score, models, axes, frequency)
+
+
+def _optional_default(frame: pd.DataFrame, column: str | None, role: str) -> str | None:
+    """A default-named prompt/judge column that is absent means 'no such axis'."""
+    if column == DEFAULT_COLUMNS[role] and column not in frame.columns:
+        return None
+    return column

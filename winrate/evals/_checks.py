@@ -1,0 +1,119 @@
+"""Input checks shared by the eval-statistics modules.
+
+Every check raises :class:`~winrate.errors.WinrateInputError` naming the offending input
+(a DataFrame column or a function argument) and its first offending rows.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from winrate.errors import WinrateInputError, WinrateWarning
+
+#: Below this many clusters the cluster-robust SE is biased down and its normal reference
+#: is unreliable (rule of thumb in Cameron & Miller 2015, sec. VI; clustered-se primer).
+FEW_CLUSTERS = 30
+_SHOW = 5
+
+
+def first_rows(mask, index=None) -> str:
+    """Describe the first offending rows of a boolean mask: ``'rows [3, 7] (2 in total)'``."""
+    where = np.flatnonzero(np.asarray(mask))
+    labels = where if index is None else np.asarray(index)[where]
+    shown = ", ".join(str(v) for v in labels[:_SHOW])
+    more = f", ... ({where.size} in total)" if where.size > _SHOW else ""
+    return f"rows [{shown}{more}]"
+
+
+def as_scores(values, name: str = "scores", index=None, min_size: int = 2) -> np.ndarray:
+    """A finite 1-D float array of at least ``min_size`` scores, else a WinrateInputError."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise WinrateInputError(f"{name!r} must be numeric: {exc}") from None
+    if arr.ndim != 1:
+        raise WinrateInputError(f"{name!r} must be 1-D, got shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise WinrateInputError(
+            f"{name!r} has missing or infinite values at {first_rows(bad, index)}; "
+            "drop those rows (an unanswered question usually scores 0) and retry"
+        )
+    if arr.size < min_size:
+        raise WinrateInputError(f"{name!r} needs at least {min_size} scores, got {arr.size}")
+    return arr
+
+
+def as_score_matrix(values, name: str = "scores") -> np.ndarray:
+    """A finite (n, K) float array: n questions, K answers each (1-D input means K = 1)."""
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise WinrateInputError(f"{name!r} must be (n questions, K answers), got {arr.shape}")
+    bad = ~np.isfinite(arr).all(axis=1)
+    if bad.any():
+        raise WinrateInputError(
+            f"{name!r} has missing or infinite answers in {first_rows(bad)}; every question "
+            "needs the same number K of answers"
+        )
+    if arr.shape[0] < 2:
+        raise WinrateInputError(f"{name!r} needs at least 2 questions, got {arr.shape[0]}")
+    return arr
+
+
+def same_length(n: int, other, name: str, reference: str = "scores") -> None:
+    if len(other) != n:
+        raise WinrateInputError(
+            f"{name!r} has {len(other)} entries but {reference!r} has {n}; they must align"
+        )
+
+
+def as_cluster_list(clusters, n: int) -> tuple[list[np.ndarray], list[str]]:
+    """Normalise ``None``, one label array, a list of arrays or a ``{name: array}`` dict."""
+    if clusters is None:
+        return [], []
+    if isinstance(clusters, dict):
+        names, arrays = list(clusters), list(clusters.values())
+    elif isinstance(clusters, (list, tuple)) and len(clusters) and np.ndim(clusters[0]) == 1:
+        arrays = list(clusters)
+        names = [f"clusters[{i}]" for i in range(len(arrays))]
+    else:
+        arrays, names = [clusters], ["clusters"]
+    out = []
+    for arr, name in zip(arrays, names, strict=True):
+        labels = np.asarray(arr)
+        same_length(n, labels, name)
+        missing = pd.isna(labels)
+        if missing.any():
+            raise WinrateInputError(f"{name!r} has missing cluster labels at {first_rows(missing)}")
+        out.append(labels)
+    return out, names
+
+
+def check_cluster_counts(names, counts, context: str = "") -> None:
+    """Error for a single cluster, a WinrateWarning for few clusters."""
+    where = f" ({context})" if context else ""
+    for name, g in zip(names, counts, strict=True):
+        if g < 2:
+            raise WinrateInputError(
+                f"cluster column {name!r} has a single cluster{where}: a clustered SE needs "
+                "variation between at least 2 clusters; drop this clustering or add data"
+            )
+        if g < FEW_CLUSTERS:
+            warnings.warn(
+                f"only {g} clusters in {name!r}{where}: with fewer than about {FEW_CLUSTERS} "
+                "clusters the cluster-robust SE is biased down; intervals use a t reference "
+                f"with {g - 1} degrees of freedom (Cameron & Miller 2015, sec. VI)",
+                WinrateWarning,
+                stacklevel=3,
+            )
+
+
+def check_alpha(alpha: float) -> float:
+    if not 0 < alpha < 1:
+        raise WinrateInputError(f"alpha must be in (0, 1), got {alpha}")
+    return float(alpha)
