@@ -232,6 +232,12 @@ def _critical_values(F, a, b, sign, group, n_groups, alpha, df, mc: _MC, keep_dr
     return crit, se, (np.sort(draws[:, 0]) if keep_draws else None)
 
 
+def _two_sided_family(F, a, b, alpha, df, mc: _MC):
+    """One two-sided family: critical value, MC SE and the sorted simulated maxima."""
+    zeros = np.zeros(a.size, int)
+    return _critical_values(F, a, b, zeros, zeros, 1, alpha, df, mc, keep_draws=True)
+
+
 def _max_t_pvalues(sorted_max: np.ndarray, stat: np.ndarray) -> np.ndarray:
     """Single-step max-T adjusted p-value ``P(max_h |T_h| >= |t|)`` (Westfall & Young 1993,
     "Resampling-Based Multiple Testing", sec. 2.6), estimated from the simulated maxima."""
@@ -332,11 +338,8 @@ def simultaneous_intervals(
     zero = se**2 <= _ZERO_VAR_RTOL * np.diag(V).max(initial=0.0)
     _warn_zero(zero, "scores")
     rows = np.flatnonzero(~zero)
-    none = np.full(rows.size, -1)
-    crit, mc_se, sorted_max = _critical_values(
-        F, rows, none, np.zeros(rows.size), np.zeros(rows.size, int), 1, alpha, df, mc, True
-    )
-    stat = np.divide(est, se, out=np.where(est == 0, 0.0, np.inf * np.sign(est)), where=~zero)
+    crit, mc_se, sorted_max = _two_sided_family(F, rows, np.full(rows.size, -1), alpha, df, mc)
+    stat = _pair_stat(est, se, zero)
     p_adj = _max_t_pvalues(sorted_max, stat)
     c = float(crit[0])
     half = np.where(zero, 0.0, c * se)
@@ -371,7 +374,7 @@ def _pair_se(V, a, b) -> np.ndarray:
 
 
 def _pair_stat(d, se, zero) -> np.ndarray:
-    """``d / se``; a zero-variance difference is exact: ``+/-inf`` if nonzero, else 0."""
+    """``d / se``; a zero-variance contrast is exact: ``+/-inf`` if nonzero, else 0."""
     exact = np.where(d == 0, 0.0, np.copysign(np.inf, d))
     return np.divide(d, se, out=exact, where=~zero)
 
@@ -441,16 +444,26 @@ def pairwise_differences(
     stat = _pair_stat(d, se, zero)
     ref = stats.norm if df is None else stats.t(df)
     p = 2 * ref.sf(np.abs(stat))
-    live = ~zero
-    crit, mc_se, sorted_max = _critical_values(
-        F, i[live], j[live], np.zeros(live.sum()), np.zeros(live.sum(), int), 1, alpha, df, mc,
-        True,
-    )
+    crit, mc_se, sorted_max = _two_sided_family(F, i[~zero], j[~zero], alpha, df, mc)
     c = float(crit[0])
     half = np.where(zero, 0.0, c * se)
+    p_max_t = _max_t_pvalues(sorted_max, stat)
     return PairwiseDifferences(
-        i, j, d, se, stat, p, holm(p), _max_t_pvalues(sorted_max, stat), d - half, d + half,
-        c, float(mc_se[0]), alpha, df, mc.n_draws,
+        i,
+        j,
+        d,
+        se,
+        stat,
+        p,
+        holm(p),
+        p_max_t,
+        d - half,
+        d + half,
+        c,
+        float(mc_se[0]),
+        alpha,
+        df,
+        mc.n_draws,
     )
 
 
@@ -514,20 +527,23 @@ def _stepdown_rejections(stat, zero, rows, alpha, df, F, mc, stepdown):
     """
     a, b, group, n_groups = rows
     up, down = np.zeros(a.size, bool), np.zeros(a.size, bool)
-    live = ~zero
+    crit, mc_se = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
+    redo = np.ones(n_groups, bool)  # families whose hypothesis set changed
     n_steps = 0
     while True:
         n_steps += 1
-        open_ = live & ~(up & down)
-        sign = np.where(up, -1.0, np.where(down, 1.0, 0.0))[open_]
-        crit, mc_se = _critical_values(
-            F, a[open_], b[open_], sign, group[open_], n_groups, alpha, df, mc
-        )[:2]
+        sel = ~zero & ~(up & down) & redo[group]
+        sign = np.where(up, -1.0, np.where(down, 1.0, 0.0))[sel]
+        fams = np.flatnonzero(redo)
+        code = np.searchsorted(fams, group[sel])
+        fresh = _critical_values(F, a[sel], b[sel], sign, code, fams.size, alpha, df, mc)
+        crit[fams], mc_se[fams] = fresh[:2]
         c = crit[group]
         new_up = ~up & ((stat > c) | (zero & (stat > 0)))
         new_down = ~down & ((stat < -c) | (zero & (stat < 0)))
         up, down = up | new_up, down | new_down
-        if not stepdown or not (new_up.any() or new_down.any()):
+        redo = np.bincount(group[new_up | new_down], minlength=n_groups) > 0
+        if not stepdown or not redo.any():
             return up, down, crit, mc_se, n_steps
 
 
@@ -630,8 +646,15 @@ def tau_best(
     if int(tau) != tau or not 1 <= tau <= max(K, 1):
         raise WinrateInputError(f"tau must be an integer in [1, {K}], got {tau}")
     sets = rank_sets(
-        estimate, cov, alpha, df, method="simultaneous", stepdown=stepdown,
-        n_draws=n_draws, seed=seed, chunk_size=chunk_size,
+        estimate,
+        cov,
+        alpha,
+        df,
+        method="simultaneous",
+        stepdown=stepdown,
+        n_draws=n_draws,
+        seed=seed,
+        chunk_size=chunk_size,
     )
     selected = sets.low <= tau
     return TauBest(selected, np.flatnonzero(selected), int(tau), sets.low, sets.alpha, sets.df)
