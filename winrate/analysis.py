@@ -133,14 +133,15 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
             )
     no_games = board.comparisons_per_model == 0
     if no_games.any():
-        notes.append(f"models with no comparisons (score undefined): "
-                     f"{list(board.models[no_games])}")
+        names = [str(m) for m in board.models[no_games]]
+        notes.append(f"models with no comparisons (score undefined): {names}")
     zero = (se == 0) & ~no_games
     if zero.any():
         notes.append(
-            f"models with zero estimated variance: {list(board.models[zero])}; every pair "
-            "they played has a single outcome, so their intervals have zero width and mean "
-            "nothing (a Wald interval cannot express the uncertainty of a 0% or 100% rate)."
+            f"models with zero estimated variance: {[str(m) for m in board.models[zero]]}; "
+            "every pair they played has a single outcome, so their intervals have zero width "
+            "and mean nothing (a Wald interval cannot express the uncertainty of a 0% or 100% "
+            "rate)."
         )
     n_missing = len(board.unobserved_pairs)
     if n_missing:

@@ -1,0 +1,30 @@
+"""Shared fixtures: small random comparison logs with missing pairs, ties and unequal clusters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from winrate.data import ComparisonLog
+
+
+def random_log(seed: int, n: int = 400, k: int = 6, n_prompts: int = 37, n_judges: int = 5,
+               drop_pair: tuple[int, int] | None = (0, 5)) -> ComparisonLog:
+    """Unbalanced random log: skewed cluster sizes, ties, one pair never compared."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, k, 3 * n)
+    b = rng.integers(0, k, 3 * n)
+    keep = a != b
+    if drop_pair is not None:
+        keep &= ~((np.minimum(a, b) == drop_pair[0]) & (np.maximum(a, b) == drop_pair[1]))
+    a, b = a[keep][:n], b[keep][:n]
+    score = rng.choice([0.0, 0.5, 1.0], size=n, p=[0.4, 0.2, 0.4])
+    prompt = np.minimum(rng.geometric(1 / 8, n), n_prompts) - 1 + rng.integers(0, 3, n)
+    judge = rng.choice(n_judges, size=n, p=np.linspace(1, 3, n_judges) / np.linspace(
+        1, 3, n_judges).sum())
+    return ComparisonLog.from_arrays(a, b, score, prompt=prompt, judge=judge)
+
+
+@pytest.fixture(params=[0, 1, 2])
+def unbalanced_log(request) -> ComparisonLog:
+    return random_log(request.param)

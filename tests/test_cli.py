@@ -1,0 +1,78 @@
+"""The `winrate leaderboard` command: table, JSON schema, CSV and exit codes."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from winrate.analysis import analyze
+from winrate.cli import main
+from winrate.data import read_comparisons
+from winrate.errors import WinrateWarning
+from winrate.simulate import SimulationDesign, simulate_comparisons
+
+REQUIRED_KEYS = {"models", "score", "se", "se_naive", "ci_low", "ci_high", "cov", "axes",
+                 "warnings", "n_comparisons", "settings"}
+
+
+@pytest.fixture(scope="module")
+def log_file(tmp_path_factory):
+    sim = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60, n_judges=4), seed=9)
+    path = tmp_path_factory.mktemp("cli") / "log.csv"
+    sim.frame().to_csv(path, index=False)
+    return path
+
+
+def test_leaderboard_json_matches_library(log_file, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    table = tmp_path / "out.csv"
+    code = main(["leaderboard", str(log_file), "--cluster", "prompt+judge", "--json", str(out),
+                 "--csv", str(table), "--correction", "none"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "SE naive" in printed and "warning: axis 'judge' has only 4 clusters" in printed
+    doc = json.loads(out.read_text())
+    assert REQUIRED_KEYS <= set(doc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        expected = analyze(read_comparisons(log_file), "prompt+judge", correction="none")
+    assert doc["models"] == [str(m) for m in expected.models]
+    np.testing.assert_allclose(doc["score"], expected.scores)
+    np.testing.assert_allclose(np.array(doc["cov"]), expected.cov)
+    assert doc["axes"]["judge"]["n_clusters"] == 4
+    assert doc["settings"]["correction"] == "none"
+    ranked = pd.read_csv(table)
+    assert list(ranked["score"]) == sorted(expected.scores, reverse=True)
+
+
+def test_custom_columns_and_extra_axis(log_file, tmp_path, capsys):
+    frame = pd.read_csv(log_file).rename(columns={"prompt_id": "q", "outcome": "winner"})
+    frame["topic"] = frame["q"] % 7
+    path = tmp_path / "custom.jsonl"
+    frame.to_json(path, orient="records", lines=True)
+    out = tmp_path / "custom.json"
+    assert main(["leaderboard", str(path), "--prompt-col", "q", "--outcome-col", "winner",
+                 "--cluster", "topic", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["axes"]["topic"]["n_clusters"] == 7
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["leaderboard", "missing.csv"], "not found"),
+    (["leaderboard", "{log}", "--cluster", "topic"], "not found"),
+    (["leaderboard", "{log}", "--alpha", "1.5"], "alpha"),
+    (["leaderboard"], "INPUT"),
+])
+def test_bad_input_exits_2_with_one_line(log_file, capsys, argv, message):
+    argv = [a.format(log=log_file) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and err.startswith("winrate leaderboard: error:")
+
+
+def test_demo_runs(capsys):
+    assert main(["demo"]) == 0
+    assert "clustered by prompt + judge" in capsys.readouterr().out

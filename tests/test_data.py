@@ -1,0 +1,98 @@
+"""Reading, coding and validating comparison logs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from winrate.data import ComparisonLog, read_comparisons
+from winrate.errors import WinrateInputError
+from winrate.leaderboard import fit
+
+
+def _frame(outcomes, model_a=("x", "y", "z", "x"), model_b=("y", "z", "x", "z")):
+    n = len(outcomes)
+    return pd.DataFrame({"prompt_id": [f"p{i % 2}" for i in range(n)],
+                         "judge_id": ["j"] * n, "model_a": list(model_a)[:n],
+                         "model_b": list(model_b)[:n], "outcome": list(outcomes)})
+
+
+@pytest.mark.parametrize("outcomes", [
+    ["a", "b", "tie", "A"],
+    ["model_a", "model_b", "tie", "Model_A"],
+    ["x", "z", "tie", "x"],
+    [1, 0, 0.5, 1],
+    ["1", "0", "0.5", "1.0"],
+])
+def test_every_outcome_encoding_gives_the_same_scores(outcomes):
+    log = read_comparisons(_frame(outcomes))
+    np.testing.assert_array_equal(log.score, [1.0, 0.0, 0.5, 1.0])
+    assert list(log.models) == ["x", "y", "z"]
+
+
+def test_both_orders_pool_into_one_pair():
+    forward = read_comparisons(_frame(["a", "a", "b"], ("x", "x", "y"), ("y", "y", "x")))
+    board = fit(forward)
+    assert board.counts[0, 1] == 3
+    assert board.psi[0, 1] == pytest.approx(1.0)
+
+
+def test_categorical_columns_and_custom_names():
+    frame = _frame(["a", "b", "tie", "a"]).rename(columns={"model_a": "left", "outcome": "w"})
+    frame["left"] = frame["left"].astype("category")
+    log = read_comparisons(frame, model_a_col="left", outcome_col="w")
+    np.testing.assert_array_equal(log.score, [1.0, 0.0, 0.5, 1.0])
+
+
+def test_judge_and_prompt_columns_are_optional_by_default():
+    log = read_comparisons(_frame(["a", "b", "tie", "a"]).drop(columns=["judge_id"]))
+    assert set(log.axes) == {"prompt"}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_file_formats_round_trip(tmp_path, suffix):
+    frame = _frame(["a", "b", "tie", "x"])
+    path = tmp_path / f"log{suffix}"
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path)
+    np.testing.assert_array_equal(read_comparisons(path).score, [1.0, 0.0, 0.5, 1.0])
+
+
+@pytest.mark.parametrize(("frame", "kwargs", "message"), [
+    (_frame(["a", "b", "tie", "a"]).iloc[:0], {}, "empty"),
+    (_frame(["a", "b", None, "a"]), {}, r"'outcome': missing value .* first rows: 2"),
+    (_frame(["a", "won", "tie", "a"]), {}, r"unknown outcome .* first rows: 1"),
+    (_frame(["a", "x", "tie", "a"]), {}, r"unknown outcome .* first rows: 1"),
+    (_frame([1, 2, 0.5, 1]), {}, r"not in \{1, 0, 0.5\} .* first rows: 1"),
+    (_frame(["a", "b", "tie", "a"], ("x", "y", "z", "z")), {}, r"same model .* first rows: 3"),
+    (_frame(["a", "b", "tie", "a"], ("x", None, "z", "x")), {}, r"'model_a': missing .* 1"),
+    (_frame(["a", "b", "tie", "a"]), {"judge_col": "rater"}, r"\['rater'\] not found"),
+    (_frame(["a", "b", "tie", "a"]), {"extra_cols": ("topic",)}, r"\['topic'\] not found"),
+])
+def test_bad_input_names_the_column_and_rows(frame, kwargs, message):
+    with pytest.raises(WinrateInputError, match=message):
+        read_comparisons(frame, **kwargs)
+
+
+def test_weight_column_validated_and_zero_rows_dropped():
+    frame = _frame(["a", "b", "tie", "a"])
+    frame["count"] = [2, 0, 1, 3]
+    log = read_comparisons(frame, weight_col="count")
+    assert log.n_rows == 3 and log.n_comparisons == 6
+    frame["count"] = [2, -1, 1, 3]
+    with pytest.raises(WinrateInputError, match=r"'count'.*first rows: 1"):
+        read_comparisons(frame, weight_col="count")
+
+
+def test_from_arrays_validation():
+    with pytest.raises(WinrateInputError, match="empty"):
+        ComparisonLog.from_arrays([], [], [])
+    with pytest.raises(WinrateInputError, match="model_a equals model_b"):
+        ComparisonLog.from_arrays([0, 1], [1, 1], [1, 0])
+    with pytest.raises(WinrateInputError, match=r"score not in"):
+        ComparisonLog.from_arrays([0, 1], [1, 0], [1, 0.3])
