@@ -1,0 +1,192 @@
+"""``winrate eval`` and ``winrate power``: the eval-statistics command line.
+
+The dispatcher :mod:`winrate.cli` imports :data:`COMMANDS`; ``python -m winrate.evals.cli``
+runs the same commands standalone.
+
+``winrate eval FILE --score-col S --question-col Q [--model-col M] [--cluster-col C ...]
+[--correction none|cr1] [--paired A B ...] [--neighbours] [--json PATH]`` prints the score
+table (``65.5% (0.7%)``, questions, clusters, design effect) and the pairwise table.
+
+``winrate power (--delta D | --n N) --omega2 W [--sigma2-a] [--sigma2-b] [--k-a] [--k-b]
+[--deff] [--alpha] [--power]`` gives the sample size (Miller 2024, eq. 9) or the minimum
+detectable effect (eq. 10); with ``--pilot FILE ... --models A B`` the variances are
+estimated from pilot answers (clustered with ``--cluster-col``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from winrate.errors import WinrateInputError
+from winrate.evals.frame import evaluate, question_scores, read_table
+from winrate.evals.power import estimate_power_inputs, minimum_detectable_effect, sample_size
+from winrate.evals.report import FORMATS, pairwise_table, report_json, score_table
+from winrate.evals.summary import INTERVALS
+from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
+
+
+def _add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
+    parser.add_argument("--score-col", required=True, help="per-answer score (0/1 or real)")
+    parser.add_argument("--question-col", required=True, help="question id")
+    parser.add_argument("--model-col", default=None, help=model_help)
+    parser.add_argument("--cluster-col", action="append", default=[], metavar="COL",
+                        help="cluster column, constant within a question (repeat: multiway)")
+    parser.add_argument("--correction", choices=CORRECTIONS, default=DEFAULT_CORRECTION,
+                        help="small-sample correction of clustered SEs (default: %(default)s)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``winrate eval``."""
+    parser.add_argument("file", metavar="FILE", help="CSV, JSONL or Parquet, one row per answer")
+    _add_table_arguments(parser, "model name (omit for a single model)")
+    parser.add_argument("--interval", choices=INTERVALS, default="auto",
+                        help="interval method (default: %(default)s)")
+    parser.add_argument("--paired", nargs=2, action="append", default=[], metavar=("A", "B"),
+                        help="paired comparison of model A against baseline B (repeatable)")
+    parser.add_argument("--neighbours", action="store_true",
+                        help="also compare models that are adjacent in the ranking")
+    parser.add_argument("--format", choices=FORMATS, default="markdown", help="table format")
+    parser.add_argument("--digits", type=int, default=1, help="decimals of percentages")
+    parser.add_argument("--seed", type=int, default=0, help="seed of Monte-Carlo intervals")
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help="write the full results as JSON (schema in the README)")
+
+
+def _write_json(path: Path | None, document: dict) -> None:
+    if path is not None:
+        path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n")
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Run ``winrate eval``; returns the exit code."""
+    qs = question_scores(read_table(args.file), args.score_col, args.question_col,
+                         args.model_col, args.cluster_col)
+    report = evaluate(qs, correction=args.correction, alpha=args.alpha, interval=args.interval,
+                      pairs=[tuple(p) for p in args.paired], neighbours=args.neighbours,
+                      seed=args.seed)
+    print(score_table(report, args.format, args.digits), end="")
+    pairs = pairwise_table(report, args.format, args.digits)
+    if pairs:
+        print("\n" + pairs, end="")
+    _write_json(args.json, report_json(report))
+    return 0
+
+
+def add_power_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``winrate power``."""
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--delta", type=float, help="difference to detect: print the sample size")
+    target.add_argument("--n", type=float, help="number of questions: print the MDE")
+    parser.add_argument("--omega2", type=float, default=None,
+                        help="variance of the conditional-mean differences, omega^2")
+    parser.add_argument("--sigma2-a", type=float, default=None, help="E[sigma_A^2] (default 0)")
+    parser.add_argument("--sigma2-b", type=float, default=None, help="E[sigma_B^2] (default 0)")
+    parser.add_argument("--k-a", type=int, default=None, help="answers per question, model A")
+    parser.add_argument("--k-b", type=int, default=None, help="answers per question, model B")
+    parser.add_argument("--deff", type=float, default=1.0, help="expected design effect")
+    parser.add_argument("--power", type=float, default=0.8, help="1 - beta (default 0.8)")
+    parser.add_argument("--pilot", default=None, metavar="FILE",
+                        help="estimate omega2, sigma2-a and sigma2-b from pilot answers")
+    parser.add_argument("--models", nargs=2, default=None, metavar=("A", "B"),
+                        help="the two pilot models")
+    for name in ("score-col", "question-col", "model-col"):
+        parser.add_argument(f"--{name}", default=None, help="pilot column (with --pilot)")
+    parser.add_argument("--cluster-col", action="append", default=[], metavar="COL",
+                        help="pilot cluster column (repeat: multiway)")
+    parser.add_argument("--correction", choices=CORRECTIONS, default=DEFAULT_CORRECTION)
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help="write inputs and result as JSON")
+
+
+def _pilot_matrix(raw, question_col, score_col, model, questions) -> np.ndarray:
+    """(n, K) answers of one pilot model, questions in the given order; balanced K only."""
+    rows = raw[raw["__model__"] == model]
+    if rows.empty:
+        raise WinrateInputError(f"pilot model {model!r} not found")
+    k = rows.groupby(question_col).size()
+    if k.nunique() != 1:
+        raise WinrateInputError(f"pilot model {model!r} must have the same number of answers on "
+                                f"every question; counts range {k.min()}..{k.max()}")
+    order = rows.groupby(question_col, sort=False).cumcount().to_numpy()
+    wide = rows.assign(__k__=order).pivot(index=question_col, columns="__k__", values=score_col)
+    return wide.reindex(questions).to_numpy()
+
+
+def _pilot_inputs(args: argparse.Namespace):
+    missing = [n for n in ("score_col", "question_col", "model_col", "models")
+               if getattr(args, n) is None]
+    if missing:
+        flags = ", ".join("--" + m.replace("_", "-") for m in missing)
+        raise WinrateInputError(f"--pilot needs {flags}")
+    qs = question_scores(read_table(args.pilot), args.score_col, args.question_col,
+                         args.model_col, args.cluster_col)
+    a, b = args.models
+    common = qs.scores[[a, b]].dropna().index if {a, b} <= set(qs.models) else None
+    if common is None or len(common) < 2:
+        raise WinrateInputError(f"pilot models {a!r} and {b!r} need >= 2 common questions; "
+                                f"models in the pilot: {qs.models}")
+    matrices = [_pilot_matrix(qs.raw, args.question_col, args.score_col, m, common) for m in (a, b)]
+    return estimate_power_inputs(*matrices, qs.cluster_arrays(common) or None,
+                                 correction=args.correction)
+
+
+def _power_settings(args: argparse.Namespace) -> dict:
+    settings = {"omega2": args.omega2, "sigma2_a": args.sigma2_a, "sigma2_b": args.sigma2_b,
+                "k_a": args.k_a, "k_b": args.k_b}
+    if args.pilot:
+        pilot = _pilot_inputs(args)
+        estimated = {"omega2": pilot.omega2, "sigma2_a": pilot.sigma2_a,
+                     "sigma2_b": pilot.sigma2_b, "k_a": pilot.k_a, "k_b": pilot.k_b}
+        settings = {k: estimated[k] if v is None else v for k, v in settings.items()}
+    elif args.omega2 is None:
+        raise WinrateInputError("give --omega2 (or --pilot FILE to estimate it)")
+    defaults = {"sigma2_a": 0.0, "sigma2_b": 0.0, "k_a": 1, "k_b": 1}
+    return {k: defaults[k] if v is None else v for k, v in settings.items()}
+
+
+def run_power(args: argparse.Namespace) -> int:
+    """Run ``winrate power``; returns the exit code."""
+    settings = _power_settings(args)
+    common = dict(settings, alpha=args.alpha, power=args.power, deff=args.deff)
+    if args.delta is not None:
+        n = sample_size(args.delta, **common)
+        result = {"n": n, "n_required": math.ceil(n - 1e-9)}
+        print(f"questions needed: {result['n_required']:,} (n = {n:.2f}) to detect "
+              f"delta = {args.delta:g} with power {args.power:g} at alpha = {args.alpha:g}")
+    else:
+        mde = minimum_detectable_effect(args.n, **common)
+        result = {"mde": mde}
+        print(f"minimum detectable effect: {mde:.4g} ({100 * mde:.2f} points) with "
+              f"n = {args.n:g}, power {args.power:g}, alpha = {args.alpha:g}")
+    print("inputs: " + ", ".join(f"{k} = {v:.4g}" for k, v in common.items()))
+    _write_json(args.json, {"inputs": common, "delta": args.delta, "n": args.n, **result})
+    return 0
+
+
+COMMANDS = {"eval": (add_eval_arguments, run_eval), "power": (add_power_arguments, run_power)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point: ``python -m winrate.evals.cli {eval,power} ...``."""
+    parser = argparse.ArgumentParser(prog="python -m winrate.evals.cli")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (add_arguments, run) in COMMANDS.items():
+        add_arguments(sub.add_parser(name, help=(run.__doc__ or "").splitlines()[0]))
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command][1](args)
+    except WinrateInputError as error:
+        print(f"winrate {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

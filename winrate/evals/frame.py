@@ -1,0 +1,262 @@
+"""Per-question score tables: reading, validating, aggregating resamples, evaluating.
+
+Input is a long table with one row per answer: a score column, a question column, an
+optional model column (absent: one model) and optional cluster columns whose labels are
+constant within a question. Several rows for one (model, question) are K resampled answers:
+they are averaged into a question-level score (Miller 2024, sec. 3.1), never pooled.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.evals._checks import first_rows
+from winrate.evals.paired import McNemarResult, PairedComparison, mcnemar, paired_difference
+from winrate.evals.summary import (
+    ScoreSummary,
+    VarianceComponents,
+    is_binary,
+    summarize_scores,
+    variance_components,
+)
+from winrate.variance import DEFAULT_CORRECTION
+
+SINGLE_MODEL = "model"
+_READERS = {
+    ".csv": pd.read_csv,
+    ".tsv": lambda p: pd.read_csv(p, sep="\t"),
+    ".jsonl": lambda p: pd.read_json(p, lines=True),
+    ".ndjson": lambda p: pd.read_json(p, lines=True),
+    ".json": pd.read_json,
+    ".parquet": pd.read_parquet,
+    ".pq": pd.read_parquet,
+}
+
+
+def read_table(path) -> pd.DataFrame:
+    """Read a CSV/TSV, JSON Lines, JSON or Parquet file, chosen by extension (``.gz`` ok)."""
+    path = Path(path)
+    suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".xz")]
+    reader = _READERS.get(suffixes[-1] if suffixes else "")
+    if reader is None:
+        raise WinrateInputError(
+            f"cannot tell the format of {str(path)!r}: use one of {sorted(_READERS)} "
+            "(optionally .gz)"
+        )
+    if not path.exists():
+        raise WinrateInputError(f"file not found: {str(path)!r}")
+    return reader(path)
+
+
+@dataclass(frozen=True)
+class QuestionScores:
+    """Question-level scores of one or more models.
+
+    ``scores``: questions x models, the mean of each model's answers (NaN: no answer);
+    ``answers``: the same shape, the number K of answers averaged; ``clusters``: questions x
+    cluster columns; ``raw``: the validated long table (for resampling analyses).
+    """
+
+    scores: pd.DataFrame
+    answers: pd.DataFrame
+    clusters: pd.DataFrame
+    raw: pd.DataFrame = field(repr=False)
+    score_col: str
+    question_col: str
+    model_col: str | None
+
+    @property
+    def models(self) -> list[str]:
+        return [str(m) for m in self.scores.columns]
+
+    def cluster_arrays(self, questions) -> dict[str, np.ndarray]:
+        return {c: self.clusters.loc[questions, c].to_numpy() for c in self.clusters.columns}
+
+
+def _require_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise WinrateInputError(
+            f"column(s) {missing} not in the table; available columns: {list(df.columns)}"
+        )
+
+
+def _check_no_missing(df: pd.DataFrame, columns: Sequence[str]) -> None:
+    for col in columns:
+        bad = df[col].isna().to_numpy()
+        if bad.any():
+            raise WinrateInputError(
+                f"column {col!r} has missing values at {first_rows(bad, df.index)}"
+            )
+
+
+def _numeric_scores(df: pd.DataFrame, score_col: str) -> pd.Series:
+    values = pd.to_numeric(df[score_col], errors="coerce")
+    bad = (values.isna() & df[score_col].notna()).to_numpy()
+    if bad.any():
+        raise WinrateInputError(
+            f"score column {score_col!r} has non-numeric values at {first_rows(bad, df.index)}"
+        )
+    bad = ~np.isfinite(values.to_numpy(dtype=float))
+    if bad.any():
+        raise WinrateInputError(
+            f"score column {score_col!r} has missing or infinite scores at "
+            f"{first_rows(bad, df.index)}; drop unanswered rows (or score them 0) and retry"
+        )
+    return values.astype(float)
+
+
+def _question_clusters(df: pd.DataFrame, question_col: str, cluster_cols) -> pd.DataFrame:
+    grouped = df.groupby(question_col, sort=False)
+    for col in cluster_cols:
+        varying = grouped[col].nunique() > 1
+        if varying.any():
+            raise WinrateInputError(
+                f"cluster column {col!r} must be constant within a question, but questions "
+                f"{list(varying.index[varying][:5])} have several labels"
+            )
+    return grouped[list(cluster_cols)].first()
+
+
+def question_scores(
+    df: pd.DataFrame, score_col: str, question_col: str, model_col: str | None = None,
+    cluster_cols: Sequence[str] = (),
+) -> QuestionScores:
+    """Validate a long answer table and aggregate it to question-level scores per model."""
+    cluster_cols = list(cluster_cols)
+    keys = [question_col] + ([model_col] if model_col else [])
+    _require_columns(df, [score_col, *keys, *cluster_cols])
+    named = [score_col, *keys, *cluster_cols]
+    if len(set(named)) != len(named):
+        raise WinrateInputError("score, question, model and cluster columns must all differ")
+    if df.empty:
+        raise WinrateInputError("the score table has no rows")
+    _check_no_missing(df, keys + cluster_cols)
+    raw = df[keys + cluster_cols].copy()
+    raw[score_col] = _numeric_scores(df, score_col)
+    if not model_col:
+        model_col_used = "__model__"
+        raw[model_col_used] = SINGLE_MODEL
+    else:
+        model_col_used = model_col
+    raw[model_col_used] = raw[model_col_used].astype(str)
+    grouped = raw.groupby([question_col, model_col_used], sort=True)[score_col]
+    scores = grouped.mean().unstack(model_col_used)
+    answers = grouped.count().unstack(model_col_used).fillna(0).astype(int)
+    clusters = _question_clusters(raw, question_col, cluster_cols).loc[scores.index]
+    raw = raw.rename(columns={model_col_used: "__model__"})
+    return QuestionScores(scores, answers, clusters, raw, score_col, question_col, model_col)
+
+
+def answer_matrix(qs: QuestionScores, model: str) -> np.ndarray | None:
+    """(n, K) answers of one model when every question has the same K >= 2, else None."""
+    counts = qs.answers[model]
+    counts = counts[counts > 0]
+    if counts.min() < 2 or counts.nunique() != 1:
+        return None
+    rows = qs.raw[qs.raw["__model__"] == model]
+    order = rows.groupby(qs.question_col, sort=False).cumcount()
+    wide = rows.assign(__k__=order.to_numpy()).pivot(
+        index=qs.question_col, columns="__k__", values=qs.score_col
+    )
+    return wide.loc[counts.index].to_numpy()
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """Per-model result: the :class:`ScoreSummary` of its question-level scores, the mean
+    number of answers per question, and Miller's variance split when K >= 2 is balanced."""
+
+    summary: ScoreSummary
+    answers_per_question: float
+    components: VarianceComponents | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A paired comparison of ``model_a`` and ``model_b`` on their common questions."""
+
+    model_a: str
+    model_b: str
+    paired: PairedComparison
+    mcnemar: McNemarResult | None
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """Everything ``winrate eval`` computes: settings, per-model results and comparisons."""
+
+    score_col: str
+    question_col: str
+    model_col: str | None
+    cluster_cols: tuple[str, ...]
+    correction: str
+    alpha: float
+    interval: str
+    models: dict[str, ModelResult]
+    comparisons: tuple[Comparison, ...]
+
+
+def _model_result(qs, model, correction, alpha, interval, seed) -> ModelResult:
+    column = qs.scores[model].dropna()
+    clusters = qs.cluster_arrays(column.index) or None
+    summary = summarize_scores(
+        column.to_numpy(), clusters, correction=correction, alpha=alpha, interval=interval,
+        seed=seed, name=f"model {model!r}",
+    )
+    matrix = answer_matrix(qs, model)
+    components = None if matrix is None else variance_components(
+        matrix, clusters, correction=correction, name=f"answers of {model!r}"
+    )
+    k = qs.answers[model]
+    return ModelResult(summary, float(k[k > 0].mean()), components)
+
+
+def compare(qs: QuestionScores, model_a: str, model_b: str, *,
+            correction: str = DEFAULT_CORRECTION, alpha: float = 0.05) -> Comparison:
+    """Paired comparison on the questions both models answered (McNemar for 0/1 scores)."""
+    for m in (model_a, model_b):
+        if m not in qs.scores.columns:
+            raise WinrateInputError(f"model {m!r} not found; models: {qs.models}")
+    both = qs.scores[[model_a, model_b]].dropna()
+    if len(both) < len(qs.scores[[model_a, model_b]].dropna(how="all")):
+        warnings.warn(
+            f"{model_a} vs {model_b}: compared on the {len(both)} questions both answered",
+            WinrateWarning, stacklevel=2,
+        )
+    a, b = both[model_a].to_numpy(), both[model_b].to_numpy()
+    paired = paired_difference(
+        a, b, qs.cluster_arrays(both.index) or None, correction=correction, alpha=alpha,
+        names=(model_a, model_b),
+    )
+    test = mcnemar(a, b) if is_binary(a) and is_binary(b) and np.any(a != b) else None
+    return Comparison(model_a, model_b, paired, test)
+
+
+def neighbour_pairs(results: dict[str, ModelResult]) -> list[tuple[str, str]]:
+    """Adjacent pairs of models ordered by mean score, best first."""
+    ranked = sorted(results, key=lambda m: -results[m].summary.mean)
+    return list(zip(ranked[:-1], ranked[1:], strict=True))
+
+
+def evaluate(
+    qs: QuestionScores, *, correction: str = DEFAULT_CORRECTION, alpha: float = 0.05,
+    interval: str = "auto", pairs: Sequence[tuple[str, str]] = (), neighbours: bool = False,
+    seed: int = 0,
+) -> EvalReport:
+    """Summaries of every model and the requested paired comparisons."""
+    results = {m: _model_result(qs, m, correction, alpha, interval, seed) for m in qs.models}
+    wanted = list(pairs) + (neighbour_pairs(results) if neighbours else [])
+    comparisons = tuple(compare(qs, a, b, correction=correction, alpha=alpha) for a, b in wanted)
+    return EvalReport(
+        score_col=qs.score_col, question_col=qs.question_col, model_col=qs.model_col,
+        cluster_cols=tuple(qs.clusters.columns), correction=correction, alpha=alpha,
+        interval=interval, models=results, comparisons=comparisons,
+    )

@@ -1,0 +1,158 @@
+"""Power analysis for paired model comparisons (Miller 2024, sec. 5 and appendices B-C).
+
+With ``omega^2 = Var(x_A) + Var(x_B) - 2 Cov(x_A, x_B)`` (variance of the conditional-mean
+difference), ``sigma_M^2 = E[sigma_{M,i}^2]`` (mean conditional variance) and ``K_M``
+answers per question, the per-question variance of the paired difference is
+``v = omega^2 + sigma_A^2 / K_A + sigma_B^2 / K_B``. Then
+
+* sample size, eq. 9: ``n = (z_{alpha/2} + z_beta)^2 v / delta^2``;
+* minimum detectable effect, eq. 10: ``delta = (z_{alpha/2} + z_beta) sqrt(v / n)``.
+
+Planning with an expected design effect ``deff`` multiplies ``v`` by ``deff`` (clustered
+questions carry ``n / deff`` questions' worth of information; clustered-se primer).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.evals._checks import as_cluster_list, as_score_matrix, check_alpha, same_length
+from winrate.evals.summary import check_correction, conditional_variance, total_variance
+from winrate.variance import DEFAULT_CORRECTION, group_codes
+
+
+def _per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff) -> float:
+    """``deff * (omega^2 + sigma_A^2 / K_A + sigma_B^2 / K_B)`` (Miller 2024, eq. 9)."""
+    for name, value in (("omega2", omega2), ("sigma2_a", sigma2_a), ("sigma2_b", sigma2_b)):
+        if not np.isfinite(value) or value < 0:
+            raise WinrateInputError(f"{name} must be a finite non-negative variance, got {value}")
+    if k_a < 1 or k_b < 1:
+        raise WinrateInputError(f"k_a and k_b must be >= 1, got {k_a}, {k_b}")
+    if not deff > 0:
+        raise WinrateInputError(f"deff must be positive, got {deff}")
+    v = deff * (omega2 + sigma2_a / k_a + sigma2_b / k_b)
+    if v == 0:
+        raise WinrateInputError("the per-question variance is 0: omega2, sigma2_a and sigma2_b "
+                                "cannot all be 0 (a noiseless comparison needs no power analysis)")
+    return v
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    """``z_{alpha/2} + z_beta`` with ``z_p`` the upper-p normal quantile and beta = 1 - power."""
+    check_alpha(alpha)
+    if not 0 < power < 1:
+        raise WinrateInputError(f"power must be in (0, 1), got {power}")
+    return float(stats.norm.isf(alpha / 2) + stats.norm.ppf(power))
+
+
+def sample_size(
+    delta: float, omega2: float, sigma2_a: float = 0.0, sigma2_b: float = 0.0, k_a: int = 1,
+    k_b: int = 1, alpha: float = 0.05, power: float = 0.8, deff: float = 1.0,
+) -> float:
+    """Questions needed to detect a true difference ``delta`` (Miller 2024, eq. 9).
+
+    ``n = (z_{alpha/2} + z_beta)^2 deff (omega^2 + sigma_A^2/K_A + sigma_B^2/K_B) / delta^2``;
+    returned unrounded (round up to plan).
+    """
+    if not delta != 0 or not np.isfinite(delta):
+        raise WinrateInputError(f"delta must be a finite non-zero difference, got {delta}")
+    v = _per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff)
+    return _z_sum(alpha, power) ** 2 * v / delta**2
+
+
+def minimum_detectable_effect(
+    n: float, omega2: float, sigma2_a: float = 0.0, sigma2_b: float = 0.0, k_a: int = 1,
+    k_b: int = 1, alpha: float = 0.05, power: float = 0.8, deff: float = 1.0,
+) -> float:
+    """Smallest difference detectable with ``n`` questions (Miller 2024, eq. 10).
+
+    ``delta = (z_{alpha/2} + z_beta) sqrt(deff (omega^2 + sigma_A^2/K_A + sigma_B^2/K_B) / n)``.
+    """
+    if not n > 0:
+        raise WinrateInputError(f"n must be positive, got {n}")
+    v = _per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff)
+    return _z_sum(alpha, power) * float(np.sqrt(v / n))
+
+
+def power_at(
+    n: float, delta: float, omega2: float, sigma2_a: float = 0.0, sigma2_b: float = 0.0,
+    k_a: int = 1, k_b: int = 1, alpha: float = 0.05, deff: float = 1.0,
+) -> float:
+    """Power of the two-sided paired z-test: ``Phi(d/SE - z_{alpha/2}) + Phi(-d/SE -
+    z_{alpha/2})`` with ``SE = sqrt(v / n)`` (appendix B; eq. 9 drops the second, tiny term)."""
+    if not n > 0:
+        raise WinrateInputError(f"n must be positive, got {n}")
+    se = np.sqrt(_per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff) / n)
+    z = stats.norm.isf(check_alpha(alpha) / 2)
+    return float(stats.norm.cdf(delta / se - z) + stats.norm.cdf(-delta / se - z))
+
+
+@dataclass(frozen=True)
+class PowerInputs:
+    """Inputs of eqs. 9-10 estimated from pilot data (Miller 2024, appendix C).
+
+    ``omega2``, ``sigma2_a``, ``sigma2_b``, ``k_a``, ``k_b``; ``n`` pilot questions;
+    ``clustered`` and ``n_clusters``; ``sigma_estimated`` is False when a model had a single
+    answer per question (its sigma^2 is then 0 here and folded into ``omega2``, which is only
+    right for planning with the same K); ``deff`` is the pilot's design effect of the paired
+    difference (clustered over unclustered per-question variance; 1 when unclustered).
+    """
+
+    omega2: float
+    sigma2_a: float
+    sigma2_b: float
+    k_a: int
+    k_b: int
+    n: int
+    clustered: bool
+    n_clusters: tuple[int, ...]
+    correction: str
+    sigma_estimated: bool
+    deff: float | None
+
+
+def _sigma2(matrix: np.ndarray, cluster_list, correction: str) -> float:
+    return 0.0 if matrix.shape[1] == 1 else conditional_variance(matrix, cluster_list, correction)
+
+
+def estimate_power_inputs(
+    pilot_a, pilot_b, clusters=None, *, correction: str = DEFAULT_CORRECTION
+) -> PowerInputs:
+    """Estimate omega^2, sigma_A^2 and sigma_B^2 from pilot answers of two models.
+
+    ``pilot_a`` is (n questions, K_A answers), ``pilot_b`` (n, K_B); 1-D means K = 1.
+    ``sigma_M^2`` is the K - 1 corrected mean conditional variance (clustered: appendix C),
+    and ``omega^2 = V(xhat_A - xhat_B) - sigma_A^2/K_A - sigma_B^2/K_B`` removes the
+    conditional noise that the question means still carry (law of total variance, sec. 3);
+    ``V`` is the per-question variance of the mean difference, ``n`` times its clustered
+    variance when clusters are given. A negative omega^2 is clipped to 0 with a warning.
+    """
+    a, b = as_score_matrix(pilot_a, "pilot_a"), as_score_matrix(pilot_b, "pilot_b")
+    same_length(a.shape[0], b, "pilot_b", "pilot_a")
+    check_correction(correction)
+    n = a.shape[0]
+    cluster_list, _ = as_cluster_list(clusters, n)
+    s2a, s2b = _sigma2(a, cluster_list, correction), _sigma2(b, cluster_list, correction)
+    d = a.mean(axis=1) - b.mean(axis=1)
+    total = total_variance(d, cluster_list, correction)
+    omega2 = total - s2a / a.shape[1] - s2b / b.shape[1]
+    if omega2 < 0:
+        warnings.warn(
+            f"estimated omega^2 is negative ({omega2:.3g}): the conditional noise explains all "
+            "the variance of the paired differences in this pilot; using omega^2 = 0",
+            WinrateWarning, stacklevel=2,
+        )
+        omega2 = 0.0
+    plain = total_variance(d, [], correction)
+    return PowerInputs(
+        omega2=float(omega2), sigma2_a=s2a, sigma2_b=s2b, k_a=a.shape[1], k_b=b.shape[1], n=n,
+        clustered=bool(cluster_list),
+        n_clusters=tuple(group_codes(c)[1] for c in cluster_list), correction=correction,
+        sigma_estimated=a.shape[1] > 1 and b.shape[1] > 1,
+        deff=total / plain if plain > 0 else None,
+    )

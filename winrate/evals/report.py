@@ -1,0 +1,207 @@
+"""Tables in the style of Miller (2024, tables 2-5) as markdown, LaTeX or CSV, and JSON.
+
+The score table reads ``65.5% (0.7%)``: the mean with its SE in parentheses, next to the
+number of questions and clusters. The pairwise table gives the difference with its paired
+SE, the confidence interval and the score correlation. CSV output carries the raw numbers
+instead of formatted strings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from winrate.errors import WinrateInputError
+from winrate.evals.frame import Comparison, EvalReport, ModelResult
+
+FORMATS = ("markdown", "latex", "csv")
+JSON_SCHEMA_VERSION = 1
+
+
+def pct(value: float | None, digits: int = 1, sign: bool = False) -> str:
+    """``0.655 -> '65.5%'``; None or NaN -> ``'-'``."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{100 * value:{'+' if sign else ''}.{digits}f}%"
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def _clusters_text(result: ModelResult) -> str:
+    s = result.summary
+    return ", ".join(f"{g:,} {name}" for name, g in zip(s.cluster_names, s.n_clusters,
+                                                        strict=True)) or "-"
+
+
+def score_rows(models: Mapping[str, ModelResult], digits: int = 1) -> list[dict]:
+    """Formatted rows of the score table (one per model)."""
+    rows = []
+    for name, result in models.items():
+        s = result.summary
+        rows.append({
+            "Model": name,
+            "Score (SE)": f"{pct(s.mean, digits)} ({pct(s.se, digits)})",
+            f"{100 * (1 - s.alpha):g}% CI": f"({pct(s.ci_low, digits)}, {pct(s.ci_high, digits)})",
+            "Naive SE": pct(s.se_naive, digits),
+            "Questions": f"{s.n:,}",
+            "Clusters": _clusters_text(result),
+            "DEFF": _number(s.deff),
+        })
+    return rows
+
+
+def _flatten(record: dict) -> dict:
+    """Nested objects become ``key.sub`` columns (for CSV)."""
+    out = {}
+    for key, value in record.items():
+        if isinstance(value, dict):
+            out.update({f"{key}.{sub}": v for sub, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
+def score_records(models: Mapping[str, ModelResult]) -> list[dict]:
+    """Raw numbers of the score table (CSV)."""
+    return [_flatten({"model": name, **summary_record(r)}) for name, r in models.items()]
+
+
+def pairwise_rows(comparisons: Sequence[Comparison], digits: int = 1) -> list[dict]:
+    """Formatted rows of the pairwise table (Miller 2024, table 5)."""
+    rows = []
+    for c in comparisons:
+        t = c.paired.test
+        rows.append({
+            "Model": c.model_a,
+            "Baseline": c.model_b,
+            "Model - Baseline (SE)": f"{pct(t.estimate, digits, sign=True)} ({pct(t.se, digits)})",
+            f"{100 * (1 - t.alpha):g}% CI": (f"({pct(t.ci_low, digits, sign=True)}, "
+                                             f"{pct(t.ci_high, digits, sign=True)})"),
+            "Correlation": _number(c.paired.correlation),
+            "p": f"{t.p_value:.2g}",
+            "Questions": f"{c.paired.n:,}",
+        })
+    return rows
+
+
+def pairwise_records(comparisons: Sequence[Comparison]) -> list[dict]:
+    """Raw numbers of the pairwise table (CSV / JSON)."""
+    return [_flatten(comparison_record(c)) for c in comparisons]
+
+
+def _escape_latex(text: str) -> str:
+    for char in ("\\", "&", "%", "#", "_", "$"):
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def render(rows: list[dict], fmt: str) -> str:
+    """Render rows (dicts sharing keys) as a markdown, LaTeX (tabular) or CSV table."""
+    if fmt not in FORMATS:
+        raise WinrateInputError(f"format must be one of {FORMATS}, got {fmt!r}")
+    if fmt == "csv":
+        return pd.DataFrame(rows).to_csv(index=False)
+    if not rows:
+        return ""
+    header = list(rows[0])
+    cells = [[str(r[h]) for h in header] for r in rows]
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return "\n".join(lines + ["| " + " | ".join(c) + " |" for c in cells]) + "\n"
+    body = [" & ".join(_escape_latex(x) for x in c) + r" \\" for c in cells]
+    return "\n".join([
+        r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
+        " & ".join(_escape_latex(h) for h in header) + r" \\", r"\midrule", *body,
+        r"\bottomrule", r"\end{tabular}",
+    ]) + "\n"
+
+
+def score_table(report: EvalReport, fmt: str = "markdown", digits: int = 1) -> str:
+    """The per-model score table of a report."""
+    rows = score_records(report.models) if fmt == "csv" else score_rows(report.models, digits)
+    return render(rows, fmt)
+
+
+def pairwise_table(report: EvalReport, fmt: str = "markdown", digits: int = 1) -> str:
+    """The pairwise comparison table of a report (empty string without comparisons)."""
+    comps = report.comparisons
+    rows = pairwise_records(comps) if fmt == "csv" else pairwise_rows(comps, digits)
+    return render(rows, fmt) if rows else ""
+
+
+def _clean(value):
+    """JSON-safe scalar: NaN/inf -> None, numpy -> Python."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    value = float(value) if not isinstance(value, int) else value
+    return value if math.isfinite(value) else None
+
+
+def summary_record(result: ModelResult) -> dict:
+    """JSON record of one model (see :func:`report_json` for the schema)."""
+    s = result.summary
+    per_col = {name: i for i, name in enumerate(s.cluster_names)}
+    record = {
+        "mean": s.mean, "se": s.se, "se_naive": s.se_naive, "naive_method": s.naive_method,
+        "se_clt": s.se_clt, "se_bernoulli": s.se_bernoulli, "se_cr0": s.se_cr0,
+        "se_cr1": s.se_cr1, "n": s.n,
+        "n_clusters": {c: s.n_clusters[i] for c, i in per_col.items()},
+        "mean_cluster_size": {c: s.mean_cluster_size[i] for c, i in per_col.items()},
+        "icc": {c: s.icc[i] for c, i in per_col.items()},
+        "deff": s.deff, "n_eff": s.n_eff, "ci_low": s.ci_low, "ci_high": s.ci_high,
+        "method": s.method, "interval": s.interval, "df": s.df, "alpha": s.alpha,
+        "correction": s.correction, "binary": s.binary,
+        "answers_per_question": result.answers_per_question,
+    }
+    if result.components is not None:
+        c = result.components
+        record["variance_components"] = {"k": c.k, "var_x": c.var_x,
+                                          "mean_sigma2": c.mean_sigma2, "clustered": c.clustered}
+    return {k: (v if isinstance(v, dict) else _clean(v)) for k, v in record.items()}
+
+
+def comparison_record(c: Comparison) -> dict:
+    """JSON record of one paired comparison."""
+    p, t = c.paired, c.paired.test
+    record = {
+        "model_a": c.model_a, "model_b": c.model_b, "mean_a": p.mean_a, "mean_b": p.mean_b,
+        "difference": t.estimate, "se": t.se, "se_paired": p.se_paired,
+        "se_unpaired": p.se_unpaired, "se_cr0": p.se_cr0, "se_cr1": p.se_cr1,
+        "ci_low": t.ci_low, "ci_high": t.ci_high, "z": t.z, "p_value": t.p_value, "df": t.df,
+        "correlation": p.correlation, "n": p.n,
+    }
+    record = {k: _clean(v) for k, v in record.items()}
+    record["n_clusters"] = dict(zip(p.cluster_names, p.n_clusters, strict=True))
+    if c.mcnemar is not None:
+        m = c.mcnemar
+        record["mcnemar"] = {"b": m.b, "c": m.c, "statistic": m.statistic,
+                             "p_chi2": m.p_chi2, "p_exact": m.p_exact}
+    return record
+
+
+def report_json(report: EvalReport) -> dict:
+    """The ``--json`` document (schema version :data:`JSON_SCHEMA_VERSION`).
+
+    Top level: ``schema_version``, ``score_col``, ``question_col``, ``model_col``,
+    ``cluster_cols``, ``correction``, ``alpha``, ``interval``, ``models`` (model name ->
+    record) and ``comparisons`` (list). A model record holds ``mean``, ``se`` (the SE the
+    interval uses), ``se_naive`` with ``naive_method`` (``bernoulli`` or ``clt``),
+    ``se_clt``, ``se_bernoulli``, ``se_cr0``, ``se_cr1``, ``n`` (questions),
+    ``n_clusters``, ``mean_cluster_size`` and ``icc`` (objects keyed by cluster column),
+    ``deff``, ``n_eff``, ``ci_low``, ``ci_high``, ``method`` (which SE), ``interval``
+    (which interval), ``df``, ``alpha``, ``correction``, ``binary``,
+    ``answers_per_question`` and, for balanced resampled answers, ``variance_components``.
+    Undefined numbers are ``null``.
+    """
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "score_col": report.score_col, "question_col": report.question_col,
+        "model_col": report.model_col, "cluster_cols": list(report.cluster_cols),
+        "correction": report.correction, "alpha": report.alpha, "interval": report.interval,
+        "models": {name: summary_record(r) for name, r in report.models.items()},
+        "comparisons": [comparison_record(c) for c in report.comparisons],
+    }
