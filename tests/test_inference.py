@@ -1,0 +1,398 @@
+"""Tests for winrate.inference: critical values against closed forms, rank sets on
+constructed cases with known answers, and structural properties."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import integrate, optimize, stats
+from statsmodels.stats.multitest import multipletests
+
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.inference import (
+    critical_value,
+    holm,
+    pairwise_differences,
+    rank_sets,
+    simultaneous_intervals,
+    tau_best,
+    wald_intervals,
+)
+
+ALPHA = 0.05
+N_MC = 200_000
+# |MC - exact| <= TOL_SE * mc_se: a 4-SD band fails by chance with prob. ~6e-5 per check
+TOL_SE = 4.0
+
+
+def round_robin_cov(K: int, sigma: float = 1.0) -> np.ndarray:
+    """Covariance of K scores that sum to a constant: ``sigma^2 (I - J / K)`` (rank K-1)."""
+    return sigma**2 * (np.eye(K) - np.ones((K, K)) / K)
+
+
+def equicorrelated_cov(K: int, sigma: float, rho: float) -> np.ndarray:
+    return sigma**2 * ((1 - rho) * np.eye(K) + rho * np.ones((K, K)))
+
+
+def solve_quantile(cdf, lo=0.5, hi=10.0) -> float:
+    return optimize.brentq(lambda c: cdf(c) - (1 - ALPHA), lo, hi, xtol=1e-10)
+
+
+# ----------------------------------------------------------------- marginal intervals
+
+
+def test_marginal_critical_values_are_normal_and_t_quantiles():
+    assert critical_value(0.05) == pytest.approx(1.959963984540054, abs=1e-12)
+    assert critical_value(0.05, 10) == pytest.approx(2.228138851986274, abs=1e-12)
+    assert critical_value(0.05, np.inf) == critical_value(0.05)
+
+
+def test_wald_intervals_match_hand_computation():
+    est, var = np.array([0.3, 0.6]), np.array([0.01, 0.04])
+    res = wald_intervals(est, np.diag(var), alpha=0.1, df=7)
+    q = stats.t.ppf(0.95, 7)
+    np.testing.assert_allclose(res.low, est - q * np.sqrt(var))
+    np.testing.assert_allclose(res.high, est + q * np.sqrt(var))
+
+
+# ---------------------------------------------------- simultaneous critical values
+
+
+@pytest.mark.parametrize("K", [1, 8])
+def test_independent_scores_match_sidak(K):
+    """max_a |Z_a| for independent Z: P(max <= c) = (2 Phi(c) - 1)^K (Sidak 1967)."""
+    variances = np.linspace(0.5, 3.0, K)  # unequal scales: R is still the identity
+    res = simultaneous_intervals(np.zeros(K), np.diag(variances), n_draws=N_MC, seed=1)
+    sidak = stats.norm.ppf((1 + (1 - ALPHA) ** (1 / K)) / 2)
+    assert abs(res.critical_value - sidak) <= TOL_SE * res.mc_se
+    # the reported MC SE agrees with the asymptotic SD of a sample quantile,
+    # sqrt(p (1 - p) / n) / f(c), f the density of max |Z_a| = K 2 phi(c) (2 Phi(c) - 1)^(K-1)
+    dens = K * 2 * stats.norm.pdf(sidak) * (2 * stats.norm.cdf(sidak) - 1) ** (K - 1)
+    asym = np.sqrt(ALPHA * (1 - ALPHA) / N_MC) / dens
+    assert 0.6 * asym < res.mc_se < 1.6 * asym
+
+
+def test_independent_multivariate_t_matches_one_dimensional_integral():
+    """Multivariate t with identity scale: P(max|T| <= c) = E[(2 Phi(c S) - 1)^K],
+    S = sqrt(chi2_df / df)."""
+    K, df = 6, 5
+    s_dist = stats.chi(df, scale=1 / np.sqrt(df))
+
+    def cdf(c):
+        integrand = lambda s: (2 * stats.norm.cdf(c * s) - 1) ** K * s_dist.pdf(s)  # noqa: E731
+        return integrate.quad(integrand, 0, np.inf)[0]
+
+    exact = solve_quantile(cdf)
+    res = simultaneous_intervals(np.zeros(K), np.eye(K), df=df, n_draws=N_MC, seed=2)
+    assert abs(res.critical_value - exact) <= TOL_SE * res.mc_se
+
+
+@pytest.mark.parametrize(
+    ("cov", "df"),
+    [
+        (np.eye(6), None),
+        (equicorrelated_cov(6, sigma=2.0, rho=0.4), None),
+        (round_robin_cov(6, sigma=0.3), None),  # singular: scores sum to a constant
+        (equicorrelated_cov(6, sigma=1.0, rho=0.7), 12),
+        (round_robin_cov(6), 12),  # singular scale matrix with t reference
+    ],
+    ids=["independent", "equicorrelated", "round-robin", "equicorrelated-t", "round-robin-t"],
+)
+def test_all_pairs_match_tukey_studentized_range(cov, df):
+    """Equicorrelated equal-variance means: differences are those of independent means
+    with variance sigma^2 (1 - rho), so max |d| / SE_d = q / sqrt(2), q the studentized
+    range with K means (infinite df for the normal reference)."""
+    K = cov.shape[0]
+    res = pairwise_differences(np.zeros(K), cov, df=df, n_draws=N_MC, seed=3)
+    q = stats.studentized_range.ppf(1 - ALPHA, K, np.inf if df is None else df)
+    assert abs(res.critical_value - q / np.sqrt(2)) <= TOL_SE * res.mc_se
+
+
+def test_marginal_rank_family_matches_dunnett_integral():
+    """For model j the marginal family is max_k |Z_j - Z_k| / sqrt(2) (two-sided Dunnett,
+    many-to-one). Independent unit-variance Z, conditioning on Z_j = x:
+    P(max <= c) = int phi(x) [Phi(x + c sqrt 2) - Phi(x - c sqrt 2)]^(K-1) dx."""
+    K = 5
+    w = np.sqrt(2)
+
+    def cdf(c):
+        inner = lambda x: (  # noqa: E731
+            stats.norm.pdf(x) * (stats.norm.cdf(x + c * w) - stats.norm.cdf(x - c * w)) ** (K - 1)
+        )
+        return integrate.quad(inner, -np.inf, np.inf)[0]
+
+    exact = solve_quantile(cdf)
+    res = rank_sets(np.zeros(K), np.eye(K), stepdown=False, n_draws=N_MC, seed=4)
+    assert np.all(np.abs(res.critical_value - exact) <= TOL_SE * res.mc_se)
+
+
+def test_round_robin_max_abs_matches_direct_simulation():
+    """Singular covariance of centred scores Z = e - mean(e): the critical value from the
+    eigen-factor matches a direct simulation of the centred vector."""
+    K = 7
+    res = simultaneous_intervals(np.zeros(K), round_robin_cov(K), n_draws=N_MC, seed=5)
+    e = np.random.default_rng(99).standard_normal((N_MC, K))
+    z = (e - e.mean(axis=1, keepdims=True)) / np.sqrt(1 - 1 / K)
+    direct = np.quantile(np.abs(z).max(axis=1), 1 - ALPHA)
+    assert abs(res.critical_value - direct) <= TOL_SE * np.sqrt(2) * res.mc_se
+
+
+def test_two_scores_reduce_to_normal_quantile():
+    """K = 2: one difference, so every family's critical value is z_{0.975}."""
+    cov = np.array([[1.0, 0.3], [0.3, 2.0]])
+    res = rank_sets(np.zeros(2), cov, method="simultaneous", stepdown=False, n_draws=N_MC)
+    assert abs(res.critical_value[0] - stats.norm.ppf(0.975)) <= TOL_SE * res.mc_se[0]
+
+
+# ---------------------------------------------------------------- pairwise differences
+
+
+def test_pairwise_se_and_pvalues_from_independent_computation():
+    rng = np.random.default_rng(6)
+    K = 5
+    A = rng.standard_normal((K, 3))  # rank-3 (singular) covariance
+    V = A @ A.T + np.diag([0.1, 0.0, 0.2, 0.0, 0.3])
+    est = rng.standard_normal(K)
+    res = pairwise_differences(est, V, df=9, n_draws=20_000)
+    L = np.zeros((res.i.size, K))
+    L[np.arange(res.i.size), res.i], L[np.arange(res.i.size), res.j] = 1.0, -1.0
+    np.testing.assert_allclose(res.estimate, L @ est)
+    np.testing.assert_allclose(res.se, np.sqrt(np.diag(L @ V @ L.T)))
+    p = 2 * stats.t.sf(np.abs(L @ est) / np.sqrt(np.diag(L @ V @ L.T)), 9)
+    np.testing.assert_allclose(res.p_value, p)
+    np.testing.assert_allclose(res.p_holm, multipletests(p, method="holm")[1])
+    frame = res.to_frame(names=list("abcde"))
+    assert list(frame["i"][:2]) == ["a", "a"] and list(frame["j"][:2]) == ["b", "c"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=30))
+def test_holm_matches_statsmodels(p):
+    np.testing.assert_allclose(holm(p), multipletests(np.array(p), method="holm")[1])
+
+
+def test_max_t_pvalues_agree_with_simultaneous_intervals():
+    """p_max_t <= alpha exactly when the simultaneous interval excludes zero."""
+    rng = np.random.default_rng(7)
+    K = 8
+    V = np.diag(rng.uniform(0.5, 2, K))
+    est = rng.normal(0, 4.0, K)
+    res = pairwise_differences(est, V, n_draws=50_000)
+    excludes = (res.low > 0) | (res.high < 0)
+    away = np.abs(np.abs(res.statistic) - res.critical_value) > 0.02  # avoid the boundary
+    assert excludes[away].any() and (~excludes[away]).any()
+    np.testing.assert_array_equal((res.p_max_t <= ALPHA)[away], excludes[away])
+    assert np.all(res.p_max_t >= res.p_value - 1e-12)
+
+
+# ---------------------------------------------------------------- rank sets: answers
+
+
+@pytest.mark.parametrize("method", ["marginal", "simultaneous"])
+@pytest.mark.parametrize("stepdown", [False, True])
+def test_separated_scores_give_singleton_true_ranks(method, stepdown):
+    true_rank = np.array([3, 1, 5, 2, 4, 6])
+    est = 10.0 * (7 - true_rank)
+    res = rank_sets(est, 0.01 * np.eye(6), method=method, stepdown=stepdown, n_draws=20_000)
+    np.testing.assert_array_equal(res.low, true_rank)
+    np.testing.assert_array_equal(res.high, true_rank)
+
+
+@pytest.mark.parametrize("method", ["marginal", "simultaneous"])
+@pytest.mark.parametrize("cov", [np.eye(5), round_robin_cov(5)], ids=["iid", "round-robin"])
+def test_identical_scores_give_full_rank_range(method, cov):
+    res = rank_sets(np.full(5, 0.5), cov, method=method, n_draws=20_000)
+    np.testing.assert_array_equal(res.low, 1)
+    np.testing.assert_array_equal(res.high, 5)
+
+
+@pytest.mark.parametrize("method", ["marginal", "simultaneous"])
+@pytest.mark.parametrize("cov", [np.eye(7), round_robin_cov(7)], ids=["iid", "round-robin"])
+def test_two_separated_blocks_give_block_rank_ranges(method, cov):
+    est = np.array([0.0, 50.0, 0.0, 50.0, 0.0, 50.0, 0.0])  # top block of 3, bottom of 4
+    res = rank_sets(est, cov, method=method, n_draws=20_000)
+    top = est > 0
+    np.testing.assert_array_equal(res.low, np.where(top, 1, 4))
+    np.testing.assert_array_equal(res.high, np.where(top, 3, 7))
+
+
+def test_two_models_rank_sets_follow_the_z_test():
+    """K = 2: ranks are resolved iff |d| / SE > z_{0.975} = 1.96."""
+    resolved = rank_sets(np.array([2.3, 0.0]), np.eye(2) / 2, n_draws=N_MC)
+    unresolved = rank_sets(np.array([1.6, 0.0]), np.eye(2) / 2, n_draws=N_MC)
+    np.testing.assert_array_equal(resolved.low, [1, 2])
+    np.testing.assert_array_equal(resolved.high, [1, 2])
+    np.testing.assert_array_equal(unresolved.low, [1, 1])
+    np.testing.assert_array_equal(unresolved.high, [2, 2])
+
+
+def test_stepdown_resolves_what_single_step_cannot():
+    """Three models, one far below, two close: single-step uses the 3-pair critical value
+    (Tukey, about 2.34); after the far pairs are rejected only the close pair and the
+    one-sided leftovers remain, with a smaller critical value. A close-pair statistic
+    of 2.2 is then resolved by the step-down only."""
+    V = np.eye(3) / 2  # SE of every difference = 1
+    est = np.array([2.2, 0.0, -30.0])
+    single = rank_sets(est, V, method="simultaneous", stepdown=False, n_draws=N_MC)
+    step = rank_sets(est, V, method="simultaneous", stepdown=True, n_draws=N_MC)
+    np.testing.assert_array_equal(single.low, [1, 1, 3])
+    np.testing.assert_array_equal(single.high, [2, 2, 3])
+    np.testing.assert_array_equal(step.low, [1, 2, 3])
+    np.testing.assert_array_equal(step.high, [1, 2, 3])
+    assert step.n_steps > 1
+    assert step.critical_value[0] < 2.2 < single.critical_value[0]
+
+
+@pytest.mark.parametrize("tau", [1, 3, 4])
+def test_tau_best_on_blocks(tau):
+    est = np.array([0.0, 50.0, 0.0, 50.0, 0.0, 50.0, 0.0])
+    res = tau_best(est, np.eye(7), tau, n_draws=20_000)
+    expected = est > 0 if tau <= 3 else np.ones(7, bool)
+    np.testing.assert_array_equal(res.selected, expected)
+    np.testing.assert_array_equal(res.indices, np.flatnonzero(expected))
+
+
+def test_tau_best_on_separated_scores_is_the_top_tau():
+    est = np.array([5.0, 40.0, 20.0, 30.0, 10.0])
+    res = tau_best(est, 0.01 * np.eye(5), 2, n_draws=20_000)
+    np.testing.assert_array_equal(res.indices, [1, 3])
+
+
+# ------------------------------------------------------------ rank sets: properties
+
+
+@st.composite
+def problems(draw):
+    K = draw(st.integers(2, 6))
+    rank = draw(st.integers(1, K))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((K, rank)) * rng.uniform(0.2, 2, rank)
+    est = rng.normal(0, 3, K)
+    if draw(st.booleans()):  # exact ties
+        est[rng.integers(0, K, K // 2)] = est[0]
+    return est, A @ A.T
+
+
+MC_SMALL = dict(n_draws=5_000, alpha=0.1, seed=11)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_rank_set_nesting_and_estimate_rank(problem):
+    """Exact with common random numbers: step-down sets lie inside single-step sets,
+    marginal sets inside simultaneous ones, and the rank of the estimate in every set."""
+    est, V = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        sets = {
+            (m, s): rank_sets(est, V, method=m, stepdown=s, **MC_SMALL)
+            for m in ("marginal", "simultaneous")
+            for s in (False, True)
+        }
+    est_rank = 1 + (est[None, :] > est[:, None]).sum(axis=1)
+    for (m, s), r in sets.items():
+        assert np.all((r.low <= est_rank) & (est_rank <= r.high)), (m, s)
+        if s:
+            wide = sets[(m, False)]
+            assert np.all((wide.low <= r.low) & (r.high <= wide.high)), m
+    # common random numbers: each marginal family is a subset of the simultaneous one
+    single_sim = sets[("simultaneous", False)].critical_value[0]
+    assert np.all(sets[("marginal", False)].critical_value <= single_sim + 1e-12)
+    for s in (False, True):
+        inner, outer = sets[("marginal", s)], sets[("simultaneous", s)]
+        assert np.all((outer.low <= inner.low) & (inner.high <= outer.high)), s
+
+
+@settings(max_examples=25, deadline=None)
+@given(problems(), st.floats(0.1, 10), st.floats(-5, 5))
+def test_pairwise_is_location_and_scale_equivariant(problem, scale, shift):
+    est, V = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        base = pairwise_differences(est, V, **MC_SMALL)
+        moved = pairwise_differences(scale * est + shift, scale**2 * V, **MC_SMALL)
+    np.testing.assert_allclose(moved.estimate, scale * base.estimate, atol=1e-9)
+    np.testing.assert_allclose(moved.se, scale * base.se, rtol=1e-6, atol=1e-12)
+    assert moved.critical_value == pytest.approx(base.critical_value, rel=1e-6)
+    # a max over pairs is at least one |T|: c >= z_{0.95} up to MC error
+    assert base.critical_value >= stats.norm.ppf(1 - 0.1 / 2) - TOL_SE * base.mc_se
+
+
+# ------------------------------------------------------------------ coverage (seeded MC)
+
+
+def test_simultaneous_rank_sets_cover_under_ties():
+    """Least favourable case for ranks (ties): the simultaneous sets must cover all true
+    ranks in >= 1 - alpha of replications (3-SD binomial slack)."""
+    theta = np.array([0.0, 0.0, 0.0, 1.0])
+    V = 0.2 * np.eye(4)
+    true_low = 1 + (theta[None, :] > theta[:, None]).sum(axis=1)  # ties share the best rank
+    true_high = 4 - (theta[None, :] < theta[:, None]).sum(axis=1)
+    rng = np.random.default_rng(12)
+    n_rep = 300
+    hits = 0
+    for _ in range(n_rep):
+        est = rng.multivariate_normal(theta, V)
+        r = rank_sets(est, V, method="simultaneous", n_draws=5_000, alpha=0.1)
+        hits += np.all((r.low <= true_low) & (true_high <= r.high))
+    assert hits / n_rep >= 0.9 - 3 * np.sqrt(0.9 * 0.1 / n_rep)
+
+
+# ------------------------------------------------------------------ machinery and input
+
+
+def test_draws_do_not_depend_on_chunk_size_and_seed_reproduces():
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((6, 4))
+    kw = dict(n_draws=10_000, seed=3, df=7)
+    a = pairwise_differences(np.zeros(6), A @ A.T, chunk_size=1_000, **kw)
+    b = pairwise_differences(np.zeros(6), A @ A.T, chunk_size=7_001, **kw)
+    assert a.critical_value == b.critical_value and a.mc_se == b.mc_se
+    np.testing.assert_array_equal(a.p_max_t, b.p_max_t)
+
+
+def test_zero_variance_scores_are_excluded_and_warned():
+    cov = np.diag([1.0, 1.0, 0.0])
+    with pytest.warns(WinrateWarning, match="zero variance"):
+        res = simultaneous_intervals(np.array([0.0, 1.0, 2.0]), cov, n_draws=N_MC)
+    sidak2 = stats.norm.ppf((1 + (1 - ALPHA) ** 0.5) / 2)
+    assert abs(res.critical_value - sidak2) <= TOL_SE * res.mc_se
+    assert res.low[2] == res.high[2] == 2.0 and res.p_adjusted[2] == 0.0
+
+
+def test_duplicate_models_have_exact_difference():
+    """Two copies of one model (perfectly correlated, equal scores) are never separated."""
+    cov = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    with pytest.warns(WinrateWarning, match="zero variance"):
+        res = rank_sets(np.array([1.0, 1.0, -20.0]), cov, n_draws=20_000)
+    np.testing.assert_array_equal(res.low, [1, 1, 3])
+    np.testing.assert_array_equal(res.high, [2, 2, 3])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(estimate=[1.0, 2.0], cov=np.eye(3)), "shape"),
+        (dict(estimate=[[1.0, 2.0]], cov=np.eye(2)), "1-D"),
+        (dict(estimate=[1.0, np.nan], cov=np.eye(2)), "non-finite"),
+        (dict(estimate=[1.0, 2.0], cov=[[1.0, 0.5], [0.0, 1.0]]), "symmetric"),
+        (dict(estimate=[1.0, 2.0], cov=[[1.0, 2.0], [2.0, 1.0]]), "semi-definite"),
+        (dict(estimate=[1.0, 2.0], cov=np.eye(2), alpha=1.5), "alpha"),
+        (dict(estimate=[1.0, 2.0], cov=np.eye(2), df=0.5), "degrees of freedom"),
+        (dict(estimate=[1.0, 2.0], cov=np.eye(2), n_draws=10), "n_draws"),
+        (dict(estimate=[1.0, 2.0], cov=np.eye(2), method="bogus"), "method"),
+    ],
+)
+def test_bad_input_raises(kwargs, match):
+    with pytest.raises(WinrateInputError, match=match):
+        rank_sets(**kwargs)
+
+
+def test_bad_tau_raises():
+    with pytest.raises(WinrateInputError, match="tau"):
+        tau_best(np.zeros(3), np.eye(3), tau=4)
