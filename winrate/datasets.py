@@ -76,7 +76,7 @@ _SHOW = 5
 _DESCRIPTIONS = {
     "mmlu_pro": (
         "MMLU-Pro (TIGER-AI-Lab/MMLU-Pro, eval_results/model_outputs_<model>_5shots.zip at "
-        "commit f418b116db00; Apache-2.0): 5-shot answers of 29 models to 12,032 "
+        "commit f418b116db00; license Apache-2.0): 5-shot answers of 29 models to 12,032 "
         "multiple-choice questions in 14 categories. Pairwise log: on every question both "
         "models answered, a correct answer beats a wrong one, both right or both wrong is a "
         "tie; a null pred counts as wrong. prompt_id = question_id, judge_id = 'exact_match' "
@@ -84,7 +84,7 @@ _DESCRIPTIONS = {
         "category, src (original source subject). Options: models=[...]."
     ),
     "llmfao": (
-        "LLMFAO (dustalov/llmfao, commit 9e224e94a401; data CC BY 4.0): pairwise "
+        "LLMFAO (dustalov/llmfao, commit 9e224e94a401; data license CC BY 4.0): pairwise "
         "comparisons of 59 models on 13 prompts by 124 crowd workers (judge_id "
         "'crowd:<worker>') and by GPT-3.5 and GPT-4 (judge_id 'gpt-3.5', 'gpt-4') on the "
         "same pairs. model_a = left, model_b = right. prompt_id = prompt id. Extra axes: "
@@ -95,7 +95,7 @@ _DESCRIPTIONS = {
     ),
     "pandalm": (
         "PandaLM human test set (WeOpenML/PandaLM data/*.json, commit 3871806e72b4; "
-        "Apache-2.0): 999 response pairs of 5 models on 170 prompts, judged by three "
+        "license Apache-2.0): 999 response pairs of 5 models on 170 prompts, judged by three "
         "human annotators (judge_id 'annotator1'..'annotator3'), GPT-3.5 ('gpt-3.5') and "
         "PandaLM-7B ('pandalm-7b'). prompt_id = one id per (instruction, input); model_a = "
         "the model of response1. Extra axes: category (motivation_app), item_id (upstream "
@@ -104,7 +104,8 @@ _DESCRIPTIONS = {
     ),
     "chatbot_arena": (
         "Chatbot Arena battle counts up to 2024-08-14 as shipped in the PyPI package "
-        "leaderbot 0.4.3 (BSD-3-Clause): 129 models, 3,460 model pairs, 1,670,250 battles. "
+        "leaderbot 0.4.3 (package license BSD-3-Clause): 129 models, 3,460 model pairs, "
+        "1,670,250 battles. "
         "Aggregated: one row per (pair, outcome) with a 'count' column; no prompt_id or "
         "judge_id column (prompts and voters are not published), so no clustering is "
         "possible. 'Both bad' ties count as ties (both_bad='tie') or are dropped "
@@ -226,9 +227,9 @@ def _outcome_codes(labels: pd.Series, mapping: dict[str, int], path: Path, colum
     dropped = text.isin([d.lower() for d in drop]).to_numpy(dtype=bool, na_value=False)
     bad = np.isnan(codes) & ~dropped
     if bad.any():
-        values = labels.to_numpy()
         first = np.flatnonzero(bad)[:_SHOW]
-        shown = ", ".join(f"{row_labels[i]}: {values[i]!r}" for i in first)
+        shown = ", ".join(f"{row_labels[i]}: {value!r}"
+                          for i, value in zip(first, labels.iloc[first].tolist(), strict=True))
         raise WinrateInputError(
             f"{path}: column {column!r}: {int(bad.sum())} unknown verdict label(s) "
             f"(expected one of {sorted(mapping)}); first rows: {shown}"
@@ -614,9 +615,11 @@ def _read_json_frame(path: Path, columns: Sequence[str]) -> pd.DataFrame:
 def split_cmp_keys(keys: Sequence[str]) -> dict[str, tuple[str, str]]:
     """Split ``<model1>_<model2>`` comparison keys into the two model names.
 
-    A key with one underscore splits there. A key with several (model names may contain
-    underscores) splits at the one position whose both halves are model names known from
-    the unambiguous keys; if that does not single out one split, it is an error.
+    A key with one underscore splits there. Model names may contain underscores, so a key
+    with several is split where both halves are names known from other keys; failing that,
+    where exactly one split has one known half (the other half then becomes known). Keys
+    are resolved repeatedly until nothing changes; a key that no rule singles out is an
+    error naming it and its candidate splits.
     """
     distinct = list(dict.fromkeys(keys))  # a handful of distinct keys, not rows
     options = {k: [(k[:i], k[i + 1:]) for i, ch in enumerate(k) if ch == "_"
@@ -625,16 +628,35 @@ def split_cmp_keys(keys: Sequence[str]) -> dict[str, tuple[str, str]]:
     if empty:
         raise WinrateInputError(f"pandalm: cmp_key(s) {empty[:_SHOW]} are not "
                                 "'<model1>_<model2>'")
-    known = {name for opts in options.values() if len(opts) == 1 for name in opts[0]}
-    out = {}
-    for key, opts in options.items():
-        fits = opts if len(opts) == 1 else [o for o in opts if o[0] in known and o[1] in known]
-        if len(fits) != 1:
-            raise WinrateInputError(
-                f"pandalm: cannot split cmp_key {key!r} into two model names unambiguously "
-                f"(candidates {opts}; names known from other keys: {sorted(known)})"
-            )
-        out[key] = fits[0]
+    out = {k: opts[0] for k, opts in options.items() if len(opts) == 1}
+    known = {name for pair in out.values() for name in pair}
+    pending = [k for k in distinct if k not in out]
+    strict = True
+    while pending:
+        progress = False
+        for key in list(pending):
+            both = [o for o in options[key] if o[0] in known and o[1] in known]
+            one = [o for o in options[key] if o[0] in known or o[1] in known]
+            pick = both if (strict or both) else one
+            if len(pick) == 1:
+                out[key] = pick[0]
+                known.update(pick[0])
+                pending.remove(key)
+                progress = True
+            elif len(both) > 1:
+                break
+        if not progress and strict:
+            strict = False
+        elif not progress:
+            break
+        else:
+            strict = True
+    if pending:
+        key = pending[0]
+        raise WinrateInputError(
+            f"pandalm: cannot split cmp_key {key!r} into two model names unambiguously "
+            f"(candidates {options[key]}; names known from other keys: {sorted(known)})"
+        )
     return out
 
 
