@@ -322,6 +322,8 @@ def download_file(entry: DataFile, dest_dir, *, mirror: str | None = None,
         os.replace(final_tmp, dest)
     except urllib.error.HTTPError as exc:
         raise DownloadError(f"{entry.path}: HTTP {exc.code} {exc.reason} from {url}") from exc
+    except ValueError as exc:  # not a URL urllib can open
+        raise DownloadError(f"{entry.path}: cannot download from {url!r}: {exc}") from exc
     except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
         reason = getattr(exc, "reason", exc)
         error = DownloadError(f"{entry.path}: could not reach {url}: {reason}")
