@@ -1,0 +1,166 @@
+"""Small-N intervals against scipy/statsmodels, exact coverage against quadrature."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.evals import binomial_interval, clustered_bayes_interval, exact_average_coverage
+
+SM_METHOD = {"wald": "normal", "wilson": "wilson", "clopper-pearson": "beta",
+             "jeffreys": "jeffreys"}
+INTERIOR = [(1, 3), (7, 10), (12, 30), (55, 100)]
+
+
+@pytest.mark.parametrize("method", list(SM_METHOD))
+@pytest.mark.parametrize("k,n", INTERIOR)
+def test_intervals_match_statsmodels(method, k, n):
+    ci = binomial_interval(k, n, method, alpha=0.1)
+    low, high = proportion_confint(k, n, alpha=0.1, method=SM_METHOD[method])
+    # statsmodels clips the normal interval to [0, 1]; winrate reports it unclipped
+    ours = np.clip([float(ci.low), float(ci.high)], 0, 1)
+    assert tuple(ours) == pytest.approx((low, high), abs=1e-10)
+
+
+@pytest.mark.parametrize("k,n", [(0, 10), (10, 10), *INTERIOR])
+def test_wilson_and_exact_match_scipy_binomtest(k, n):
+    result = stats.binomtest(k, n)
+    for method, name in (("wilson", "wilson"), ("clopper-pearson", "exact")):
+        ci = binomial_interval(k, n, method)
+        ref = result.proportion_ci(confidence_level=0.95, method=name)
+        assert (float(ci.low), float(ci.high)) == pytest.approx((ref.low, ref.high), abs=1e-10)
+
+
+def test_bayes_interval_is_beta_posterior_with_configurable_prior():
+    ci = binomial_interval([0, 4, 10], 10, "bayes")
+    expected = stats.beta(1 + np.array([0, 4, 10]), 1 + 10 - np.array([0, 4, 10])).interval(0.95)
+    np.testing.assert_allclose(ci.low, expected[0])
+    np.testing.assert_allclose(ci.high, expected[1])
+    jeff_prior = binomial_interval(4, 10, "bayes", prior=(0.5, 0.5))
+    assert float(jeff_prior.low) == pytest.approx(stats.beta.ppf(0.025, 4.5, 6.5))
+
+
+def test_jeffreys_boundary_convention():
+    ci = binomial_interval([0, 10], 10, "jeffreys")
+    assert ci.low[0] == 0 and ci.high[1] == 1
+
+
+def test_bad_counts():
+    with pytest.raises(WinrateInputError, match="k"):
+        binomial_interval(11, 10)
+    with pytest.raises(WinrateInputError, match="method"):
+        binomial_interval(1, 10, "agresti")
+    with pytest.raises(WinrateInputError, match="prior"):
+        binomial_interval(1, 10, prior=(0, 1))
+
+
+def _coverage_by_quadrature(n, method, alpha=0.05, nodes=40):
+    """int_0^1 sum_k Binom(k; n, t) 1[t in CI_k] dt, piecewise Gauss-Legendre between all
+    interval endpoints (the integrand is a polynomial on each piece), endpoints from
+    statsmodels (or scipy's Beta posterior for the Bayes interval)."""
+    k = np.arange(n + 1)
+    if method == "bayes":
+        low, high = stats.beta(k + 1, n - k + 1).interval(1 - alpha)
+    else:
+        low, high = proportion_confint(k, n, alpha=alpha, method=SM_METHOD[method])
+        if method == "jeffreys":
+            low, high = np.where(k == 0, 0, low), np.where(k == n, 1, high)
+    low, high = np.clip(low, 0, 1), np.clip(high, 0, 1)
+    cuts = np.unique(np.concatenate([[0.0, 1.0], low, high]))
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    total = 0.0
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        t = (b - a) / 2 * x + (a + b) / 2
+        inside = (low[:, None] <= t) & (t <= high[:, None])
+        integrand = (stats.binom.pmf(k[:, None], n, t) * inside).sum(axis=0)
+        total += (b - a) / 2 * (w @ integrand)
+    return total
+
+
+@pytest.mark.parametrize("method", ["wald", "wilson", "clopper-pearson", "jeffreys", "bayes"])
+@pytest.mark.parametrize("n", [3, 10])
+def test_exact_coverage_matches_quadrature(method, n):
+    exact = exact_average_coverage(n, method)
+    assert exact.coverage == pytest.approx(_coverage_by_quadrature(n, method), abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 10, 30, 100])
+def test_bayes_interval_covers_exactly_and_clt_does_not(n):
+    assert exact_average_coverage(n, "bayes").coverage == pytest.approx(0.95, abs=1e-6)
+    assert exact_average_coverage(n, "bayes", alpha=0.2).coverage == pytest.approx(0.8, abs=1e-6)
+    clt = exact_average_coverage(n, "wald").coverage
+    assert clt < 0.93
+    if n == 3:
+        assert clt < 0.6
+
+
+def test_coverage_agrees_with_bowyer_style_simulation():
+    # Bowyer et al. draw theta ~ U(0, 1), then k ~ Binom(N, theta), 20,000 times
+    rng = np.random.default_rng(0)
+    theta = rng.random(200_000)
+    k = rng.binomial(10, theta)
+    ci = binomial_interval(k, 10, "wilson")
+    simulated = np.mean((ci.low <= theta) & (theta <= ci.high))
+    assert simulated == pytest.approx(exact_average_coverage(10, "wilson").coverage, abs=0.003)
+
+
+def test_committed_coverage_table_is_current():
+    import pandas as pd
+
+    from scripts.exact_interval_coverage import TABLE_CSV, coverage_table
+
+    if not TABLE_CSV.exists():
+        pytest.skip("paper/tables/interval_coverage_exact.csv not generated yet")
+    committed = pd.read_csv(TABLE_CSV)
+    fresh = coverage_table(ns=(3, 10), alphas=(0.05,))
+    merged = fresh.merge(committed, on=["n", "alpha", "method"], suffixes=("", "_committed"))
+    assert len(merged) == len(fresh)
+    np.testing.assert_allclose(merged["coverage"], merged["coverage_committed"], atol=1e-9)
+
+
+def test_clustered_bayes_with_singleton_clusters_is_beta_posterior():
+    # N_t = 1: BetaBinomial(y; 1, d theta, d (1 - theta)) = Bernoulli(theta) for every d,
+    # so the posterior of theta is exactly Beta(1 + k, 1 + n - k)
+    y = np.r_[np.ones(14), np.zeros(6)]
+    ci = clustered_bayes_interval(y, np.ones(20), n_samples=40_000, seed=1)
+    low, high = stats.beta(15, 7).interval(0.95)
+    assert (ci.low, ci.high) == pytest.approx((low, high), abs=0.01)
+    assert ci.mean == pytest.approx(15 / 22, abs=0.005)
+    assert ci.ess > 5000
+
+
+def _grid_posterior_quantiles(y, m, probs):
+    theta = (np.arange(800) + 0.5) / 800
+    d = np.linspace(0.005, 25, 1500)
+    th, dd = np.meshgrid(theta, d, indexing="ij")
+    logp = -dd + sum(stats.betabinom.logpmf(yt, mt, dd * th, dd * (1 - th))
+                     for yt, mt in zip(y, m, strict=True))
+    marginal = np.exp(logp - logp.max()).sum(axis=1)
+    cdf = np.cumsum(marginal) / marginal.sum()
+    return np.interp(probs, cdf, theta + 0.5 / 800)
+
+
+def test_clustered_bayes_matches_grid_quadrature():
+    y, m = np.array([9, 2, 7, 10, 4, 8]), np.array([10, 10, 12, 10, 9, 11])
+    ci = clustered_bayes_interval(y, m, n_samples=60_000, seed=3)
+    low, high = _grid_posterior_quantiles(y, m, [0.025, 0.975])
+    assert (ci.low, ci.high) == pytest.approx((low, high), abs=0.012)
+    # over-dispersed clusters: wider than the naive Beta posterior of the pooled counts
+    naive = stats.beta(1 + y.sum(), 1 + (m - y).sum()).interval(0.95)
+    assert ci.high - ci.low > 1.5 * (naive[1] - naive[0])
+
+
+def test_clustered_bayes_seeded_and_warns_on_low_ess():
+    y, m = np.array([9, 2, 7]), np.array([10, 10, 12])
+    assert clustered_bayes_interval(y, m, seed=5) == clustered_bayes_interval(y, m, seed=5)
+    big_y, big_m = np.full(300, 150), np.full(300, 200)
+    with pytest.warns(WinrateWarning, match="effective sample size"):
+        clustered_bayes_interval(big_y, big_m, n_samples=2000)
+    with pytest.raises(WinrateInputError, match="aligned"):
+        clustered_bayes_interval([1, 2], [3, 4, 5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clustered_bayes_interval(y, m, n_samples=5000)
