@@ -180,7 +180,7 @@ def _simulate_max(F, fam: _Family, df, n_draws, seed, chunk_size) -> np.ndarray:
     rng = np.random.default_rng(z_seed)
     K, r = F.shape
     chunk = chunk_size or max(1000, _CHUNK_BYTES // (8 * max(K, r, 1)))
-    out = np.full((n_draws, fam.n_groups), -np.inf)
+    out = np.full((n_draws, fam.n_groups), -np.inf, dtype=np.float32)  # halves memory
     args = (fam.a, fam.b, fam.w, fam.absolute, fam.group)
     for start in range(0, n_draws, chunk):
         stop = min(start + chunk, n_draws)
@@ -199,8 +199,13 @@ def _quantile_with_se(draws: np.ndarray, alpha: float) -> tuple[np.ndarray, np.n
     k = int(np.ceil(n * p)) - 1
     half = np.sqrt(n * p * alpha)
     lo, hi = max(int(np.floor(n * p - half)) - 1, 0), min(int(np.ceil(n * p + half)) - 1, n - 1)
-    part = np.partition(draws, sorted({lo, k, hi}), axis=0)
-    crit, se = part[k], (part[hi] - part[lo]) / 2
+    kth = [lo, k, hi]
+    # column blocks keep the partition's copy small when there are many families
+    blocks = [
+        np.partition(draws[:, s : s + 8], kth, axis=0)[kth] for s in range(0, draws.shape[1], 8)
+    ]
+    at_lo, crit, at_hi = np.concatenate(blocks, axis=1)
+    se = (at_hi - at_lo) / 2
     empty = ~np.isfinite(crit)  # a family with no positive-variance contrast
     return np.where(empty, np.nan, crit), np.where(empty, np.nan, se)
 
@@ -228,7 +233,7 @@ def _critical_values(F, a, b, sign, group, n_groups, alpha, df, mc: _MC, keep_dr
     """Critical value and MC SE of each family (NaN for an empty family)."""
     fam = _family(F, a, b, sign, group, n_groups)
     draws = _simulate_max(F, fam, df, mc.n_draws, mc.seed, mc.chunk_size)
-    crit, se = _quantile_with_se(draws, alpha)
+    crit, se = (x.astype(float) for x in _quantile_with_se(draws, alpha))
     return crit, se, (np.sort(draws[:, 0]) if keep_draws else None)
 
 
