@@ -188,7 +188,7 @@ def mcnemar_counts(b: int, c: int, continuity: bool = False) -> McNemarResult:
         warnings.warn("no discordant questions: McNemar's statistic is 0 and p = 1",
                       WinrateWarning, stacklevel=2)
         return McNemarResult(b, c, 0.0, 1.0, 1.0, continuity)
-    stat = max(abs(b - c) - (1.0 if continuity else 0.0), 0.0) ** 2 / (b + c)
+    stat = (abs(b - c) - (1.0 if continuity else 0.0)) ** 2 / (b + c)
     p_exact = min(1.0, 2 * stats.binom.cdf(min(b, c), b + c, 0.5))
     return McNemarResult(b, c, float(stat), float(stats.chi2.sf(stat, 1)), float(p_exact),
                          continuity)

@@ -1,0 +1,182 @@
+"""The eval table layer and the ``eval`` / ``power`` commands, called directly."""
+
+import argparse
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.evals import compare, evaluate, question_scores, summarize_scores
+from winrate.evals.cli import COMMANDS
+from winrate.evals.report import pct, render
+
+
+def _long_table(seed=0, n=300, g=40, k=1):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, g, n)
+    base = rng.beta(5, 3, g)[src]
+    rows = []
+    for model, shift in (("alpha", 0.0), ("beta", -0.06), ("gamma", -0.03)):
+        p = np.clip(base + shift, 0, 1)
+        for rep in range(k):
+            y = (rng.random(n) < p).astype(float)
+            rows.append(pd.DataFrame({"qid": np.arange(n), "model": model, "correct": y,
+                                      "src": src, "cat": src % 31, "rep": rep}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _run(command, argv):
+    add_arguments, run = COMMANDS[command]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def test_commands_interface():
+    assert set(COMMANDS) == {"eval", "power"}
+    for add_arguments, run in COMMANDS.values():
+        assert callable(add_arguments) and callable(run)
+
+
+@pytest.mark.parametrize("ext", ["csv", "jsonl", "parquet"])
+def test_eval_command_writes_tables_and_json(tmp_path, capsys, ext):
+    df = _long_table()
+    path = tmp_path / f"scores.{ext}"
+    {"csv": lambda: df.to_csv(path, index=False),
+     "jsonl": lambda: df.to_json(path, orient="records", lines=True),
+     "parquet": lambda: df.to_parquet(path)}[ext]()
+    out = tmp_path / "out.json"
+    code = _run("eval", [str(path), "--score-col", "correct", "--question-col", "qid",
+                         "--model-col", "model", "--cluster-col", "src", "--cluster-col", "cat",
+                         "--paired", "alpha", "beta", "--json", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "| alpha |" in text and "Model - Baseline (SE)" in text
+    doc = json.loads(out.read_text())
+    rec = doc["models"]["alpha"]
+    for key in ("mean", "se", "se_naive", "n", "n_clusters", "deff", "ci_low", "ci_high",
+                "method"):
+        assert key in rec
+    assert rec["n_clusters"] == {"src": 40, "cat": 31}
+    y = df[df.model == "alpha"].sort_values("qid")
+    assert rec["mean"] == pytest.approx(y.correct.mean())
+    p = y.correct.mean()
+    assert rec["se_naive"] == pytest.approx(np.sqrt(p * (1 - p) / 300))
+    assert doc["comparisons"][0]["mcnemar"]["b"] >= 0
+
+
+def test_single_model_and_resampled_answers(tmp_path, capsys):
+    df = _long_table(k=3)
+    one = df[df.model == "alpha"].drop(columns="model")
+    path = tmp_path / "one.csv"
+    one.to_csv(path, index=False)
+    out = tmp_path / "one.json"
+    assert _run("eval", [str(path), "--score-col", "correct", "--question-col", "qid",
+                         "--json", str(out)]) == 0
+    rec = json.loads(out.read_text())["models"]["model"]
+    means = one.groupby("qid").correct.mean()
+    # question-level means, never a pooled SE over all 3 n answers
+    assert rec["n"] == 300 and rec["answers_per_question"] == 3
+    assert rec["se"] == pytest.approx(stats.sem(means))
+    assert rec["naive_method"] == "clt"
+    assert rec["variance_components"]["k"] == 3
+
+
+def test_cluster_labels_must_be_constant_within_question():
+    df = _long_table()
+    df.loc[df.index[5], "src"] = 999
+    with pytest.raises(WinrateInputError, match="constant within a question"):
+        question_scores(df, "correct", "qid", "model", ["src"])
+
+
+def test_bad_tables_name_columns_and_rows():
+    df = _long_table()
+    df.loc[[3, 8], "correct"] = np.nan
+    with pytest.raises(WinrateInputError, match=r"'correct' has missing or infinite.*\[3, 8\]"):
+        question_scores(df, "correct", "qid", "model")
+    with pytest.raises(WinrateInputError, match="not in the table"):
+        question_scores(_long_table(), "score", "qid", "model")
+    bad = _long_table()
+    bad["correct"] = bad["correct"].astype(object)
+    bad.loc[2, "correct"] = "yes"
+    with pytest.raises(WinrateInputError, match=r"non-numeric values at rows \[2\]"):
+        question_scores(bad, "correct", "qid", "model")
+    with pytest.raises(WinrateInputError, match="format"):
+        _run("eval", ["scores.xlsx", "--score-col", "c", "--question-col", "q"])
+
+
+def test_paired_comparison_uses_common_questions():
+    df = _long_table()
+    df = df[~((df.model == "beta") & (df.qid < 10))]
+    qs = question_scores(df, "correct", "qid", "model", ["src"])
+    with pytest.warns(WinrateWarning, match="290 questions both answered"):
+        comp = compare(qs, "alpha", "beta")
+    assert comp.paired.n == 290
+    with pytest.raises(WinrateInputError, match="not found"):
+        compare(qs, "alpha", "delta")
+
+
+def test_evaluate_matches_array_api_and_neighbours():
+    df = _long_table(seed=3)
+    qs = question_scores(df, "correct", "qid", "model", ["src"])
+    report = evaluate(qs, neighbours=True)
+    y = df[df.model == "gamma"].sort_values("qid")
+    direct = summarize_scores(y.correct.to_numpy(), {"src": y.src.to_numpy()})
+    assert report.models["gamma"].summary == direct
+    ranked = sorted(report.models, key=lambda m: -report.models[m].summary.mean)
+    pairs = [(c.model_a, c.model_b) for c in report.comparisons]
+    assert pairs == list(zip(ranked, ranked[1:], strict=False))
+
+
+def test_report_formatting():
+    assert pct(0.6548) == "65.5%" and pct(-0.031, sign=True) == "-3.1%" and pct(None) == "-"
+    rows = [{"a": "50%", "b": "x_y"}]
+    assert render(rows, "latex").count(r"50\%") == 1 and r"x\_y" in render(rows, "latex")
+    assert render(rows, "csv").splitlines()[0] == "a,b"
+    with pytest.raises(WinrateInputError):
+        render(rows, "html")
+
+
+def test_power_command(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert _run("power", ["--delta", "0.03", "--omega2", str(1 / 9), "--json", str(out)]) == 0
+    assert "969" in capsys.readouterr().out
+    assert json.loads(out.read_text())["n_required"] == 969
+    assert _run("power", ["--n", "198", "--omega2", str(1 / 9), "--sigma2-a", str(1 / 6),
+                          "--sigma2-b", str(1 / 6), "--k-a", "10", "--k-b", "10"]) == 0
+    assert "7.57 points" in capsys.readouterr().out
+    with pytest.raises(WinrateInputError, match="--omega2"):
+        _run("power", ["--delta", "0.03"])
+
+
+def test_power_command_from_pilot(tmp_path, capsys):
+    df = _long_table(k=2, n=400)
+    path = tmp_path / "pilot.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "p.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        assert _run("power", ["--n", "1000", "--pilot", str(path), "--score-col", "correct",
+                              "--question-col", "qid", "--model-col", "model", "--models",
+                              "alpha", "beta", "--cluster-col", "src", "--json", str(out)]) == 0
+    inputs = json.loads(out.read_text())["inputs"]
+    assert inputs["k_a"] == 2 and inputs["sigma2_a"] > 0 and inputs["omega2"] >= 0
+    with pytest.raises(WinrateInputError, match="--models"):
+        _run("power", ["--n", "10", "--pilot", str(path), "--score-col", "correct",
+                       "--question-col", "qid", "--model-col", "model"])
+
+
+def test_module_entry_point_reports_errors(tmp_path):
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"q": [1, 2, 3], "s": [1.0, None, 0.0]}).to_csv(path, index=False)
+    done = subprocess.run([sys.executable, "-m", "winrate.evals.cli", "eval", str(path),
+                           "--score-col", "s", "--question-col", "q"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "'s' has missing or infinite scores at rows [1]" in done.stderr
