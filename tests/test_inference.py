@@ -323,6 +323,33 @@ def test_pairwise_is_location_and_scale_equivariant(problem, scale, shift):
     assert base.critical_value >= stats.norm.ppf(1 - 0.1 / 2) - TOL_SE * base.mc_se
 
 
+@settings(max_examples=25, deadline=None)
+@given(problems(), st.booleans())
+def test_critical_values_lie_between_marginal_and_bonferroni(problem, pairs):
+    """For any correlation, z_{1-a/2} <= c <= z_{1-a/(2m)} (union bound), m contrasts."""
+    est, V = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        if pairs:
+            res = pairwise_differences(est, V, **MC_SMALL)
+            m = int((res.se > 1e-6 * np.sqrt(np.diag(V).max())).sum())
+        else:
+            res = simultaneous_intervals(est, V, **MC_SMALL)
+            m = int((res.se > 0).sum())
+    if m == 0:
+        return
+    slack = TOL_SE * res.mc_se
+    assert stats.norm.ppf(1 - 0.1 / 2) - slack <= res.critical_value
+    assert res.critical_value <= stats.norm.ppf(1 - 0.1 / (2 * m)) + slack
+
+
+def test_single_model_is_trivial():
+    assert rank_sets([1.0], [[0.1]]).low.tolist() == [1]
+    assert rank_sets([1.0], [[0.1]]).high.tolist() == [1]
+    assert tau_best([1.0], [[0.1]], 1).indices.tolist() == [0]
+    assert pairwise_differences([1.0], [[0.1]]).estimate.size == 0
+
+
 # ------------------------------------------------------------------ coverage (seeded MC)
 
 

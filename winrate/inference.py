@@ -205,7 +205,8 @@ def _quantile_with_se(draws: np.ndarray, alpha: float) -> tuple[np.ndarray, np.n
         np.partition(draws[:, s : s + 8], kth, axis=0)[kth] for s in range(0, draws.shape[1], 8)
     ]
     at_lo, crit, at_hi = np.concatenate(blocks, axis=1)
-    se = (at_hi - at_lo) / 2
+    with np.errstate(invalid="ignore"):  # -inf - -inf in an empty family
+        se = (at_hi - at_lo) / 2
     empty = ~np.isfinite(crit)  # a family with no positive-variance contrast
     return np.where(empty, np.nan, crit), np.where(empty, np.nan, se)
 
