@@ -32,9 +32,10 @@ critical value of a family ``H`` is the ``1 - alpha`` quantile of ``max_{h in H}
 factor ``F`` of ``V = F F^T`` from the eigen-decomposition with clipped eigenvalues, so
 singular ``V`` (round-robin win rates summing to a constant) are handled exactly. With
 ``df`` the reference is the multivariate t: each draw's maximum is divided by
-``sqrt(W / df)``, ``W ~ chi2(df)`` (Genz & Bretz 2009, "Computation of Multivariate
-Normal and t Probabilities", sec. 1.2). Contrasts with zero variance are left out of the
-maximum (with a ``WinrateWarning``); their difference is known exactly, so a nonzero one
+``sqrt(W / df)``, ``W ~ chi2(df)``, the defining representation of the multivariate t
+(Genz & Bretz 2009, "Computation of Multivariate Normal and t Probabilities", ch. 1).
+Contrasts with zero variance are left out of the maximum (with a ``WinrateWarning``);
+their difference is known exactly, so a nonzero one
 is declared significant. The Monte-Carlo SE of each critical value is half the distance
 between the order statistics at ``n p -/+ sqrt(n p (1 - p))``, the +/-1 SD band of the
 binomial count below the quantile (David & Nagaraja 2003, "Order Statistics", sec. 7.1).
@@ -246,7 +247,7 @@ def _two_sided_family(F, a, b, alpha, df, mc: _MC):
 
 def _max_t_pvalues(sorted_max: np.ndarray, stat: np.ndarray) -> np.ndarray:
     """Single-step max-T adjusted p-value ``P(max_h |T_h| >= |t|)`` (Westfall & Young 1993,
-    "Resampling-Based Multiple Testing", sec. 2.6), estimated from the simulated maxima."""
+    "Resampling-Based Multiple Testing", ch. 2), estimated from the simulated maxima."""
     n = sorted_max.size
     return (n - np.searchsorted(sorted_max, np.abs(stat), side="left")) / n
 
@@ -336,7 +337,7 @@ def simultaneous_intervals(
     ``c`` is the ``1 - alpha`` quantile of ``max_a |Z_a|``, ``Z ~ N(0, R)`` with ``R`` the
     correlation of ``V`` (or of the multivariate t with ``df``): the single-step max-T
     construction (Hothorn, Bretz & Westfall 2008, "Simultaneous Inference in General
-    Parametric Models", sec. 3). For independent scores it is Sidak's
+    Parametric Models", Biometrical Journal 50). For independent scores it is Sidak's
     ``z_{(1 + (1 - alpha)^(1/K)) / 2}``.
     """
     est, V, F, alpha, df, mc = _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size)
@@ -362,7 +363,8 @@ def holm(p_values) -> np.ndarray:
 
     With ``p_(1) <= ... <= p_(m)``: ``p~_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``
     (Holm 1979, "A simple sequentially rejective multiple test procedure", Scand. J.
-    Statist. 6, 65-70; adjusted form from Wright 1992, Biometrics 48, eq. 3).
+    Statist. 6, 65-70; adjusted form as in Wright 1992, "Adjusted P-values for simultaneous
+    inference", Biometrics 48).
     """
     p = np.asarray(p_values, dtype=float)
     order = np.argsort(p, kind="stable")
@@ -440,7 +442,8 @@ def pairwise_differences(
     p-values ``2 P(N(0,1) > |T|)`` or with t(df). Simultaneous intervals use the
     ``1 - alpha`` quantile of ``max_{i<j} |T_ij|`` under ``Z ~ N(0, V)`` (the contrast
     correlation ``L V L^T`` implicitly), i.e. Tukey's studentized range / sqrt(2) for
-    equicorrelated equal-variance scores (Hothorn, Bretz & Westfall 2008, sec. 3-4).
+    equicorrelated equal-variance scores (Tukey's all-pairs comparisons; Hothorn, Bretz &
+    Westfall 2008).
     """
     est, V, F, alpha, df, mc = _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size)
     i, j = np.triu_indices(est.size, 1)
@@ -527,9 +530,11 @@ def _stepdown_rejections(stat, zero, rows, alpha, df, F, mc, stepdown):
     the maximum over its *not yet rejected* one-sided hypotheses (two-sided ``|T|`` when
     neither side is rejected), rejects every hypothesis whose statistic exceeds ``c_s``,
     and repeats until nothing new is rejected (Romano & Wolf 2005, "Exact and approximate
-    stepdown methods for multiple hypothesis testing", JASA 100, Algorithm 2.1; Mogstad et
-    al. 2024, Algorithm 3.1). The same seed is used at every step, so ``c_s`` is
-    non-increasing and the result is contained in the single-step one.
+    stepdown methods for multiple hypothesis testing", JASA 100; the stepwise improvement
+    of Mogstad et al. 2024). Once ``S_a > S_b`` is established the opposite one-sided
+    hypothesis stays in the family, as the step-down requires. The same seed is used at
+    every step, so ``c_s`` is non-increasing and the result is contained in the single-step
+    one.
     """
     a, b, group, n_groups = rows
     up, down = np.zeros(a.size, bool), np.zeros(a.size, bool)
@@ -578,20 +583,22 @@ def rank_sets(
 ) -> RankSets:
     """Confidence sets for ranks (Mogstad, Romano, Shaikh & Wilhelm 2024, "Inference for
     Ranks with Applications to Mobility across Neighbourhoods and Academic Achievement
-    across Countries", Review of Economic Studies 91(1), sec. 3).
+    across Countries", Review of Economic Studies 91(1), 2024; doi:10.1093/restud/rdad006.
+    Section names below, not numbers: they differ between working-paper and journal).
 
     Rank ``r_j = 1 + #{k: S_k > S_j}``. With ``T_jk = (S_j - S_k) / SE_jk``, a family of
     one-sided tests of ``S_j <= S_k`` / ``S_j >= S_k`` at familywise level alpha gives
 
         low_j  = 1 + #{k: S_k > S_j established},  high_j = K - #{k: S_k < S_j established}.
 
-    * ``"marginal"`` (their sec. 3.1): family j is the 2(K - 1) hypotheses about
+    * ``"marginal"`` (their marginal confidence sets): family j is the 2(K - 1) hypotheses about
       ``S_j - S_k``, k != j; single-step critical value = quantile of
       ``max_{k != j} |T_jk|``. ``P(r_j in [low_j, high_j]) >= 1 - alpha`` for each j.
-    * ``"simultaneous"`` (their sec. 3.2): one family of all K(K - 1) one-sided hypotheses,
-      single-step critical value = quantile of ``max_{j<k} |T_jk|``; all sets hold jointly.
+    * ``"simultaneous"`` (their simultaneous confidence sets): one family of all K(K - 1)
+      one-sided hypotheses, single-step critical value = quantile of
+      ``max_{j<k} |T_jk|``; all sets hold jointly.
 
-    ``stepdown=True`` refines with their Algorithm 3.1 (see ``_stepdown_rejections``).
+    ``stepdown=True`` applies their stepwise improvement (see ``_stepdown_rejections``).
     The rank of the point estimate always lies in its set.
     """
     if method not in _METHODS:
@@ -637,7 +644,8 @@ def tau_best(
     seed: int | None = 0,
     chunk_size: int | None = None,
 ) -> TauBest:
-    """Models that could be among the true top ``tau`` (Mogstad et al. 2024, sec. 3.3).
+    """Models that could be among the true top ``tau``: the projection confidence set for the
+    tau-best of Mogstad et al. (2024).
 
     Rule: keep j unless at least ``tau`` models are shown to beat it, i.e. keep
     ``{j: low_j <= tau}`` with ``low_j`` the lower bounds of a simultaneous one-sided family
