@@ -180,3 +180,15 @@ def test_module_entry_point_reports_errors(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "'s' has missing or infinite scores at rows [1]" in done.stderr
+
+
+def test_wide_matrix_input_drops_missing_answers():
+    from winrate.evals.frame import question_scores_from_wide
+
+    wide = pd.DataFrame({"m1": [1.0, 0.0, np.nan, 1.0], "m2": [0.0, 1.0, 1.0, 1.0]},
+                        index=[10, 11, 12, 13])
+    meta = pd.DataFrame({"topic": ["a", "a", "b", "b"]}, index=wide.index)
+    qs = question_scores_from_wide(wide, meta, ["topic"])
+    assert qs.scores["m1"].notna().sum() == 3 and qs.clusters.loc[12, "topic"] == "b"
+    with pytest.raises(WinrateInputError, match="no row for questions"):
+        question_scores_from_wide(wide, meta.iloc[:2], ["topic"])

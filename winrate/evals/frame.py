@@ -155,6 +155,28 @@ def question_scores(
     return QuestionScores(scores, answers, clusters, raw, score_col, question_col, model_col)
 
 
+def question_scores_from_wide(
+    scores: pd.DataFrame, clusters: pd.DataFrame | None = None, cluster_cols: Sequence[str] = ()
+) -> QuestionScores:
+    """Question-level scores from a questions x models matrix (NaN: no answer), e.g.
+    :func:`winrate.datasets.mmlu_pro_correctness`, with per-question cluster labels taken
+    from ``clusters[cluster_cols]`` (indexed by question)."""
+    long = scores.rename_axis(index="question", columns="model").stack().dropna().rename("score")
+    long = long.reset_index()
+    if cluster_cols:
+        if clusters is None:
+            raise WinrateInputError("cluster_cols given without a clusters table")
+        _require_columns(clusters, cluster_cols)
+        missing = ~scores.index.isin(clusters.index)
+        if missing.any():
+            raise WinrateInputError(
+                f"the clusters table has no row for questions {list(scores.index[missing][:5])}"
+            )
+        labels = clusters.loc[long["question"], list(cluster_cols)].astype(str)
+        long[list(cluster_cols)] = labels.to_numpy()
+    return question_scores(long, "score", "question", "model", cluster_cols)
+
+
 def answer_matrix(qs: QuestionScores, model: str) -> np.ndarray | None:
     """(n, K) answers of one model when every question has the same K >= 2, else None."""
     counts = qs.answers[model]
