@@ -1,0 +1,535 @@
+"""Few-cluster and resampling inference for leaderboard scores, from cluster-level sufficient
+statistics.
+
+Every method here works on the per-cluster pair totals of one clustering of the rows: for
+cluster g and observed pair p = (lo, hi) (``Leaderboard.pairs``)::
+
+    W_gp = sum_{r in g, pair(r) = p} f_r s_r,     N_gp = sum_{r in g, pair(r) = p} f_r
+
+with ``s_r`` the half-tie score of the lower-coded model and ``f_r`` the row frequency. Any
+re-weighting of whole clusters (deleting one, resampling them) changes the pair totals to
+``W*_p = sum_g c_g W_gp`` and ``N*_p = sum_g c_g N_gp``, from which the scores follow
+exactly (:func:`scores_from_totals`), without re-reading rows: a (B, G) matrix of cluster
+weights times the (G, P) sparse totals gives B replicates at once.
+
+Replicate scores follow :func:`winrate.leaderboard.fit` exactly: ``psi*_p = W*_p / N*_p``,
+opponent weights recomputed on the replicate's observed pairs (``"uniform"``: 1 / number
+of observed opponents; ``"count"``: ``N*_ab / N*_a``). A pair whose replicate count is 0
+(it lived only in deleted / undrawn clusters) is *dropped* and the model's weights are
+renormalised over its remaining opponents -- the convention of refitting the reduced log.
+A user weight matrix is held fixed on the remaining pairs and each model's row is rescaled
+to its original row sum. A model left with no comparisons in a replicate has an undefined
+score; see each method for how that is handled.
+
+Methods
+-------
+* :func:`jackknife_cov` / :func:`multiway_jackknife_cov`: delete-one-cluster jackknife
+  (CV3) variance, with t(G - 1) critical values.
+* :func:`cluster_bootstrap`: pairs (cluster) bootstrap by one axis, or Owen's (2007)
+  pigeonhole bootstrap over two or more crossed axes.
+* :func:`wild_cluster_bootstrap`: wild cluster bootstrap of the linearised estimator
+  (Rademacher or Webb weights), percentile-t intervals, one-way clustering.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from itertools import combinations, product
+
+import numpy as np
+import scipy.sparse as sp
+from tqdm.auto import tqdm
+
+from winrate.data import ComparisonLog
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.leaderboard import Leaderboard, fit
+from winrate.variance import (
+    DEFAULT_CORRECTION,
+    group_codes,
+    intersect_codes,
+    repair_psd,
+    small_sample_factor,
+)
+
+_BLOCK_ELEMENTS = 1 << 22  # dense (block, P) or (block, C) arrays stay ~32 MB
+_ZERO_COUNT_RTOL = 1e-10  # a replicate pair count <= this * full count counts as zero
+WILD_DISTRIBUTIONS = ("rademacher", "webb")
+_WEBB_POINTS = np.array([-np.sqrt(1.5), -1.0, -np.sqrt(0.5), np.sqrt(0.5), 1.0, np.sqrt(1.5)])
+_ENUMERATE_LIMIT = 4096  # enumerate all sign / 6-point vectors when there are at most this many
+
+
+# ------------------------------------------------------------------ sufficient statistics
+
+
+@dataclass(frozen=True)
+class PairTotals:
+    """Cluster-level sufficient statistics ``W_gp``, ``N_gp`` of one clustering.
+
+    ``wins`` and ``counts`` are (G, P) CSR matrices over ``Leaderboard.pairs``; ``codes``
+    are the rows' cluster codes (``-1`` for rows of zero weight, which carry no pair).
+    """
+
+    wins: sp.csr_array
+    counts: sp.csr_array
+    codes: np.ndarray
+    n_clusters: int
+
+    @property
+    def total_wins(self) -> np.ndarray:
+        return np.asarray(self.wins.sum(axis=0)).ravel()
+
+    @property
+    def total_counts(self) -> np.ndarray:
+        return np.asarray(self.counts.sum(axis=0)).ravel()
+
+
+def pair_totals(log: ComparisonLog, board: Leaderboard, groups) -> PairTotals:
+    """(G, P) sparse ``W_gp`` and ``N_gp`` (module doc) built by COO -> CSR summation."""
+    codes, n_groups = group_codes(groups)
+    if codes.shape[0] != log.n_rows:
+        raise WinrateInputError(
+            f"cluster codes have {codes.shape[0]} entries but the log has {log.n_rows} rows"
+        )
+    score_low = np.where(log.model_a > log.model_b, 1.0 - log.score, log.score)
+    keep = board.pair >= 0  # rows of zero frequency belong to no observed pair
+    shape = (n_groups, len(board.pairs))
+    idx = (codes[keep], board.pair[keep])
+    f = log.weight[keep]
+    wins = sp.coo_array((f * score_low[keep], idx), shape=shape).tocsr()
+    counts = sp.coo_array((f, idx), shape=shape).tocsr()
+    return PairTotals(wins, counts, codes, n_groups)
+
+
+class PairScorer:
+    """Leaderboard scores from pair totals, for a block of replicates at once.
+
+    ``scores(W, N)`` maps (B, P) pair totals to (B, K) scores by the rules of
+    :func:`winrate.leaderboard.fit` and the dropped-pair convention of the module doc.
+    With the log's own totals it reproduces ``board.scores`` (tested to 1e-12).
+    """
+
+    def __init__(self, board: Leaderboard, weights="uniform", total_counts=None):
+        self.k = len(board.models)
+        self.lo, self.hi = board.pairs[:, 0], board.pairs[:, 1]
+        n_pairs = len(board.pairs)
+        rows = np.arange(n_pairs)
+        shape = (n_pairs, self.k)
+        self.to_lo = sp.csr_array((np.ones(n_pairs), (rows, self.lo)), shape=shape)
+        self.to_hi = sp.csr_array((np.ones(n_pairs), (rows, self.hi)), shape=shape)
+        self.scheme = weights if isinstance(weights, str) else "matrix"
+        self.w_lo = board.weights[self.lo, self.hi]
+        self.w_hi = board.weights[self.hi, self.lo]
+        self.row_sum = board.weights.sum(axis=1)
+        full = board.counts[self.lo, self.hi] if total_counts is None else total_counts
+        self.tol = _ZERO_COUNT_RTOL * np.asarray(full, float)
+
+    def _spread(self, on_lo: np.ndarray, on_hi: np.ndarray) -> np.ndarray:
+        """``out[:, a] = sum_{p: lo_p = a} on_lo[:, p] + sum_{p: hi_p = a} on_hi[:, p]``."""
+        return np.asarray(on_lo @ self.to_lo) + np.asarray(on_hi @ self.to_hi)
+
+    def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        wins, counts = np.atleast_2d(wins), np.atleast_2d(counts)
+        observed = counts > self.tol
+        psi = np.divide(wins, counts, out=np.zeros(wins.shape), where=observed)
+        if self.scheme == "count":
+            n_a = self._spread(counts * observed, counts * observed)
+            total = self._spread(wins * observed, (counts - wins) * observed)
+            return np.divide(total, n_a, out=np.full(n_a.shape, np.nan), where=n_a > 0)
+        if self.scheme == "uniform":
+            obs = observed.astype(float)
+            degree = self._spread(obs, obs)
+            inv = np.divide(1.0, degree, out=np.zeros(degree.shape), where=degree > 0)
+            raw = self._spread(psi * inv[:, self.lo], obs * (1 - psi) * inv[:, self.hi])
+            return np.where(degree > 0, raw, np.nan)
+        mass = self._spread(observed * self.w_lo, observed * self.w_hi)
+        scale = np.divide(self.row_sum, mass, out=np.full(mass.shape, np.nan), where=mass > 0)
+        return scale * self._spread(psi * self.w_lo, observed * (1 - psi) * self.w_hi)
+
+
+def _block_size(width: int) -> int:
+    return max(1, _BLOCK_ELEMENTS // max(width, 1))
+
+
+# ------------------------------------------------------------------------ jackknife
+
+
+def _jackknife_blocks(totals: PairTotals, scorer: PairScorer):
+    """Yield ``(start, S^(-g))`` for blocks of deleted clusters g (module doc)."""
+    wins_all, counts_all = totals.total_wins, totals.total_counts
+    block = _block_size(len(wins_all))
+    for start in range(0, totals.n_clusters, block):
+        stop = min(start + block, totals.n_clusters)
+        wins = wins_all - totals.wins[start:stop].toarray()
+        counts = counts_all - totals.counts[start:stop].toarray()
+        yield start, scorer.scores(wins, counts)
+
+
+def jackknife_replicates(log: ComparisonLog, groups, weights="uniform",
+                         board: Leaderboard | None = None) -> np.ndarray:
+    """(G, K) delete-one-cluster scores ``S^(-g)``: exactly ``fit`` on the log without
+    cluster g (NaN for a model left without comparisons), from the sufficient statistics
+    ``S^(-g) = score(W - W_g, N - N_g)`` in O(G P) instead of G refits."""
+    board = fit(log, weights) if board is None else board
+    totals = pair_totals(log, board, groups)
+    scorer = PairScorer(board, weights, totals.total_counts)
+    return np.concatenate([s for _, s in _jackknife_blocks(totals, scorer)])
+
+
+@dataclass(frozen=True)
+class JackknifeCovariance:
+    """Delete-one-cluster jackknife covariance.
+
+    ``cov``: (K, K) CV3 (multiway: inclusion-exclusion of CV3 terms, PSD-repaired);
+    ``n_clusters``: clusters per axis; ``df = min(G) - 1`` for t critical values;
+    ``undefined_replicates``: (replicate, model) pairs where deleting a cluster left the
+    model without comparisons (its full-sample score was used there); ``psd_repaired``.
+    """
+
+    cov: np.ndarray
+    n_clusters: tuple[int, ...]
+    df: int
+    undefined_replicates: int
+    psd_repaired: bool
+    min_eigenvalue: float
+
+
+def _cv3(log, board, groups, weights, center) -> tuple[np.ndarray, int, int]:
+    """One CV3 term, accumulated over blocks of deleted clusters (no (G, K) array kept)."""
+    totals = pair_totals(log, board, groups)
+    scorer = PairScorer(board, weights, totals.total_counts)
+    k, n_groups = len(board.models), totals.n_clusters
+    full = np.nan_to_num(board.scores)
+    sum_d, sum_dd, undefined = np.zeros(k), np.zeros((k, k)), 0
+    for _, reps in _jackknife_blocks(totals, scorer):
+        missing = np.isnan(reps) & ~np.isnan(board.scores)
+        undefined += int(missing.sum())
+        d = np.where(np.isnan(reps), full, reps) - full
+        sum_d += d.sum(axis=0)
+        sum_dd += d.T @ d
+    if center == "mean":
+        sum_dd -= np.outer(sum_d, sum_d) / n_groups
+    factor = (n_groups - 1) / n_groups if n_groups > 1 else np.inf
+    return factor * sum_dd, n_groups, undefined
+
+
+def jackknife_cov(log: ComparisonLog, groups, weights="uniform",
+                  board: Leaderboard | None = None, center: str = "mean"
+                  ) -> JackknifeCovariance:
+    """Delete-one-cluster jackknife variance (CV3) of the scores for one clustering::
+
+        V_CV3 = (G - 1) / G * sum_g (S^(-g) - Sbar)(S^(-g) - Sbar)^T,  Sbar = mean_g S^(-g)
+
+    (``center="estimate"`` uses the full-sample S instead of Sbar). This is the CV3 /
+    jackknife estimator of MacKinnon, Nielsen & Webb (2023, "Cluster-robust inference: a
+    guide to empirical practice", J. Econometrics 232(2)) and the jackknife of Bell &
+    McCaffrey (2002, Survey Methodology 28(2)); for a linear estimator it equals the CR3
+    sandwich with ``(I - H_gg)^{-1}`` leverage corrections, so it is larger than CR1 when
+    few clusters dominate -- the reason it is preferred with few clusters, paired with
+    t(G - 1) critical values. Replicates come from :func:`jackknife_replicates`' sufficient
+    statistics. A model left without comparisons by deleting a cluster keeps its
+    full-sample score in that replicate (counted in ``undefined_replicates``, warned).
+    """
+    return multiway_jackknife_cov(log, [groups], weights, board, center)
+
+
+def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
+                           board: Leaderboard | None = None, center: str = "mean"
+                           ) -> JackknifeCovariance:
+    """Multiway CV3: inclusion-exclusion of one-way CV3 terms over every non-empty subset S
+    of the clustering dimensions, ``V = sum_S (-1)^(|S|+1) V_CV3(cap S)`` -- the
+    Cameron-Gelbach-Miller (2011, JBES 29(2), eq. 2.11) combination with each term's
+    sandwich replaced by its jackknife (as in MacKinnon, Nielsen & Webb 2021, "Wild
+    bootstrap and asymptotic inference with multiway clustering", JBES 39(2), sec. 3).
+    Negative eigenvalues are clipped to zero (CGM 2011, sec. 2.3), with a warning.
+    One dimension gives :func:`jackknife_cov`.
+    """
+    if center not in ("mean", "estimate"):
+        raise WinrateInputError(f"center must be 'mean' or 'estimate', got {center!r}")
+    if not groups:
+        raise WinrateInputError("the jackknife needs at least one clustering axis")
+    board = fit(log, weights) if board is None else board
+    coded = [group_codes(g) for g in groups]
+    if min(size for _, size in coded) < 2:
+        raise WinrateInputError("the jackknife needs at least 2 clusters on every axis")
+    k = len(board.models)
+    total, undefined = np.zeros((k, k)), 0
+    for order in range(1, len(groups) + 1):
+        for dims in combinations(range(len(groups)), order):
+            codes = coded[dims[0]][0] if order == 1 else intersect_codes(
+                [coded[d][0] for d in dims], [coded[d][1] for d in dims])[0]
+            term, _, missing = _cv3(log, board, codes, weights, center)
+            total += (1 if order % 2 else -1) * term
+            undefined += missing if order == 1 else 0
+    cov, min_eig, repaired = repair_psd(total) if len(groups) > 1 else (total, np.nan, False)
+    if repaired:
+        warnings.warn(f"the multiway jackknife covariance was not PSD (smallest eigenvalue "
+                      f"{min_eig:.3g}); negative eigenvalues were clipped to zero",
+                      WinrateWarning, stacklevel=2)
+    if undefined:
+        warnings.warn(f"{undefined} jackknife replicate score(s) were undefined (deleting a "
+                      "cluster removed every comparison of a model); the full-sample score "
+                      "was used there, which understates that model's variance",
+                      WinrateWarning, stacklevel=2)
+    sizes = tuple(size for _, size in coded)
+    return JackknifeCovariance(cov, sizes, min(sizes) - 1, undefined, repaired, min_eig)
+
+
+# --------------------------------------------------------- cluster / pigeonhole bootstrap
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Bootstrap replicates of the scores.
+
+    ``replicates``: (B, K) replicate scores (replicates with an undefined score dropped,
+    their number in ``n_dropped``); ``cov``: their covariance (ddof 1); ``method``:
+    ``"cluster"`` or ``"pigeonhole"``; ``axes``: clusters per resampled axis.
+    """
+
+    estimate: np.ndarray
+    replicates: np.ndarray
+    cov: np.ndarray
+    method: str
+    axes: tuple[int, ...]
+    n_dropped: int
+    seed: int | None
+
+    @property
+    def se(self) -> np.ndarray:
+        return np.sqrt(np.diag(self.cov))
+
+    def percentile(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        """Percentile interval ``[q_{alpha/2}, q_{1-alpha/2}]`` of each model's replicates
+        (Efron & Tibshirani 1993, "An Introduction to the Bootstrap", eq. 13.5)."""
+        low, high = np.quantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
+        return low, high
+
+
+def _cell_structure(groups: list):
+    """Codes of the intersection cells and, per axis, each cell's cluster on that axis."""
+    coded = [group_codes(g) for g in groups]
+    if len(coded) == 1:
+        cells, n_cells = coded[0]
+    else:
+        cells, n_cells = intersect_codes([c for c, _ in coded], [s for _, s in coded])
+    cell_of_axis = []
+    for codes, _ in coded:
+        mapping = np.zeros(n_cells, dtype=np.int64)
+        mapping[cells] = codes
+        cell_of_axis.append(mapping)
+    return cells, n_cells, [s for _, s in coded], cell_of_axis
+
+
+def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps: int = 999,
+                      seed: int | None = 0, board: Leaderboard | None = None,
+                      progress: bool | None = None) -> BootstrapResult:
+    """Cluster bootstrap by one axis, or the pigeonhole bootstrap over crossed axes.
+
+    Each axis d draws multinomial cluster counts ``c^(d) ~ Mult(G_d; 1/G_d, ..., 1/G_d)``
+    (resampling its G_d clusters with replacement), independently across axes; a cell of
+    the intersection clustering (e.g. a (prompt, judge) pair) gets weight
+    ``prod_d c^(d)_{g_d(cell)}`` and ``W*_p = sum_cells weight * W_cell,p`` (and N*
+    alike). One axis is the pairs cluster bootstrap (Cameron, Gelbach & Miller 2008,
+    REStat 90(3)); two is Owen's (2007, "The pigeonhole bootstrap", Ann. Appl. Stat. 1(2))
+    bootstrap for crossed random effects, whose variance is mildly *conservative*: it
+    estimates ``V_prompt + V_judge + V_cell`` where the two-way sandwich subtracts the
+    cell term (Owen 2007, sec. 3). Replicates are computed B at a time as a (B, C) weight
+    matrix times the (C, P) cell totals. ``groups`` is a list of cluster-code arrays.
+    """
+    if int(reps) != reps or reps < 2:
+        raise WinrateInputError(f"bootstrap reps must be an integer >= 2, got {reps}")
+    if not groups:
+        raise WinrateInputError("the bootstrap needs at least one clustering axis")
+    board = fit(log, weights) if board is None else board
+    cells, n_cells, sizes, cell_of_axis = _cell_structure(groups)
+    totals = pair_totals(log, board, cells)
+    scorer = PairScorer(board, weights, totals.total_counts)
+    wins_t, counts_t = totals.wins.T.tocsr(), totals.counts.T.tocsr()
+    rng = np.random.default_rng(seed)
+    out = np.empty((reps, len(board.models)))
+    block = min(reps, _block_size(n_cells))
+    method = "cluster" if len(groups) == 1 else "pigeonhole"
+    for start in tqdm(range(0, reps, block), desc=f"{method} bootstrap", unit="block",
+                      disable=None if progress is None else not progress, leave=False):
+        b = min(block, reps - start)
+        cell_weight = np.ones((b, n_cells))
+        for size, mapping in zip(sizes, cell_of_axis, strict=True):
+            draws = rng.multinomial(size, np.full(size, 1.0 / size), size=b)
+            cell_weight *= draws[:, mapping]
+        wins = np.asarray(wins_t @ cell_weight.T).T
+        counts = np.asarray(counts_t @ cell_weight.T).T
+        out[start:start + b] = scorer.scores(wins, counts)
+    return _bootstrap_result(board, out, method, tuple(sizes), seed)
+
+
+def _bootstrap_result(board, reps, method, sizes, seed) -> BootstrapResult:
+    defined = ~np.isnan(board.scores)
+    bad = np.isnan(reps[:, defined]).any(axis=1)
+    if bad.any():
+        warnings.warn(f"{int(bad.sum())} of {len(reps)} bootstrap replicates left a model "
+                      "without comparisons and were dropped; the bootstrap distribution is "
+                      "conditional on every model being drawn", WinrateWarning, stacklevel=3)
+    reps = np.where(np.isnan(reps), np.nan_to_num(board.scores), reps)[~bad]
+    if len(reps) < 2:
+        raise WinrateInputError("fewer than 2 bootstrap replicates left every model scored")
+    cov = np.cov(reps, rowvar=False, ddof=1).reshape(reps.shape[1], reps.shape[1])
+    return BootstrapResult(board.scores, reps, cov, method, sizes, int(bad.sum()), seed)
+
+
+# ----------------------------------------------------------------- wild cluster bootstrap
+
+
+@dataclass(frozen=True)
+class WildBootstrapResult:
+    """Wild cluster bootstrap percentile-t intervals (see :func:`wild_cluster_bootstrap`).
+
+    ``se``: one-way CV1 standard errors; ``critical_values`` (K,): per-model bootstrap
+    quantiles of ``|t*_a|``; ``low``/``high``: marginal intervals ``S_a -/+ c_a se_a``;
+    ``simultaneous_critical_value``: quantile of ``max_a |t*_a|``; ``sim_low``/``sim_high``;
+    ``cov``: the one-way CV1 covariance; ``n_draws``: number of weight vectors (``2^G`` or
+    ``6^G`` when ``enumerated``).
+    """
+
+    estimate: np.ndarray
+    se: np.ndarray
+    cov: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    critical_values: np.ndarray
+    simultaneous_critical_value: float
+    sim_low: np.ndarray
+    sim_high: np.ndarray
+    distribution: str
+    n_clusters: int
+    n_draws: int
+    enumerated: bool
+    alpha: float
+
+
+def wild_weights(n_clusters: int, reps: int, distribution: str = "webb", seed=0
+                 ) -> tuple[np.ndarray, bool]:
+    """(B, G) wild bootstrap weights and whether they enumerate the whole support.
+
+    Rademacher: ``v = +/-1`` with probability 1/2 each; Webb (2023, "Reworking wild
+    bootstrap-based inference for clustered errors", Canadian J. Econ. 56(3)) six-point:
+    ``v in {+/-sqrt(1/2), +/-1, +/-sqrt(3/2)}`` with probability 1/6 each (mean 0,
+    variance 1). When the support has at most ``max(reps, 4096)`` points (Rademacher with
+    G <= 12) all ``2^G`` (``6^G``) equally likely vectors are returned instead of draws.
+    """
+    if distribution not in WILD_DISTRIBUTIONS:
+        raise WinrateInputError(
+            f"wild bootstrap weights must be one of {WILD_DISTRIBUTIONS}, got {distribution!r}")
+    points = np.array([-1.0, 1.0]) if distribution == "rademacher" else _WEBB_POINTS
+    if len(points) ** n_clusters <= max(reps, _ENUMERATE_LIMIT):
+        return np.array(list(product(points, repeat=n_clusters))), True
+    rng = np.random.default_rng(seed)
+    return points[rng.integers(0, len(points), (reps, n_clusters))], False
+
+
+def _influence_map(board: Leaderboard, total_counts: np.ndarray) -> sp.csr_array:
+    """(P, K) ``A`` with ``A[p, lo] = w_lo,hi / N_p``, ``A[p, hi] = -w_hi,lo / N_p``: the
+    influence of a unit of centred pair total ``W_p - psi_p N_p`` on the scores."""
+    lo, hi = board.pairs[:, 0], board.pairs[:, 1]
+    n_pairs = len(lo)
+    rows = np.concatenate([np.arange(n_pairs)] * 2)
+    data = np.concatenate([board.weights[lo, hi], -board.weights[hi, lo]])
+    data /= np.concatenate([total_counts] * 2)
+    return sp.csr_array((data, (rows, np.concatenate([lo, hi]))),
+                        shape=(n_pairs, len(board.models)))
+
+
+def _order_stat(values: np.ndarray, alpha: float) -> np.ndarray:
+    """Column-wise ``1 - alpha`` quantile as the order statistic ``ceil((1 - alpha) B)``."""
+    k = int(np.ceil((1 - alpha) * values.shape[0])) - 1
+    return np.partition(values, k, axis=0)[k]
+
+
+def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha: float = 0.05,
+                           reps: int = 9999, distribution: str = "webb", seed: int | None = 0,
+                           correction: str = DEFAULT_CORRECTION,
+                           board: Leaderboard | None = None,
+                           progress: bool | None = None) -> WildBootstrapResult:
+    """Wild cluster bootstrap (WCU) of the linearised scores, symmetric percentile-t.
+
+    The score is a plug-in (ratio) estimator, not a regression, so the bootstrap acts on
+    its influence representation ``S - S0 ~ sum_g t_g`` with ``t_g = E_g A`` the cluster
+    sums of the influence, ``E_gp = W_gp - psi_p N_gp`` the centred pair totals and ``A``
+    the (P, K) influence map (``_influence_map``). With weights ``v_g`` (Rademacher or
+    Webb, :func:`wild_weights`) a bootstrap sample has centred totals ``v_g E_gp``; its
+    estimate moves by ``dpsi*_p = sum_g v_g E_gp / N_p`` and ``d* = dpsi* A``, and its own
+    residual cluster totals are re-centred at the bootstrap estimate,
+    ``E*_gp = v_g E_gp - N_gp dpsi*_p`` (the analogue of re-estimating the regression
+    residuals in the WCU bootstrap: MacKinnon & Webb 2017, "Wild bootstrap inference for
+    wildly different cluster sizes", J. Appl. Econometrics 32(2); Webb 2023). Each draw is
+    studentised by its own CV1 variance ``V*_a = c(G) sum_g (E*_g A)_a^2``, giving
+    ``t*_a = d*_a / sqrt(V*_a)``. The interval is ``S_a -/+ c_a se_a`` with ``se_a`` the
+    sample CV1 SE and ``c_a`` the ``1 - alpha`` quantile of ``|t*_a|`` (symmetric
+    percentile-t); the simultaneous critical value is the quantile of ``max_a |t*_a|``.
+
+    Limits: only one clustering axis (two-way dependence is not resampled; use the
+    pigeonhole bootstrap or the jackknife); the bootstrap is of the *linearised* estimator,
+    so it corrects the reference distribution, not the nonlinearity of the ratio. With G
+    clusters Rademacher weights have only 2^G equally likely vectors (2^(G-1) distinct
+    ``|t*|``): when ``2 / 2^G > alpha`` no quantile reaches 1 - alpha and the interval is
+    set by the largest draw (a warning says so); Webb's six points give 6^G vectors.
+    """
+    board = fit(log, weights) if board is None else board
+    totals = pair_totals(log, board, groups)
+    n_groups = totals.n_clusters
+    if n_groups < 2:
+        raise WinrateInputError("the wild cluster bootstrap needs at least 2 clusters")
+    v, enumerated = wild_weights(n_groups, reps, distribution, seed)
+    _warn_coarse_support(distribution, n_groups, alpha)
+    counts_p = totals.total_counts
+    psi = np.divide(totals.total_wins, counts_p)
+    centred = (totals.wins - totals.counts.multiply(psi[None, :])).toarray()  # (G, P) E_gp
+    amap = _influence_map(board, counts_p)
+    t_g = np.asarray(centred @ amap)  # (G, K) cluster sums of the influence
+    factor = small_sample_factor(n_groups, correction)
+    se = np.sqrt(factor * (t_g**2).sum(axis=0))
+    stats = _wild_statistics(v, centred, totals.counts.toarray(), counts_p, amap, t_g, factor,
+                             progress)
+    crit = _order_stat(np.abs(stats), alpha)
+    sim_crit = float(_order_stat(np.abs(stats).max(axis=1, keepdims=True), alpha)[0])
+    est = board.scores
+    return WildBootstrapResult(
+        est, se, factor * t_g.T @ t_g, est - crit * se, est + crit * se, crit, sim_crit,
+        est - sim_crit * se, est + sim_crit * se, distribution, n_groups, len(v), enumerated,
+        alpha)
+
+
+def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) -> np.ndarray:
+    """(B, K) bootstrap t statistics ``t*`` (see :func:`wild_cluster_bootstrap`), B draws at
+    a time: ``d* = v T``; ``V* = c sum_g (v_g t_g - (N_g * dpsi*) A)^2``."""
+    n_draws, k = v.shape[0], t_g.shape[1]
+    out = np.empty((n_draws, k))
+    block = _block_size(max(centred.shape[1], k) * 4)
+    for start in tqdm(range(0, n_draws, block), desc="wild bootstrap", unit="block",
+                      disable=None if progress is None else not progress, leave=False):
+        vb = v[start:start + block]
+        shift = np.asarray(vb @ centred) / counts_p  # (b, P) dpsi*
+        delta = vb @ t_g  # (b, K)
+        var = np.zeros(delta.shape)
+        for g in range(centred.shape[0]):  # loop over clusters, vectorised over draws
+            resid = vb[:, g:g + 1] * t_g[g] - np.asarray((shift * counts[g]) @ amap)
+            var += resid**2
+        var *= factor
+        out[start:start + block] = np.divide(delta, np.sqrt(var), out=np.zeros(delta.shape),
+                                             where=var > 0)
+    return out
+
+
+def _warn_coarse_support(distribution: str, n_groups: int, alpha: float) -> None:
+    if distribution == "rademacher" and 2.0 / 2**n_groups > alpha:
+        warnings.warn(
+            f"Rademacher weights with {n_groups} clusters have only 2^{n_groups} = "
+            f"{2**n_groups} equally likely draws ({2**(n_groups - 1)} distinct |t*|): no "
+            f"bootstrap quantile reaches {1 - alpha:.0%}, so the interval is set by the "
+            "largest draw and its coverage is not controlled; use Webb weights",
+            WinrateWarning, stacklevel=3)
+    elif n_groups <= 5:
+        warnings.warn(
+            f"the wild cluster bootstrap with only {n_groups} clusters is unreliable "
+            "(MacKinnon & Webb 2017): its intervals can under- or over-cover badly",
+            WinrateWarning, stacklevel=3)
