@@ -4,6 +4,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
@@ -164,3 +166,16 @@ def test_clustered_bayes_seeded_and_warns_on_low_ess():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clustered_bayes_interval(y, m, n_samples=5000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 400), st.data(), st.sampled_from(["wilson", "clopper-pearson",
+                                                        "jeffreys", "bayes"]))
+def test_interval_properties(n, data, method):
+    k = data.draw(st.integers(0, n))
+    wide, narrow = binomial_interval(k, n, method, 0.05), binomial_interval(k, n, method, 0.2)
+    assert 0 <= float(wide.low) <= float(narrow.low) <= float(narrow.high) <= float(wide.high) <= 1
+    if method != "bayes" or 0 < k < n:
+        assert float(wide.low) <= k / n <= float(wide.high)
+    mirrored = binomial_interval(n - k, n, method, 0.05)
+    assert float(mirrored.low) == pytest.approx(1 - float(wide.high), abs=1e-9)

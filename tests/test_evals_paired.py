@@ -6,6 +6,8 @@ import warnings
 import numpy as np
 import pytest
 import statsmodels.api as sm
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
@@ -183,3 +185,19 @@ def test_paired_bayes_is_seeded():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         assert paired_bayes(a, b, seed=3) == paired_bayes(a, b, seed=3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1), st.integers(0, 2)),
+                min_size=6, max_size=60))
+def test_paired_difference_is_antisymmetric(rows):
+    a, b, g = (np.array(col, dtype=float) for col in zip(*rows, strict=True))
+    if np.all(a == b) or np.all(a == a[0]) or np.all(b == b[0]) or len(np.unique(g)) < 2:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        ab, ba = paired_difference(a, b, g), paired_difference(b, a, g)
+        m_ab, m_ba = mcnemar(a, b), mcnemar(b, a)
+    assert ab.test.estimate == pytest.approx(-ba.test.estimate)
+    assert ab.se == pytest.approx(ba.se) and ab.test.p_value == pytest.approx(ba.test.p_value)
+    assert (m_ab.b, m_ab.c) == (m_ba.c, m_ba.b) and m_ab.statistic == pytest.approx(m_ba.statistic)

@@ -66,7 +66,8 @@ def _wilson(k, n, alpha, prior):
     p = k / n
     centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
     half = z / (2 * n) * np.sqrt(4 * n * p * (1 - p) + z**2) / (1 + z**2 / n)
-    return centre - half, centre + half
+    # exactly 0 at k = 0 and 1 at k = n (the formula gives that up to round-off)
+    return np.where(k == 0, 0.0, centre - half), np.where(k == n, 1.0, centre + half)
 
 
 def _clopper_pearson(k, n, alpha, prior):

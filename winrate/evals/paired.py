@@ -29,7 +29,7 @@ from winrate.evals.intervals import (
     warn_low_ess,
     weighted_quantiles,
 )
-from winrate.evals.summary import check_correction, clustered_variance, is_binary
+from winrate.evals.summary import check_correction, clustered_mean_ses, is_binary
 from winrate.inference import critical_value
 from winrate.variance import DEFAULT_CORRECTION, group_codes
 
@@ -147,11 +147,7 @@ def paired_difference(
             "paired SE is 0, so z and p are degenerate (0 and 1 for a zero difference)",
             WinrateWarning, stacklevel=2,
         )
-    ses = {}
-    if cluster_list:
-        infl = (d - d.mean())[:, None] / n
-        ses = {c: float(np.sqrt(clustered_variance(infl, cluster_list, c)[0, 0]))
-               for c in ("none", "cr1")}
+    ses, _ = clustered_mean_ses(d, cluster_list)
     se_paired = _clt_se(d)
     se = ses.get(correction, se_paired)
     df = min(counts) - 1 if cluster_list else None

@@ -51,6 +51,22 @@ def clustered_variance(influence, cluster_list, correction: str) -> np.ndarray:
     return multiway_cluster_cov(influence, cluster_list, correction).cov
 
 
+def clustered_mean_ses(values: np.ndarray, cluster_list) -> tuple[dict[str, float], bool]:
+    """Clustered SEs of the mean of ``values``, without (``"none"``) and with (``"cr1"``)
+    G/(G - 1): ``sqrt(c(G) sum_c (sum_{i in c} (v_i - vbar))^2) / n`` (Miller 2024, eq. 4 and
+    appendix A; multiway by inclusion-exclusion). Also says whether a PSD repair happened.
+    ``({}, False)`` without clusters."""
+    if not cluster_list:
+        return {}, False
+    infl = (values - values.mean())[:, None] / values.size
+    ses, repaired = {}, False
+    for corr in CORRECTIONS:
+        result = multiway_cluster_cov(infl, cluster_list, corr)
+        ses[corr] = float(np.sqrt(result.cov[0, 0]))
+        repaired = repaired or result.psd_repaired
+    return ses, repaired
+
+
 def is_binary(x: np.ndarray) -> bool:
     return bool(np.all((x == 0) | (x == 1)))
 
@@ -65,7 +81,8 @@ def icc_anova(scores, clusters) -> float | None:
     is a single cluster, every cluster is a singleton, or the scores do not vary.
     """
     x = as_scores(scores)
-    codes, g = group_codes(np.asarray(clusters))
+    (labels,), _ = as_cluster_list(np.asarray(clusters), x.size)
+    codes, g = group_codes(labels)
     n = x.size
     if g < 2 or g == n:
         return None
@@ -203,20 +220,14 @@ def summarize_scores(
     alpha = check_alpha(alpha)
     n = x.size
     cluster_list, names = as_cluster_list(clusters, n)
-    coded = [group_codes(c) for c in cluster_list]
-    counts = [g for _, g in coded]
+    counts = [group_codes(c)[1] for c in cluster_list]
     check_cluster_counts(names, counts, name)
     _warn_degenerate(x, name)
     se_clt, se_bern, binary = _naive_ses(x)
     se_naive = se_bern if binary else se_clt
-    ses, repaired = {}, False
-    if cluster_list:
-        infl = (x - x.mean())[:, None] / n
-        for corr in CORRECTIONS:
-            result = multiway_cluster_cov(infl, cluster_list, corr)
-            ses[corr], repaired = float(np.sqrt(result.cov[0, 0])), repaired or result.psd_repaired
+    ses, repaired = clustered_mean_ses(x, cluster_list)
     se = ses.get(correction, se_naive)
-    deff = se**2 / se_naive**2 if cluster_list and se_naive > 0 else (1.0 if se_naive > 0 else None)
+    deff = se**2 / se_naive**2 if se_naive > 0 else None
     df = min(counts) - 1 if cluster_list else None
     method = _resolve_interval(interval, binary, n, len(cluster_list))
     low, high = _interval(x, method, se, df, alpha, cluster_list, prior, seed)
