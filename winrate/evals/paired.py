@@ -284,6 +284,7 @@ def paired_bayes(
     probability get weight 0. Reports the effective sample size (warning below 200).
     """
     a, b = _binary_pair(scores_a, scores_b)
+    alpha = check_alpha(alpha)
     counts = np.array([np.sum(a * b), np.sum(a * (1 - b)), np.sum((1 - a) * b),
                        np.sum((1 - a) * (1 - b))])
     ra, rb = _check_prior(rho_prior)
@@ -301,6 +302,6 @@ def paired_bayes(
     low, high = weighted_quantiles(diff, weights, [alpha / 2, 1 - alpha / 2])
     return PairedBayesResult(
         prob_a_better=float(weights @ (diff > 0)), diff_low=float(low), diff_high=float(high),
-        diff_mean=float(weights @ diff), alpha=check_alpha(alpha), ess=ess,
+        diff_mean=float(weights @ diff), alpha=alpha, ess=ess,
         n_samples=int(n_samples), seed=int(seed), counts=tuple(int(c) for c in counts),
     )
