@@ -140,8 +140,7 @@ def _warn_zero(zero: np.ndarray, what: str) -> None:
 # ------------------------------------------------------------------ Monte-Carlo engine
 
 
-@njit(parallel=True, cache=True)
-def _family_max_kernel(z, a, b, w, absolute, group, out):  # pragma: no cover - numba
+def _family_max(z, a, b, w, absolute, group, out):  # pragma: no cover - numba
     """``out[i, g] = max over rows h of group g of w_h (z[i, a_h] - z[i, b_h])`` (abs if
     flagged; ``b_h < 0`` means no subtrahend)."""
     for i in prange(z.shape[0]):
@@ -155,6 +154,13 @@ def _family_max_kernel(z, a, b, w, absolute, group, out):  # pragma: no cover - 
             g = group[h]
             if d > out[i, g]:
                 out[i, g] = d
+
+
+# one body, two compilations: threads pay off only for large chunks (thread wake-up costs
+# milliseconds, which dominates the small problems of a step-down or a coverage loop)
+_family_max_serial = njit(cache=True)(_family_max)
+_family_max_parallel = njit(parallel=True, cache=True)(_family_max)
+_PARALLEL_MIN_WORK = 2_000_000  # draws x rows per chunk
 
 
 @dataclass(frozen=True)
@@ -186,7 +192,9 @@ def _simulate_max(F, fam: _Family, df, n_draws, seed, chunk_size) -> np.ndarray:
     for start in range(0, n_draws, chunk):
         stop = min(start + chunk, n_draws)
         z = rng.standard_normal((stop - start, r)) @ F.T
-        _family_max_kernel(np.ascontiguousarray(z), *args, out[start:stop])
+        big = (stop - start) * fam.a.size >= _PARALLEL_MIN_WORK
+        kernel = _family_max_parallel if big else _family_max_serial
+        kernel(np.ascontiguousarray(z), *args, out[start:stop])
     if df is not None:
         out /= np.sqrt(np.random.default_rng(w_seed).chisquare(df, n_draws) / df)[:, None]
     return out
