@@ -26,9 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from numba import njit
 
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError
@@ -75,38 +77,75 @@ class Leaderboard:
         return [(str(self.models[i]), str(self.models[j])) for i, j in missing]
 
 
-def _canonical_pairs(log: ComparisonLog):
-    """Order every row as (low, high) model code and score it for the low-coded model."""
-    flip = log.model_a > log.model_b
-    low = np.where(flip, log.model_b, log.model_a)
-    high = np.where(flip, log.model_a, log.model_b)
-    score_low = np.where(flip, 1.0 - log.score, log.score)
-    return low, high, score_low
+@njit(parallel=True, cache=True)
+def _pair_sums(model_a, model_b, score, frequency, k):  # pragma: no cover - numba
+    """Per-thread-chunk sums of f and f * s_low on the flat (K*K) upper-triangle grid."""
+    n = model_a.shape[0]
+    n_chunks = 2 * numba.get_num_threads()
+    counts = np.zeros((n_chunks, k * k))
+    wins = np.zeros((n_chunks, k * k))
+    weighted = frequency.shape[0] > 0
+    for c in numba.prange(n_chunks):
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            a, b, s = model_a[r], model_b[r], score[r]
+            if a > b:
+                a, b, s = b, a, 1.0 - s
+            f = frequency[r] if weighted else 1.0
+            counts[c, a * k + b] += f
+            wins[c, a * k + b] += f * s
+    return counts.sum(axis=0), wins.sum(axis=0)
+
+
+@njit(parallel=True, cache=True)
+def _influence_rows(model_a, model_b, score, frequency, psi_flat, counts_flat, weights,
+                    pair_of_key):  # pragma: no cover - numba
+    """CSR data/indices of the influence, each row's pair index and centred score."""
+    n, k = model_a.shape[0], weights.shape[0]
+    data = np.empty(2 * n)
+    indices = np.empty(2 * n, np.int32)
+    pair = np.empty(n, np.int32)
+    centered = np.empty(n)
+    weighted = frequency.shape[0] > 0
+    for r in numba.prange(n):
+        a, b, s = model_a[r], model_b[r], score[r]
+        if a > b:
+            a, b, s = b, a, 1.0 - s
+        key = a * k + b
+        c = s - psi_flat[key]
+        step = (frequency[r] if weighted else 1.0) * c / counts_flat[key]
+        data[2 * r] = weights[a, b] * step
+        data[2 * r + 1] = -weights[b, a] * step
+        indices[2 * r] = a
+        indices[2 * r + 1] = b
+        pair[r] = pair_of_key[key]
+        centered[r] = c
+    return data, indices, pair, centered
+
+
+def _frequency_or_empty(log: ComparisonLog) -> np.ndarray:
+    return np.empty(0) if log.frequency is None else log.frequency
 
 
 def pairwise_table(log: ComparisonLog):
     """Counts ``n_ab`` and win probabilities ``psi_ab`` on the (K, K) grid.
 
-    Returns ``(psi, counts, pair, pairs, centered)``; see :class:`Leaderboard`.
+    Returns ``(psi, counts, pair_of_key, pairs)``: psi (NaN where unobserved) and symmetric
+    counts as (K, K) arrays, the pair index of every flat key ``low * K + high`` (-1 if
+    unobserved) and the (P, 2) observed pairs.
     """
     k = log.n_models
-    low, high, score_low = _canonical_pairs(log)
-    key = low.astype(np.int64) * k + high
-    weight = log.weight
-    counts_flat = np.bincount(key, weights=weight, minlength=k * k)
-    wins_flat = np.bincount(key, weights=weight * score_low, minlength=k * k)
+    counts_flat, wins_flat = _pair_sums(log.model_a, log.model_b, log.score,
+                                        _frequency_or_empty(log), k)
     observed_keys = np.flatnonzero(counts_flat > 0)
-    pair_of_key = np.full(k * k, -1, dtype=np.int64)
+    pair_of_key = np.full(k * k, -1, dtype=np.int32)
     pair_of_key[observed_keys] = np.arange(observed_keys.size)
-    psi_flat = np.full(k * k, np.nan)
-    psi_flat[observed_keys] = wins_flat[observed_keys] / counts_flat[observed_keys]
-    upper = psi_flat.reshape(k, k)
+    upper = np.full(k * k, np.nan)
+    upper[observed_keys] = wins_flat[observed_keys] / counts_flat[observed_keys]
+    upper = upper.reshape(k, k)
     psi = np.where(np.isnan(upper), 1.0 - upper.T, upper)
     counts = counts_flat.reshape(k, k)
-    counts = counts + counts.T
     pairs = np.column_stack(np.divmod(observed_keys, k))
-    centered = score_low - psi_flat[key]
-    return psi, counts, pair_of_key[key], pairs, centered
+    return psi, counts + counts.T, pair_of_key, pairs
 
 
 def opponent_weights(counts: np.ndarray, weights="uniform", models=None) -> np.ndarray:
@@ -141,26 +180,28 @@ def opponent_weights(counts: np.ndarray, weights="uniform", models=None) -> np.n
     return matrix
 
 
-def influence_matrix(log: ComparisonLog, weights: np.ndarray, counts: np.ndarray,
-                     pair: np.ndarray, pairs: np.ndarray, centered: np.ndarray) -> sp.csr_array:
-    """The (n, K) CSR influence matrix ``u_r`` (module doc): two non-zeros per row."""
-    low, high = pairs[pair, 0], pairs[pair, 1]
-    step = log.weight * centered / counts[low, high]
-    data = np.empty(2 * log.n_rows)
-    data[0::2] = weights[low, high] * step
-    data[1::2] = -weights[high, low] * step
-    indices = np.empty(2 * log.n_rows, dtype=np.int32)
-    indices[0::2] = low
-    indices[1::2] = high
-    indptr = np.arange(0, 2 * log.n_rows + 1, 2, dtype=np.int64)
-    return sp.csr_array((data, indices, indptr), shape=(log.n_rows, log.n_models))
+def influence_matrix(log: ComparisonLog, weights: np.ndarray, psi: np.ndarray,
+                     counts: np.ndarray, pair_of_key: np.ndarray):
+    """The (n, K) CSR influence matrix ``u_r`` (module doc), two non-zeros per row.
+
+    Also returns each row's pair index and pair-centred score ``s_r - psi_ab``.
+    """
+    data, indices, pair, centered = _influence_rows(
+        log.model_a, log.model_b, log.score, _frequency_or_empty(log),
+        np.ascontiguousarray(psi).ravel(), np.ascontiguousarray(counts).ravel(),
+        np.ascontiguousarray(weights, dtype=np.float64), pair_of_key)
+    index_type = np.int32 if 2 * log.n_rows < np.iinfo(np.int32).max else np.int64
+    indptr = np.arange(0, 2 * log.n_rows + 1, 2, dtype=index_type)
+    indices = indices.astype(index_type, copy=False)
+    shape = (log.n_rows, log.n_models)
+    return sp.csr_array((data, indices, indptr), shape=shape, copy=False), pair, centered
 
 
 def fit(log: ComparisonLog, weights="uniform") -> Leaderboard:
     """Scores ``S_a = sum_b w_ab psi_ab`` and their influence matrix for a comparison log."""
-    psi, counts, pair, pairs, centered = pairwise_table(log)
+    psi, counts, pair_of_key, pairs = pairwise_table(log)
     w = opponent_weights(counts, weights, log.models)
     has_games = counts.sum(axis=1) > 0
     scores = np.where(has_games, (w * np.nan_to_num(psi)).sum(axis=1), np.nan)
-    infl = influence_matrix(log, w, counts, pair, pairs, centered)
+    infl, pair, centered = influence_matrix(log, w, psi, counts, pair_of_key)
     return Leaderboard(log.models, scores, psi, counts, w, infl, pair, pairs, centered)

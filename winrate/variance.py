@@ -30,6 +30,7 @@ import warnings
 from dataclasses import dataclass
 from itertools import combinations
 
+import numba
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -81,8 +82,10 @@ def factorize_groups(groups) -> tuple[np.ndarray, np.ndarray]:
         low, high = labels.min(), labels.max()
         if low >= 0 and high < max(4 * labels.size, 1 << 16):
             present = np.bincount(labels, minlength=int(high) + 1) > 0
+            if present.all():
+                return labels, np.arange(present.size)
             remap = np.cumsum(present) - 1
-            return remap[labels].astype(np.int64), np.flatnonzero(present)
+            return remap[labels], np.flatnonzero(present)
     if pd.isna(labels).any():
         raise ValueError("groups contain missing values; every row needs a cluster label")
     codes, uniques = pd.factorize(labels, sort=False)
@@ -96,52 +99,123 @@ def group_codes(groups) -> tuple[np.ndarray, int]:
 
 
 def intersect_codes(code_list: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, int]:
-    """Codes of the intersection clustering: rows agree on every listed dimension."""
-    combined = np.zeros_like(code_list[0])
+    """Codes of the intersection clustering (rows agree on every listed dimension).
+
+    Returns ``(codes, n_range)`` with codes in ``[0, n_range)``, not necessarily dense:
+    mixed-radix ``((c_1 * G_2 + c_2) * G_3 + c_3) ...``, compacted only if the range is huge.
+    """
+    combined = np.zeros(code_list[0].shape[0], dtype=np.int64)
+    n_range = 1
     for codes, size in zip(code_list, sizes, strict=True):
         combined = combined * size + codes
-    return group_codes(combined)
+        n_range *= size
+    if n_range > max(4 * combined.shape[0], 1 << 16):
+        return group_codes(combined)
+    return combined, n_range
+
+
+_TARGET_BUCKETS = 128
+
+
+@njit(parallel=True, cache=True)
+def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets):  # pragma: no cover
+    """Radix pass: copy each non-zero into its bucket ``group >> shift``, threads in parallel.
+
+    Stores (group offset within the bucket, column, value). Reads are sequential and each
+    thread writes to ``n_buckets`` streams at offsets fixed by per-thread histograms.
+    """
+    n = group.shape[0]
+    n_chunks = numba.get_num_threads()
+    histogram = np.zeros((n_chunks, n_buckets), np.int64)
+    for c in numba.prange(n_chunks):
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            histogram[c, group[r] >> shift] += indptr[r + 1] - indptr[r]
+    offsets = np.empty((n_chunks, n_buckets), np.int64)
+    bucket_start = np.zeros(n_buckets + 1, np.int64)
+    running = 0
+    for b in range(n_buckets):
+        bucket_start[b] = running
+        for c in range(n_chunks):
+            offsets[c, b] = running
+            running += histogram[c, b]
+    bucket_start[n_buckets] = running
+    local = np.empty(indices.shape[0], np.int32)
+    columns = np.empty(indices.shape[0], np.int32)
+    values = np.empty(indices.shape[0])
+    mask = (1 << shift) - 1
+    for c in numba.prange(n_chunks):
+        fill = offsets[c]
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            g = group[r]
+            b = g >> shift
+            for p in range(indptr[r], indptr[r + 1]):
+                i = fill[b]
+                local[i] = g & mask
+                columns[i] = indices[p]
+                values[i] = data[p]
+                fill[b] = i + 1
+    return bucket_start, local, columns, values
 
 
 @njit(cache=True)
-def _csr_cluster_meat(indptr, indices, data, group, n_groups, k):  # pragma: no cover - numba
-    """sum_g t_g t_g^T for CSR rows; counting sort by group, touched-column outer products."""
-    n = group.shape[0]
-    start = np.zeros(n_groups + 1, np.int64)
-    for r in range(n):
-        start[group[r] + 1] += 1
-    for g in range(n_groups):
+def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen,
+                 touched):  # pragma: no cover - numba
+    """Add the half outer products of every group in one bucket; return its group count."""
+    start = np.zeros(n_local + 1, np.int64)
+    for i in range(lo, hi):
+        start[local[i] + 1] += 1
+    for g in range(n_local):
         start[g + 1] += start[g]
+    order = np.empty(hi - lo, np.int64)
     fill = start[:-1].copy()
-    order = np.empty(n, np.int64)
-    for r in range(n):
-        g = group[r]
-        order[fill[g]] = r
+    for i in range(lo, hi):
+        g = local[i]
+        order[fill[g]] = i
         fill[g] += 1
-    meat = np.zeros((k, k))
-    total = np.zeros(k)
-    seen = np.zeros(k, np.bool_)
-    touched = np.empty(k, np.int64)
-    for g in range(n_groups):
+    n_nonempty = 0
+    for g in range(n_local):
+        if start[g + 1] == start[g]:
+            continue
+        n_nonempty += 1
         m = 0
         for i in range(start[g], start[g + 1]):
-            r = order[i]
-            for p in range(indptr[r], indptr[r + 1]):
-                c = indices[p]
-                if not seen[c]:
-                    seen[c] = True
-                    touched[m] = c
-                    m += 1
-                total[c] += data[p]
+            col = columns[order[i]]
+            if not seen[col]:
+                seen[col] = True
+                touched[m] = col
+                m += 1
+            scratch[col] += values[order[i]]
         for i in range(m):
-            ci = touched[i]
-            vi = total[ci]
-            for j in range(m):
-                meat[ci, touched[j]] += vi * total[touched[j]]
+            ti = touched[i]
+            vi = scratch[ti]
+            for j in range(i, m):
+                meat[ti, touched[j]] += vi * scratch[touched[j]]
         for i in range(m):
-            total[touched[i]] = 0.0
+            scratch[touched[i]] = 0.0
             seen[touched[i]] = False
-    return meat
+    return n_nonempty
+
+
+@njit(parallel=True, cache=True)
+def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k):  # pragma: no cover
+    """``sum_g t_g t_g^T`` and the number of non-empty groups, buckets split over threads.
+
+    Each thread adds every unordered column pair of a group once into its own half-filled
+    matrix M; the result is ``M + M^T - diag(M)``.
+    """
+    n_buckets = bucket_start.shape[0] - 1
+    n_chunks = numba.get_num_threads()
+    partial = np.zeros((n_chunks, k, k))
+    nonempty = np.zeros(n_chunks, np.int64)
+    for c in numba.prange(n_chunks):
+        scratch = np.zeros(k)
+        seen = np.zeros(k, np.bool_)
+        touched = np.empty(k, np.int64)
+        for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
+            nonempty[c] += _bucket_meat(bucket_start[b], bucket_start[b + 1], local, columns,
+                                        values, 1 << shift, partial[c], scratch, seen, touched)
+    half = partial.sum(axis=0)
+    return half + half.T - np.diag(np.diag(half)), nonempty.sum()
 
 
 @njit(cache=True)
@@ -157,23 +231,28 @@ def _csr_row_meat(indptr, indices, data, row_scale, k):  # pragma: no cover - nu
 
 
 def _csr_parts(infl):
-    return (infl.indptr.astype(np.int64, copy=False), infl.indices.astype(np.int64, copy=False),
-            infl.data.astype(np.float64, copy=False))
+    return infl.indptr, infl.indices, infl.data.astype(np.float64, copy=False)
 
 
-def _meat_from_codes(infl, codes: np.ndarray, n_groups: int) -> np.ndarray:
+def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> tuple[np.ndarray, int]:
+    """Meat ``sum_g t_g t_g^T`` for integer codes in ``[0, n_range)``; also the number G of
+    non-empty groups (codes need not be dense)."""
     if codes.shape[0] != infl.shape[0]:
         raise ValueError(
             f"groups has {codes.shape[0]} entries but influence has {infl.shape[0]} rows"
         )
     if sp.issparse(infl):
-        return _csr_cluster_meat(*_csr_parts(infl), codes, n_groups, infl.shape[1])
+        shift = max(0, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
+        n_buckets = ((max(n_range, 1) - 1) >> shift) + 1
+        buckets = _scatter_to_buckets(*_csr_parts(infl), codes, shift, n_buckets)
+        meat, n_groups = _bucketed_outer_sum(*buckets, shift, infl.shape[1])
+        return meat, int(n_groups)
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
-        shape=(n_groups, codes.shape[0]),
+        shape=(n_range, codes.shape[0]),
     )
     totals = indicator @ infl
-    return totals.T @ totals
+    return totals.T @ totals, int(np.count_nonzero(np.bincount(codes, minlength=n_range)))
 
 
 def _cluster_meat(influence, groups) -> np.ndarray:
@@ -183,7 +262,7 @@ def _cluster_meat(influence, groups) -> np.ndarray:
     outer products over the columns a group touches; a dense ``(n, K)`` array is never built.
     Dense influence is group-summed by a sparse indicator product.
     """
-    return _meat_from_codes(_as_influence(influence), *group_codes(groups))
+    return _meat_from_codes(_as_influence(influence), *group_codes(groups))[0]
 
 
 def naive_cov(influence, correction: str = "none", frequency=None) -> np.ndarray:
@@ -207,10 +286,8 @@ def naive_cov(influence, correction: str = "none", frequency=None) -> np.ndarray
 def cluster_cov(influence, groups, correction: str = DEFAULT_CORRECTION) -> np.ndarray:
     """One-way cluster-robust covariance ``c(G) * sum_g t_g t_g^T`` (Liang-Zeger)."""
     _check_correction(correction)
-    codes, n_groups = group_codes(groups)
-    return small_sample_factor(n_groups, correction) * _meat_from_codes(
-        _as_influence(influence), codes, n_groups
-    )
+    meat, n_groups = _meat_from_codes(_as_influence(influence), *group_codes(groups))
+    return small_sample_factor(n_groups, correction) * meat
 
 
 @dataclass(frozen=True)
@@ -273,15 +350,10 @@ def multiway_cluster_cov(
     for order in range(1, len(groups) + 1):
         sign = 1 if order % 2 else -1
         for dims in combinations(range(len(groups)), order):
-            if order == 1:
-                term_codes, n_groups = codes[dims[0]], sizes[dims[0]]
-            else:
-                term_codes, n_groups = intersect_codes(
-                    [codes[d] for d in dims], [sizes[d] for d in dims]
-                )
-            term_cov = small_sample_factor(n_groups, correction) * _meat_from_codes(
-                infl, term_codes, n_groups
-            )
+            term_codes, n_range = intersect_codes([codes[d] for d in dims],
+                                                  [sizes[d] for d in dims])
+            meat, n_groups = _meat_from_codes(infl, term_codes, n_range)
+            term_cov = small_sample_factor(n_groups, correction) * meat
             total += sign * term_cov
             terms.append((dims, n_groups, sign))
             term_covs.append(term_cov)
