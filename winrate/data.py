@@ -92,7 +92,9 @@ class ComparisonLog:
         """Build a log from already integer-coded arrays (the fast path for large logs).
 
         ``axes`` are named integer cluster codes (e.g. ``prompt=..., judge=...``); codes need
-        not be dense. Validation is vectorised and cheap.
+        not be dense. Validation is vectorised and cheap. Rows of frequency 0 stand for no
+        comparison and are dropped (as in :func:`read_comparisons`), so a cluster made only
+        of such rows is not counted.
         """
         a = np.asarray(model_a, dtype=np.int32)
         b = np.asarray(model_b, dtype=np.int32)
@@ -108,6 +110,12 @@ class ComparisonLog:
         _check_rows(a == b, "model_a", "model_a equals model_b", np.arange(n))
         _check_rows(~np.isin(s, _NUMERIC_SCORES), "score", "score not in {0, 0.5, 1}",
                     np.arange(n))
+        freq, keep = None, slice(None)
+        if frequency is not None:
+            freq = _check_frequency(np.asarray(frequency, float), n)
+            if not (freq > 0).all():
+                keep = freq > 0
+                freq = freq[keep]
         coded = {}
         for name, codes in axes.items():
             if codes is None:
@@ -115,9 +123,8 @@ class ComparisonLog:
             arr = np.asarray(codes)
             if arr.shape != (n,):
                 raise WinrateInputError(f"axis {name!r} has shape {arr.shape}, expected ({n},)")
-            coded[name] = ClusterAxis(*factorize_groups(arr))
-        freq = None if frequency is None else _check_frequency(np.asarray(frequency, float))
-        return cls(a, b, s, names, coded, freq)
+            coded[name] = ClusterAxis(*factorize_groups(arr[keep]))
+        return cls(a[keep], b[keep], s[keep], names, coded, freq)
 
 
 def _first_rows(mask: np.ndarray, index) -> str:
@@ -135,9 +142,13 @@ def _check_rows(bad: np.ndarray, column: str, problem: str, index) -> None:
         )
 
 
-def _check_frequency(freq: np.ndarray) -> np.ndarray:
+def _check_frequency(freq: np.ndarray, n: int) -> np.ndarray:
+    if freq.shape != (n,):
+        raise WinrateInputError(f"frequency has shape {freq.shape}, expected ({n},)")
     _check_rows(~np.isfinite(freq) | (freq < 0), "frequency",
                 "frequency must be a finite number >= 0", np.arange(freq.shape[0]))
+    if not (freq > 0).any():
+        raise WinrateInputError("frequency: every row has frequency 0 (no comparisons)")
     return freq
 
 
