@@ -166,6 +166,12 @@ def _clustered_cov(log: ComparisonLog, board: Leaderboard, clustering: tuple[str
             f"cannot cluster by {unknown}: the log has axes {sorted(log.axes)} "
             "(a missing prompt/judge column, or pass the column as an extra axis)"
         )
+    single = [name for name in clustering if log.axes[name].n_clusters < 2]
+    if single:
+        raise WinrateInputError(
+            f"cannot cluster by {single}: a single cluster carries no information about "
+            "between-cluster variation (the variance is not identified); drop that axis"
+        )
     groups = [log.axes[name].codes for name in clustering]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)

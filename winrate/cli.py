@@ -89,16 +89,39 @@ def _print_report(result) -> None:
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=2024, help="seed of the simulated log")
+    parser.add_argument("--seed", type=int, default=2024,
+                        help="seed of the simulated log used when MMLU-Pro is unavailable")
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """Leaderboard of a small simulated crossed log (prompts x judges), printed."""
+    """MMLU-Pro leaderboard clustered by question (a simulated log if the data is absent)."""
+    from winrate import datasets
+    from winrate.download import DataUnavailableError, DownloadError
+
+    try:
+        frame = datasets.load("mmlu_pro", download=False, progress=False)
+    except (DataUnavailableError, DownloadError) as error:
+        print(f"MMLU-Pro data not found ({error.__class__.__name__}); set WINRATE_DATA to "
+              "the data directory to run the real demo. Showing a simulated log instead.\n")
+        return _simulated_demo(args.seed)
+    print("MMLU-Pro (TIGER-AI-Lab, 5-shot): 29 models, every pair compared on every question "
+          "both answered;\nthe correct answer wins, both right or both wrong is a tie. "
+          "Each model's single answer to a\nquestion is reused in 28 comparisons, so "
+          "the comparisons are clustered by question.\n")
+    log = read_comparisons(frame, extra_cols=("src",))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        result = analyze(log, cluster="prompt")
+    _print_report(result)
+    return 0
+
+
+def _simulated_demo(seed: int) -> int:
     from winrate.simulate import SimulationDesign, simulate_comparisons
 
     design = SimulationDesign(n_models=8, n_prompts=300, n_judges=40)
-    sim = simulate_comparisons(design, seed=args.seed)
-    print(f"Simulated crossed log (seed {args.seed}): {design.n_models} models, "
+    sim = simulate_comparisons(design, seed=seed)
+    print(f"Simulated crossed log (seed {seed}): {design.n_models} models, "
           f"{design.n_prompts} prompts, {design.n_judges} judges; every response is reused "
           "by several comparisons.\n")
     with warnings.catch_warnings():

@@ -78,10 +78,9 @@ class Leaderboard:
 
 
 @njit(parallel=True, cache=True)
-def _pair_sums(model_a, model_b, score, frequency, k):  # pragma: no cover - numba
+def _pair_sums(model_a, model_b, score, frequency, k, n_chunks):  # pragma: no cover - numba
     """Per-thread-chunk sums of f and f * s_low on the flat (K*K) upper-triangle grid."""
     n = model_a.shape[0]
-    n_chunks = 2 * numba.get_num_threads()
     counts = np.zeros((n_chunks, k * k))
     wins = np.zeros((n_chunks, k * k))
     weighted = frequency.shape[0] > 0
@@ -135,7 +134,8 @@ def pairwise_table(log: ComparisonLog):
     """
     k = log.n_models
     counts_flat, wins_flat = _pair_sums(log.model_a, log.model_b, log.score,
-                                        _frequency_or_empty(log), k)
+                                        _frequency_or_empty(log), k,
+                                        2 * numba.get_num_threads())
     observed_keys = np.flatnonzero(counts_flat > 0)
     pair_of_key = np.full(k * k, -1, dtype=np.int32)
     pair_of_key[observed_keys] = np.arange(observed_keys.size)

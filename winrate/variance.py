@@ -118,14 +118,14 @@ _TARGET_BUCKETS = 128
 
 
 @njit(parallel=True, cache=True)
-def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets):  # pragma: no cover
+def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets,
+                        n_chunks):  # pragma: no cover
     """Radix pass: copy each non-zero into its bucket ``group >> shift``, threads in parallel.
 
     Stores (group offset within the bucket, column, value). Reads are sequential and each
     thread writes to ``n_buckets`` streams at offsets fixed by per-thread histograms.
     """
     n = group.shape[0]
-    n_chunks = numba.get_num_threads()
     histogram = np.zeros((n_chunks, n_buckets), np.int64)
     for c in numba.prange(n_chunks):
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
@@ -197,14 +197,14 @@ def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen,
 
 
 @njit(parallel=True, cache=True)
-def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k):  # pragma: no cover
+def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
+                        n_chunks):  # pragma: no cover
     """``sum_g t_g t_g^T`` and the number of non-empty groups, buckets split over threads.
 
     Each thread adds every unordered column pair of a group once into its own half-filled
     matrix M; the result is ``M + M^T - diag(M)``.
     """
     n_buckets = bucket_start.shape[0] - 1
-    n_chunks = numba.get_num_threads()
     partial = np.zeros((n_chunks, k, k))
     nonempty = np.zeros(n_chunks, np.int64)
     for c in numba.prange(n_chunks):
@@ -244,8 +244,9 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> tuple[np.ndarray,
     if sp.issparse(infl):
         shift = max(0, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
         n_buckets = ((max(n_range, 1) - 1) >> shift) + 1
-        buckets = _scatter_to_buckets(*_csr_parts(infl), codes, shift, n_buckets)
-        meat, n_groups = _bucketed_outer_sum(*buckets, shift, infl.shape[1])
+        threads = numba.get_num_threads()
+        buckets = _scatter_to_buckets(*_csr_parts(infl), codes, shift, n_buckets, threads)
+        meat, n_groups = _bucketed_outer_sum(*buckets, shift, infl.shape[1], threads)
         return meat, int(n_groups)
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
