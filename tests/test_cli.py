@@ -73,6 +73,9 @@ def test_bad_input_exits_2_with_one_line(log_file, capsys, argv, message):
     assert message in err and "\n" not in err and err.startswith("winrate leaderboard: error:")
 
 
-def test_demo_runs(capsys):
+def test_demo_falls_back_to_simulated_log_without_data(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("WINRATE_DATA", str(tmp_path))
+    monkeypatch.setenv("WINRATE_CACHE", str(tmp_path / "cache"))
     assert main(["demo"]) == 0
-    assert "clustered by prompt + judge" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "MMLU-Pro data not found" in out and "clustered by prompt + judge" in out

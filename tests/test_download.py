@@ -233,7 +233,7 @@ def test_cache_dir_and_search_order(tmp_path, monkeypatch):
 
 def test_download_table_is_pinned():
     for entry in (e for entries in download.FILES.values() for e in entries):
-        assert entry.url.startswith("https://")
+        assert entry.url.startswith(("https://", "pip:"))
         assert entry.sha256 is None or len(entry.sha256) == 64
         if "raw.githubusercontent.com" in entry.url:
             commit = entry.url.split("/")[5]
@@ -242,3 +242,4 @@ def test_download_table_is_pinned():
     assert all(e.sha256 is None for e in download.FILES["mmlu_pro"])
     (arena,) = download.FILES["chatbot_arena"]
     assert arena.member and arena.member_sha256 and arena.sha256
+    assert arena.url.startswith("pip:leaderbot==0.4.3/")  # pinned version, fetched by pip

@@ -13,6 +13,7 @@ import warnings
 
 from winrate.analysis import analyze, parse_clustering
 from winrate.data import DEFAULT_COLUMNS, read_comparisons
+from winrate.download import DataUnavailableError, DownloadError
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.report import format_summary, format_table, leaderboard_table, write_json
 from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
@@ -96,7 +97,6 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     """MMLU-Pro leaderboard clustered by question (a simulated log if the data is absent)."""
     from winrate import datasets
-    from winrate.download import DataUnavailableError, DownloadError
 
     try:
         frame = datasets.load("mmlu_pro", download=False, progress=False)
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except WinrateInputError as error:
+    except (WinrateInputError, DataUnavailableError, DownloadError) as error:
         print(f"winrate {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -59,6 +60,7 @@ __all__ = [
 ENV_DATA = "WINRATE_DATA"
 ENV_CACHE = "WINRATE_CACHE"
 ENV_MIRROR = "WINRATE_DATA_MIRROR"
+_PIP_SCHEME = "pip:"
 _CHUNK = 1 << 16
 _TIMEOUT_S = 60.0
 
@@ -189,10 +191,11 @@ def _pandalm_files() -> tuple[DataFile, ...]:
 
 
 def _chatbot_arena_files() -> tuple[DataFile, ...]:
-    # PyPI's stable address of a source distribution; its sha256 is the one PyPI serves.
+    # The source distribution of leaderbot 0.4.3, fetched by pip (the ordinary client for
+    # the package index); its sha256 is the one the index publishes.
     return (DataFile(
         "chatbot_arena/chatbotarena_20240814.json",
-        "https://files.pythonhosted.org/packages/source/l/leaderbot/leaderbot-0.4.3.tar.gz",
+        f"{_PIP_SCHEME}leaderbot==0.4.3/leaderbot-0.4.3.tar.gz",
         "63877e4005a3b11b5873d073f03da9e42b035414e0dde671fb3d7ee5ff48c92a",
         member="leaderbot-0.4.3/leaderbot/data/chatbotarena_20240814.json",
         member_sha256="25dfb900a5f61ad87c3b4bc29d1cf9d8b1bd80fb3fe0463c68943246f21d532d",
@@ -265,10 +268,32 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _pip_download(url: str, out, timeout: float) -> str:
+    """``pip:<requirement>/<file>``: fetch a source distribution with pip, by package name.
+
+    Copies the downloaded archive into ``out`` and returns the SHA-256 of its bytes.
+    """
+    requirement = url[len(_PIP_SCHEME):].split("/", 1)[0]
+    with tempfile.TemporaryDirectory() as folder:
+        command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                   "--no-binary", ":all:", "--timeout", str(int(timeout)), "-d", folder,
+                   requirement]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        files = list(Path(folder).iterdir())
+        if done.returncode != 0 or len(files) != 1:
+            raise urllib.error.URLError(f"pip download {requirement} failed: "
+                                        f"{done.stderr.strip().splitlines()[-1:]}")
+        data = files[0].read_bytes()
+    out.write(data)
+    return hashlib.sha256(data).hexdigest()
+
+
 def _stream(url: str, out, label: str, progress: bool, timeout: float) -> str:
     """Copy ``url`` into the open binary file ``out``; return the SHA-256 of the bytes."""
     from tqdm.auto import tqdm
 
+    if url.startswith(_PIP_SCHEME):
+        return _pip_download(url, out, timeout)
     digest = hashlib.sha256()
     request = urllib.request.Request(url, headers={"User-Agent": "winrate-data-downloader"})
     with urllib.request.urlopen(request, timeout=timeout) as response:
