@@ -140,43 +140,61 @@ def _warn_zero(zero: np.ndarray, what: str) -> None:
 # ------------------------------------------------------------------ Monte-Carlo engine
 
 
-def _family_max(z, a, b, w, absolute, group, out):  # pragma: no cover - numba
-    """``out[i, g] = max over rows h of group g of w_h (z[i, a_h] - z[i, b_h])`` (abs if
-    flagged; ``b_h < 0`` means no subtrahend)."""
+_NO_HYPOTHESIS = -1e30  # offset of absent (block, column) cells and start of every max;
+# finite, so the kernel never meets inf; any maximum below _EMPTY means an empty family
+_EMPTY = -1e20
+
+
+def _family_max(z, a, g, lo, hi, w1, w2, off, out):  # pragma: no cover - numba
+    """``out[i, g_k] = max(out[i, g_k], max_{lo_k <= b < hi_k} T_kb)`` for every block k,
+    ``T_kb = max(w1_kb d, w2_kb d) + off_kb`` with ``d = z[i, a_k] - z[i, b]``.
+
+    ``w1 = -w2 = 1/sd`` gives ``|d|/sd``; ``w1 = w2 = +/-1/sd`` a one-sided statistic;
+    ``off = _NO_HYPOTHESIS`` removes a cell. The inner loop runs over contiguous columns.
+    """
     for i in prange(z.shape[0]):
-        for h in range(a.shape[0]):
-            d = z[i, a[h]]
-            if b[h] >= 0:
-                d -= z[i, b[h]]
-            d *= w[h]
-            if absolute[h]:
-                d = abs(d)
-            g = group[h]
-            if d > out[i, g]:
-                out[i, g] = d
+        for k in range(a.shape[0]):
+            za = z[i, a[k]]
+            m = out[i, g[k]]
+            for b in range(lo[k], hi[k]):
+                d = za - z[i, b]
+                m = max(m, max(w1[k, b] * d, w2[k, b] * d) + off[k, b])
+            out[i, g[k]] = m
 
 
 # one body, two compilations: threads pay off only for large chunks (thread wake-up costs
 # milliseconds, which dominates the small problems of a step-down or a coverage loop)
 _family_max_serial = njit(cache=True)(_family_max)
 _family_max_parallel = njit(parallel=True, cache=True)(_family_max)
-_PARALLEL_MIN_WORK = 2_000_000  # draws x rows per chunk
+_PARALLEL_MIN_WORK = 2_000_000  # draws x cells per chunk
 
 
 @dataclass(frozen=True)
 class _Family:
-    """Rows of a one-/two-sided contrast family: stat ``w (Z_a - Z_b)`` (``b=-1``: none),
-    absolute value when ``absolute``; ``group`` indexes separate families."""
+    """Contrast families as dense blocks: block k holds the contrasts ``Z_{a_k} - Z_b`` of
+    family ``g_k`` for columns ``lo_k <= b < hi_k`` (weights and offsets in ``_family_max``).
+    Column K of the padded factor is identically zero, so ``a_k = K`` encodes ``-Z_b``."""
 
     a: np.ndarray
-    b: np.ndarray
-    w: np.ndarray
-    absolute: np.ndarray
-    group: np.ndarray
+    g: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    w1: np.ndarray
+    w2: np.ndarray
+    off: np.ndarray
     n_groups: int
 
+    @property
+    def cells(self) -> int:
+        return int((self.hi - self.lo).clip(0).sum())
 
-def _simulate_max(F, fam: _Family, df, n_draws, seed, chunk_size) -> np.ndarray:
+
+def _padded(F: np.ndarray) -> np.ndarray:
+    """Factor with an extra zero row: ``Z_K = 0``."""
+    return np.vstack([F, np.zeros((1, F.shape[1]))])
+
+
+def _simulate_max(Fp, fam: _Family, df, n_draws, seed, chunk_size) -> np.ndarray:
     """``(n_draws, n_groups)`` draws of each family's maximum standardised contrast.
 
     ``Z = F e``, ``e ~ N(0, I_r)`` drawn in chunks from one stream (so the draws do not
@@ -185,14 +203,14 @@ def _simulate_max(F, fam: _Family, df, n_draws, seed, chunk_size) -> np.ndarray:
     """
     z_seed, w_seed = np.random.SeedSequence(seed).spawn(2)
     rng = np.random.default_rng(z_seed)
-    K, r = F.shape
-    chunk = chunk_size or max(1000, _CHUNK_BYTES // (8 * max(K, r, 1)))
-    out = np.full((n_draws, fam.n_groups), -np.inf, dtype=np.float32)  # halves memory
-    args = (fam.a, fam.b, fam.w, fam.absolute, fam.group)
+    Kp, r = Fp.shape
+    chunk = chunk_size or max(1000, _CHUNK_BYTES // (8 * max(Kp, r)))
+    out = np.full((n_draws, fam.n_groups), _NO_HYPOTHESIS, dtype=np.float32)  # half memory
+    args = (fam.a, fam.g, fam.lo, fam.hi, fam.w1, fam.w2, fam.off)
     for start in range(0, n_draws, chunk):
         stop = min(start + chunk, n_draws)
-        z = rng.standard_normal((stop - start, r)) @ F.T
-        big = (stop - start) * fam.a.size >= _PARALLEL_MIN_WORK
+        z = rng.standard_normal((stop - start, r)) @ Fp.T
+        big = (stop - start) * fam.cells >= _PARALLEL_MIN_WORK
         kernel = _family_max_parallel if big else _family_max_serial
         kernel(np.ascontiguousarray(z), *args, out[start:stop])
     if df is not None:
@@ -213,23 +231,29 @@ def _quantile_with_se(draws: np.ndarray, alpha: float) -> tuple[np.ndarray, np.n
     blocks = [
         np.partition(draws[:, s : s + 8], kth, axis=0)[kth] for s in range(0, draws.shape[1], 8)
     ]
-    at_lo, crit, at_hi = np.concatenate(blocks, axis=1)
-    with np.errstate(invalid="ignore"):  # -inf - -inf in an empty family
-        se = (at_hi - at_lo) / 2
-    empty = ~np.isfinite(crit)  # a family with no positive-variance contrast
-    return np.where(empty, np.nan, crit), np.where(empty, np.nan, se)
+    at_lo, crit, at_hi = np.concatenate(blocks, axis=1).astype(float)
+    empty = crit < _EMPTY  # a family with no positive-variance contrast
+    return np.where(empty, np.nan, crit), np.where(empty, np.nan, (at_hi - at_lo) / 2)
 
 
-def _contrast_sd(F, a, b) -> np.ndarray:
-    """SD of ``Z_a - Z_b`` (``b = -1``: of ``Z_a``) under ``V = F F^T``."""
-    rows = F[a] - np.where((b >= 0)[:, None], F[np.maximum(b, 0)], 0.0)
-    return np.sqrt(np.einsum("ij,ij->i", rows, rows))
-
-
-def _family(F, a, b, sign, group, n_groups) -> _Family:
-    """Family from contrast rows ``(a, b)`` with ``sign`` 0 (two-sided), +1 or -1."""
-    sd = _contrast_sd(F, a, b)
-    return _Family(a, b, np.where(sign == 0, 1.0, sign) / sd, sign == 0, group, n_groups)
+def _family(Fp, a, b, sign, group, n_groups) -> _Family:
+    """Dense blocks for contrast rows ``Z_a - Z_b`` (``b = -1``: ``Z_a``) with ``sign`` 0
+    (two-sided), +1 (``T``) or -1 (``-T``); ``group`` numbers the families."""
+    K = Fp.shape[0] - 1
+    single = b < 0  # Z_a - 0 = -(0 - Z_a): move to the zero column's block
+    a, b, sign = np.where(single, K, a), np.where(single, a, b), np.where(single, -sign, sign)
+    diff = Fp[a] - Fp[b]
+    w = 1 / np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    keys, blk = np.unique(group * (K + 1) + a, return_inverse=True)
+    shape = (keys.size, K + 1)
+    w1, w2, off = np.zeros(shape), np.zeros(shape), np.full(shape, _NO_HYPOTHESIS)
+    w1[blk, b] = np.where(sign < 0, -w, w)
+    w2[blk, b] = np.where(sign > 0, w, -w)
+    off[blk, b] = 0.0
+    lo, hi = np.full(keys.size, K + 1), np.zeros(keys.size, int)
+    np.minimum.at(lo, blk, b)
+    np.maximum.at(hi, blk, b + 1)
+    return _Family(keys % (K + 1), keys // (K + 1), lo, hi, w1, w2, off, n_groups)
 
 
 @dataclass(frozen=True)
@@ -241,9 +265,10 @@ class _MC:
 
 def _critical_values(F, a, b, sign, group, n_groups, alpha, df, mc: _MC, keep_draws=False):
     """Critical value and MC SE of each family (NaN for an empty family)."""
-    fam = _family(F, a, b, sign, group, n_groups)
-    draws = _simulate_max(F, fam, df, mc.n_draws, mc.seed, mc.chunk_size)
-    crit, se = (x.astype(float) for x in _quantile_with_se(draws, alpha))
+    Fp = _padded(F)
+    fam = _family(Fp, a, b, sign, group, n_groups)
+    draws = _simulate_max(Fp, fam, df, mc.n_draws, mc.seed, mc.chunk_size)
+    crit, se = _quantile_with_se(draws, alpha)
     return crit, se, (np.sort(draws[:, 0]) if keep_draws else None)
 
 
