@@ -1,0 +1,568 @@
+"""Exploratory report: how much does clustering inflate the error bars of a comparison log?
+
+:func:`explore` runs :func:`winrate.analysis.analyze` once per clustering of interest and
+collects, for one log (usually a bundled dataset, :func:`load_dataset_log`):
+
+* **structure**: comparisons, rows, models, observed pairs, prompts, judges, tie share,
+  comparisons per prompt per model ``m_a`` (median and range), the clusters of every axis
+  and which axes are nested in which;
+* **per model**: score ``S_a``, naive SE, the SE under every clustering, the SE inflation
+  ``SE_clustered / SE_naive = sqrt(DEFF_a)`` (Kish 1965, sec. 8.2) and the effective
+  number of comparisons ``n_a / DEFF_a``;
+* **summary** per clustering: median and range of the inflation; per single axis the
+  pair-level ANOVA ICC of the pair-centred scores ``s_r - psi_ab`` (Donner 1986), the mean
+  comparisons of a model per cluster ``m_a``, the implied shared-response correlation
+  ``rho_a = (DEFF_a - 1) / (m_a - 1)`` and a back-of-envelope check (below); the
+  effective n against the number of prompts each model answered;
+* **warnings** of the engine, and clusterings that cannot be estimated, in plain words.
+
+Back-of-envelope check. Kish's design effect for a mean over clusters of size ``m`` with
+within-cluster correlation ``rho`` is ``DEFF = 1 + (m - 1) rho`` (Kish 1965, eq. 8.2.2;
+Cochran 1977, sec. 9.4), so the SE inflates by ``sqrt(1 + (m - 1) rho)``. The implied
+``rho_a`` solves that equation, so it cannot check it. The check instead measures rho
+*directly*: ``shared_icc_a`` is the one-way ANOVA ICC, by cluster, of model a's own
+comparisons, each oriented for a (``s_r - psi_ab`` when a is the first model of the pair,
+its negative otherwise). Those comparisons share a's response on a prompt, which is the
+dependence that moves a's score. The pair-level ICC pools every pair of a prompt, most of
+which share no model, so it is small even when the inflation is large ("ICC paradox").
+``predicted_a = sqrt(1 + (m_a - 1) shared_icc_a)`` is then compared with the measured
+``sqrt(DEFF_a)``. It is approximate: the influence weights ``w_ab / n_ab`` differ across
+opponents when the design is unbalanced and Kish's formula assumes equal cluster sizes.
+
+Not identified. An axis the log lacks, or one with a single cluster (MMLU-Pro has one
+judge, exact match), gives no variance across that axis: the influence of a leaderboard
+sums to zero over the whole log, so the single cluster's meat is exactly zero and CR1's
+``G / (G - 1)`` divides by zero. Such clusterings, and every multiway clustering that
+contains such an axis, are reported as not identified with the reason, never computed.
+
+Nested axes. When every cluster of axis A lies inside one cluster of axis B (an MMLU-Pro
+question lies in one ``src`` subject, which lies in one ``category``), the two-way
+estimator of Cameron, Gelbach & Miller (2011) collapses to the coarser one:
+``V_A + V_B - V_{A cap B} = V_B`` because ``A cap B = A``. So ``prompt+category`` is just
+``category`` and the report clusters nested axes one at a time.
+
+JSON schema ``winrate.eda/1`` (per-model lists follow ``models``; undefined numbers are
+``null``):
+
+=================  ====================================================================
+key                meaning
+=================  ====================================================================
+schema             ``"winrate.eda/1"``
+dataset            dataset name, or null for a file
+settings           ``weights``, ``correction``, ``clusterings`` (requested, in order)
+structure          ``n_comparisons``, ``n_rows``, ``n_models``, ``n_pairs``,
+                   ``n_pairs_possible``, ``n_prompts``, ``n_judges`` (null if absent),
+                   ``tie_share``, ``m_prompt`` (median/min/max comparisons per prompt per
+                   model), ``axes`` (per axis ``n_clusters``, ``mean_cluster_size``),
+                   ``nested`` (list of ``[inner, outer]`` axis names)
+models             model names
+n                  comparisons of each model ``n_a``
+prompts            prompts each model appears in (null without a prompt axis)
+score              leaderboard score ``S_a``
+se_naive           naive SE (rows independent)
+clusterings        per clustering name (``"prompt"``, ``"prompt+judge"``, ...):
+                   ``axes``, ``identified`` (bool), ``reason`` (why not, or null),
+                   ``n_clusters`` (per axis), per model ``se``, ``inflation``, ``deff``,
+                   ``effective_n``; ``inflation_median``, ``inflation_min``,
+                   ``inflation_max``
+axes               per identified single axis: ``n_clusters``, ``pair_icc``, per model
+                   ``m``, ``rho`` (implied), ``shared_icc`` (direct), ``predicted``
+                   (``sqrt(1 + (m - 1) shared_icc)``), ``measured`` (``sqrt(DEFF)``);
+                   medians ``m_median``, ``rho_median``, ``shared_icc_median``,
+                   ``predicted_median``, ``measured_median``
+summary            ``main`` (the clustering used for the effective n: prompt+judge if
+                   identified, else the first identified one), ``effective_n_median``,
+                   ``prompts_median``, ``effective_n_per_prompt_median``
+warnings           every warning, in plain words
+=================  ====================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from winrate import diagnostics
+from winrate.analysis import LeaderboardAnalysis, analyze, parse_clustering
+from winrate.data import ComparisonLog, read_comparisons
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.report import _clean
+from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
+
+SCHEMA = "winrate.eda/1"
+DEFAULT_CLUSTERINGS = ("prompt", "judge", "prompt+judge")
+#: Clusterings reported per dataset. MMLU-Pro: one judge (not identified, reported as
+#: such); question within src subject within category, nested, so clustered one at a time.
+DATASET_CLUSTERINGS = {
+    "mmlu_pro": ("prompt", "src", "category", "judge", "prompt+judge"),
+    "llmfao": DEFAULT_CLUSTERINGS,
+    "pandalm": DEFAULT_CLUSTERINGS,
+    "chatbot_arena": DEFAULT_CLUSTERINGS,
+}
+_STANDARD_COLUMNS = ("prompt_id", "judge_id", "model_a", "model_b", "outcome", "count")
+
+
+@dataclass(frozen=True)
+class ClusteringResult:
+    """Per-model SEs of one clustering, or why it cannot be estimated."""
+
+    name: str
+    axes: tuple[str, ...]
+    identified: bool
+    reason: str | None
+    n_clusters: tuple[int, ...]
+    se: np.ndarray
+    deff: np.ndarray
+    effective_n: np.ndarray
+
+    @property
+    def inflation(self) -> np.ndarray:
+        """``SE / SE_naive = sqrt(DEFF)``."""
+        return np.sqrt(self.deff)
+
+
+@dataclass(frozen=True)
+class AxisCheck:
+    """One identified axis: pair-level ICC, m_a, implied and direct rho, Kish check."""
+
+    name: str
+    n_clusters: int
+    pair_icc: float
+    m: np.ndarray
+    rho: np.ndarray
+    shared_icc: np.ndarray
+    measured: np.ndarray
+
+    @property
+    def predicted(self) -> np.ndarray:
+        """Kish's ``sqrt(1 + (m_a - 1) shared_icc_a)`` (module doc)."""
+        return np.sqrt(np.clip(1.0 + (self.m - 1.0) * self.shared_icc, 0.0, None))
+
+
+@dataclass(frozen=True)
+class EdaReport:
+    """Everything :func:`format_report` prints and :func:`to_dict` writes."""
+
+    dataset: str | None
+    settings: dict
+    structure: dict
+    models: np.ndarray
+    n: np.ndarray
+    prompts: np.ndarray
+    score: np.ndarray
+    se_naive: np.ndarray
+    clusterings: dict[str, ClusteringResult]
+    axes: dict[str, AxisCheck]
+    main: str | None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def effective_n(self) -> np.ndarray:
+        """``n_a / DEFF_a`` of the main clustering (NaN if nothing is identified)."""
+        if self.main is None:
+            return np.full(self.n.shape, np.nan)
+        return self.clusterings[self.main].effective_n
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_dataset_log(name: str, models=None, **options) -> ComparisonLog:
+    """A bundled dataset (:func:`winrate.datasets.load`) as a log with all its axes.
+
+    Every dataset-specific column (``category``, ``src``, ``item_id``) becomes an extra
+    axis; a ``count`` column becomes the frequency weight.
+    """
+    from winrate import datasets
+
+    frame = datasets.load(name, models=models, progress=False, **options)
+    extra = tuple(c for c in frame.columns if c not in _STANDARD_COLUMNS)
+    weight = "count" if "count" in frame.columns else None
+    return read_comparisons(frame, weight_col=weight, extra_cols=extra)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def unidentified_reason(log: ComparisonLog, axes: tuple[str, ...]) -> str | None:
+    """Why clustering by ``axes`` gives no variance estimate, in plain words; None if it does."""
+    for name in axes:
+        if name not in log.axes:
+            return (f"the log has no '{name}' column, so nothing is known about which "
+                    f"comparisons share a {name}")
+        axis = log.axes[name]
+        if axis.n_clusters < 2:
+            return (f"every comparison has the same {name} ({axis.labels[0]!s}): one cluster "
+                    f"is one independent unit, so variation across {name}s cannot be "
+                    f"estimated (the SEs are conditional on this {name})")
+    return None
+
+
+def nested_axes(log: ComparisonLog) -> list[tuple[str, str]]:
+    """Pairs ``(inner, outer)``: every cluster of ``inner`` lies inside one of ``outer``.
+
+    Axes with a single cluster are left out (everything is trivially nested in them).
+    """
+    names = [n for n, a in log.axes.items() if a.n_clusters > 1]
+    out = []
+    for inner in names:
+        for outer in names:
+            a, b = log.axes[inner], log.axes[outer]
+            if inner == outer or a.n_clusters < b.n_clusters:
+                continue
+            joint = pd.unique(a.codes.astype(np.int64) * b.n_clusters + b.codes).size
+            if joint == a.n_clusters and (a.n_clusters > b.n_clusters or inner < outer):
+                out.append((inner, outer))
+    return out
+
+
+@dataclass(frozen=True)
+class _ByModel:
+    """Each comparison twice, once per model, sorted by model: the layout of
+    :func:`shared_response_icc`. ``block[k]:block[k+1]`` are model k's entries."""
+
+    row: np.ndarray
+    value: np.ndarray
+    weight: np.ndarray
+    block: np.ndarray
+
+    @classmethod
+    def of(cls, log: ComparisonLog, analysis: LeaderboardAnalysis) -> _ByModel:
+        board = analysis.leaderboard
+        low_high = board.pairs[board.pair].astype(np.int16 if log.n_models < 2**15 else int)
+        model = np.concatenate([low_high[:, 0], low_high[:, 1]])
+        order = np.argsort(model, kind="stable")  # radix sort for int16 codes
+        row = order % log.n_rows
+        sign = np.where(order < log.n_rows, 1.0, -1.0)
+        return cls(row, sign * board.centered[row], log.weight[row],
+                   np.searchsorted(model[order], np.arange(log.n_models + 1)))
+
+
+def shared_response_icc(log: ComparisonLog, analysis: LeaderboardAnalysis, codes: np.ndarray,
+                        layout: _ByModel | None = None) -> np.ndarray:
+    """Per model: ANOVA ICC by cluster of its own comparisons, oriented for it (module doc).
+
+    Each comparison enters twice, once per model (``+centred`` for the lower-coded model,
+    ``-centred`` for the other); the ICC of each model's block is
+    :func:`winrate.diagnostics.anova_icc` (frequency weighted). ``layout`` reuses the
+    sorted layout across axes.
+    """
+    layout = layout or _ByModel.of(log, analysis)
+    cluster = codes[layout.row]
+    return np.array([
+        diagnostics.anova_icc(layout.value[lo:hi], cluster[lo:hi], layout.weight[lo:hi])
+        for lo, hi in zip(layout.block[:-1], layout.block[1:], strict=True)  # per model
+    ])
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], weights, correction):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return analyze(log, cluster=axes or "none", weights=weights, correction=correction)
+
+
+def _run_analyses(log, specs, weights, correction) -> dict[tuple[str, ...], LeaderboardAnalysis]:
+    """One analysis per identified clustering; a single axis already summarised by a
+    multiway analysis (its one-way term) is not analysed again."""
+    runs = {}
+    identified = [s for s in specs if unidentified_reason(log, s) is None]
+    for spec in sorted(identified, key=len, reverse=True):
+        covered = any(spec[0] in r.axes for r in runs.values()) and len(spec) == 1
+        if not covered:
+            runs[spec] = _quiet_analyze(log, spec, weights, correction)
+    if not runs:
+        runs[()] = _quiet_analyze(log, (), weights, correction)
+    return runs
+
+
+def _clustering_result(log, spec, runs, n_a) -> ClusteringResult:
+    name = "+".join(spec)
+    reason = unidentified_reason(log, spec)
+    nan = np.full(log.n_models, np.nan)
+    if reason is not None:
+        counts = tuple(log.axes[a].n_clusters if a in log.axes else 0 for a in spec)
+        return ClusteringResult(name, spec, False, reason, counts, nan, nan, nan)
+    if spec in runs:
+        result = runs[spec]
+        se, deff = result.se, result.deff
+    else:
+        axis = next(r.axes[spec[0]] for r in runs.values() if spec[0] in r.axes)
+        se, deff = axis.se, axis.deff
+    counts = tuple(log.axes[a].n_clusters for a in spec)
+    eff = np.divide(n_a, deff, out=np.full(n_a.shape, np.nan), where=deff > 0)
+    return ClusteringResult(name, spec, True, None, counts, se, deff, eff)
+
+
+def _axis_check(log, run: LeaderboardAnalysis, name: str, layout: _ByModel) -> AxisCheck:
+    summary = run.axes[name]
+    return AxisCheck(
+        name=name, n_clusters=summary.n_clusters, pair_icc=summary.icc, m=summary.m,
+        rho=summary.rho,
+        shared_icc=shared_response_icc(log, run, log.axes[name].codes, layout),
+        measured=np.sqrt(summary.deff),
+    )
+
+
+def _prompt_m(log: ComparisonLog, axes: dict[str, AxisCheck]) -> np.ndarray:
+    """m_a on the prompt axis: from its summary if the prompt axis was analysed."""
+    if "prompt" in axes:
+        return axes["prompt"].m
+    if "prompt" not in log.axes:
+        return np.full(log.n_models, np.nan)
+    return diagnostics.comparisons_per_cluster(log.model_a, log.model_b,
+                                               log.axes["prompt"].codes, log.n_models,
+                                               log.weight)
+
+
+def _structure(log: ComparisonLog, run: LeaderboardAnalysis, m_prompt: np.ndarray) -> dict:
+    w = log.weight
+    k = log.n_models
+    prompts = log.axes.get("prompt")
+    return {
+        "n_comparisons": log.n_comparisons, "n_rows": log.n_rows, "n_models": k,
+        "n_pairs": len(run.leaderboard.pairs), "n_pairs_possible": k * (k - 1) // 2,
+        "n_prompts": prompts.n_clusters if prompts is not None else None,
+        "n_judges": log.axes["judge"].n_clusters if "judge" in log.axes else None,
+        "tie_share": float((w * (log.score == 0.5)).sum() / w.sum()),
+        "m_prompt": None if prompts is None else {
+            "median": _median(m_prompt), "min": _range(m_prompt)[0],
+            "max": _range(m_prompt)[1]},
+        "axes": {name: {"n_clusters": a.n_clusters,
+                        "mean_cluster_size": log.n_comparisons / a.n_clusters}
+                 for name, a in log.axes.items()},
+        "nested": [list(p) for p in nested_axes(log)],
+    }
+
+
+def _notes(results: dict[str, ClusteringResult], runs) -> list[str]:
+    notes = [f"clustering by {r.name} is not identified: {r.reason}."
+             for r in results.values() if not r.identified]
+    for run in runs.values():
+        notes.extend(note for note in run.warnings if note not in notes)
+    return notes
+
+
+def explore(log: ComparisonLog, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
+            correction: str = DEFAULT_CORRECTION, dataset: str | None = None) -> EdaReport:
+    """The exploratory report of ``log`` for the named clusterings (module doc).
+
+    ``clusterings`` are specs such as ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or any
+    extra axis of the log; unidentified ones are reported with their reason, not computed.
+    """
+    specs = list(dict.fromkeys(parse_clustering(c) for c in clusterings))
+    if not specs or () in specs:
+        raise WinrateInputError(f"clusterings must name axes, got {list(clusterings)}")
+    runs = _run_analyses(log, specs, weights, correction)
+    base = next(iter(runs.values()))
+    n_a = base.leaderboard.comparisons_per_model
+    results = {"+".join(s): _clustering_result(log, s, runs, n_a) for s in specs}
+    axes, layout = {}, None
+    for spec in specs:
+        run = next((r for r in runs.values() if len(spec) == 1 and spec[0] in r.axes), None)
+        if run is not None:
+            layout = layout or _ByModel.of(log, run)
+            axes[spec[0]] = _axis_check(log, run, spec[0], layout)
+    identified = [name for name, r in results.items() if r.identified]
+    main = "prompt+judge" if "prompt+judge" in identified else next(iter(identified), None)
+    m_prompt = _prompt_m(log, axes)
+    prompts = np.divide(n_a, m_prompt, out=np.full(n_a.shape, np.nan), where=m_prompt > 0)
+    return EdaReport(
+        dataset=dataset,
+        settings={"weights": weights if isinstance(weights, str) else "matrix",
+                  "correction": correction, "clusterings": ["+".join(s) for s in specs]},
+        structure=_structure(log, base, m_prompt), models=log.models, n=n_a, prompts=prompts,
+        score=base.scores, se_naive=base.se_naive, clusterings=results, axes=axes,
+        main=main, warnings=_notes(results, runs),
+    )
+
+
+def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaReport:
+    """:func:`explore` of a bundled dataset with its default clusterings."""
+    log = load_dataset_log(name, models=models)
+    specs = clusterings or DATASET_CLUSTERINGS.get(name, DEFAULT_CLUSTERINGS)
+    return explore(log, specs, dataset=name, **kwargs)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _median(x) -> float:
+    x = np.asarray(x, float)
+    return float(np.nanmedian(x)) if np.isfinite(x).any() else float("nan")
+
+
+def _range(x) -> tuple[float, float]:
+    x = np.asarray(x, float)
+    ok = np.isfinite(x)
+    return (float(x[ok].min()), float(x[ok].max())) if ok.any() else (np.nan, np.nan)
+
+
+def to_dict(report: EdaReport) -> dict:
+    """The JSON document (schema ``winrate.eda/1`` in the module docstring)."""
+    clusterings = {}
+    for name, r in report.clusterings.items():
+        low, high = _range(r.inflation)
+        clusterings[name] = {
+            "axes": list(r.axes), "identified": r.identified, "reason": r.reason,
+            "n_clusters": list(r.n_clusters), "se": r.se, "inflation": r.inflation,
+            "deff": r.deff, "effective_n": r.effective_n,
+            "inflation_median": _median(r.inflation), "inflation_min": low,
+            "inflation_max": high,
+        }
+    axes = {}
+    for name, a in report.axes.items():
+        per_model = {"m": a.m, "rho": a.rho, "shared_icc": a.shared_icc,
+                     "predicted": a.predicted, "measured": a.measured}
+        axes[name] = {"n_clusters": a.n_clusters, "pair_icc": a.pair_icc, **per_model,
+                      **{f"{k}_median": _median(v) for k, v in per_model.items()}}
+    eff = report.effective_n
+    doc = {
+        "schema": SCHEMA, "dataset": report.dataset, "settings": report.settings,
+        "structure": report.structure, "models": [str(m) for m in report.models],
+        "n": report.n, "prompts": report.prompts, "score": report.score,
+        "se_naive": report.se_naive, "clusterings": clusterings, "axes": axes,
+        "summary": {"main": report.main, "effective_n_median": _median(eff),
+                    "prompts_median": _median(report.prompts),
+                    "effective_n_per_prompt_median": _median(eff / report.prompts)},
+        "warnings": report.warnings,
+    }
+    return _clean(doc)
+
+
+def write_json(report: EdaReport, path) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(to_dict(report), handle, indent=2)
+        handle.write("\n")
+
+
+def _fmt(x: float, spec: str = ".2f") -> str:
+    return "n/a" if x is None or not np.isfinite(x) else format(x, spec)
+
+
+def format_structure(report: EdaReport) -> str:
+    s = report.structure
+    title = f"Dataset {report.dataset}" if report.dataset else "Comparison log"
+    lines = [
+        f"{title}: {s['n_comparisons']:,.0f} comparisons in {s['n_rows']:,} rows, "
+        f"{s['n_models']} models, {s['n_pairs']} of {s['n_pairs_possible']} pairs compared",
+        f"  prompts {_fmt(s['n_prompts'], ',')}, judges {_fmt(s['n_judges'], ',')}, "
+        f"tie share {100 * s['tie_share']:.1f}%",
+    ]
+    if s["m_prompt"]:
+        m = s["m_prompt"]
+        lines.append(f"  comparisons per prompt per model: median {m['median']:.1f} "
+                     f"[{m['min']:.1f}, {m['max']:.1f}]")
+    for name, a in s["axes"].items():
+        plural = "s" if a["n_clusters"] != 1 else ""
+        lines.append(f"  axis {name}: {a['n_clusters']:,} cluster{plural}, mean size "
+                     f"{a['mean_cluster_size']:,.1f}")
+    for inner, outer in s["nested"]:
+        lines.append(f"  nested: every {inner} lies in one {outer}, so clustering by "
+                     f"{inner}+{outer} is clustering by {outer}")
+    return "\n".join(lines)
+
+
+def model_table(report: EdaReport) -> pd.DataFrame:
+    """Per model (best score first): score and SEs in percent, inflations, effective n."""
+    table = {"model": [str(m) for m in report.models], "n": report.n,
+             "prompts": report.prompts, "score": 100 * report.score,
+             "se_naive": 100 * report.se_naive}
+    shown = [r for r in report.clusterings.values() if r.identified]
+    table.update({f"se_{r.name}": 100 * r.se for r in shown})
+    table.update({f"infl_{r.name}": r.inflation for r in shown})
+    table["eff_n"] = report.effective_n
+    frame = pd.DataFrame(table).sort_values("score", ascending=False, kind="stable")
+    return frame.reset_index(drop=True)
+
+
+def format_table(report: EdaReport) -> str:
+    frame = model_table(report)
+    width = max(5, frame["model"].str.len().max())
+    cols = [c for c in frame.columns if c != "model"]
+    heads = {c: c.replace("se_", "SE ").replace("infl_", "x ") for c in cols}
+    sizes = {c: max(len(heads[c]), 7 if c.startswith(("se", "score")) else 9) for c in cols}
+    head = f"{'model':<{width}}  " + "  ".join(f"{heads[c]:>{sizes[c]}}" for c in cols)
+    spec = {"n": ",.0f", "prompts": ",.0f", "eff_n": ",.0f"}
+    lines = [head]
+    for row in frame.itertuples(index=False):  # one line per model
+        values = dict(zip(frame.columns, row, strict=True))
+        lines.append(f"{values['model']:<{width}}  " + "  ".join(
+            f"{_fmt(values[c], spec.get(c, '.2f')):>{sizes[c]}}" for c in cols))
+    note = ("score and SEs in percent; 'x AXIS' = SE inflation SE_AXIS / SE_naive; "
+            f"eff_n = n / DEFF of {report.main}")
+    return "\n".join(lines + [note])
+
+
+def format_summary(report: EdaReport) -> str:
+    lines = ["Summary"]
+    for r in report.clusterings.values():
+        if not r.identified:
+            lines.append(f"  {r.name}: not identified")
+            continue
+        low, high = _range(r.inflation)
+        clusters = " x ".join(f"{g:,}" for g in r.n_clusters)
+        lines.append(f"  {r.name} ({clusters} clusters): SE inflation median "
+                     f"{_fmt(_median(r.inflation))} [{_fmt(low)}, {_fmt(high)}]")
+    for a in report.axes.values():
+        lines.append(
+            f"  by {a.name}: pair-level ICC {_fmt(a.pair_icc, '.4f')}; own-comparison "
+            f"(shared-response) ICC median {_fmt(_median(a.shared_icc), '.3f')}; implied rho "
+            f"median {_fmt(_median(a.rho), '.3f')}; m median {_fmt(_median(a.m), ',.1f')}")
+        lines.append(
+            f"    check: sqrt(1 + (m - 1) ICC_own) median {_fmt(_median(a.predicted))} vs "
+            f"measured inflation median {_fmt(_median(a.measured))}")
+    if report.main is not None:
+        eff = report.effective_n
+        lines.append(
+            f"  effective n ({report.main}) median {_fmt(_median(eff), ',.0f')} vs prompts "
+            f"per model median {_fmt(_median(report.prompts), ',.0f')} (ratio "
+            f"{_fmt(_median(eff / report.prompts))}); comparisons per model median "
+            f"{_fmt(_median(report.n), ',.0f')}")
+    return "\n".join(lines)
+
+
+def format_report(report: EdaReport) -> str:
+    """Structure, per-model table, summary and warnings, as printed by ``winrate eda``."""
+    parts = [format_structure(report), format_table(report), format_summary(report)]
+    if report.warnings:
+        parts.append("Warnings\n" + "\n".join(f"  - {w}" for w in report.warnings))
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------- command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", required=True,
+                        help="mmlu_pro | llmfao | pandalm | chatbot_arena")
+    parser.add_argument("--models", nargs="+", metavar="MODEL",
+                        help="keep only comparisons between these models")
+    parser.add_argument("--cluster", nargs="+", metavar="SPEC", dest="clusterings",
+                        help="clusterings to report, e.g. prompt judge prompt+judge "
+                             "(default: the dataset's own set)")
+    parser.add_argument("--weights", default="uniform", choices=("uniform", "count"),
+                        help="opponent weights (default: uniform)")
+    parser.add_argument("--correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
+                        help=f"small-sample correction (default: {DEFAULT_CORRECTION})")
+    parser.add_argument("--json", metavar="PATH", help="write the report as JSON here")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exploratory report: how much clustering inflates each model's SE on a dataset."""
+    report = explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
+                             weights=args.weights, correction=args.correction)
+    if args.json:
+        write_json(report, args.json)
+    print(format_report(report))
+    return 0
+
+
+COMMANDS = {"eda": (add_arguments, run)}
