@@ -689,8 +689,8 @@ def tau_best(
     value is the quantile of ``max_{j<k} |T_jk|`` and ``low_j`` equals the simultaneous
     ``rank_sets`` lower bound (with the same step-down refinement).
     """
-    K = np.asarray(estimate).shape[0] if np.ndim(estimate) == 1 else 0
-    if int(tau) != tau or not 1 <= tau <= max(K, 1):
+    K = _check_inputs(estimate, cov)[0].size
+    if int(tau) != tau or not 1 <= tau <= K:
         raise WinrateInputError(f"tau must be an integer in [1, {K}], got {tau}")
     sets = rank_sets(
         estimate,
