@@ -218,16 +218,19 @@ def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
     return half + half.T - np.diag(np.diag(half)), nonempty.sum()
 
 
-@njit(cache=True)
-def _csr_row_meat(indptr, indices, data, row_scale, k):  # pragma: no cover - numba
-    """sum_r row_scale_r u_r u_r^T over CSR rows (every row its own cluster)."""
-    meat = np.zeros((k, k))
-    for r in range(indptr.shape[0] - 1):
-        for p in range(indptr[r], indptr[r + 1]):
-            vp = data[p] * row_scale[r]
-            for q in range(indptr[r], indptr[r + 1]):
-                meat[indices[p], indices[q]] += vp * data[q]
-    return meat
+@njit(parallel=True, cache=True)
+def _csr_row_meat(indptr, indices, data, row_scale, k, n_chunks):  # pragma: no cover
+    """sum_r row_scale_r u_r u_r^T over CSR rows (every row its own cluster), threaded."""
+    n = indptr.shape[0] - 1
+    partial = np.zeros((n_chunks, k, k))
+    for c in numba.prange(n_chunks):
+        meat = partial[c]
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            for p in range(indptr[r], indptr[r + 1]):
+                vp = data[p] * row_scale[r]
+                for q in range(indptr[r], indptr[r + 1]):
+                    meat[indices[p], indices[q]] += vp * data[q]
+    return partial.sum(axis=0)
 
 
 def _csr_parts(infl):
@@ -278,7 +281,8 @@ def naive_cov(influence, correction: str = "none", frequency=None) -> np.ndarray
     if freq.shape != (infl.shape[0],):
         raise ValueError(f"frequency has shape {freq.shape}, expected ({infl.shape[0]},)")
     if sp.issparse(infl):
-        meat = _csr_row_meat(*_csr_parts(infl), 1.0 / freq, infl.shape[1])
+        meat = _csr_row_meat(*_csr_parts(infl), 1.0 / freq, infl.shape[1],
+                             numba.get_num_threads())
     else:
         meat = (infl / freq[:, None]).T @ infl
     return small_sample_factor(freq.sum(), correction) * meat
