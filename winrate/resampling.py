@@ -44,13 +44,7 @@ from tqdm.auto import tqdm
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.leaderboard import Leaderboard, fit
-from winrate.variance import (
-    DEFAULT_CORRECTION,
-    group_codes,
-    intersect_codes,
-    repair_psd,
-    small_sample_factor,
-)
+from winrate.variance import DEFAULT_CORRECTION, group_codes, repair_psd, small_sample_factor
 
 _BLOCK_ELEMENTS = 1 << 22  # dense (block, P) or (block, C) arrays stay ~32 MB
 _ZERO_COUNT_RTOL = 1e-10  # a replicate pair count <= this * full count counts as zero
@@ -145,6 +139,15 @@ class PairScorer:
         mass = self._spread(observed * self.w_lo, observed * self.w_hi)
         scale = np.divide(self.row_sum, mass, out=np.full(mass.shape, np.nan), where=mass > 0)
         return scale * self._spread(psi * self.w_lo, observed * (1 - psi) * self.w_hi)
+
+
+def intersection_codes(code_list: list[np.ndarray]) -> tuple[np.ndarray, int]:
+    """Dense codes ``0..C-1`` of the intersection clustering (rows agreeing on every axis)."""
+    combined = np.zeros(len(code_list[0]), dtype=np.int64)
+    for codes in code_list:
+        dense, size = group_codes(codes)
+        combined = combined * size + dense
+    return group_codes(combined)
 
 
 def _block_size(width: int) -> int:
@@ -256,8 +259,7 @@ def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
     total, undefined = np.zeros((k, k)), 0
     for order in range(1, len(groups) + 1):
         for dims in combinations(range(len(groups)), order):
-            codes = coded[dims[0]][0] if order == 1 else intersect_codes(
-                [coded[d][0] for d in dims], [coded[d][1] for d in dims])[0]
+            codes = intersection_codes([coded[d][0] for d in dims])[0]
             term, _, missing = _cv3(log, board, codes, weights, center)
             total += (1 if order % 2 else -1) * term
             undefined += missing if order == 1 else 0
@@ -309,16 +311,39 @@ class BootstrapResult:
 def _cell_structure(groups: list):
     """Codes of the intersection cells and, per axis, each cell's cluster on that axis."""
     coded = [group_codes(g) for g in groups]
-    if len(coded) == 1:
-        cells, n_cells = coded[0]
-    else:
-        cells, n_cells = intersect_codes([c for c, _ in coded], [s for _, s in coded])
+    cells, n_cells = intersection_codes([c for c, _ in coded])
     cell_of_axis = []
     for codes, _ in coded:
         mapping = np.zeros(n_cells, dtype=np.int64)
         mapping[cells] = codes
         cell_of_axis.append(mapping)
     return cells, n_cells, [s for _, s in coded], cell_of_axis
+
+
+class ProductWeightScorer:
+    """Scores of logs whose cells are re-weighted by products of per-axis cluster weights.
+
+    ``scores([c^(1), ..., c^(d)])`` with ``c^(d)`` a (B, G_d) matrix of cluster weights on
+    axis d gives the (B, K) scores of the B logs in which every row of cell (g_1, ..., g_d)
+    has its frequency multiplied by ``prod_d c^(d)_{g_d}``: ``W* = (cell weights) @ W_cell``
+    with the (C, P) cell totals of the intersection clustering. Integer weights are
+    resampled logs (a cluster drawn twice counts twice); it equals ``fit`` on the log with
+    those frequencies (tested).
+    """
+
+    def __init__(self, log: ComparisonLog, board: Leaderboard, groups: list, weights="uniform"):
+        cells, self.n_cells, self.sizes, self.cell_of_axis = _cell_structure(groups)
+        totals = pair_totals(log, board, cells)
+        self.scorer = PairScorer(board, weights, totals.total_counts)
+        self.wins_t, self.counts_t = totals.wins.T.tocsr(), totals.counts.T.tocsr()
+
+    def scores(self, cluster_weights: list[np.ndarray]) -> np.ndarray:
+        cell_weight = np.ones((cluster_weights[0].shape[0], self.n_cells))
+        for weight, mapping in zip(cluster_weights, self.cell_of_axis, strict=True):
+            cell_weight *= weight[:, mapping]
+        wins = np.asarray(self.wins_t @ cell_weight.T).T
+        counts = np.asarray(self.counts_t @ cell_weight.T).T
+        return self.scorer.scores(wins, counts)
 
 
 def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps: int = 999,
@@ -330,37 +355,32 @@ def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps:
     (resampling its G_d clusters with replacement), independently across axes; a cell of
     the intersection clustering (e.g. a (prompt, judge) pair) gets weight
     ``prod_d c^(d)_{g_d(cell)}`` and ``W*_p = sum_cells weight * W_cell,p`` (and N*
-    alike). One axis is the pairs cluster bootstrap (Cameron, Gelbach & Miller 2008,
-    REStat 90(3)); two is Owen's (2007, "The pigeonhole bootstrap", Ann. Appl. Stat. 1(2))
-    bootstrap for crossed random effects, whose variance is mildly *conservative*: it
-    estimates ``V_prompt + V_judge + V_cell`` where the two-way sandwich subtracts the
-    cell term (Owen 2007, sec. 3). Replicates are computed B at a time as a (B, C) weight
-    matrix times the (C, P) cell totals. ``groups`` is a list of cluster-code arrays.
+    alike; :class:`ProductWeightScorer`). One axis is the pairs cluster bootstrap
+    (Cameron, Gelbach & Miller 2008, REStat 90(3)); two is Owen's (2007, "The pigeonhole
+    bootstrap", Ann. Appl. Stat. 1(2)) bootstrap for crossed random effects, whose
+    variance is *conservative*: for a mean it estimates about
+    ``V_prompt + V_judge + V_cell`` where the two-way sandwich subtracts the cell term
+    (Owen 2007, sec. 3), so it overstates the variance most when clustering is weak.
+    Replicates are computed a block at a time as a (B, C) weight matrix times the (C, P)
+    cell totals. ``groups`` is a list of cluster-code arrays, one per resampled axis.
     """
     if int(reps) != reps or reps < 2:
         raise WinrateInputError(f"bootstrap reps must be an integer >= 2, got {reps}")
     if not groups:
         raise WinrateInputError("the bootstrap needs at least one clustering axis")
     board = fit(log, weights) if board is None else board
-    cells, n_cells, sizes, cell_of_axis = _cell_structure(groups)
-    totals = pair_totals(log, board, cells)
-    scorer = PairScorer(board, weights, totals.total_counts)
-    wins_t, counts_t = totals.wins.T.tocsr(), totals.counts.T.tocsr()
+    scorer = ProductWeightScorer(log, board, groups, weights)
     rng = np.random.default_rng(seed)
     out = np.empty((reps, len(board.models)))
-    block = min(reps, _block_size(n_cells))
+    block = min(reps, _block_size(scorer.n_cells))
     method = "cluster" if len(groups) == 1 else "pigeonhole"
     for start in tqdm(range(0, reps, block), desc=f"{method} bootstrap", unit="block",
                       disable=None if progress is None else not progress, leave=False):
         b = min(block, reps - start)
-        cell_weight = np.ones((b, n_cells))
-        for size, mapping in zip(sizes, cell_of_axis, strict=True):
-            draws = rng.multinomial(size, np.full(size, 1.0 / size), size=b)
-            cell_weight *= draws[:, mapping]
-        wins = np.asarray(wins_t @ cell_weight.T).T
-        counts = np.asarray(counts_t @ cell_weight.T).T
-        out[start:start + b] = scorer.scores(wins, counts)
-    return _bootstrap_result(board, out, method, tuple(sizes), seed)
+        draws = [rng.multinomial(size, np.full(size, 1.0 / size), size=b).astype(float)
+                 for size in scorer.sizes]
+        out[start:start + b] = scorer.scores(draws)
+    return _bootstrap_result(board, out, method, tuple(scorer.sizes), seed)
 
 
 def _bootstrap_result(board, reps, method, sizes, seed) -> BootstrapResult:
@@ -504,6 +524,8 @@ def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) 
     a time: ``d* = v T``; ``V* = c sum_g (v_g t_g - (N_g * dpsi*) A)^2``."""
     n_draws, k = v.shape[0], t_g.shape[1]
     out = np.empty((n_draws, k))
+    # a variance at round-off level (a model seen in one cluster only) counts as zero
+    tiny = 1e-20 * max(float(factor * (t_g**2).sum(axis=0).max(initial=0.0)), 1e-300)
     block = _block_size(max(centred.shape[1], k) * 4)
     for start in tqdm(range(0, n_draws, block), desc="wild bootstrap", unit="block",
                       disable=None if progress is None else not progress, leave=False):
@@ -516,7 +538,7 @@ def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) 
             var += resid**2
         var *= factor
         out[start:start + block] = np.divide(delta, np.sqrt(var), out=np.zeros(delta.shape),
-                                             where=var > 0)
+                                             where=var > tiny)
     return out
 
 
