@@ -351,11 +351,13 @@ def _notes(results: dict[str, ClusteringResult], runs) -> list[str]:
 
 
 def explore(log: ComparisonLog, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
-            correction: str = DEFAULT_CORRECTION, dataset: str | None = None) -> EdaReport:
+            correction: str = DEFAULT_CORRECTION, dataset: str | None = None,
+            notes: tuple[str, ...] = ()) -> EdaReport:
     """The exploratory report of ``log`` for the named clusterings (module doc).
 
     ``clusterings`` are specs such as ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or any
     extra axis of the log; unidentified ones are reported with their reason, not computed.
+    ``notes`` (e.g. the loader's warnings) head the report's warnings.
     """
     specs = list(dict.fromkeys(parse_clustering(c) for c in clusterings))
     if not specs or () in specs:
@@ -380,15 +382,23 @@ def explore(log: ComparisonLog, clusterings=DEFAULT_CLUSTERINGS, *, weights="uni
                   "correction": correction, "clusterings": ["+".join(s) for s in specs]},
         structure=_structure(log, base, m_prompt), models=log.models, n=n_a, prompts=prompts,
         score=base.scores, se_naive=base.se_naive, clusterings=results, axes=axes,
-        main=main, warnings=_notes(results, runs),
+        main=main, warnings=[*notes, *_notes(results, runs)],
     )
 
 
 def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaReport:
-    """:func:`explore` of a bundled dataset with its default clusterings."""
-    log = load_dataset_log(name, models=models)
+    """:func:`explore` of a bundled dataset with its default clusterings.
+
+    The loader's warnings (e.g. unparseable verdicts dropped) join the report's warnings.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", WinrateWarning)
+        log = load_dataset_log(name, models=models)
+    loaded = tuple(str(w.message) for w in caught if issubclass(w.category, WinrateWarning))
+    for other in (w for w in caught if not issubclass(w.category, WinrateWarning)):
+        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
     specs = clusterings or DATASET_CLUSTERINGS.get(name, DEFAULT_CLUSTERINGS)
-    return explore(log, specs, dataset=name, **kwargs)
+    return explore(log, specs, dataset=name, notes=loaded, **kwargs)
 
 
 # --------------------------------------------------------------------------- output
