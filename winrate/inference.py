@@ -328,8 +328,11 @@ def wald_intervals(estimate, cov, alpha: float = 0.05, df: float | None = None) 
     ``q`` is the normal quantile ``z_{1-alpha/2}``, or ``t_{G-1, 1-alpha/2}`` when
     ``df = G - 1`` is given (the few-cluster reference of Cameron & Miller 2015, sec. VI.C).
     """
-    est, V = _check_inputs(estimate, cov)
-    se = np.sqrt(np.clip(np.diag(V), 0.0, None))
+    est = np.asarray(estimate, dtype=float)
+    var = np.diag(np.asarray(cov, dtype=float))
+    if var.shape != est.shape:
+        raise WinrateInputError(f"cov diagonal has shape {var.shape}, estimate has {est.shape}")
+    se = np.sqrt(np.clip(var, 0.0, None))  # non-finite entries propagate, as callers expect
     crit = critical_value(alpha, df)
     return WaldIntervals(est, se, est - crit * se, est + crit * se, crit, alpha, _check_df(df))
 
