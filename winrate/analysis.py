@@ -15,8 +15,18 @@ import numpy as np
 from winrate import diagnostics
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.inference import WaldIntervals, wald_intervals
+from winrate.inference import (
+    DEFAULT_DRAWS,
+    PairwiseDifferences,
+    RankSets,
+    WaldIntervals,
+    pairwise_differences,
+    rank_sets,
+    simultaneous_intervals,
+    wald_intervals,
+)
 from winrate.leaderboard import Leaderboard, fit
+from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
 from winrate.variance import DEFAULT_CORRECTION, multiway_cluster_cov, naive_cov
 
 FEW_CLUSTERS = 30
@@ -59,6 +69,9 @@ class LeaderboardAnalysis:
     n_rows: int
     settings: dict
     warnings: list[str] = field(default_factory=list)
+    method: str = "sandwich"
+    method_note: str = ""
+    joint: JointInference | None = None
 
     @property
     def models(self) -> np.ndarray:
@@ -81,6 +94,52 @@ class LeaderboardAnalysis:
         """``n_a / DEFF_a``: the number of independent comparisons the data is worth."""
         n_a = self.leaderboard.comparisons_per_model
         return np.divide(n_a, self.deff, out=np.full(n_a.shape, np.nan), where=self.deff > 0)
+
+
+@dataclass(frozen=True)
+class JointInference:
+    """Joint inference from the analysis covariance (each part None unless requested).
+
+    ``simultaneous_critical_value``, ``sim_low``, ``sim_high``: intervals covering all
+    scores jointly (max-|T| from :func:`winrate.inference.simultaneous_intervals`, or the
+    wild bootstrap's max-|t*| quantile when that method was used); ``ranks``: rank
+    confidence sets (Mogstad et al. 2024); ``pairwise``: all differences ``S_i - S_j``.
+    Models without comparisons are left out (NaN bounds).
+    """
+
+    simultaneous_critical_value: float | None
+    sim_low: np.ndarray | None
+    sim_high: np.ndarray | None
+    ranks: RankSets | None
+    pairwise: PairwiseDifferences | None
+
+
+def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
+                    simultaneous: bool = False, ranks: bool = False, pairwise: bool = False,
+                    rank_method: str = "marginal", n_draws: int = DEFAULT_DRAWS, seed=0,
+                    choice: VarianceChoice | None = None) -> JointInference:
+    """Simultaneous intervals, rank sets and pairwise differences over the scored models."""
+    keep = ~np.isnan(scores)
+    est, V = scores[keep], cov[np.ix_(keep, keep)]
+    mc = {"n_draws": n_draws, "seed": seed}
+    crit = low = high = rank = pairs = None
+    if simultaneous and choice is not None and choice.wild is not None:
+        crit, low, high = (choice.wild.simultaneous_critical_value, choice.wild.sim_low,
+                           choice.wild.sim_high)
+    elif simultaneous:
+        sim = simultaneous_intervals(est, V, alpha, df, **mc)
+        crit, low, high = sim.critical_value, _expand(sim.low, keep), _expand(sim.high, keep)
+    if ranks:
+        rank = rank_sets(est, V, alpha, df, method=rank_method, **mc)
+    if pairwise:
+        pairs = pairwise_differences(est, V, alpha, df, **mc)
+    return JointInference(crit, low, high, rank, pairs)
+
+
+def _expand(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    out = np.full(keep.shape, np.nan)
+    out[keep] = values
+    return out
 
 
 def parse_clustering(spec: str | tuple | list | None) -> tuple[str, ...]:
@@ -180,14 +239,26 @@ def _clustered_cov(log: ComparisonLog, board: Leaderboard, clustering: tuple[str
 
 def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
             correction: str = DEFAULT_CORRECTION, alpha: float = 0.05,
-            reference: str = "normal") -> LeaderboardAnalysis:
+            reference: str = "normal", *, method: str = "sandwich",
+            bootstrap_reps: int = 999, seed: int | None = 0, simultaneous: bool = False,
+            ranks: bool = False, pairwise: bool = False, rank_method: str = "marginal",
+            n_draws: int = DEFAULT_DRAWS, progress: bool | None = None
+            ) -> LeaderboardAnalysis:
     """Fit scores and their clustered covariance, intervals and diagnostics.
 
     ``cluster`` names the axes (``"none"``, ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or
     any extra axis of the log); ``reference="t"`` uses t(G - 1) critical values with G the
     smallest cluster count among the axes (normal when unclustered). Warnings are both
     returned in the result and emitted as :class:`WinrateWarning`.
+
+    ``method``: ``"sandwich"`` (default, the multiway CR sandwich), ``"jackknife"`` (CV3
+    with t(G - 1)) or ``"bootstrap"`` (wild, cluster or pigeonhole bootstrap by the
+    clustering; :func:`winrate.resampling.resampled_variance`); ``method_note`` says which
+    and why. ``simultaneous``, ``ranks`` and ``pairwise`` add :class:`JointInference`
+    (Monte-Carlo critical values with ``n_draws`` draws and ``seed``).
     """
+    if method not in VARIANCE_METHODS:
+        raise WinrateInputError(f"method must be one of {VARIANCE_METHODS}, got {method!r}")
     if reference not in ("normal", "t"):
         raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
     clustering = parse_clustering(cluster)
@@ -202,17 +273,38 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     df = None
     if reference == "t" and clustering:
         df = min(axis.n_clusters for axis in axes.values()) - 1
+    choice = None
+    if method == "sandwich":
+        method_note = sandwich_note(clustering, [a.n_clusters for a in axes.values()],
+                                    correction, df)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", WinrateWarning)
+            choice = resampled_variance(log, board, clustering, method, weights, alpha,
+                                        bootstrap_reps, seed, progress)
+        cov, df, method_note = choice.cov, choice.df, choice.note
+        psd_repaired = psd_repaired or choice.psd_repaired
     intervals = wald_intervals(board.scores, cov, alpha, df)
+    if choice is not None and choice.wild is not None:
+        intervals = WaldIntervals(board.scores, choice.wild.se, choice.wild.low,
+                                  choice.wild.high, float("nan"), alpha, df)
     notes = _warnings(board, axes, intervals.se, psd_repaired)
     for note in notes:
         warnings.warn(note, WinrateWarning, stacklevel=2)
     settings = {"cluster": list(clustering) or ["none"], "weights": _weights_label(weights),
-                "correction": correction, "alpha": alpha, "reference": reference, "df": df}
+                "correction": correction, "alpha": alpha, "reference": reference, "df": df,
+                "method": method, "bootstrap_reps": bootstrap_reps, "seed": seed}
+    joint = None
+    if simultaneous or ranks or pairwise:
+        joint = joint_inference(board.scores, cov, alpha, df, simultaneous=simultaneous,
+                                ranks=ranks, pairwise=pairwise, rank_method=rank_method,
+                                n_draws=n_draws, seed=seed, choice=choice)
     return LeaderboardAnalysis(
         leaderboard=board, clustering=clustering, cov=cov, cov_naive=cov_naive,
         intervals=intervals, deff=diagnostics.design_effect(cov, cov_naive), axes=axes,
         psd_repaired=psd_repaired, n_comparisons=log.n_comparisons, n_rows=log.n_rows,
-        settings=settings, warnings=notes,
+        settings=settings, warnings=notes, method=choice.method if choice else "sandwich",
+        method_note=method_note, joint=joint,
     )
 
 

@@ -555,3 +555,107 @@ def _warn_coarse_support(distribution: str, n_groups: int, alpha: float) -> None
             f"the wild cluster bootstrap with only {n_groups} clusters is unreliable "
             "(MacKinnon & Webb 2017): its intervals can under- or over-cover badly",
             WinrateWarning, stacklevel=3)
+
+
+# ------------------------------------------------------------ method choice for reports
+
+VARIANCE_METHODS = ("sandwich", "jackknife", "bootstrap")
+WILD_MAX_CLUSTERS = 50  # one axis with at most this many clusters: wild cluster bootstrap
+WEBB_MAX_CLUSTERS = 12  # ... with Webb weights up to here, Rademacher above
+FEW_CLUSTERS = 30
+
+
+@dataclass(frozen=True)
+class VarianceChoice:
+    """A covariance (and possibly intervals) from one of :data:`VARIANCE_METHODS`.
+
+    ``method``: what was run (``"sandwich"``, ``"jackknife"``, ``"wild bootstrap"``,
+    ``"cluster bootstrap"``, ``"pigeonhole bootstrap"``); ``cov`` and ``df`` (t degrees of
+    freedom, None for normal) feed Wald, simultaneous, pairwise and rank inference;
+    ``wild`` holds percentile-t intervals when the wild bootstrap was used (they replace
+    the Wald intervals); ``note``: one line saying what was used and why.
+    """
+
+    method: str
+    cov: np.ndarray
+    df: int | None
+    note: str
+    wild: WildBootstrapResult | None = None
+    bootstrap: BootstrapResult | None = None
+    psd_repaired: bool = False
+
+
+def _axes_phrase(names, sizes) -> str:
+    return " + ".join(f"{n} ({g:,} clusters)" for n, g in zip(names, sizes, strict=True))
+
+
+def _smallest(names, sizes) -> tuple[str, int]:
+    i = int(np.argmin(sizes))
+    return names[i], sizes[i]
+
+
+def sandwich_note(names, sizes, correction: str, df: int | None) -> str:
+    """What the default sandwich did, and a pointer to the few-cluster methods if needed."""
+    ref = "normal reference" if df is None else f"t({df}) reference"
+    if not names:
+        return f"sandwich: rows treated as independent ({correction}), {ref}"
+    note = f"sandwich ({correction}) clustered by {_axes_phrase(names, sizes)}, {ref}"
+    name, g = _smallest(names, sizes)
+    if g < FEW_CLUSTERS:
+        note += (f"; the {name} axis has only {g} clusters (< {FEW_CLUSTERS}): the sandwich "
+                 f"is unreliable there, consider --method jackknife (CV3 + t({g - 1}))")
+    return note
+
+
+def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str, ...],
+                       method: str, weights="uniform", alpha: float = 0.05, reps: int = 999,
+                       seed: int | None = 0, progress: bool | None = None) -> VarianceChoice:
+    """Covariance by the jackknife or a bootstrap, chosen by the clustering (``names``
+    are axes of ``log``), with the reason in ``note``.
+
+    * ``"jackknife"``: CV3 (multiway by inclusion-exclusion) with t(G_min - 1).
+    * ``"bootstrap"``: one axis with <= 50 clusters -> wild cluster bootstrap,
+      percentile-t (Webb weights for G <= 12, Rademacher above; MacKinnon, Nielsen & Webb
+      2023 recommend Webb when G is small because Rademacher has only 2^G draws), with
+      t(G - 1) for pairwise and rank inference from its CV1 covariance; one axis with more
+      clusters -> pairs cluster bootstrap covariance; two or more axes -> pigeonhole
+      bootstrap covariance (Owen 2007; conservative); no clustering -> bootstrap of rows.
+    """
+    if method not in ("jackknife", "bootstrap"):
+        raise WinrateInputError(f"method must be one of {VARIANCE_METHODS}, got {method!r}")
+    groups = [log.axes[n].codes for n in names] or [np.arange(log.n_rows)]
+    sizes = [log.axes[n].n_clusters for n in names] or [log.n_rows]
+    label = _axes_phrase(names, sizes) if names else "rows (no clustering)"
+    if method == "jackknife":
+        jack = multiway_jackknife_cov(log, groups, weights, board)
+        note = f"jackknife (CV3, delete one cluster) by {label}, t({jack.df}) reference: "
+        if names:
+            name, g = _smallest(names, sizes)
+            note += (f"the {name} axis has {g:,} clusters; CV3 with t(G - 1) is the "
+                     "few-cluster choice of MacKinnon, Nielsen & Webb (2023)")
+        else:
+            note += "no clustering requested, so each row is deleted in turn"
+        return VarianceChoice("jackknife", jack.cov, jack.df, note,
+                              psd_repaired=jack.psd_repaired)
+    if len(groups) == 1 and names and sizes[0] <= WILD_MAX_CLUSTERS:
+        dist = "webb" if sizes[0] <= WEBB_MAX_CLUSTERS else "rademacher"
+        wild = wild_cluster_bootstrap(log, groups[0], weights, alpha, reps, dist, seed,
+                                      board=board, progress=progress)
+        why = ("Webb 6-point weights since Rademacher has only 2^G draws" if dist == "webb"
+               else "Rademacher weights")
+        note = (f"wild cluster bootstrap by {label} ({wild.n_draws:,} draws"
+                f"{', all enumerated' if wild.enumerated else ''}, symmetric percentile-t): "
+                f"one axis with <= {WILD_MAX_CLUSTERS} clusters, {why}; pairwise and rank "
+                f"inference use its CV1 covariance with t({sizes[0] - 1})")
+        return VarianceChoice("wild bootstrap", wild.cov, sizes[0] - 1, note, wild=wild)
+    boot = cluster_bootstrap(log, groups, weights, reps, seed, board, progress)
+    kind = "pigeonhole bootstrap" if len(groups) > 1 else "cluster bootstrap"
+    why = ("crossed axes: Owen's (2007) pigeonhole bootstrap resamples each axis "
+           "independently; it is conservative (counts the cell variance twice)"
+           if len(groups) > 1 else f"one axis with > {WILD_MAX_CLUSTERS} clusters"
+           if names else "no clustering requested, rows are resampled")
+    note = (f"{kind} by {label} ({len(boot.replicates):,} replicates), normal intervals from "
+            f"the bootstrap covariance: {why}")
+    if min(sizes) < FEW_CLUSTERS:
+        note += f"; only {min(sizes)} clusters on one axis, so the bootstrap is rough"
+    return VarianceChoice(kind, boot.cov, None, note, bootstrap=boot)
