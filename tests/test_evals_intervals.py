@@ -134,15 +134,19 @@ def test_clustered_bayes_with_singleton_clusters_is_beta_posterior():
     assert ci.ess > 5000
 
 
-def _grid_posterior_quantiles(y, m, probs):
-    theta = (np.arange(800) + 0.5) / 800
-    d = np.linspace(0.005, 25, 1500)
+def _grid_posterior_quantiles(y, m, probs, theta_range=(0.0, 1.0), d_max=25.0, size=(800, 1500)):
+    """Posterior quantiles of theta on a midpoint grid over (theta, d), d ~ Gamma(1, 1)."""
+    lo, hi = theta_range
+    step = (hi - lo) / size[0]
+    theta = lo + (np.arange(size[0]) + 0.5) * step
+    d = (np.arange(size[1]) + 0.5) * d_max / size[1]
     th, dd = np.meshgrid(theta, d, indexing="ij")
-    logp = -dd + sum(stats.betabinom.logpmf(yt, mt, dd * th, dd * (1 - th))
-                     for yt, mt in zip(y, m, strict=True))
+    pairs, mult = np.unique(np.column_stack([y, m]), axis=0, return_counts=True)
+    logp = -dd + sum(c * stats.betabinom.logpmf(yt, mt, dd * th, dd * (1 - th))
+                     for (yt, mt), c in zip(pairs, mult, strict=True))
     marginal = np.exp(logp - logp.max()).sum(axis=1)
     cdf = np.cumsum(marginal) / marginal.sum()
-    return np.interp(probs, cdf, theta + 0.5 / 800)
+    return np.interp(probs, cdf, theta + step / 2)
 
 
 def test_clustered_bayes_matches_grid_quadrature():
@@ -160,7 +164,10 @@ def test_clustered_bayes_seeded_and_warns_on_low_ess():
     assert clustered_bayes_interval(y, m, seed=5) == clustered_bayes_interval(y, m, seed=5)
     big_y, big_m = np.full(300, 150), np.full(300, 200)
     with pytest.warns(WinrateWarning, match="effective sample size"):
-        clustered_bayes_interval(big_y, big_m, n_samples=2000)
+        result = clustered_bayes_interval(big_y, big_m, n_samples=2000, sampler="prior")
+    assert result.sampler == "prior"
+    with pytest.raises(WinrateInputError, match="sampler"):
+        clustered_bayes_interval(y, m, sampler="mcmc")
     with pytest.raises(WinrateInputError, match="aligned"):
         clustered_bayes_interval([1, 2], [3, 4, 5])
     with warnings.catch_warnings():
@@ -179,3 +186,28 @@ def test_interval_properties(n, data, method):
         assert float(wide.low) <= k / n <= float(wide.high)
     mirrored = binomial_interval(n - k, n, method, 0.05)
     assert float(mirrored.low) == pytest.approx(1 - float(wide.high), abs=1e-9)
+
+
+def test_laplace_proposal_keeps_large_evals_accurate():
+    # 91 clusters of 130 questions (MMLU-Pro sized): prior draws leave an ESS of ~2, the
+    # defensive Laplace-t proposal keeps most of its draws and matches grid quadrature
+    rng = np.random.default_rng(0)
+    m = np.full(91, 130)
+    y = rng.binomial(m, rng.beta(6, 4, 91))
+    ci = clustered_bayes_interval(y, m, n_samples=20_000, seed=1)
+    assert ci.sampler == "laplace" and ci.ess > 5000
+    low, high = _grid_posterior_quantiles(y, m, [0.025, 0.975], theta_range=(0.49, 0.66),
+                                          d_max=40.0, size=(240, 200))
+    assert (ci.low, ci.high) == pytest.approx((low, high), abs=0.003)
+
+
+def test_finite_difference_hessian_of_a_gaussian_log_density():
+    from winrate.evals._importance import hessian, laplace
+
+    cov = np.array([[1.0, 0.3, 0.1], [0.3, 0.5, -0.2], [0.1, -0.2, 2.0]])
+    mean = np.array([0.5, -1.0, 2.0])
+    dist = stats.multivariate_normal(mean, cov)
+    np.testing.assert_allclose(hessian(dist.logpdf, np.zeros(3)), -np.linalg.inv(cov), atol=1e-6)
+    mode, inv_neg_h = laplace(lambda z: dist.logpdf(z).reshape(-1), np.zeros(3))
+    np.testing.assert_allclose(mode, mean, atol=1e-4)
+    np.testing.assert_allclose(inv_neg_h, cov, atol=1e-4)

@@ -201,3 +201,17 @@ def test_paired_difference_is_antisymmetric(rows):
     assert ab.test.estimate == pytest.approx(-ba.test.estimate)
     assert ab.se == pytest.approx(ba.se) and ab.test.p_value == pytest.approx(ba.test.p_value)
     assert (m_ab.b, m_ab.c) == (m_ba.c, m_ba.b) and m_ab.statistic == pytest.approx(m_ba.statistic)
+
+
+def test_paired_bayes_large_eval_with_laplace_proposal():
+    # 600 questions: the prior proposal degenerates, the Laplace-t one matches the grid
+    counts = np.array([300, 90, 60, 150])
+    a = np.repeat([1.0, 1.0, 0.0, 0.0], counts)
+    b = np.repeat([1.0, 0.0, 1.0, 0.0], counts)
+    result = paired_bayes(a, b, n_samples=40_000, seed=0)
+    assert result.sampler == "laplace" and result.ess > 10_000
+    assert result.prob_a_better == pytest.approx(_grid_prob_a_better(counts, grid=100), abs=0.01)
+    assert result.diff_mean == pytest.approx((90 - 60) / 600, abs=0.003)
+    with pytest.warns(WinrateWarning, match="effective sample size"):
+        prior = paired_bayes(a, b, n_samples=40_000, seed=0, sampler="prior")
+    assert prior.ess < result.ess / 10

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
-from scipy.special import logsumexp
+from scipy.special import expit, logit
 
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals._checks import check_alpha
+from winrate.evals._importance import importance_sample, log_gamma_logpdf, logit_beta_logpdf
 from winrate.inference import critical_value
 
 BINOMIAL_METHODS = ("wald", "wilson", "clopper-pearson", "jeffreys", "bayes")
@@ -173,16 +174,6 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, probs) -> np.nda
     return np.interp(probs, cdf, v)
 
 
-def effective_sample_size(weights: np.ndarray) -> float:
-    """Kish's effective sample size ``(sum w)^2 / sum w^2`` of importance weights."""
-    return float(weights.sum() ** 2 / np.square(weights).sum())
-
-
-def normalised_weights(log_weights: np.ndarray) -> np.ndarray:
-    """``exp(log w - logsumexp(log w))`` with -inf (impossible draws) mapped to 0."""
-    return np.exp(log_weights - logsumexp(log_weights))
-
-
 def warn_low_ess(ess: float, n_samples: int, what: str) -> None:
     if ess < MIN_ESS:
         warnings.warn(
@@ -198,8 +189,8 @@ class ClusteredBayesInterval:
     """Posterior summary of the mean accuracy theta under the beta-binomial cluster model.
 
     ``low``/``high``: equal-tailed credible interval; ``mean``: posterior mean; ``ess``:
-    Kish effective sample size of the importance weights; ``n_samples`` and ``seed``
-    reproduce the draw; ``n_clusters`` and ``n`` describe the data.
+    Kish effective sample size of the importance weights; ``n_samples``, ``seed`` and
+    ``sampler`` (proposal used) reproduce the draw; ``n_clusters`` and ``n`` describe the data.
     """
 
     low: float
@@ -209,6 +200,7 @@ class ClusteredBayesInterval:
     ess: float
     n_samples: int
     seed: int
+    sampler: str
     n_clusters: int
     n: int
     prior: tuple[float, float]
@@ -230,20 +222,31 @@ def _betabinom_loglik(successes, totals, theta, dispersion, chunk: int = 4096) -
     return out
 
 
+def _dispersion_start(y: np.ndarray, m: np.ndarray) -> float:
+    """Moment start for d: ``rho = excess between-cluster variance / (p (1 - p))`` and
+    ``d = 1 / rho - 1`` (the beta-binomial intra-cluster correlation is ``1 / (1 + d)``)."""
+    p = y.sum() / m.sum()
+    if p in (0.0, 1.0):
+        return 1.0
+    excess = np.var(y / m, ddof=1) - np.mean(p * (1 - p) / m)
+    rho = excess / (p * (1 - p))
+    return float(np.clip(1 / rho - 1, 0.05, 1e4)) if rho > 0 else 1e3
+
+
 def clustered_bayes_interval(
     successes, totals, alpha: float = 0.05, prior=(1.0, 1.0), dispersion_prior=(1.0, 1.0),
-    n_samples: int = 20_000, seed: int = 0,
+    n_samples: int = 20_000, seed: int = 0, sampler: str = "laplace",
 ) -> ClusteredBayesInterval:
     """Credible interval for the mean accuracy of clustered binary scores.
 
     Model (Bowyer et al. 2025, "clustered questions"): ``theta ~ Beta(a, b)``, dispersion
     ``d ~ Gamma(shape, scale)`` (default Gamma(1, 1)), cluster accuracy
     ``theta_t ~ Beta(d theta, d (1 - theta))``, so the successes of cluster t are
-    ``Y_t ~ BetaBinomial(N_t, d theta, d (1 - theta))``. The posterior of theta is
-    represented by ``n_samples`` seeded prior draws with importance weights
-    ``w ~ prod_t BetaBinomial(Y_t; N_t, ...)``; quantiles are read from the weighted sample
-    (no resampling step, so no extra Monte-Carlo noise) and the effective sample size is
-    reported (a WinrateWarning below :data:`MIN_ESS`).
+    ``Y_t ~ BetaBinomial(N_t, d theta, d (1 - theta))``. The posterior is represented by
+    ``n_samples`` seeded importance draws (:mod:`winrate.evals._importance`: the paper's
+    prior proposal with ``sampler="prior"``, a defensive Laplace-t proposal by default);
+    quantiles are read from the weighted sample (no resampling step) and the effective
+    sample size is reported (a WinrateWarning below :data:`MIN_ESS`).
     """
     y = np.asarray(successes, dtype=float)
     m = np.asarray(totals, dtype=float)
@@ -257,15 +260,24 @@ def clustered_bayes_interval(
     alpha = check_alpha(alpha)
     a, b = _check_prior(prior)
     shape, scale = _check_prior(dispersion_prior)
-    rng = np.random.default_rng(seed)
-    theta = rng.beta(a, b, n_samples)
-    dispersion = rng.gamma(shape, scale, n_samples)
-    weights = normalised_weights(_betabinom_loglik(y, m, theta, dispersion))
-    low, high = weighted_quantiles(theta, weights, [alpha / 2, 1 - alpha / 2])
-    ess = effective_sample_size(weights)
-    warn_low_ess(ess, n_samples, "clustered Bayes interval")
+
+    def log_prior(z):
+        return logit_beta_logpdf(z[:, 0], a, b) + log_gamma_logpdf(z[:, 1], shape, scale)
+
+    def sample_prior(k, rng):
+        return np.column_stack([logit(rng.beta(a, b, k)), np.log(rng.gamma(shape, scale, k))])
+
+    def log_lik(z):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _betabinom_loglik(y, m, expit(z[:, 0]), np.exp(z[:, 1]))
+
+    start = [logit((y.sum() + a) / (m.sum() + a + b)), np.log(_dispersion_start(y, m))]
+    sample = importance_sample(log_prior, log_lik, sample_prior, start, n_samples, seed, sampler)
+    theta = expit(sample.draws[:, 0])
+    low, high = weighted_quantiles(theta, sample.weights, [alpha / 2, 1 - alpha / 2])
+    warn_low_ess(sample.ess, n_samples, "clustered Bayes interval")
     return ClusteredBayesInterval(
-        low=float(low), high=float(high), mean=float(weights @ theta), alpha=alpha, ess=ess,
-        n_samples=int(n_samples), seed=int(seed), n_clusters=int(y.size), n=int(m.sum()),
-        prior=(a, b), dispersion_prior=(shape, scale),
+        low=float(low), high=float(high), mean=float(sample.weights @ theta), alpha=alpha,
+        ess=sample.ess, n_samples=int(n_samples), seed=int(seed), sampler=sample.sampler,
+        n_clusters=int(y.size), n=int(m.sum()), prior=(a, b), dispersion_prior=(shape, scale),
     )

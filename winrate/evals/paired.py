@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import integrate, stats
-from scipy.special import owens_t
+from scipy.special import expit, logit, owens_t
 
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals._checks import (
@@ -21,14 +21,8 @@ from winrate.evals._checks import (
     check_cluster_counts,
     same_length,
 )
-from winrate.evals.intervals import (
-    _check_counts,
-    _check_prior,
-    effective_sample_size,
-    normalised_weights,
-    warn_low_ess,
-    weighted_quantiles,
-)
+from winrate.evals._importance import importance_sample, logit_beta_logpdf
+from winrate.evals.intervals import _check_counts, _check_prior, warn_low_ess, weighted_quantiles
 from winrate.evals.summary import check_correction, clustered_mean_ses, is_binary
 from winrate.inference import critical_value
 from winrate.variance import DEFAULT_CORRECTION, group_codes
@@ -259,7 +253,8 @@ def paired_cell_probabilities(theta_a, theta_b, rho) -> np.ndarray:
 class PairedBayesResult:
     """Posterior of the paired latent bivariate-normal model: ``prob_a_better`` =
     P(theta_A > theta_B | data), equal-tailed interval of theta_A - theta_B, posterior mean
-    difference, importance-sampling effective sample size, the 2x2 counts and the seed."""
+    difference, importance-sampling effective sample size, the 2x2 counts (both right, only
+    A, only B, both wrong), the seed and the proposal used (``sampler``)."""
 
     prob_a_better: float
     diff_low: float
@@ -269,39 +264,63 @@ class PairedBayesResult:
     ess: float
     n_samples: int
     seed: int
+    sampler: str
     counts: tuple[int, int, int, int]
+
+
+def _paired_start(counts: np.ndarray, ra: float, rb: float) -> list[float]:
+    """Start of the mode search: smoothed accuracies and the phi coefficient as rho."""
+    n = counts.sum()
+    theta_a, theta_b = (counts[0] + counts[1] + 1) / (n + 2), (counts[0] + counts[2] + 1) / (n + 2)
+    cov = counts[0] / n - (counts[0] + counts[1]) * (counts[0] + counts[2]) / n**2
+    scale = np.sqrt(theta_a * (1 - theta_a) * theta_b * (1 - theta_b))
+    rho = float(np.clip(cov / scale, -0.9, 0.9))
+    return [float(logit(theta_a)), float(logit(theta_b)), float(logit((rho + 1) / 2))]
 
 
 def paired_bayes(
     scores_a, scores_b, *, alpha: float = 0.05, rho_prior=(4.0, 2.0), n_samples: int = 50_000,
-    seed: int = 0,
+    seed: int = 0, sampler: str = "laplace",
 ) -> PairedBayesResult:
     """Bayesian paired comparison of two models' 0/1 scores on the same questions.
 
     Prior (Bowyer et al. 2025): ``theta_A, theta_B ~ U(0, 1)``, ``rho = 2 Beta(4, 2) - 1``.
-    Likelihood: multinomial over the 2x2 table with :func:`paired_cell_probabilities`.
-    Posterior by seeded importance sampling from the prior; draws with a non-positive cell
-    probability get weight 0. Reports the effective sample size (warning below 200).
+    Likelihood: multinomial over the 2x2 table with :func:`paired_cell_probabilities`
+    (draws with a non-positive cell probability get weight 0). Posterior by seeded
+    importance sampling in ``(logit theta_A, logit theta_B, logit (rho + 1) / 2)``:
+    the paper's prior proposal with ``sampler="prior"``, a defensive Laplace-t proposal by
+    default (:mod:`winrate.evals._importance`). Reports the effective sample size (warning
+    below 200).
     """
     a, b = _binary_pair(scores_a, scores_b)
     alpha = check_alpha(alpha)
     counts = np.array([np.sum(a * b), np.sum(a * (1 - b)), np.sum((1 - a) * b),
                        np.sum((1 - a) * (1 - b))])
     ra, rb = _check_prior(rho_prior)
-    rng = np.random.default_rng(seed)
-    theta_a, theta_b = rng.uniform(size=n_samples), rng.uniform(size=n_samples)
-    rho = 2 * rng.beta(ra, rb, n_samples) - 1
-    cells = paired_cell_probabilities(theta_a, theta_b, rho)
-    valid = np.all(cells > 0, axis=1)
-    log_w = np.full(n_samples, -np.inf)
-    log_w[valid] = np.log(cells[valid]) @ counts
-    weights = normalised_weights(log_w)
-    ess = effective_sample_size(weights)
-    warn_low_ess(ess, n_samples, "paired Bayes comparison")
-    diff = theta_a - theta_b
-    low, high = weighted_quantiles(diff, weights, [alpha / 2, 1 - alpha / 2])
+
+    def log_prior(z):
+        return (logit_beta_logpdf(z[:, 0], 1, 1) + logit_beta_logpdf(z[:, 1], 1, 1)
+                + logit_beta_logpdf(z[:, 2], ra, rb))
+
+    def sample_prior(k, rng):
+        return logit(np.column_stack([rng.uniform(size=k), rng.uniform(size=k),
+                                      rng.beta(ra, rb, k)]))
+
+    def log_lik(z):
+        cells = paired_cell_probabilities(expit(z[:, 0]), expit(z[:, 1]), 2 * expit(z[:, 2]) - 1)
+        valid = np.all(cells > 0, axis=1)
+        out = np.full(z.shape[0], -np.inf)
+        out[valid] = np.log(cells[valid]) @ counts
+        return out
+
+    sample = importance_sample(log_prior, log_lik, sample_prior,
+                               _paired_start(counts, ra, rb), n_samples, seed, sampler)
+    warn_low_ess(sample.ess, n_samples, "paired Bayes comparison")
+    diff = expit(sample.draws[:, 0]) - expit(sample.draws[:, 1])
+    w = sample.weights
+    low, high = weighted_quantiles(diff, w, [alpha / 2, 1 - alpha / 2])
     return PairedBayesResult(
-        prob_a_better=float(weights @ (diff > 0)), diff_low=float(low), diff_high=float(high),
-        diff_mean=float(weights @ diff), alpha=alpha, ess=ess,
-        n_samples=int(n_samples), seed=int(seed), counts=tuple(int(c) for c in counts),
+        prob_a_better=float(w @ (diff > 0)), diff_low=float(low), diff_high=float(high),
+        diff_mean=float(w @ diff), alpha=alpha, ess=sample.ess, n_samples=int(n_samples),
+        seed=int(seed), sampler=sample.sampler, counts=tuple(int(c) for c in counts),
     )
