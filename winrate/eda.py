@@ -88,7 +88,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import diagnostics
-from winrate.analysis import LeaderboardAnalysis, analyze, parse_clustering
+from winrate.analysis import AxisSummary, LeaderboardAnalysis, analyze, parse_clustering
 from winrate.data import ComparisonLog, read_comparisons
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.report import _clean
@@ -228,7 +228,7 @@ class _ByModel:
 
     row: np.ndarray
     value: np.ndarray
-    weight: np.ndarray
+    weight: np.ndarray | None
     block: np.ndarray
 
     @classmethod
@@ -239,7 +239,8 @@ class _ByModel:
         order = np.argsort(model, kind="stable")  # radix sort for int16 codes
         row = order % log.n_rows
         sign = np.where(order < log.n_rows, 1.0, -1.0)
-        return cls(row, sign * board.centered[row], log.weight[row],
+        weight = None if log.frequency is None else log.frequency[row]
+        return cls(row, sign * board.centered[row], weight,
                    np.searchsorted(model[order], np.arange(log.n_models + 1)))
 
 
@@ -254,8 +255,10 @@ def shared_response_icc(log: ComparisonLog, analysis: LeaderboardAnalysis, codes
     """
     layout = layout or _ByModel.of(log, analysis)
     cluster = codes[layout.row]
+    w = layout.weight
     return np.array([
-        diagnostics.anova_icc(layout.value[lo:hi], cluster[lo:hi], layout.weight[lo:hi])
+        diagnostics.anova_icc(layout.value[lo:hi], cluster[lo:hi],
+                              None if w is None else w[lo:hi])
         for lo, hi in zip(layout.block[:-1], layout.block[1:], strict=True)  # per model
     ])
 
@@ -269,21 +272,56 @@ def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], weights, correctio
         return analyze(log, cluster=axes or "none", weights=weights, correction=correction)
 
 
-def _run_analyses(log, specs, weights, correction) -> dict[tuple[str, ...], LeaderboardAnalysis]:
-    """One analysis per identified clustering; a single axis already summarised by a
-    multiway analysis (its one-way term) is not analysed again."""
-    runs = {}
+@dataclass(frozen=True)
+class _Run:
+    """What the report keeps of one analysis; its influence matrix is let go."""
+
+    se: np.ndarray
+    deff: np.ndarray
+    summaries: dict[str, AxisSummary]
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class _Base:
+    """Numbers that do not depend on the clustering, from the first analysis."""
+
+    score: np.ndarray
+    se_naive: np.ndarray
+    n: np.ndarray
+    n_pairs: int
+
+    @classmethod
+    def of(cls, run: LeaderboardAnalysis) -> _Base:
+        board = run.leaderboard
+        return cls(run.scores, run.se_naive, board.comparisons_per_model, len(board.pairs))
+
+
+def _run_analyses(log, specs, weights, correction):
+    """One analysis per identified clustering, multiway first; a single axis already
+    summarised by a multiway analysis (its one-way term) is not analysed again. The
+    per-axis checks are computed while each analysis is alive, so that at most one
+    influence matrix is held at a time. Returns ``(runs, checks, base)``."""
+    runs, checks, base, layout = {}, {}, None, None
+    singles = {spec[0] for spec in specs if len(spec) == 1}
     identified = [s for s in specs if unidentified_reason(log, s) is None]
     for spec in sorted(identified, key=len, reverse=True):
-        covered = any(spec[0] in r.axes for r in runs.values()) and len(spec) == 1
-        if not covered:
-            runs[spec] = _quiet_analyze(log, spec, weights, correction)
-    if not runs:
-        runs[()] = _quiet_analyze(log, (), weights, correction)
-    return runs
+        if len(spec) == 1 and any(spec[0] in r.summaries for r in runs.values()):
+            continue
+        run = _quiet_analyze(log, spec, weights, correction)
+        base = base or _Base.of(run)
+        for name in singles.intersection(run.axes).difference(checks):
+            layout = layout or _ByModel.of(log, run)
+            checks[name] = _axis_check(log, run, name, layout)
+        runs[spec] = _Run(run.se, run.deff, dict(run.axes), run.warnings)
+        del run  # free the influence matrix before the next analysis
+    if base is None:
+        run = _quiet_analyze(log, (), weights, correction)
+        base, runs[()] = _Base.of(run), _Run(run.se, run.deff, {}, run.warnings)
+    return runs, checks, base
 
 
-def _clustering_result(log, spec, runs, n_a) -> ClusteringResult:
+def _clustering_result(log, spec, runs: dict[tuple, _Run], n_a) -> ClusteringResult:
     name = "+".join(spec)
     reason = unidentified_reason(log, spec)
     nan = np.full(log.n_models, np.nan)
@@ -291,10 +329,9 @@ def _clustering_result(log, spec, runs, n_a) -> ClusteringResult:
         counts = tuple(log.axes[a].n_clusters if a in log.axes else 0 for a in spec)
         return ClusteringResult(name, spec, False, reason, counts, nan, nan, nan)
     if spec in runs:
-        result = runs[spec]
-        se, deff = result.se, result.deff
+        se, deff = runs[spec].se, runs[spec].deff
     else:
-        axis = next(r.axes[spec[0]] for r in runs.values() if spec[0] in r.axes)
+        axis = next(r.summaries[spec[0]] for r in runs.values() if spec[0] in r.summaries)
         se, deff = axis.se, axis.deff
     counts = tuple(log.axes[a].n_clusters for a in spec)
     eff = np.divide(n_a, deff, out=np.full(n_a.shape, np.nan), where=deff > 0)
@@ -322,13 +359,13 @@ def _prompt_m(log: ComparisonLog, axes: dict[str, AxisCheck]) -> np.ndarray:
                                                log.weight)
 
 
-def _structure(log: ComparisonLog, run: LeaderboardAnalysis, m_prompt: np.ndarray) -> dict:
+def _structure(log: ComparisonLog, base: _Base, m_prompt: np.ndarray) -> dict:
     w = log.weight
     k = log.n_models
     prompts = log.axes.get("prompt")
     return {
         "n_comparisons": log.n_comparisons, "n_rows": log.n_rows, "n_models": k,
-        "n_pairs": len(run.leaderboard.pairs), "n_pairs_possible": k * (k - 1) // 2,
+        "n_pairs": base.n_pairs, "n_pairs_possible": k * (k - 1) // 2,
         "n_prompts": prompts.n_clusters if prompts is not None else None,
         "n_judges": log.axes["judge"].n_clusters if "judge" in log.axes else None,
         "tie_share": float((w * (log.score == 0.5)).sum() / w.sum()),
@@ -362,16 +399,10 @@ def explore(log: ComparisonLog, clusterings=DEFAULT_CLUSTERINGS, *, weights="uni
     specs = list(dict.fromkeys(parse_clustering(c) for c in clusterings))
     if not specs or () in specs:
         raise WinrateInputError(f"clusterings must name axes, got {list(clusterings)}")
-    runs = _run_analyses(log, specs, weights, correction)
-    base = next(iter(runs.values()))
-    n_a = base.leaderboard.comparisons_per_model
+    runs, checks, base = _run_analyses(log, specs, weights, correction)
+    n_a = base.n
     results = {"+".join(s): _clustering_result(log, s, runs, n_a) for s in specs}
-    axes, layout = {}, None
-    for spec in specs:
-        run = next((r for r in runs.values() if len(spec) == 1 and spec[0] in r.axes), None)
-        if run is not None:
-            layout = layout or _ByModel.of(log, run)
-            axes[spec[0]] = _axis_check(log, run, spec[0], layout)
+    axes = {s[0]: checks[s[0]] for s in specs if s[0] in checks and len(s) == 1}
     identified = [name for name, r in results.items() if r.identified]
     main = "prompt+judge" if "prompt+judge" in identified else next(iter(identified), None)
     m_prompt = _prompt_m(log, axes)
@@ -381,7 +412,7 @@ def explore(log: ComparisonLog, clusterings=DEFAULT_CLUSTERINGS, *, weights="uni
         settings={"weights": weights if isinstance(weights, str) else "matrix",
                   "correction": correction, "clusterings": ["+".join(s) for s in specs]},
         structure=_structure(log, base, m_prompt), models=log.models, n=n_a, prompts=prompts,
-        score=base.scores, se_naive=base.se_naive, clusterings=results, axes=axes,
+        score=base.score, se_naive=base.se_naive, clusterings=results, axes=axes,
         main=main, warnings=[*notes, *_notes(results, runs)],
     )
 
