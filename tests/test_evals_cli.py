@@ -192,3 +192,20 @@ def test_wide_matrix_input_drops_missing_answers():
     assert qs.scores["m1"].notna().sum() == 3 and qs.clusters.loc[12, "topic"] == "b"
     with pytest.raises(WinrateInputError, match="no row for questions"):
         question_scores_from_wide(wide, meta.iloc[:2], ["topic"])
+
+
+def test_bayes_flag_adds_posterior_probability(tmp_path, capsys):
+    path = tmp_path / "s.csv"
+    _long_table(n=200).to_csv(path, index=False)
+    out = tmp_path / "o.json"
+    assert _run("eval", [str(path), "--score-col", "correct", "--question-col", "qid",
+                         "--model-col", "model", "--paired", "alpha", "beta", "--bayes",
+                         "--json", str(out)]) == 0
+    assert "P(Model > Baseline)" in capsys.readouterr().out
+    bayes = json.loads(out.read_text())["comparisons"][0]["bayes"]
+    assert 0.5 < bayes["prob_a_better"] <= 1 and bayes["ess"] > 1000
+
+
+def test_render_fills_missing_cells():
+    text = render([{"a": 1}, {"a": 2, "b": 3}], "markdown")
+    assert text.splitlines()[0] == "| a | b |" and "| 1 | - |" in text

@@ -52,6 +52,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                         help="paired comparison of model A against baseline B (repeatable)")
     parser.add_argument("--neighbours", action="store_true",
                         help="also compare models that are adjacent in the ranking")
+    parser.add_argument("--bayes", action="store_true",
+                        help="add P(A > B) from the Bayesian paired model (0/1 scores)")
     parser.add_argument("--format", choices=FORMATS, default="markdown", help="table format")
     parser.add_argument("--digits", type=int, default=1, help="decimals of percentages")
     parser.add_argument("--seed", type=int, default=0, help="seed of Monte-Carlo intervals")
@@ -70,7 +72,7 @@ def run_eval(args: argparse.Namespace) -> int:
                          args.model_col, args.cluster_col)
     report = evaluate(qs, correction=args.correction, alpha=args.alpha, interval=args.interval,
                       pairs=[tuple(p) for p in args.paired], neighbours=args.neighbours,
-                      seed=args.seed)
+                      bayes=args.bayes, seed=args.seed)
     print(score_table(report, args.format, args.digits), end="")
     pairs = pairwise_table(report, args.format, args.digits)
     if pairs:

@@ -18,7 +18,14 @@ import pandas as pd
 
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals._checks import first_rows
-from winrate.evals.paired import McNemarResult, PairedComparison, mcnemar, paired_difference
+from winrate.evals.paired import (
+    McNemarResult,
+    PairedBayesResult,
+    PairedComparison,
+    mcnemar,
+    paired_bayes,
+    paired_difference,
+)
 from winrate.evals.summary import (
     ScoreSummary,
     VarianceComponents,
@@ -203,12 +210,14 @@ class ModelResult:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A paired comparison of ``model_a`` and ``model_b`` on their common questions."""
+    """A paired comparison of ``model_a`` and ``model_b`` on their common questions, with
+    McNemar's test and (on request) the Bayesian paired model for 0/1 scores."""
 
     model_a: str
     model_b: str
     paired: PairedComparison
     mcnemar: McNemarResult | None
+    bayes: PairedBayesResult | None = None
 
 
 @dataclass(frozen=True)
@@ -242,8 +251,10 @@ def _model_result(qs, model, correction, alpha, interval, seed) -> ModelResult:
 
 
 def compare(qs: QuestionScores, model_a: str, model_b: str, *,
-            correction: str = DEFAULT_CORRECTION, alpha: float = 0.05) -> Comparison:
-    """Paired comparison on the questions both models answered (McNemar for 0/1 scores)."""
+            correction: str = DEFAULT_CORRECTION, alpha: float = 0.05, bayes: bool = False,
+            seed: int = 0) -> Comparison:
+    """Paired comparison on the questions both models answered; for 0/1 scores also
+    McNemar's test and, with ``bayes=True``, :func:`~winrate.evals.paired.paired_bayes`."""
     for m in (model_a, model_b):
         if m not in qs.scores.columns:
             raise WinrateInputError(f"model {m!r} not found; models: {qs.models}")
@@ -258,8 +269,10 @@ def compare(qs: QuestionScores, model_a: str, model_b: str, *,
         a, b, qs.cluster_arrays(both.index) or None, correction=correction, alpha=alpha,
         names=(model_a, model_b),
     )
-    test = mcnemar(a, b) if is_binary(a) and is_binary(b) and np.any(a != b) else None
-    return Comparison(model_a, model_b, paired, test)
+    binary = is_binary(a) and is_binary(b)
+    test = mcnemar(a, b) if binary and np.any(a != b) else None
+    posterior = paired_bayes(a, b, alpha=alpha, seed=seed) if bayes and binary else None
+    return Comparison(model_a, model_b, paired, test, posterior)
 
 
 def neighbour_pairs(results: dict[str, ModelResult]) -> list[tuple[str, str]]:
@@ -271,12 +284,14 @@ def neighbour_pairs(results: dict[str, ModelResult]) -> list[tuple[str, str]]:
 def evaluate(
     qs: QuestionScores, *, correction: str = DEFAULT_CORRECTION, alpha: float = 0.05,
     interval: str = "auto", pairs: Sequence[tuple[str, str]] = (), neighbours: bool = False,
-    seed: int = 0,
+    bayes: bool = False, seed: int = 0,
 ) -> EvalReport:
-    """Summaries of every model and the requested paired comparisons."""
+    """Summaries of every model and the requested paired comparisons (``bayes``: add the
+    Bayesian paired model to comparisons of 0/1 scores)."""
     results = {m: _model_result(qs, m, correction, alpha, interval, seed) for m in qs.models}
     wanted = list(pairs) + (neighbour_pairs(results) if neighbours else [])
-    comparisons = tuple(compare(qs, a, b, correction=correction, alpha=alpha) for a, b in wanted)
+    comparisons = tuple(compare(qs, a, b, correction=correction, alpha=alpha, bayes=bayes,
+                                seed=seed) for a, b in wanted)
     return EvalReport(
         score_col=qs.score_col, question_col=qs.question_col, model_col=qs.model_col,
         cluster_cols=tuple(qs.clusters.columns), correction=correction, alpha=alpha,

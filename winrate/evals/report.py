@@ -85,6 +85,8 @@ def pairwise_rows(comparisons: Sequence[Comparison], digits: int = 1) -> list[di
             "p": f"{t.p_value:.2g}",
             "Questions": f"{c.paired.n:,}",
         })
+        if c.bayes is not None:
+            rows[-1]["P(Model > Baseline)"] = f"{c.bayes.prob_a_better:.3f}"
     return rows
 
 
@@ -100,15 +102,16 @@ def _escape_latex(text: str) -> str:
 
 
 def render(rows: list[dict], fmt: str) -> str:
-    """Render rows (dicts sharing keys) as a markdown, LaTeX (tabular) or CSV table."""
+    """Render rows (dicts; a key missing from a row shows as ``-``) as a markdown, LaTeX
+    (tabular) or CSV table."""
     if fmt not in FORMATS:
         raise WinrateInputError(f"format must be one of {FORMATS}, got {fmt!r}")
     if fmt == "csv":
         return pd.DataFrame(rows).to_csv(index=False)
     if not rows:
         return ""
-    header = list(rows[0])
-    cells = [[str(r[h]) for h in header] for r in rows]
+    header = list(dict.fromkeys(key for row in rows for key in row))
+    cells = [[str(r.get(h, "-")) for h in header] for r in rows]
     if fmt == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return "\n".join(lines + ["| " + " | ".join(c) + " |" for c in cells]) + "\n"
@@ -180,6 +183,11 @@ def comparison_record(c: Comparison) -> dict:
         m = c.mcnemar
         record["mcnemar"] = {"b": m.b, "c": m.c, "statistic": m.statistic,
                              "p_chi2": m.p_chi2, "p_exact": m.p_exact}
+    if c.bayes is not None:
+        bayes = c.bayes
+        record["bayes"] = {"prob_a_better": bayes.prob_a_better, "diff_low": bayes.diff_low,
+                           "diff_high": bayes.diff_high, "ess": bayes.ess,
+                           "sampler": bayes.sampler, "seed": bayes.seed}
     return record
 
 
