@@ -67,7 +67,7 @@ def _write_json(path: Path | None, document: dict) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    """Run ``winrate eval``; returns the exit code."""
+    """Score table with naive and clustered SEs, plus paired comparisons; exit code."""
     qs = question_scores(read_table(args.file), args.score_col, args.question_col,
                          args.model_col, args.cluster_col)
     report = evaluate(qs, correction=args.correction, alpha=args.alpha, interval=args.interval,
@@ -155,7 +155,7 @@ def _power_settings(args: argparse.Namespace) -> dict:
 
 
 def run_power(args: argparse.Namespace) -> int:
-    """Run ``winrate power``; returns the exit code."""
+    """Sample size or minimum detectable effect of a paired comparison; exit code."""
     settings = _power_settings(args)
     common = dict(settings, alpha=args.alpha, power=args.power, deff=args.deff)
     if args.delta is not None:
