@@ -466,3 +466,8 @@ def test_bad_input_raises(kwargs, match):
 def test_bad_tau_raises():
     with pytest.raises(WinrateInputError, match="tau"):
         tau_best(np.zeros(3), np.eye(3), tau=4)
+
+
+def test_too_few_tail_draws_warn():
+    with pytest.warns(WinrateWarning, match="Monte-Carlo draws beyond"):
+        simultaneous_intervals(np.zeros(3), np.eye(3), alpha=0.01, n_draws=5_000)

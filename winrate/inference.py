@@ -113,7 +113,7 @@ def _check_draws(n_draws: int, alpha: float) -> int:
             f"only {n_draws * alpha:.0f} Monte-Carlo draws beyond the critical value; "
             "increase n_draws for a stable quantile",
             WinrateWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return int(n_draws)
 
