@@ -130,7 +130,7 @@ def _factor(V: np.ndarray) -> np.ndarray:
     if lam.min() < -_NEG_EIG_RTOL * top or (top == 0 and lam.min() < 0):
         raise WinrateInputError(
             f"cov is not positive semi-definite (smallest eigenvalue {lam.min():.3g}, "
-            f"largest {top:.3g})"
+            f"largest {top:.3g}); repair it first, e.g. with winrate.variance.repair_psd"
         )
     keep = lam > V.shape[0] * np.finfo(float).eps * top
     return U[:, keep] * np.sqrt(lam[keep])
