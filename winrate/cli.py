@@ -16,6 +16,7 @@ from winrate.data import DEFAULT_COLUMNS, read_comparisons
 from winrate.download import DataUnavailableError, DownloadError
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.report import format_summary, format_table, leaderboard_table, write_json
+from winrate.resampling import VARIANCE_METHODS
 from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
@@ -43,6 +44,31 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
                             help=f"column of the {role.replace('_', ' ')} (default: {default})")
     parser.add_argument("--weight-col", default=None,
                         help="column of frequency weights (a row stands for that many)")
+    _add_inference_arguments(parser)
+
+
+def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
+    """Variance method and joint inference (simultaneous intervals, rank sets, pairs)."""
+    parser.add_argument("--method", default="sandwich", choices=VARIANCE_METHODS,
+                        help="variance: sandwich (default), jackknife (CV3 + t(G-1)) or "
+                             "bootstrap (wild / cluster / pigeonhole by the clustering)")
+    parser.add_argument("--simultaneous", action="store_true",
+                        help="add intervals covering all scores jointly (max-|T|)")
+    parser.add_argument("--ranks", action="store_true",
+                        help="add rank confidence sets (Mogstad et al. 2024; 1 = best)")
+    parser.add_argument("--rank-method", default="marginal",
+                        choices=("marginal", "simultaneous"),
+                        help="rank sets valid per model (marginal) or jointly")
+    parser.add_argument("--pairwise", action="store_true",
+                        help="add all pairwise differences to the JSON (also on with "
+                             "--simultaneous or --ranks)")
+    parser.add_argument("--plot", metavar="PATH",
+                        help="write a forest plot and a rank-interval plot (PNG) here; "
+                             "implies --simultaneous and --ranks")
+    parser.add_argument("--bootstrap-reps", type=int, default=999,
+                        help="bootstrap replicates for --method bootstrap (default 999)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the bootstrap and Monte-Carlo critical values")
 
 
 def _load_log(args: argparse.Namespace, clustering):
@@ -69,17 +95,37 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
     clustering = parse_clustering(args.cluster)
     log = _load_log(args, clustering)
+    joint = _joint_flags(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         result = analyze(log, cluster=clustering, weights=args.weights,
                          correction=args.correction, alpha=args.alpha,
-                         reference=args.reference)
+                         reference=args.reference, **joint)
+    if getattr(args, "plot", None):
+        from winrate.plots import plot_leaderboard
+
+        plot_leaderboard(result, args.plot)
     if args.json:
         write_json(result, args.json)
     if args.csv:
         leaderboard_table(result).to_csv(args.csv, index=False)
     _print_report(result)
     return 0
+
+
+def _joint_flags(args: argparse.Namespace) -> dict:
+    """analyze() keywords for the inference flags (absent flags keep the defaults)."""
+    method = getattr(args, "method", "sandwich")
+    reps = getattr(args, "bootstrap_reps", 999)
+    if method == "bootstrap" and reps < 99:
+        raise WinrateInputError(f"--bootstrap-reps must be at least 99, got {reps}")
+    plot = bool(getattr(args, "plot", None))
+    simultaneous = getattr(args, "simultaneous", False) or plot
+    ranks = getattr(args, "ranks", False) or plot
+    return {"method": method, "bootstrap_reps": reps, "seed": getattr(args, "seed", 0),
+            "simultaneous": simultaneous, "ranks": ranks,
+            "pairwise": getattr(args, "pairwise", False) or simultaneous or ranks,
+            "rank_method": getattr(args, "rank_method", "marginal")}
 
 
 def _print_report(result) -> None:

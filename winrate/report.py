@@ -10,7 +10,8 @@ schema                 ``"winrate.leaderboard/1"``
 settings               ``cluster`` (axes used, ``["none"]`` if unclustered), ``weights``,
                        ``correction`` (``none`` = CR0, ``cr1`` = G/(G-1) per term),
                        ``alpha``, ``reference`` (``normal`` or ``t``), ``df`` (t degrees
-                       of freedom or null)
+                       of freedom or null), ``method`` (``sandwich``, ``jackknife`` or
+                       ``bootstrap`` as requested), ``bootstrap_reps``, ``seed``
 n_comparisons          comparisons in the log (sum of frequency weights)
 n_rows                 rows of the log
 models                 model names
@@ -27,6 +28,24 @@ axes                   per clustering axis: n_clusters, mean_cluster_size, icc (
                        comparisons per cluster), rho (shared-response correlation)
 unobserved_pairs       model pairs never compared, as [name, name]
 warnings               plain-language warnings
+method                 variance method actually run: ``sandwich``, ``jackknife`` (CV3),
+                       ``wild bootstrap`` (ci_low/ci_high are then percentile-t),
+                       ``cluster bootstrap`` or ``pigeonhole bootstrap``
+method_note            one line: which variance method was used and why
+simultaneous_critical_value
+                       critical value c of the simultaneous intervals (max-|T| quantile,
+                       or the wild bootstrap's max-|t*| quantile); null unless requested
+sim_low, sim_high      simultaneous intervals ``score -/+ c * se``, covering all scores
+                       jointly with probability 1 - alpha; null unless requested
+rank_low, rank_high    rank confidence set of each model, 1 = best (Mogstad et al. 2024);
+                       null unless requested
+rank_method            ``marginal`` (each set covers its model's rank) or ``simultaneous``
+                       (all sets jointly); null unless ranks were requested
+pairwise               list over model pairs (i < j in ``models`` order) of ``model_i``,
+                       ``model_j``, ``estimate`` (score_i - score_j), ``se``, ``p``
+                       (two-sided, normal or t(df)), ``p_holm`` (Holm-adjusted),
+                       ``p_max_t`` (single-step max-T adjusted), ``sim_low``/``sim_high``
+                       (simultaneous intervals over all pairs); null unless requested
 =====================  ==================================================================
 """
 
@@ -60,6 +79,38 @@ def _clean(value):
     return value
 
 
+def _joint_columns(analysis: LeaderboardAnalysis) -> dict:
+    """Per-model simultaneous intervals and rank bounds (NaN where not computed)."""
+    joint, k = analysis.joint, len(analysis.models)
+    empty = np.full(k, np.nan)
+    if joint is None:
+        return {}
+    cols = {}
+    if joint.sim_low is not None:
+        cols["sim_low"], cols["sim_high"] = joint.sim_low, joint.sim_high
+    if joint.ranks is not None:
+        keep = ~np.isnan(analysis.scores)
+        low, high = empty.copy(), empty.copy()
+        low[keep], high[keep] = joint.ranks.low, joint.ranks.high
+        cols["rank_low"], cols["rank_high"] = low, high
+    return cols
+
+
+def pairwise_records(analysis: LeaderboardAnalysis) -> list[dict] | None:
+    """The ``pairwise`` JSON list (module docstring), or None if not computed."""
+    joint = analysis.joint
+    if joint is None or joint.pairwise is None:
+        return None
+    pw = joint.pairwise
+    names = np.asarray([str(m) for m in analysis.models])[~np.isnan(analysis.scores)]
+    frame = pd.DataFrame({
+        "model_i": names[pw.i], "model_j": names[pw.j], "estimate": pw.estimate,
+        "se": pw.se, "p": pw.p_value, "p_holm": pw.p_holm, "p_max_t": pw.p_max_t,
+        "sim_low": pw.low, "sim_high": pw.high,
+    })
+    return frame.to_dict(orient="records")
+
+
 def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
     """One row per model, best score first."""
     iv = analysis.intervals
@@ -72,6 +123,7 @@ def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
         "ci_high": iv.high,
         "inflation": np.sqrt(analysis.deff),
         "n": analysis.leaderboard.comparisons_per_model,
+        **_joint_columns(analysis),
     })
     table = table.sort_values("score", ascending=False, kind="stable", na_position="last")
     table.insert(0, "rank", np.arange(1, len(table) + 1))
@@ -92,9 +144,24 @@ def format_table(analysis: LeaderboardAnalysis) -> str:
             f"{row.rank:>3}  {row.model:<{width}}  {100 * row.score:6.2f}  "
             f"{100 * row.se_naive:8.2f}  {100 * row.se:6.2f}  "
             f"[{100 * row.ci_low:6.2f}, {100 * row.ci_high:6.2f}]  {row.inflation:5.2f}  "
-            f"{row.n:9.0f}"
+            f"{row.n:9.0f}" + _joint_cells(row)
         )
-    return "\n".join(lines)
+    return "\n".join(lines[:1]) + _joint_header(table, level) + "\n" + "\n".join(lines[1:])
+
+
+def _joint_header(table: pd.DataFrame, level: int) -> str:
+    head = f"  {f'{level}% simult.':>16}" if "sim_low" in table else ""
+    return head + (f"  {'rank set':>8}" if "rank_low" in table else "")
+
+
+def _joint_cells(row) -> str:
+    cells = ""
+    if hasattr(row, "sim_low"):
+        cells += f"  [{100 * row.sim_low:6.2f}, {100 * row.sim_high:6.2f}]"
+    if hasattr(row, "rank_low"):
+        ranks = "" if np.isnan(row.rank_low) else f"{row.rank_low:.0f}-{row.rank_high:.0f}"
+        cells += f"  {ranks:>8}"
+    return cells
 
 
 def format_summary(analysis: LeaderboardAnalysis) -> str:
@@ -106,6 +173,14 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
         f"clustered by {' + '.join(s['cluster'])} ({s['correction']}), weights={s['weights']}, "
         f"reference {ref}"
     ]
+    if analysis.method_note:
+        lines.append(f"variance: {analysis.method_note}")
+    joint = analysis.joint
+    if joint is not None and joint.simultaneous_critical_value is not None:
+        lines.append(f"simultaneous intervals: critical value "
+                     f"{joint.simultaneous_critical_value:.3f} (all models jointly)")
+    if joint is not None and joint.ranks is not None:
+        lines.append(f"rank sets: {joint.ranks.method} (1 = best)")
     for axis in analysis.axes.values():
         lines.append(
             f"  {axis.name}: {axis.n_clusters:,} clusters, mean size "
@@ -136,8 +211,28 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
         "cov": analysis.cov, "axes": axes,
         "unobserved_pairs": [list(p) for p in analysis.leaderboard.unobserved_pairs],
         "warnings": analysis.warnings,
+        **_joint_json(analysis),
     }
     return _clean(doc)
+
+
+def _ints(values) -> list | None:
+    return None if values is None else [None if np.isnan(v) else int(v) for v in values]
+
+
+def _joint_json(analysis: LeaderboardAnalysis) -> dict:
+    """Method and joint-inference keys (module docstring); null when not requested."""
+    joint, cols = analysis.joint, _joint_columns(analysis)
+    ranks = None if joint is None else joint.ranks
+    return {
+        "method": analysis.method, "method_note": analysis.method_note,
+        "simultaneous_critical_value": None if joint is None
+        else joint.simultaneous_critical_value,
+        "sim_low": cols.get("sim_low"), "sim_high": cols.get("sim_high"),
+        "rank_low": _ints(cols.get("rank_low")), "rank_high": _ints(cols.get("rank_high")),
+        "rank_method": None if ranks is None else ranks.method,
+        "pairwise": pairwise_records(analysis),
+    }
 
 
 def write_json(analysis: LeaderboardAnalysis, path) -> None:
