@@ -167,9 +167,9 @@ def test_analysis_icc_and_design_effects(data, weights, correction):
         np.testing.assert_allclose(getattr(rw, name), getattr(rx, name), atol=1e-7)
     # ratios to the naive variance are compared where that variance is not round-off
     informed = np.diag(rx.cov_naive) > 1e-10
-    for name in ("deff", "effective_n"):
-        np.testing.assert_allclose(getattr(rw, name)[informed], getattr(rx, name)[informed],
-                                   rtol=1e-7, err_msg=name)
+    np.testing.assert_allclose(rw.deff[informed], rx.deff[informed], rtol=1e-7, atol=1e-9)
+    positive = informed & (rx.deff > 1e-9)
+    np.testing.assert_allclose(rw.effective_n[positive], rx.effective_n[positive], rtol=1e-7)
     for axis in ("prompt", "judge"):
         aw, ax = rw.axes[axis], rx.axes[axis]
         assert aw.n_clusters == ax.n_clusters
@@ -181,7 +181,9 @@ def test_analysis_icc_and_design_effects(data, weights, correction):
             np.testing.assert_allclose(getattr(aw, name)[informed],
                                        getattr(ax, name)[informed], rtol=1e-7, atol=1e-9,
                                        err_msg=f"{axis}.{name}")
-    assert rw.warnings == rx.warnings
+    # "zero estimated variance" compares an SE with 0 exactly, so round-off may flip it
+    assert [w for w in rw.warnings if "zero estimated variance" not in w] == \
+        [w for w in rx.warnings if "zero estimated variance" not in w]
 
 
 @settings(max_examples=15, deadline=None)
