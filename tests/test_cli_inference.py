@@ -1,0 +1,134 @@
+"""`winrate leaderboard` inference flags: --method, --simultaneous, --ranks, --pairwise,
+--plot, --bootstrap-reps, --seed; JSON keys checked against the library functions."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from winrate.cli import main
+from winrate.data import read_comparisons
+from winrate.errors import WinrateWarning
+from winrate.inference import pairwise_differences, simultaneous_intervals
+from winrate.resampling import multiway_jackknife_cov, wild_cluster_bootstrap
+from winrate.simulate import SimulationDesign, simulate_comparisons
+
+NEW_KEYS = {"method", "method_note", "simultaneous_critical_value", "sim_low", "sim_high",
+            "rank_low", "rank_high", "rank_method", "pairwise"}
+
+
+@pytest.fixture(scope="module")
+def log_file(tmp_path_factory):
+    sim = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60, n_judges=4), seed=9)
+    path = tmp_path_factory.mktemp("cli_inference") / "log.csv"
+    sim.frame().to_csv(path, index=False)
+    return path
+
+
+def _run(argv, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    assert main(["leaderboard", *map(str, argv), "--json", str(out)]) == 0
+    return json.loads(out.read_text()), capsys.readouterr().out
+
+
+def test_default_run_has_new_keys_as_null(log_file, tmp_path, capsys):
+    doc, printed = _run([log_file], tmp_path, capsys)
+    assert NEW_KEYS <= set(doc)
+    assert doc["method"] == "sandwich" and doc["settings"]["method"] == "sandwich"
+    assert doc["sim_low"] is None and doc["rank_low"] is None and doc["pairwise"] is None
+    assert "variance: sandwich (cr1) clustered by prompt (60 clusters) + judge (4 clusters)" \
+        in printed
+    assert "consider --method jackknife (CV3 + t(3))" in printed
+
+
+def test_simultaneous_ranks_and_pairwise_match_the_library(log_file, tmp_path, capsys):
+    doc, printed = _run([log_file, "--simultaneous", "--ranks", "--seed", 3], tmp_path, capsys)
+    score, cov = np.array(doc["score"]), np.array(doc["cov"])
+    sim = simultaneous_intervals(score, cov, 0.05, None, seed=3)
+    assert doc["simultaneous_critical_value"] == pytest.approx(sim.critical_value, rel=1e-12)
+    np.testing.assert_allclose(doc["sim_low"], sim.low, rtol=1e-12)
+    assert np.all(np.array(doc["sim_low"]) < np.array(doc["ci_low"]))
+    rank = 1 + (score[None, :] > score[:, None]).sum(axis=1)
+    low, high = np.array(doc["rank_low"]), np.array(doc["rank_high"])
+    assert all(isinstance(v, int) for v in doc["rank_low"])
+    assert np.all((low <= rank) & (rank <= high)) and doc["rank_method"] == "marginal"
+    pairs = pd.DataFrame(doc["pairwise"])
+    assert len(pairs) == 10
+    ref = pairwise_differences(score, cov, 0.05, None, seed=3)
+    np.testing.assert_allclose(pairs["estimate"], ref.estimate, atol=1e-15)
+    np.testing.assert_allclose(pairs["p_holm"], ref.p_holm, rtol=1e-12)
+    assert (pairs["p_holm"] >= pairs["p"]).all()
+    names = doc["models"]
+    first = pairs.iloc[0]
+    assert first["estimate"] == pytest.approx(score[names.index(first["model_i"])]
+                                              - score[names.index(first["model_j"])])
+    assert "95% simult." in printed and "rank set" in printed
+
+
+def test_jackknife_method_uses_cv3_and_t_reference(log_file, tmp_path, capsys):
+    doc, printed = _run([log_file, "--method", "jackknife"], tmp_path, capsys)
+    log = read_comparisons(log_file)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        jack = multiway_jackknife_cov(log, [log.axes["prompt"].codes, log.axes["judge"].codes])
+    np.testing.assert_allclose(np.array(doc["cov"]), jack.cov, atol=1e-15)
+    assert doc["settings"]["df"] == 3 and doc["method"] == "jackknife"
+    assert "variance: jackknife (CV3" in printed and "t(3) reference" in printed
+    assert "reference t(3)" in printed
+
+
+def test_bootstrap_one_axis_is_the_wild_bootstrap(log_file, tmp_path, capsys):
+    doc, printed = _run([log_file, "--method", "bootstrap", "--cluster", "judge",
+                         "--simultaneous", "--seed", 5], tmp_path, capsys)
+    log = read_comparisons(log_file)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        wild = wild_cluster_bootstrap(log, log.axes["judge"].codes, reps=999, seed=5)
+    assert doc["method"] == "wild bootstrap" and wild.distribution == "webb"
+    np.testing.assert_allclose(doc["ci_low"], wild.low, rtol=1e-12)
+    assert doc["simultaneous_critical_value"] == pytest.approx(wild.simultaneous_critical_value)
+    assert "Webb 6-point weights" in printed and "all enumerated" in printed
+
+
+def test_bootstrap_two_axes_is_the_pigeonhole(log_file, tmp_path, capsys):
+    doc, printed = _run([log_file, "--method", "bootstrap", "--bootstrap-reps", 199],
+                        tmp_path, capsys)
+    assert doc["method"] == "pigeonhole bootstrap" and doc["settings"]["bootstrap_reps"] == 199
+    assert "Owen's (2007) pigeonhole bootstrap" in printed
+
+
+def test_plot_writes_a_png(log_file, tmp_path, capsys):
+    path = tmp_path / "board.png"
+    doc, _ = _run([log_file, "--plot", path], tmp_path, capsys)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert doc["sim_low"] is not None and doc["rank_low"] is not None
+
+
+def test_separated_models_get_singleton_rank_sets(tmp_path, capsys):
+    """Constructed case with a known answer: model k beats every lower-ranked model in 95%
+    of 200 comparisons spread over 40 prompts, so every rank is pinned down."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(4):
+        for j in range(i + 1, 4):
+            for r in range(200):
+                rows.append({"prompt_id": r % 40, "judge_id": r % 7, "model_a": f"m{i}",
+                             "model_b": f"m{j}", "outcome": "a" if rng.random() < 0.95 else "b"})
+    path = tmp_path / "separated.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    doc, _ = _run([path, "--ranks", "--rank-method", "simultaneous"], tmp_path, capsys)
+    assert doc["rank_low"] == [1, 2, 3, 4] and doc["rank_high"] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--method", "bootstrap", "--bootstrap-reps", "10"], "--bootstrap-reps"),
+    (["--plot", "/nonexistent-dir/x.png"], "directory"),
+])
+def test_bad_inference_flags_exit_2(log_file, capsys, argv, message):
+    assert main(["leaderboard", str(log_file), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("winrate leaderboard: error:")
