@@ -493,7 +493,7 @@ def format_structure(report: EdaReport) -> str:
     title = f"Dataset {report.dataset}" if report.dataset else "Comparison log"
     lines = [
         f"{title}: {s['n_comparisons']:,.0f} comparisons in {s['n_rows']:,} rows, "
-        f"{s['n_models']} models, {s['n_pairs']} of {s['n_pairs_possible']} pairs compared",
+        f"{s['n_models']} models, {s['n_pairs']:,} of {s['n_pairs_possible']:,} pairs compared",
         f"  prompts {_fmt(s['n_prompts'], ',')}, judges {_fmt(s['n_judges'], ',')}, "
         f"tie share {100 * s['tie_share']:.1f}%",
     ]
@@ -538,7 +538,8 @@ def format_table(report: EdaReport) -> str:
         lines.append(f"{values['model']:<{width}}  " + "  ".join(
             f"{_fmt(values[c], spec.get(c, '.2f')):>{sizes[c]}}" for c in cols))
     note = ("score and SEs in percent; 'x AXIS' = SE inflation SE_AXIS / SE_naive; "
-            f"eff_n = n / DEFF of {report.main}")
+            + (f"eff_n = n / DEFF of {report.main}" if report.main else
+               "eff_n undefined: no clustering is identified"))
     return "\n".join(lines + [note])
 
 
