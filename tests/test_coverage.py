@@ -1,0 +1,90 @@
+"""A small seeded version of the coverage study (scripts/coverage.py) and its summaries."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from pathlib import Path
+
+import numba
+import numpy as np
+import pandas as pd
+import pytest
+
+from winrate.errors import WinrateWarning
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "coverage.py"
+
+
+@pytest.fixture(scope="module")
+def study():
+    spec = importlib.util.spec_from_file_location("coverage_study", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)  # tiny logs: numba's thread start-up dominates
+    yield module
+    numba.set_num_threads(threads)
+
+
+def _reps(study, design, n_prompts=100, n_judges=10, reps=10) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        rows = [r for rep in range(reps)
+                for r in study.one_rep(n_prompts, n_judges, rep, design)]
+    return pd.DataFrame(rows)
+
+
+def test_naive_undercovers_when_responses_are_shared(study):
+    per_rep = _reps(study, study.DESIGN)
+    by = per_rep.groupby("method")
+    coverage, width = by["marginal"].mean(), by["width"].mean()
+    assert set(coverage.index) == set(study.METHODS)
+    assert coverage["naive"] < coverage["twoway"] - 0.15
+    assert coverage["naive"] < 0.8 and coverage["twoway"] > 0.8
+    wide = per_rep.pivot(index="rep", columns="method", values="width")
+    assert (wide["naive"] < wide["twoway"]).all()  # every replication, not just on average
+    assert width["twoway_t"] > width["twoway"]  # t(9) > z
+    sim = by["simultaneous"].mean()
+    assert sim["naive"] <= coverage["naive"] and sim["twoway"] > sim["naive"]
+
+
+def test_naive_is_fine_without_shared_effects(study):
+    per_rep = _reps(study, study.CONTROL)
+    coverage = per_rep.groupby("method")["marginal"].mean()
+    assert coverage["naive"] > 0.85
+    wide = per_rep.pivot(index="rep", columns="method", values="width")
+    # with no dependence the clustered widths are about the naive one
+    assert np.all(np.abs(wide["twoway"] / wide["naive"] - 1) < 0.35)
+
+
+def test_summary_mc_errors_are_computed_from_replications(study):
+    rng = np.random.default_rng(0)
+    marginal = rng.choice([0.5, 0.75, 1.0], size=40)
+    simultaneous = rng.random(40) < 0.8
+    per_rep = pd.DataFrame({"prompts": 10, "judges": 2, "rep": np.arange(40),
+                            "method": "naive", "marginal": marginal,
+                            "simultaneous": simultaneous, "width": 1.0, "sim_width": 2.0})
+    row = study.summarise(per_rep).iloc[0]
+    assert row["marginal"] == pytest.approx(100 * marginal.mean())
+    assert row["marginal_mcse"] == pytest.approx(100 * marginal.std(ddof=1) / np.sqrt(40))
+    p = simultaneous.mean()
+    assert row["simultaneous_mcse"] == pytest.approx(100 * np.sqrt(p * (1 - p) / 40))
+
+
+def test_closest_to_nominal_picks_the_smallest_gap(study):
+    table = pd.DataFrame({"prompts": [10] * 3 + [30] * 3, "judges": 2,
+                          "method": ["a", "b", "c"] * 2,
+                          "marginal": [80.0, 97.5, 93.0, 94.0, 99.0, 95.5]})
+    best = study.closest_to_nominal(table)
+    assert list(best["method"]) == ["c", "c"]
+
+
+def test_outputs_are_written(study, tmp_path):
+    per_rep = pd.concat([_reps(study, study.DESIGN, 10, 2, reps=3),
+                         _reps(study, study.DESIGN, 30, 3, reps=3)])
+    table = study.summarise(per_rep)
+    text = study.markdown(table, 1.0, 3, study.summarise(per_rep[per_rep.prompts == 10]))
+    assert "## Marginal coverage" in text and "| prompts | judges | naive |" in text
+    study.figure(table, tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
