@@ -194,7 +194,7 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
     if no_games.any():
         names = [str(m) for m in board.models[no_games]]
         notes.append(f"models with no comparisons (score undefined): {names}")
-    zero = (se == 0) & ~no_games
+    zero = (se < 1e-12) & ~no_games  # exact zero up to round-off
     if zero.any():
         notes.append(
             f"models with zero estimated variance: {[str(m) for m in board.models[zero]]}; "
