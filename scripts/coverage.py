@@ -61,7 +61,7 @@ from winrate.simulate import SimulationDesign, simulate_comparisons  # noqa: E40
 from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov  # noqa: E402
 
 PROMPTS = (10, 30, 100, 300)
-JUDGES = (2, 3, 10, 30)
+JUDGES = (2, 3, 5, 10, 30)
 ALPHA = 0.05
 BASE_SEED = 20240611
 SIM_DRAWS = 10_000  # MC draws per simultaneous critical value (its MC SE ~ 0.02)
@@ -174,7 +174,7 @@ def summarise(per_rep: pd.DataFrame) -> pd.DataFrame:
     table = grouped.agg(
         reps=("rep", "size"), marginal=("marginal", "mean"), marginal_sd=("marginal", "std"),
         simultaneous=("simultaneous", "mean"), width=("width", "mean"),
-        sim_width=("sim_width", "mean"),
+        width_median=("width", "median"), sim_width=("sim_width", "mean"),
     ).reset_index()
     table["marginal_mcse"] = 100 * table["marginal_sd"] / np.sqrt(table["reps"])
     p = table["simultaneous"]
@@ -185,7 +185,7 @@ def summarise(per_rep: pd.DataFrame) -> pd.DataFrame:
     table = table.sort_values(["prompts", "judges", "method"],
                               key=lambda c: c.map(order) if c.name == "method" else c)
     cols = ["prompts", "judges", "method", "reps", "marginal", "marginal_mcse", "simultaneous",
-            "simultaneous_mcse", "width", "sim_width"]
+            "simultaneous_mcse", "width", "width_median", "sim_width"]
     return table[cols].reset_index(drop=True)
 
 
@@ -206,6 +206,12 @@ def _md_table(frame: pd.DataFrame, fmt=str) -> str:
 
 def _fmt(value) -> str:
     return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+
+def _fmt_width(value) -> str:
+    if not isinstance(value, float):
+        return str(value)
+    return f"{value:.3f}" if value < 100 else f"{value:.2g}"
 
 
 def markdown(table: pd.DataFrame, elapsed: float, reps: int,
@@ -232,11 +238,12 @@ def markdown(table: pd.DataFrame, elapsed: float, reps: int,
         grid = wide.pivot_table(index=["prompts", "judges"], columns="method", values="cell",
                                 aggfunc="first")[list(METHODS)]
         lines += [_md_table(grid.reset_index()), ""]
-    lines += ["## Mean width of the marginal intervals (score points)", ""]
-    width = table.pivot_table(index=["prompts", "judges"], columns="method",
-                              values="width")[list(METHODS)]
-    lines += [_md_table(width.reset_index(), lambda v: f"{v:.3f}" if isinstance(v, float)
-                        else str(v)), ""]
+    for column, title in (("width", "Mean"), ("width_median", "Median")):
+        lines += [f"## {title} width of the marginal intervals (score points; scores lie in "
+                  "[0, 1], so a width above 1 is uninformative)", ""]
+        width = table.pivot_table(index=["prompts", "judges"], columns="method",
+                                  values=column)[list(METHODS)]
+        lines += [_md_table(width.reset_index(), _fmt_width), ""]
     if control is not None:
         lines += [
             "## Control: no shared effects",
@@ -247,7 +254,9 @@ def markdown(table: pd.DataFrame, elapsed: float, reps: int,
             "given the pair, so the naive interval is the right one here.",
             "",
             _md_table(control[["method", "marginal", "marginal_mcse", "simultaneous",
-                               "simultaneous_mcse", "width"]].round({"width": 3})),
+                               "simultaneous_mcse", "width"]].round(
+                {"marginal": 1, "marginal_mcse": 1, "simultaneous": 1, "simultaneous_mcse": 1,
+                 "width": 3})),
             "",
         ]
     lines += ["## Method closest to 95% per cell", ""]
@@ -264,9 +273,10 @@ def figure(table: pd.DataFrame, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
     prompts = sorted(table["prompts"].unique())
-    fig, axes = plt.subplots(2, len(prompts), figsize=(4 * len(prompts), 7.5), sharey=True,
+    fig, axes = plt.subplots(2, len(prompts), figsize=(4 * len(prompts), 8.5), sharey="row",
                              squeeze=False)
     colors = plt.get_cmap("tab10")
     for row, column in enumerate(("marginal", "simultaneous")):
@@ -281,9 +291,10 @@ def figure(table: pd.DataFrame, path: Path) -> None:
                             marker="o", ms=3.5, lw=1.2, capsize=2, color=colors(i),
                             label=method)
             ax.set_xscale("log")
+            ax.xaxis.set_minor_locator(NullLocator())
             ax.set_xticks(sorted(table["judges"].unique()))
             ax.set_xticklabels(sorted(table["judges"].unique()))
-            ax.set_ylim(max(40, table[column].min() - 3), 100.5)
+            ax.set_ylim(max(0, table[column].min() - 3), 101)
             ax.set_title(f"{n_prompts} prompts, {column}", fontsize=10)
             ax.set_xlabel("judges")
             if col == 0:
