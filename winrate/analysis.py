@@ -273,22 +273,27 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     df = None
     if reference == "t" and clustering:
         df = min(axis.n_clusters for axis in axes.values()) - 1
-    choice = None
+    choice, resampling_notes = None, []
     if method == "sandwich":
         method_note = sandwich_note(clustering, [a.n_clusters for a in axes.values()],
                                     correction, df)
     else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", WinrateWarning)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", WinrateWarning)
             choice = resampled_variance(log, board, clustering, method, weights, alpha,
                                         bootstrap_reps, seed, progress)
+        # keep the resampling warnings (few clusters, coarse bootstrap support, undefined
+        # replicates) as notes; PSD repair is reported by the common note below
+        resampling_notes = list(dict.fromkeys(
+            str(w.message) for w in caught if issubclass(w.category, WinrateWarning)
+            and "not PSD" not in str(w.message)))
         cov, df, method_note = choice.cov, choice.df, choice.note
         psd_repaired = psd_repaired or choice.psd_repaired
     intervals = wald_intervals(board.scores, cov, alpha, df)
     if choice is not None and choice.wild is not None:
         intervals = WaldIntervals(board.scores, choice.wild.se, choice.wild.low,
                                   choice.wild.high, float("nan"), alpha, df)
-    notes = _warnings(board, axes, intervals.se, psd_repaired)
+    notes = _warnings(board, axes, intervals.se, psd_repaired) + resampling_notes
     for note in notes:
         warnings.warn(note, WinrateWarning, stacklevel=2)
     settings = {"cluster": list(clustering) or ["none"], "weights": _weights_label(weights),
