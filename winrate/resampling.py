@@ -553,7 +553,9 @@ def _warn_coarse_support(distribution: str, n_groups: int, alpha: float) -> None
     elif n_groups <= 5:
         warnings.warn(
             f"the wild cluster bootstrap with only {n_groups} clusters is unreliable "
-            "(MacKinnon & Webb 2017): its intervals can under- or over-cover badly",
+            "(MacKinnon & Webb 2017): its intervals can under- or over-cover badly"
+            + (", and with 2 clusters some draws leave almost no residual variation, so "
+               "the interval can be arbitrarily wide" if n_groups == 2 else ""),
             WinrateWarning, stacklevel=3)
 
 
