@@ -299,9 +299,11 @@ def figure(table: pd.DataFrame, path: Path) -> None:
             ax.set_xlabel("judges")
             if col == 0:
                 ax.set_ylabel("coverage of nominal 95% intervals (%)")
-    axes[0, -1].legend(fontsize=8, loc="lower right")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(METHODS), fontsize=9,
+               frameon=False)
     fig.suptitle("Coverage of leaderboard-score intervals (band: 93-97%, bars: +/-1.96 MC SE)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=130)
     plt.close(fig)
 
@@ -312,7 +314,12 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default="paper/coverage")
     parser.add_argument("--quick", action="store_true", help="tiny grid, few reps")
+    parser.add_argument("--replot", action="store_true",
+                        help="only redraw the figure from OUT/coverage.csv")
     args = parser.parse_args(argv)
+    if args.replot:
+        figure(pd.read_csv(Path(args.out) / "coverage.csv"), Path(args.out) / "coverage.png")
+        return
     prompts, judges, reps = (PROMPTS, JUDGES, args.reps)
     if args.quick:
         prompts, judges, reps = (10, 30), (3, 10), min(args.reps, 20)
