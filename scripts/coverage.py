@@ -33,6 +33,11 @@ Usage: ``python scripts/coverage.py [--reps 600] [--workers 2] [--out paper/cove
 
 from __future__ import annotations
 
+if __name__ == "coverage":
+    # Another script in scripts/ has this folder on sys.path, and numba's optional
+    # ``import coverage`` found this file instead of the coverage package: decline.
+    raise ImportError("scripts/coverage.py is the coverage study, not the coverage package")
+
 import argparse
 import os
 import sys
