@@ -39,31 +39,23 @@ if __name__ == "coverage":
     raise ImportError("scripts/coverage.py is the coverage study, not the coverage package")
 
 import argparse
-import os
-import sys
 import time
 import warnings
 from dataclasses import asdict, replace
 from multiprocessing import Pool
 from pathlib import Path
 
-# Run as ``python scripts/coverage.py``, this directory is sys.path[0] and this file would
-# shadow the ``coverage`` package that numba imports: drop it before importing anything.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
-# Parallelism comes from the worker processes; numba kernels stay single-threaded so the
-# workers do not oversubscribe the cores.
-os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+import numba
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
-
-from winrate.errors import WinrateWarning  # noqa: E402
-from winrate.inference import critical_value, simultaneous_intervals  # noqa: E402
-from winrate.leaderboard import fit  # noqa: E402
-from winrate.resampling import cluster_bootstrap, multiway_jackknife_cov, wild_cluster_bootstrap  # noqa: E402
-from winrate.simulate import SimulationDesign, simulate_comparisons  # noqa: E402
-from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov  # noqa: E402
+from winrate.errors import WinrateWarning
+from winrate.inference import critical_value, simultaneous_intervals
+from winrate.leaderboard import fit
+from winrate.resampling import cluster_bootstrap, multiway_jackknife_cov, wild_cluster_bootstrap
+from winrate.simulate import SimulationDesign, simulate_comparisons
+from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
 
 PROMPTS = (10, 30, 100, 300)
 JUDGES = (2, 3, 5, 10, 30)
@@ -150,6 +142,11 @@ def _task(args):
         return [row for rep in reps for row in one_rep(n_prompts, n_judges, rep, design)]
 
 
+def _single_threaded() -> None:
+    """Parallelism comes from the worker processes: keep numba single-threaded in each."""
+    numba.set_num_threads(1)
+
+
 def run_study(prompts=PROMPTS, judges=JUDGES, reps: int = 600, workers: int = 2,
               design: SimulationDesign = DESIGN, chunk: int = 25,
               progress: bool | None = None) -> pd.DataFrame:
@@ -160,7 +157,7 @@ def run_study(prompts=PROMPTS, judges=JUDGES, reps: int = 600, workers: int = 2,
     bar = tqdm(total=len(tasks), desc="coverage study", disable=None if progress is None
                else not progress)
     if workers > 1:
-        with Pool(workers) as pool:
+        with Pool(workers, initializer=_single_threaded) as pool:
             for part in pool.imap_unordered(_task, tasks):
                 rows.extend(part)
                 bar.update()
