@@ -28,3 +28,14 @@ def random_log(seed: int, n: int = 400, k: int = 6, n_prompts: int = 37, n_judge
 @pytest.fixture(params=[0, 1, 2])
 def unbalanced_log(request) -> ComparisonLog:
     return random_log(request.param)
+
+
+@pytest.fixture(scope="session")
+def simulated_log_file(tmp_path_factory):
+    """A small simulated crossed log (5 models, 60 prompts, 4 judges) written as CSV."""
+    from winrate.simulate import SimulationDesign, simulate_comparisons
+
+    sim = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60, n_judges=4), seed=9)
+    path = tmp_path_factory.mktemp("simulated") / "log.csv"
+    sim.frame().to_csv(path, index=False)
+    return path

@@ -13,18 +13,14 @@ from winrate.analysis import analyze
 from winrate.cli import main
 from winrate.data import read_comparisons
 from winrate.errors import WinrateWarning
-from winrate.simulate import SimulationDesign, simulate_comparisons
 
 REQUIRED_KEYS = {"models", "score", "se", "se_naive", "ci_low", "ci_high", "cov", "axes",
                  "warnings", "n_comparisons", "settings"}
 
 
 @pytest.fixture(scope="module")
-def log_file(tmp_path_factory):
-    sim = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60, n_judges=4), seed=9)
-    path = tmp_path_factory.mktemp("cli") / "log.csv"
-    sim.frame().to_csv(path, index=False)
-    return path
+def log_file(simulated_log_file):
+    return simulated_log_file
 
 
 def test_leaderboard_json_matches_library(log_file, tmp_path, capsys):

@@ -15,18 +15,14 @@ from winrate.data import read_comparisons
 from winrate.errors import WinrateWarning
 from winrate.inference import pairwise_differences, simultaneous_intervals
 from winrate.resampling import multiway_jackknife_cov, wild_cluster_bootstrap
-from winrate.simulate import SimulationDesign, simulate_comparisons
 
 NEW_KEYS = {"method", "method_note", "simultaneous_critical_value", "sim_low", "sim_high",
             "rank_low", "rank_high", "rank_method", "pairwise"}
 
 
 @pytest.fixture(scope="module")
-def log_file(tmp_path_factory):
-    sim = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60, n_judges=4), seed=9)
-    path = tmp_path_factory.mktemp("cli_inference") / "log.csv"
-    sim.frame().to_csv(path, index=False)
-    return path
+def log_file(simulated_log_file):
+    return simulated_log_file
 
 
 def _run(argv, tmp_path, capsys):

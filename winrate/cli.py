@@ -23,16 +23,21 @@ from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
 _COMMAND_MODULES = ("winrate.evals.cli", "winrate.eda")
 
 
+def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--weights`` and ``--correction``, shared by every command that fits a leaderboard."""
+    parser.add_argument("--weights", default="uniform", choices=("uniform", "count"),
+                        help="opponent weights (default: uniform over observed opponents)")
+    parser.add_argument("--correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
+                        help=f"small-sample correction (default: {DEFAULT_CORRECTION})")
+
+
 def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet)")
     parser.add_argument("--dataset", help="a bundled dataset name instead of INPUT")
     parser.add_argument("--cluster", default="prompt+judge",
                         help="none | prompt | judge | prompt+judge | COL[+COL...] "
                              "(default: prompt+judge)")
-    parser.add_argument("--weights", default="uniform", choices=("uniform", "count"),
-                        help="opponent weights (default: uniform over observed opponents)")
-    parser.add_argument("--correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
-                        help=f"small-sample correction (default: {DEFAULT_CORRECTION})")
+    add_estimator_arguments(parser)
     parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
     parser.add_argument("--reference", default="normal", choices=("normal", "t"),
                         help="critical values: normal, or t with G - 1 df")

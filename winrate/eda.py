@@ -92,7 +92,7 @@ from winrate.analysis import AxisSummary, LeaderboardAnalysis, analyze, parse_cl
 from winrate.data import ComparisonLog, read_comparisons
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.report import _clean
-from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
+from winrate.variance import DEFAULT_CORRECTION
 
 SCHEMA = "winrate.eda/1"
 DEFAULT_CLUSTERINGS = ("prompt", "judge", "prompt+judge")
@@ -583,6 +583,8 @@ def format_report(report: EdaReport) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from winrate.cli import add_estimator_arguments
+
     parser.add_argument("--dataset", required=True,
                         help="mmlu_pro | llmfao | pandalm | chatbot_arena")
     parser.add_argument("--models", nargs="+", metavar="MODEL",
@@ -590,10 +592,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", nargs="+", metavar="SPEC", dest="clusterings",
                         help="clusterings to report, e.g. prompt judge prompt+judge "
                              "(default: the dataset's own set)")
-    parser.add_argument("--weights", default="uniform", choices=("uniform", "count"),
-                        help="opponent weights (default: uniform)")
-    parser.add_argument("--correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
-                        help=f"small-sample correction (default: {DEFAULT_CORRECTION})")
+    add_estimator_arguments(parser)
     parser.add_argument("--json", metavar="PATH", help="write the report as JSON here")
 
 
