@@ -99,7 +99,9 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
     clustering = parse_clustering(args.cluster)
-    log = _load_log(args, clustering)
+    with warnings.catch_warnings(record=True) as loading:
+        warnings.simplefilter("always", WinrateWarning)
+        log = _load_log(args, clustering)
     joint = _joint_flags(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
@@ -115,6 +117,8 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     if args.csv:
         leaderboard_table(result).to_csv(args.csv, index=False)
     _print_report(result)
+    for caught in loading:
+        print(f"warning: {caught.message}")
     return 0
 
 
