@@ -181,7 +181,8 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
             notes.append(
                 f"axis '{axis.name}' has only {axis.n_clusters} clusters (< {FEW_CLUSTERS}): "
                 f"its clustered SE rests on {axis.n_clusters} independent units and is "
-                "unreliable; prefer t intervals (--reference t) and treat the SE as rough."
+                "unreliable; use t(G - 1) critical values (--reference t; --method jackknife does) "
+                "or a bootstrap, and treat the SE as rough."
             )
         if axis.single_cluster_pairs:
             notes.append(
