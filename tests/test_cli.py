@@ -75,3 +75,11 @@ def test_demo_falls_back_to_simulated_log_without_data(capsys, monkeypatch, tmp_
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "MMLU-Pro data not found" in out and "clustered by prompt + judge" in out
+
+
+def test_json_safe_recurses_and_drops_nan():
+    from winrate.report import json_safe
+
+    doc = json_safe({"a": np.float64("nan"), "b": {"c": [1.0, np.inf]}, "d": np.arange(2)})
+    assert doc == {"a": None, "b": {"c": [1.0, None]}, "d": [0, 1]}
+    json.dumps(doc, allow_nan=False)

@@ -96,3 +96,10 @@ def test_from_arrays_validation():
         ComparisonLog.from_arrays([0, 1], [1, 1], [1, 0])
     with pytest.raises(WinrateInputError, match=r"score not in"):
         ComparisonLog.from_arrays([0, 1], [1, 0], [1, 0.3])
+
+
+def test_from_arrays_rejects_codes_outside_the_model_list():
+    with pytest.raises(WinrateInputError, match="negative model code"):
+        ComparisonLog.from_arrays([0, -1], [1, 0], [1, 0])
+    with pytest.raises(WinrateInputError, match="model codes go up to 2 but only 2"):
+        ComparisonLog.from_arrays([0, 2], [1, 0], [1, 0], models=["x", "y"])

@@ -186,3 +186,27 @@ def test_bad_arguments():
         cluster_cov(u, np.array(["a", None, "b", "b"], dtype=object), correction="none")
     with pytest.raises(ValueError, match="at least one"):
         multiway_cluster_cov(u, [])
+
+
+def test_single_cluster_is_an_error_not_nan():
+    u = np.random.default_rng(1).normal(size=(6, 2))
+    for correction in ("none", "cr1"):
+        with pytest.raises(ValueError, match="single cluster"):
+            cluster_cov(u, np.zeros(6, int), correction)
+        with pytest.raises(ValueError, match=r"groups\[1\] form a single cluster"):
+            multiway_cluster_cov(u, [np.arange(6) % 3, np.zeros(6, int)], correction)
+
+
+def test_intersection_of_many_large_axes_does_not_overflow():
+    """Three axes with ~n distinct labels each: the mixed-radix code would pass 2**63."""
+    rng = np.random.default_rng(2)
+    n = 300
+    u = rng.normal(size=(n, 3))
+    axes = [rng.permutation(n) * 10**6 + 7 for _ in range(3)]
+    shared = rng.integers(0, 5, n)
+    axes[2] = shared  # pairs of the first two are unique, so every intersection is a row
+    result = multiway_cluster_cov(u, axes, "none")
+    expected = brute_force_cov(u, [np.asarray(a) for a in axes], "none")
+    np.testing.assert_allclose(
+        sum(sign * c for (_, _, sign), c in zip(result.terms, result.term_covs, strict=True)),
+        expected, rtol=1e-10, atol=1e-12)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, first_rows
 from winrate.variance import factorize_groups
 
 DEFAULT_COLUMNS = {
@@ -32,7 +32,6 @@ DEFAULT_COLUMNS = {
 }
 _LABEL_SCORES = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
 _NUMERIC_SCORES = (0.0, 0.5, 1.0)
-_SHOW_ROWS = 5
 
 
 @dataclass(frozen=True)
@@ -105,8 +104,12 @@ class ComparisonLog:
         for name, arr in (("model_b", b), ("score", s)):
             if arr.shape != (n,):
                 raise WinrateInputError(f"{name} has shape {arr.shape}, expected ({n},)")
+        _check_rows((a < 0) | (b < 0), "model_a/model_b", "negative model code", np.arange(n))
         n_models = int(max(a.max(initial=-1), b.max(initial=-1))) + 1
         names = np.arange(n_models).astype(str) if models is None else np.asarray(models)
+        if len(names) < n_models:
+            raise WinrateInputError(f"model codes go up to {n_models - 1} but only "
+                                    f"{len(names)} model names were given")
         _check_rows(a == b, "model_a", "model_a equals model_b", np.arange(n))
         _check_rows(~np.isin(s, _NUMERIC_SCORES), "score", "score not in {0, 0.5, 1}",
                     np.arange(n))
@@ -127,18 +130,12 @@ class ComparisonLog:
         return cls(a[keep], b[keep], s[keep], names, coded, freq)
 
 
-def _first_rows(mask: np.ndarray, index) -> str:
-    rows = np.asarray(index)[np.flatnonzero(mask)[:_SHOW_ROWS]]
-    more = " ..." if mask.sum() > _SHOW_ROWS else ""
-    return ", ".join(map(str, rows)) + more
-
-
 def _check_rows(bad: np.ndarray, column: str, problem: str, index) -> None:
     """Raise naming the column, the problem, the count and the first offending rows."""
     if bad.any():
         raise WinrateInputError(
             f"column {column!r}: {problem} in {int(bad.sum())} row(s), first rows: "
-            f"{_first_rows(bad, index)}"
+            f"{first_rows(bad, index)}"
         )
 
 
@@ -152,24 +149,30 @@ def _check_frequency(freq: np.ndarray, n: int) -> np.ndarray:
     return freq
 
 
+_READERS = {
+    ".csv": pd.read_csv,
+    ".tsv": lambda p: pd.read_csv(p, sep="\t"),
+    ".jsonl": lambda p: pd.read_json(p, lines=True),
+    ".ndjson": lambda p: pd.read_json(p, lines=True),
+    ".json": pd.read_json,
+    ".parquet": pd.read_parquet,
+    ".pq": pd.read_parquet,
+}
+
+
 def read_table(path) -> pd.DataFrame:
-    """Read a CSV, JSONL/NDJSON, JSON or Parquet file into a DataFrame (by extension)."""
+    """Read a CSV/TSV, JSON Lines, JSON or Parquet file, chosen by extension (``.gz`` ok)."""
     path = Path(path)
+    suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".xz")]
+    reader = _READERS.get(suffixes[-1] if suffixes else "")
+    if reader is None:
+        raise WinrateInputError(
+            f"cannot tell the format of {str(path)!r}: use one of {sorted(_READERS)} "
+            "(optionally .gz)"
+        )
     if not path.exists():
-        raise WinrateInputError(f"input file not found: {path}")
-    suffixes = "".join(path.suffixes[-2:]).lower()
-    name = path.name.lower()
-    if name.endswith((".parquet", ".pq")):
-        return pd.read_parquet(path)
-    if name.endswith((".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")):
-        return pd.read_json(path, lines=True)
-    if name.endswith((".json", ".json.gz")):
-        return pd.read_json(path)
-    if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
-        return pd.read_csv(path, sep="\t" if ".tsv" in suffixes else ",")
-    raise WinrateInputError(
-        f"cannot tell the format of {path.name!r}: use .csv, .tsv, .jsonl, .json or .parquet"
-    )
+        raise WinrateInputError(f"file not found: {str(path)!r}")
+    return reader(path)
 
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:

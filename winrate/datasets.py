@@ -50,7 +50,7 @@ from winrate.download import (
     mmlu_pro_zip_name,
     search_dirs,
 )
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 
 __all__ = [
     "NAMES",
@@ -161,12 +161,6 @@ def load(name: str, *, data_dir=None, models: Sequence[str] | None = None,
 def _categorical(codes: np.ndarray, categories) -> pd.Categorical:
     """A Categorical from integer codes, without materialising one string per row."""
     return pd.Categorical.from_codes(codes, categories=pd.Index(categories), validate=False)
-
-
-def _first_rows(mask: np.ndarray, labels) -> str:
-    """The first few labels where ``mask`` is true, for an error message."""
-    where = np.flatnonzero(mask)[:_SHOW]
-    return ", ".join(str(labels[i]) for i in where)
 
 
 def _require(frame: pd.DataFrame, columns: Sequence[str], path: Path) -> None:
@@ -337,17 +331,17 @@ def _read_mmlu_file(path: Path) -> tuple[pd.DataFrame, int]:
         if missing.any():
             raise WinrateInputError(f"{path}: {int(missing.sum())} record(s) without "
                                     f"{col!r}; first record positions: "
-                                    f"{_first_rows(missing, frame.index)}")
+                                    f"{first_rows(missing, frame.index)}")
     qid = pd.to_numeric(frame["question_id"], errors="coerce").to_numpy(float)
     bad = ~np.isfinite(qid) | (qid != np.round(qid))
     if bad.any():
         raise WinrateInputError(f"{path}: non-integer question_id in record(s) "
-                                f"{_first_rows(bad, frame.index)}")
+                                f"{first_rows(bad, frame.index)}")
     frame["question_id"] = qid.astype(np.int64)
     dup = frame["question_id"].duplicated(keep=False).to_numpy()
     if dup.any():
         raise WinrateInputError(f"{path}: question_id repeated: "
-                                f"{_first_rows(dup, frame['question_id'].to_numpy())}")
+                                f"{first_rows(dup, frame['question_id'].to_numpy())}")
     return frame, len(data) - len(records)
 
 
@@ -398,7 +392,7 @@ def _mmlu_question_table(allf: pd.DataFrame, q_code: np.ndarray,
             warnings.warn(
                 f"mmlu_pro: {int(conflict.sum())} question(s) have a different {col!r} in "
                 f"different model files (first question_ids: "
-                f"{_first_rows(conflict, question_ids)}); the most common value is used",
+                f"{first_rows(conflict, question_ids)}); the most common value is used",
                 WinrateWarning, stacklevel=3,
             )
     # the most common value per question (first in file order on ties)
@@ -416,7 +410,7 @@ def _mmlu_question_table(allf: pd.DataFrame, q_code: np.ndarray,
     missing = out["category"].isna().to_numpy() | out["src"].isna().to_numpy()
     if missing.any():
         raise WinrateInputError(f"mmlu_pro: question(s) without category/src in every "
-                                f"file: {_first_rows(missing, question_ids)}")
+                                f"file: {first_rows(missing, question_ids)}")
     return out
 
 
@@ -505,7 +499,7 @@ def _read_llmfao_csv(path: Path, with_worker: bool) -> pd.DataFrame:
     empty = (frame == "").to_numpy().any(axis=1)
     if empty.any():
         raise WinrateInputError(f"{path}: empty value(s) in line(s) "
-                                f"{_first_rows(empty, frame.index + 2)}")
+                                f"{first_rows(empty, frame.index + 2)}")
     return frame
 
 
@@ -534,14 +528,14 @@ def _load_llmfao(fetch: dict, models: Sequence[str] | None, *,
         dup = gpt["id"].duplicated().to_numpy()
         if dup.any():
             raise WinrateInputError(f"{paths[judge]}: pair id repeated in line(s) "
-                                    f"{_first_rows(dup, gpt.index + 2)}")
+                                    f"{first_rows(dup, gpt.index + 2)}")
         in_crowd = gpt["id"].isin(crowd_pairs.index).to_numpy()
         same = crowd_pairs.reindex(gpt["id"].to_numpy()).to_numpy() == gpt[pair_cols].to_numpy()
         clash = in_crowd & ~same.all(axis=1)
         if clash.any():
             raise WinrateInputError(
                 f"{paths[judge]}: pair id(s) whose prompt/left/right differ from "
-                f"{paths['crowd'].name}: lines {_first_rows(clash, gpt.index + 2)}")
+                f"{paths['crowd'].name}: lines {first_rows(clash, gpt.index + 2)}")
         codes, _ = _outcome_codes(gpt["winner"], _LLMFAO_WINNER, paths[judge], "winner",
                                   gpt.index + 2)
         gpt = gpt.assign(judge_id=judge, code=codes)
@@ -607,7 +601,7 @@ def _read_json_frame(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     bad = idx.isna().to_numpy() | frame["idx"].duplicated(keep=False).to_numpy()
     if bad.any():
         raise WinrateInputError(f"{path}: missing or repeated 'idx' in record(s) "
-                                f"{_first_rows(bad, frame.index)}")
+                                f"{first_rows(bad, frame.index)}")
     frame["idx"] = idx.astype(np.int64)
     return frame
 
@@ -688,7 +682,7 @@ def _load_pandalm(fetch: dict, models: Sequence[str] | None, *,
         orphan = pos < 0
         if orphan.any():
             raise WinrateInputError(f"{paths[rel]}: idx value(s) not in {test_path.name}: "
-                                    f"{_first_rows(orphan, verdicts['idx'].to_numpy())}")
+                                    f"{first_rows(orphan, verdicts['idx'].to_numpy())}")
         codes, keep = _outcome_codes(verdicts[column], _PANDALM_LABEL, paths[rel], column,
                                      verdicts["idx"].to_numpy(), drop=_PANDALM_UNPARSEABLE)
         if not keep.all():
@@ -748,7 +742,7 @@ def _load_chatbot_arena(fetch: dict, models: Sequence[str] | None, *,
     bad |= (counts < 0).any(axis=1)
     if bad.any():
         raise WinrateInputError(f"{path}: invalid model index or negative count in X/Y "
-                                f"row(s) {_first_rows(bad, np.arange(n))}")
+                                f"row(s) {first_rows(bad, np.arange(n))}")
     ties = counts[:, 2] + (counts[:, 3] if counts.shape[1] == 4 and both_bad == "tie" else 0)
     per_outcome = np.stack([counts[:, 0], counts[:, 1], ties], axis=1)  # win, loss, tie
     row, outcome = np.nonzero(per_outcome)

@@ -91,7 +91,7 @@ from winrate import diagnostics
 from winrate.analysis import AxisSummary, LeaderboardAnalysis, analyze, parse_clustering
 from winrate.data import ComparisonLog, read_comparisons
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.report import _clean
+from winrate.report import json_safe
 from winrate.variance import DEFAULT_CORRECTION
 
 SCHEMA = "winrate.eda/1"
@@ -475,7 +475,7 @@ def to_dict(report: EdaReport) -> dict:
                     "effective_n_per_prompt_median": _median(eff / report.prompts)},
         "warnings": report.warnings,
     }
-    return _clean(doc)
+    return json_safe(doc)
 
 
 def write_json(report: EdaReport, path) -> None:

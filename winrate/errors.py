@@ -1,4 +1,8 @@
-"""Exception and warning types raised by winrate."""
+"""Exception and warning types raised by winrate, and the row list their messages quote."""
+
+import numpy as np
+
+_SHOW_ROWS = 5
 
 
 class WinrateInputError(ValueError):
@@ -7,3 +11,12 @@ class WinrateInputError(ValueError):
 
 class WinrateWarning(UserWarning):
     """A result is computable but less trustworthy than it looks; the message says why."""
+
+
+def first_rows(mask, labels=None, limit: int = _SHOW_ROWS) -> str:
+    """The first offending rows of a boolean mask for an error message: ``'3, 7, 9'``, or
+    ``'3, 7, 9, 12, 20, ... (41 in total)'``. ``labels`` maps positions to row labels."""
+    where = np.flatnonzero(np.asarray(mask))
+    shown = where if labels is None else np.asarray(labels)[where[:limit]]
+    text = ", ".join(str(v) for v in shown[:limit])
+    return text + (f", ... ({where.size} in total)" if where.size > limit else "")

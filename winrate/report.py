@@ -62,12 +62,12 @@ from winrate.analysis import LeaderboardAnalysis
 SCHEMA = "winrate.leaderboard/1"
 
 
-def _clean(value):
-    """JSON-safe: numpy to Python, NaN/inf to None."""
+def json_safe(value):
+    """JSON-safe, recursively: numpy to Python, NaN/inf to None."""
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
-        return [_clean(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+        return [json_safe(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
     if isinstance(value, (np.floating, float)):
         return None if not math.isfinite(value) else float(value)
     if isinstance(value, np.integer):
@@ -213,7 +213,7 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
         "warnings": analysis.warnings,
         **_joint_json(analysis),
     }
-    return _clean(doc)
+    return json_safe(doc)
 
 
 def _ints(values) -> list | None:

@@ -106,11 +106,12 @@ def intersect_codes(code_list: list[np.ndarray], sizes: list[int]) -> tuple[np.n
     """
     combined = np.zeros(code_list[0].shape[0], dtype=np.int64)
     n_range = 1
+    dense_limit = max(4 * combined.shape[0], 1 << 16)
     for codes, size in zip(code_list, sizes, strict=True):
         combined = combined * size + codes
         n_range *= size
-    if n_range > max(4 * combined.shape[0], 1 << 16):
-        return group_codes(combined)
+        if n_range > dense_limit:  # compact now, so the next product cannot overflow
+            combined, n_range = group_codes(combined)
     return combined, n_range
 
 
@@ -262,8 +263,9 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> tuple[np.ndarray,
 def _cluster_meat(influence, groups) -> np.ndarray:
     """Sandwich meat ``sum_g t_g t_g^T`` with ``t_g = sum_{r in g} u_r``.
 
-    Sparse influence goes through a numba kernel that sorts rows by group in O(n) and adds
-    outer products over the columns a group touches; a dense ``(n, K)`` array is never built.
+    Sparse influence goes through numba kernels: a radix pass scatters the non-zeros into
+    buckets of groups, each bucket is sorted locally, and outer products are added over the
+    columns a group touches; a dense ``(n, K)`` array is never built.
     Dense influence is group-summed by a sparse indicator product.
     """
     return _meat_from_codes(_as_influence(influence), *group_codes(groups))[0]
@@ -288,10 +290,20 @@ def naive_cov(influence, correction: str = "none", frequency=None) -> np.ndarray
     return small_sample_factor(freq.sum(), correction) * meat
 
 
+def _require_two_clusters(n_groups: int, what: str = "groups") -> None:
+    """One cluster carries no between-cluster information: the variance is not identified
+    (the centred influence sums to zero within it, and CR1's G/(G-1) is infinite)."""
+    if n_groups < 2:
+        raise ValueError(f"{what} form a single cluster: a clustered variance needs at least "
+                         "2 clusters (between-cluster variation is not identified)")
+
+
 def cluster_cov(influence, groups, correction: str = DEFAULT_CORRECTION) -> np.ndarray:
     """One-way cluster-robust covariance ``c(G) * sum_g t_g t_g^T`` (Liang-Zeger)."""
     _check_correction(correction)
-    meat, n_groups = _meat_from_codes(_as_influence(influence), *group_codes(groups))
+    codes, n_groups = group_codes(groups)
+    _require_two_clusters(n_groups)
+    meat, _ = _meat_from_codes(_as_influence(influence), codes, n_groups)
     return small_sample_factor(n_groups, correction) * meat
 
 
@@ -350,6 +362,8 @@ def multiway_cluster_cov(
     infl = _as_influence(influence)
     coded = [group_codes(g) for g in groups]
     codes, sizes = [c for c, _ in coded], [s for _, s in coded]
+    for i, size in enumerate(sizes):
+        _require_two_clusters(size, f"groups[{i}]")
     total = np.zeros((infl.shape[1], infl.shape[1]))
     terms, term_covs = [], []
     for order in range(1, len(groups) + 1):

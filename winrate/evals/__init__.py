@@ -6,6 +6,7 @@ Datapoints", arXiv 2503.01747): clustered SEs through :mod:`winrate.variance`, s
 intervals, resampling, paired comparisons, power analysis and paper-style reports.
 """
 
+from winrate.data import read_table
 from winrate.evals.frame import (
     Comparison,
     EvalReport,
@@ -15,7 +16,6 @@ from winrate.evals.frame import (
     evaluate,
     neighbour_pairs,
     question_scores,
-    read_table,
 )
 from winrate.evals.intervals import (
     BINOMIAL_METHODS,

@@ -11,21 +11,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 
 #: Below this many clusters the cluster-robust SE is biased down and its normal reference
 #: is unreliable (rule of thumb in Cameron & Miller 2015, sec. VI; clustered-se primer).
 FEW_CLUSTERS = 30
-_SHOW = 5
-
-
-def first_rows(mask, index=None) -> str:
-    """Describe the first offending rows of a boolean mask: ``'rows [3, 7] (2 in total)'``."""
-    where = np.flatnonzero(np.asarray(mask))
-    labels = where if index is None else np.asarray(index)[where]
-    shown = ", ".join(str(v) for v in labels[:_SHOW])
-    more = f", ... ({where.size} in total)" if where.size > _SHOW else ""
-    return f"rows [{shown}{more}]"
 
 
 def as_scores(values, name: str = "scores", index=None, min_size: int = 2) -> np.ndarray:
@@ -39,7 +29,7 @@ def as_scores(values, name: str = "scores", index=None, min_size: int = 2) -> np
     bad = ~np.isfinite(arr)
     if bad.any():
         raise WinrateInputError(
-            f"{name!r} has missing or infinite values at {first_rows(bad, index)}; "
+            f"{name!r} has missing or infinite values at rows [{first_rows(bad, index)}]; "
             "drop those rows (an unanswered question usually scores 0) and retry"
         )
     if arr.size < min_size:
@@ -57,7 +47,7 @@ def as_score_matrix(values, name: str = "scores") -> np.ndarray:
     bad = ~np.isfinite(arr).all(axis=1)
     if bad.any():
         raise WinrateInputError(
-            f"{name!r} has missing or infinite answers in {first_rows(bad)}; every question "
+            f"{name!r} has missing or infinite answers in rows [{first_rows(bad)}]; every question "
             "needs the same number K of answers"
         )
     if arr.shape[0] < 2:
@@ -89,7 +79,9 @@ def as_cluster_list(clusters, n: int) -> tuple[list[np.ndarray], list[str]]:
         same_length(n, labels, name)
         missing = pd.isna(labels)
         if missing.any():
-            raise WinrateInputError(f"{name!r} has missing cluster labels at {first_rows(missing)}")
+            raise WinrateInputError(
+                f"{name!r} has missing cluster labels at rows [{first_rows(missing)}]"
+            )
         out.append(labels)
     return out, names
 

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from winrate.data import read_table
 from winrate.errors import WinrateInputError
-from winrate.evals.frame import evaluate, question_scores, read_table
+from winrate.evals.frame import evaluate, question_scores
 from winrate.evals.power import estimate_power_inputs, minimum_detectable_effect, sample_size
 from winrate.evals.report import FORMATS, pairwise_table, report_json, score_table
 from winrate.evals.summary import INTERVALS

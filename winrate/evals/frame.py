@@ -11,13 +11,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.evals._checks import first_rows
+from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 from winrate.evals.paired import (
     McNemarResult,
     PairedBayesResult,
@@ -36,32 +34,6 @@ from winrate.evals.summary import (
 from winrate.variance import DEFAULT_CORRECTION
 
 SINGLE_MODEL = "model"
-_READERS = {
-    ".csv": pd.read_csv,
-    ".tsv": lambda p: pd.read_csv(p, sep="\t"),
-    ".jsonl": lambda p: pd.read_json(p, lines=True),
-    ".ndjson": lambda p: pd.read_json(p, lines=True),
-    ".json": pd.read_json,
-    ".parquet": pd.read_parquet,
-    ".pq": pd.read_parquet,
-}
-
-
-def read_table(path) -> pd.DataFrame:
-    """Read a CSV/TSV, JSON Lines, JSON or Parquet file, chosen by extension (``.gz`` ok)."""
-    path = Path(path)
-    suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".xz")]
-    reader = _READERS.get(suffixes[-1] if suffixes else "")
-    if reader is None:
-        raise WinrateInputError(
-            f"cannot tell the format of {str(path)!r}: use one of {sorted(_READERS)} "
-            "(optionally .gz)"
-        )
-    if not path.exists():
-        raise WinrateInputError(f"file not found: {str(path)!r}")
-    return reader(path)
-
-
 @dataclass(frozen=True)
 class QuestionScores:
     """Question-level scores of one or more models.
@@ -100,7 +72,7 @@ def _check_no_missing(df: pd.DataFrame, columns: Sequence[str]) -> None:
         bad = df[col].isna().to_numpy()
         if bad.any():
             raise WinrateInputError(
-                f"column {col!r} has missing values at {first_rows(bad, df.index)}"
+                f"column {col!r} has missing values at rows [{first_rows(bad, df.index)}]"
             )
 
 
@@ -109,13 +81,14 @@ def _numeric_scores(df: pd.DataFrame, score_col: str) -> pd.Series:
     bad = (values.isna() & df[score_col].notna()).to_numpy()
     if bad.any():
         raise WinrateInputError(
-            f"score column {score_col!r} has non-numeric values at {first_rows(bad, df.index)}"
+            f"score column {score_col!r} has non-numeric values at "
+            f"rows [{first_rows(bad, df.index)}]"
         )
     bad = ~np.isfinite(values.to_numpy(dtype=float))
     if bad.any():
         raise WinrateInputError(
             f"score column {score_col!r} has missing or infinite scores at "
-            f"{first_rows(bad, df.index)}; drop unanswered rows (or score them 0) and retry"
+            f"rows [{first_rows(bad, df.index)}]; drop unanswered rows (or score them 0) and retry"
         )
     return values.astype(float)
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from winrate.errors import WinrateInputError
 from winrate.evals.frame import Comparison, EvalReport, ModelResult
+from winrate.report import json_safe
 
 FORMATS = ("markdown", "latex", "csv")
 JSON_SCHEMA_VERSION = 1
@@ -136,14 +137,6 @@ def pairwise_table(report: EvalReport, fmt: str = "markdown", digits: int = 1) -
     return render(rows, fmt) if rows else ""
 
 
-def _clean(value):
-    """JSON-safe scalar: NaN/inf -> None, numpy -> Python."""
-    if value is None or isinstance(value, (str, bool)):
-        return value
-    value = float(value) if not isinstance(value, int) else value
-    return value if math.isfinite(value) else None
-
-
 def summary_record(result: ModelResult) -> dict:
     """JSON record of one model (see :func:`report_json` for the schema)."""
     s = result.summary
@@ -164,7 +157,7 @@ def summary_record(result: ModelResult) -> dict:
         c = result.components
         record["variance_components"] = {"k": c.k, "var_x": c.var_x,
                                           "mean_sigma2": c.mean_sigma2, "clustered": c.clustered}
-    return {k: (v if isinstance(v, dict) else _clean(v)) for k, v in record.items()}
+    return json_safe(record)
 
 
 def comparison_record(c: Comparison) -> dict:
@@ -177,7 +170,6 @@ def comparison_record(c: Comparison) -> dict:
         "ci_low": t.ci_low, "ci_high": t.ci_high, "z": t.z, "p_value": t.p_value, "df": t.df,
         "correlation": p.correlation, "n": p.n,
     }
-    record = {k: _clean(v) for k, v in record.items()}
     record["n_clusters"] = dict(zip(p.cluster_names, p.n_clusters, strict=True))
     if c.mcnemar is not None:
         m = c.mcnemar
@@ -188,7 +180,7 @@ def comparison_record(c: Comparison) -> dict:
         record["bayes"] = {"prob_a_better": bayes.prob_a_better, "diff_low": bayes.diff_low,
                            "diff_high": bayes.diff_high, "ess": bayes.ess,
                            "sampler": bayes.sampler, "seed": bayes.seed}
-    return record
+    return json_safe(record)
 
 
 def report_json(report: EvalReport) -> dict:
