@@ -229,3 +229,38 @@ def test_se_is_location_and_scale_equivariant(values, shift, scale, rnd):
     assert moved.se == pytest.approx(scale * base.se, rel=1e-8, abs=1e-12)
     assert moved.se_clt == pytest.approx(scale * base.se_clt, rel=1e-8, abs=1e-12)
     assert permuted.se == pytest.approx(base.se, rel=1e-8, abs=1e-12)
+
+
+def test_conditional_variance_has_no_cluster_count_factor():
+    # Miller 2024, appendix C: the K - 1 divisor is the correction; CR1's G/(G - 1) must not
+    # scale the within-question residual meat. Singleton clusters under cr1 therefore give
+    # exactly the unclustered sum_i sum_k (s_ik - xhat_i)^2 / (n (K - 1)).
+    rng = np.random.default_rng(21)
+    n, k = 40, 3
+    matrix = (rng.random((n, k)) < rng.random(n)[:, None]).astype(float)
+    plain = np.var(matrix, axis=1, ddof=1).mean()
+    for correction in ("none", "cr1"):
+        c = variance_components(matrix, np.arange(n), correction=correction)
+        assert c.mean_sigma2 == pytest.approx(plain, rel=1e-12)
+    assert variance_components(matrix).mean_sigma2 == pytest.approx(plain, rel=1e-12)
+
+
+def test_clustered_conditional_variance_recovers_truth_in_simulation():
+    # 6 clusters (cr1 would inflate by 6/5 = 1.2); answers are independent given x_i, so
+    # the clustered E[sigma^2] estimator is unbiased for mean x_i (1 - x_i)
+    rng = np.random.default_rng(0)
+    g, m, k, reps = 6, 50, 4, 300
+    groups = np.repeat(np.arange(g), m)
+    truth, est = [], {"none": [], "cr1": []}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        for _ in range(reps):
+            x = 0.5 * rng.beta(2, 2, g)[groups] + 0.5 * rng.random(g * m)
+            matrix = (rng.random((g * m, k)) < x[:, None]).astype(float)
+            truth.append(np.mean(x * (1 - x)))
+            for correction, values in est.items():
+                values.append(variance_components(matrix, groups,
+                                                  correction=correction).mean_sigma2)
+    for values in est.values():
+        mc_se = np.std(values, ddof=1) / np.sqrt(reps)
+        assert abs(np.mean(values) - np.mean(truth)) < 4 * mc_se

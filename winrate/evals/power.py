@@ -116,8 +116,8 @@ class PowerInputs:
     deff: float | None
 
 
-def _sigma2(matrix: np.ndarray, cluster_list, correction: str) -> float:
-    return 0.0 if matrix.shape[1] == 1 else conditional_variance(matrix, cluster_list, correction)
+def _sigma2(matrix: np.ndarray, cluster_list) -> float:
+    return 0.0 if matrix.shape[1] == 1 else conditional_variance(matrix, cluster_list)
 
 
 def estimate_power_inputs(
@@ -137,7 +137,7 @@ def estimate_power_inputs(
     check_correction(correction)
     n = a.shape[0]
     cluster_list, _ = as_cluster_list(clusters, n)
-    s2a, s2b = _sigma2(a, cluster_list, correction), _sigma2(b, cluster_list, correction)
+    s2a, s2b = _sigma2(a, cluster_list), _sigma2(b, cluster_list)
     d = a.mean(axis=1) - b.mean(axis=1)
     total = total_variance(d, cluster_list, correction)
     omega2 = total - s2a / a.shape[1] - s2b / b.shape[1]

@@ -266,18 +266,21 @@ class VarianceComponents:
     correction: str
 
 
-def conditional_variance(matrix: np.ndarray, cluster_list, correction: str) -> float:
+def conditional_variance(matrix: np.ndarray, cluster_list) -> float:
     """Mean conditional variance E[sigma_i^2] from K answers per question, K - 1 corrected.
 
     Unclustered: ``sum_i sum_k (s_ik - xhat_i)^2 / (n (K - 1))``. Clustered (Miller 2024,
     appendix C): ``sum_k sum_c (sum_{i in c} (s_ick - xhat_ic))^2 / (n (K - 1))``, i.e. the
-    trace of the cluster meat of the (n, K) residual matrix, times ``c(G)`` for CR1.
+    trace of the plain (CR0) cluster meat of the (n, K) residual matrix. No G/(G - 1)
+    factor under either correction: the K - 1 divisor is the small-sample correction, and
+    the residuals are centred on each question's own mean, not on an estimated grand mean.
     """
     n, k = matrix.shape
     resid = matrix - matrix.mean(axis=1, keepdims=True)
     if not cluster_list:
         return float(np.square(resid).sum() / (n * (k - 1)))
-    return float(np.trace(clustered_variance(resid, cluster_list, correction)) / (n * (k - 1)))
+    meat = multiway_cluster_cov(resid, cluster_list, "none").cov
+    return float(np.trace(meat) / (n * (k - 1)))
 
 
 def total_variance(xhat: np.ndarray, cluster_list, correction: str) -> float:
@@ -308,7 +311,7 @@ def variance_components(
     cluster_list, names = as_cluster_list(clusters, n)
     check_cluster_counts(names, [group_codes(c)[1] for c in cluster_list], name)
     xhat = matrix.mean(axis=1)
-    sigma2 = conditional_variance(matrix, cluster_list, correction)
+    sigma2 = conditional_variance(matrix, cluster_list)
     total = total_variance(xhat, cluster_list, correction)
     return VarianceComponents(
         mean=float(xhat.mean()), n=n, k=k, var_x=total - sigma2 / k, mean_sigma2=sigma2,
