@@ -209,3 +209,21 @@ def test_bayes_flag_adds_posterior_probability(tmp_path, capsys):
 def test_render_fills_missing_cells():
     text = render([{"a": 1}, {"a": 2, "b": 3}], "markdown")
     assert text.splitlines()[0] == "| a | b |" and "| 1 | - |" in text
+
+
+def test_mmlu_score_rows_show_undefined_design_effect():
+    from winrate.evals.mmlu import ClusteringComparison
+
+    df = _long_table(n=60, g=10)
+    df.loc[df.model == "beta", "correct"] = 1.0  # constant scores: deff is undefined
+    qs = question_scores(df, "correct", "qid", "model", ["src"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        naive = evaluate(qs.__class__(**{**qs.__dict__, "clusters": qs.clusters[[]]}))
+        clustered = evaluate(qs)
+    assert clustered.models["beta"].summary.deff is None
+    rows = ClusteringComparison({"naive": naive, "src": clustered}).score_rows()
+    by_model = {r["Model"]: r for r in rows}
+    assert by_model["beta"]["DEFF src"] == "-"
+    s = clustered.models["alpha"].summary
+    assert by_model["alpha"]["DEFF src"] == f"{s.se_cr1**2 / s.se_bernoulli**2:.1f}"

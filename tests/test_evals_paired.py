@@ -215,3 +215,16 @@ def test_paired_bayes_large_eval_with_laplace_proposal():
     with pytest.warns(WinrateWarning, match="effective sample size"):
         prior = paired_bayes(a, b, n_samples=40_000, seed=0, sampler="prior")
     assert prior.ess < result.ess / 10
+
+
+@pytest.mark.parametrize("args", [(0.5, np.nan, 0.4, 0.1), (np.nan, 0.1, 0.4, 0.1),
+                                  (0.5, 0.1, np.inf, 0.1), (0.5, 0.1, 0.4, np.inf)])
+def test_unpaired_difference_needs_finite_inputs(args):
+    with pytest.raises(WinrateInputError, match="finite"):
+        unpaired_difference(*args)
+
+
+@pytest.mark.parametrize("b,c", [(np.nan, 3), (3, np.inf), (2.5, 3), (-1, 3)])
+def test_mcnemar_counts_reject_bad_counts(b, c):
+    with pytest.raises(WinrateInputError, match="non-negative integers"):
+        mcnemar_counts(b, c)

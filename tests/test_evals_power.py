@@ -112,3 +112,42 @@ def test_pilot_with_single_answers_and_negative_omega():
     assert est.omega2 == 0
     with pytest.raises(WinrateInputError, match="'pilot_b' has 3 entries"):
         estimate_power_inputs(np.ones((4, 2)), np.ones((3, 2)))
+
+
+def test_pilot_cluster_counts_are_checked():
+    a, b = _pilot(4, n=60, k_a=2, k_b=2)
+    with pytest.raises(WinrateInputError, match="single cluster"):
+        estimate_power_inputs(a, b, np.zeros(60))
+    with pytest.warns(WinrateWarning, match="only 3 clusters"):
+        estimate_power_inputs(a, b, np.arange(60) % 3)
+
+
+@pytest.mark.parametrize("kwargs", [dict(k_a=1.5), dict(k_b=np.nan), dict(k_a=0), dict(k_b=np.inf)])
+def test_answers_per_question_must_be_integers(kwargs):
+    for call in (lambda: sample_size(0.03, 0.1, 0.1, 0.1, **kwargs),
+                 lambda: power_at(500, 0.03, 0.1, 0.1, 0.1, **kwargs),
+                 lambda: minimum_detectable_effect(500, 0.1, 0.1, 0.1, **kwargs)):
+        with pytest.raises(WinrateInputError, match="integer >= 1"):
+            call()
+
+
+def test_delta_and_n_must_be_finite():
+    with pytest.raises(WinrateInputError, match="delta"):
+        sample_size(np.nan, 0.1)
+    with pytest.raises(WinrateInputError, match="delta"):
+        power_at(100, np.nan, 0.1)
+    with pytest.raises(WinrateInputError, match="n must be"):
+        minimum_detectable_effect(np.nan, 0.1)
+
+
+def test_negative_var_x_is_clipped_with_the_same_warning_as_omega2():
+    # pure answer noise: every x_i = 1/2, so Var(x) = 0 and this seed estimates it below 0
+    from winrate.evals import variance_components
+
+    noise = (np.random.default_rng(6).random((60, 2)) < 0.5).astype(float)
+    xhat = noise.mean(axis=1)
+    raw = np.var(xhat, ddof=1) - np.var(noise, axis=1, ddof=1).mean() / 2
+    assert raw < 0
+    with pytest.warns(WinrateWarning, match=r"Var\(x\) is negative.*using Var\(x\) = 0"):
+        c = variance_components(noise)
+    assert c.var_x == 0

@@ -264,3 +264,14 @@ def test_clustered_conditional_variance_recovers_truth_in_simulation():
     for values in est.values():
         mc_se = np.std(values, ddof=1) / np.sqrt(reps)
         assert abs(np.mean(values) - np.mean(truth)) < 4 * mc_se
+
+
+def test_malformed_matrices_and_cluster_arrays_raise_input_errors():
+    with pytest.raises(WinrateInputError, match="'answers' must be a numeric"):
+        variance_components([[1.0, "x"], [0.0, 1.0]], name="answers")
+    with pytest.raises(WinrateInputError, match="'answers' must be a numeric"):
+        variance_components([[1.0, 0.0], [0.0]], name="answers")
+    with pytest.raises(WinrateInputError, match="'clusters' must be 1-D"):
+        summarize_scores([1.0, 0.0, 1.0, 0.0], np.zeros((4, 2)))
+    with pytest.raises(WinrateInputError, match="'src' must be 1-D"):
+        summarize_scores([1.0, 0.0, 1.0, 0.0], {"src": np.zeros((4, 2))})

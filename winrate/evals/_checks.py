@@ -39,7 +39,13 @@ def as_scores(values, name: str = "scores", index=None, min_size: int = 2) -> np
 
 def as_score_matrix(values, name: str = "scores") -> np.ndarray:
     """A finite (n, K) float array: n questions, K answers each (1-D input means K = 1)."""
-    arr = np.asarray(values, dtype=float)
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise WinrateInputError(
+            f"{name!r} must be a numeric (n questions, K answers) matrix with the same K on "
+            f"every row: {exc}"
+        ) from None
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
@@ -76,6 +82,11 @@ def as_cluster_list(clusters, n: int) -> tuple[list[np.ndarray], list[str]]:
     out = []
     for arr, name in zip(arrays, names, strict=True):
         labels = np.asarray(arr)
+        if labels.ndim != 1:
+            raise WinrateInputError(
+                f"{name!r} must be 1-D cluster labels, got shape {labels.shape}; pass several "
+                "cluster columns as a list or a {name: labels} dict"
+            )
         same_length(n, labels, name)
         missing = pd.isna(labels)
         if missing.any():

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from winrate.errors import WinrateWarning
 from winrate.evals.frame import EvalReport, evaluate, question_scores_from_wide
-from winrate.evals.report import pct, render
+from winrate.evals.report import _number, pct, render
 
 CLUSTERINGS = ("src", "category")
 
@@ -38,7 +38,7 @@ class ClusteringComparison:
                 if label != "naive":
                     c = report.models[model].summary
                     row[f"SE by {label} (G={c.n_clusters[0]})"] = pct(c.se, digits)
-                    row[f"DEFF {label}"] = f"{c.deff:.1f}"
+                    row[f"DEFF {label}"] = _number(c.deff, 1)
             rows.append(row)
         return rows
 

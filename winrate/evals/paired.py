@@ -67,8 +67,11 @@ def unpaired_difference(
 ) -> DifferenceTest:
     """Difference of independently reported scores: ``SE = sqrt(SE_A^2 + SE_B^2)``
     (Miller 2024, sec. 4.1, eqs. 5-6). Needs only the published means and SEs."""
-    if se_a < 0 or se_b < 0:
-        raise WinrateInputError(f"standard errors must be non-negative, got {se_a}, {se_b}")
+    if not np.all(np.isfinite([mean_a, mean_b])):
+        raise WinrateInputError(f"means must be finite, got {mean_a}, {mean_b}")
+    if not (np.all(np.isfinite([se_a, se_b])) and se_a >= 0 and se_b >= 0):
+        raise WinrateInputError(
+            f"standard errors must be finite and non-negative, got {se_a}, {se_b}")
     return wald_test(mean_a - mean_b, float(np.hypot(se_a, se_b)), alpha)
 
 
@@ -171,7 +174,7 @@ def mcnemar_counts(b: int, c: int, continuity: bool = False) -> McNemarResult:
     """McNemar (1947): ``chi2 = (|b - c| - cc)^2 / (b + c)``, cc = 1 with continuity
     correction else 0, referred to chi-square(1); exact p = two-sided Binomial(b + c, 1/2)
     test, ``min(1, 2 P(X <= min(b, c)))``."""
-    if b < 0 or c < 0 or b != int(b) or c != int(c):
+    if not all(np.isfinite(v) and v >= 0 and v == int(v) for v in (b, c)):
         raise WinrateInputError(f"discordant counts must be non-negative integers, got {b}, {c}")
     b, c = int(b), int(c)
     if b + c == 0:

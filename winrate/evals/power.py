@@ -14,15 +14,25 @@ questions carry ``n / deff`` questions' worth of information; clustered-se prime
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.evals._checks import as_cluster_list, as_score_matrix, check_alpha, same_length
-from winrate.evals.summary import check_correction, conditional_variance, total_variance
+from winrate.errors import WinrateInputError
+from winrate.evals._checks import (
+    as_cluster_list,
+    as_score_matrix,
+    check_alpha,
+    check_cluster_counts,
+    same_length,
+)
+from winrate.evals.summary import (
+    check_correction,
+    clip_negative_variance,
+    conditional_variance,
+    total_variance,
+)
 from winrate.variance import DEFAULT_CORRECTION, group_codes
 
 
@@ -31,8 +41,10 @@ def _per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff) -> float:
     for name, value in (("omega2", omega2), ("sigma2_a", sigma2_a), ("sigma2_b", sigma2_b)):
         if not np.isfinite(value) or value < 0:
             raise WinrateInputError(f"{name} must be a finite non-negative variance, got {value}")
-    if k_a < 1 or k_b < 1:
-        raise WinrateInputError(f"k_a and k_b must be >= 1, got {k_a}, {k_b}")
+    for name, k in (("k_a", k_a), ("k_b", k_b)):
+        if not (np.isfinite(k) and k >= 1 and k == int(k)):
+            raise WinrateInputError(f"{name} (answers per question) must be an integer >= 1, "
+                                    f"got {k}")
     if not deff > 0:
         raise WinrateInputError(f"deff must be positive, got {deff}")
     v = deff * (omega2 + sigma2_a / k_a + sigma2_b / k_b)
@@ -40,6 +52,16 @@ def _per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff) -> float:
         raise WinrateInputError("the per-question variance is 0: omega2, sigma2_a and sigma2_b "
                                 "cannot all be 0 (a noiseless comparison needs no power analysis)")
     return v
+
+
+def _check_n(n: float) -> None:
+    if not (np.isfinite(n) and n > 0):
+        raise WinrateInputError(f"n must be a finite positive number of questions, got {n}")
+
+
+def _check_delta(delta: float) -> None:
+    if not np.isfinite(delta):
+        raise WinrateInputError(f"delta must be a finite difference, got {delta}")
 
 
 def _z_sum(alpha: float, power: float) -> float:
@@ -73,8 +95,7 @@ def minimum_detectable_effect(
 
     ``delta = (z_{alpha/2} + z_beta) sqrt(deff (omega^2 + sigma_A^2/K_A + sigma_B^2/K_B) / n)``.
     """
-    if not n > 0:
-        raise WinrateInputError(f"n must be positive, got {n}")
+    _check_n(n)
     v = _per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff)
     return _z_sum(alpha, power) * float(np.sqrt(v / n))
 
@@ -85,8 +106,8 @@ def power_at(
 ) -> float:
     """Power of the two-sided paired z-test: ``Phi(d/SE - z_{alpha/2}) + Phi(-d/SE -
     z_{alpha/2})`` with ``SE = sqrt(v / n)`` (appendix B; eq. 9 drops the second, tiny term)."""
-    if not n > 0:
-        raise WinrateInputError(f"n must be positive, got {n}")
+    _check_n(n)
+    _check_delta(delta)
     se = np.sqrt(_per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff) / n)
     z = stats.norm.isf(check_alpha(alpha) / 2)
     return float(stats.norm.cdf(delta / se - z) + stats.norm.cdf(-delta / se - z))
@@ -136,23 +157,22 @@ def estimate_power_inputs(
     same_length(a.shape[0], b, "pilot_b", "pilot_a")
     check_correction(correction)
     n = a.shape[0]
-    cluster_list, _ = as_cluster_list(clusters, n)
+    cluster_list, names = as_cluster_list(clusters, n)
+    counts = [group_codes(c)[1] for c in cluster_list]
+    check_cluster_counts(names, counts, "power pilot")
     s2a, s2b = _sigma2(a, cluster_list), _sigma2(b, cluster_list)
     d = a.mean(axis=1) - b.mean(axis=1)
     total = total_variance(d, cluster_list, correction)
-    omega2 = total - s2a / a.shape[1] - s2b / b.shape[1]
-    if omega2 < 0:
-        warnings.warn(
-            f"estimated omega^2 is negative ({omega2:.3g}): the conditional noise explains all "
-            "the variance of the paired differences in this pilot; using omega^2 = 0",
-            WinrateWarning, stacklevel=2,
-        )
-        omega2 = 0.0
+    omega2 = clip_negative_variance(
+        total - s2a / a.shape[1] - s2b / b.shape[1], "omega^2",
+        "the conditional noise explains all the variance of the paired differences in this "
+        "pilot (no detectable question-level difference between the models)",
+    )
     plain = total_variance(d, [], correction)
     return PowerInputs(
         omega2=float(omega2), sigma2_a=s2a, sigma2_b=s2b, k_a=a.shape[1], k_b=b.shape[1], n=n,
         clustered=bool(cluster_list),
-        n_clusters=tuple(group_codes(c)[1] for c in cluster_list), correction=correction,
+        n_clusters=tuple(counts), correction=correction,
         sigma_estimated=a.shape[1] > 1 and b.shape[1] > 1,
         deff=total / plain if plain > 0 else None,
     )

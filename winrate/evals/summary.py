@@ -283,6 +283,18 @@ def conditional_variance(matrix: np.ndarray, cluster_list) -> float:
     return float(np.trace(meat) / (n * (k - 1)))
 
 
+def clip_negative_variance(value: float, name: str, meaning: str) -> float:
+    """A method-of-moments variance estimate clipped at 0, with a WinrateWarning saying so
+    and what a negative estimate means (``meaning``)."""
+    if value < 0:
+        warnings.warn(
+            f"estimated {name} is negative ({value:.3g}): {meaning}; using {name} = 0",
+            WinrateWarning, stacklevel=3,
+        )
+        return 0.0
+    return float(value)
+
+
 def total_variance(xhat: np.ndarray, cluster_list, correction: str) -> float:
     """Per-question variance of question means, ``n Var(mu_hat)``: the sample variance
     (n - 1) unclustered, or ``n V_cluster`` with V from the influence ``(xhat - mean) / n``."""
@@ -313,8 +325,13 @@ def variance_components(
     xhat = matrix.mean(axis=1)
     sigma2 = conditional_variance(matrix, cluster_list)
     total = total_variance(xhat, cluster_list, correction)
+    var_x = clip_negative_variance(
+        total - sigma2 / k, "Var(x)",
+        f"the answer noise E[sigma^2] / K explains all the variance of the question means of "
+        f"{name} (the questions do not differ detectably in their expected score)",
+    )
     return VarianceComponents(
-        mean=float(xhat.mean()), n=n, k=k, var_x=total - sigma2 / k, mean_sigma2=sigma2,
+        mean=float(xhat.mean()), n=n, k=k, var_x=var_x, mean_sigma2=sigma2,
         var_mean=total / n, se=float(np.sqrt(total / n)), clustered=bool(cluster_list),
         correction=correction,
     )
