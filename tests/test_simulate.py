@@ -22,8 +22,8 @@ ABILITIES = np.array([0.7, 0.2, 0.0, -0.3, -0.8])
 
 
 def _quad_psi(mu: float, d: SimulationDesign) -> float:
-    """psi by adaptive quadrature over the judge's tie margin, written from the model
-    definition (module docstring), independently of the Gauss-Hermite code."""
+    """psi by scipy's adaptive quadrature over the whole real line of the judge's z,
+    written from the model definition (module docstring), independently of the code."""
     sigma = np.sqrt(2 * d.response_sd**2 + 2 * d.judge_sd**2 + d.position_bias_sd**2
                     + d.noise_sd**2)
 
@@ -37,14 +37,32 @@ def _quad_psi(mu: float, d: SimulationDesign) -> float:
         both = half_tie(mu + d.position_bias, tau) + half_tie(mu - d.position_bias, tau)
         return norm.pdf(z) * both / 2
 
-    return integrate.quad(integrand, -12, 12, epsabs=1e-14, epsrel=1e-13, limit=200)[0]
+    with np.errstate(over="ignore"):  # exp(sd z) -> inf far out: tau = inf is fine
+        value, error = integrate.quad(integrand, -np.inf, np.inf, epsabs=1e-14,
+                                      epsrel=1e-13, limit=500)
+    assert error < 1e-11
+    return value
 
 
-def test_quadrature_psi_matches_adaptive_quadrature():
-    psi = population_psi(ABILITIES, FULL)
-    for i, j in [(0, 1), (0, 4), (3, 1), (4, 0)]:
-        assert psi[i, j] == pytest.approx(_quad_psi(ABILITIES[i] - ABILITIES[j], FULL),
-                                          abs=1e-12)
+@pytest.mark.parametrize("tie_margin_sd", [0.3, 0.5, 1.0, 2.0, 3.0])
+def test_quadrature_psi_matches_adaptive_quadrature(tie_margin_sd):
+    """Exact to 1e-10 for any spread of the judges' tie margins (the former 96-node
+    Gauss-Hermite rule was off by 3e-10 at sd 1, 1.3e-5 at sd 2 and 1.2e-4 at sd 3)."""
+    design = replace(FULL, tie_margin_sd=tie_margin_sd)
+    psi = population_psi(ABILITIES, design)
+    for i, j in [(0, 1), (0, 4), (3, 1), (4, 0), (2, 3)]:
+        expected = _quad_psi(ABILITIES[i] - ABILITIES[j], design)
+        assert psi[i, j] == pytest.approx(expected, abs=1e-10, rel=0)
+
+
+def test_quadrature_psi_for_many_models_and_a_wide_margin_spread():
+    """30 models, tie_margin_sd = 3: every pair to 1e-10 (spot-checked pairs)."""
+    abilities = np.linspace(1.5, -1.5, 30)
+    design = replace(FULL, n_models=30, tie_margin=0.5, tie_margin_sd=3.0)
+    psi = population_psi(abilities, design)
+    for i, j in [(0, 29), (0, 1), (14, 15), (29, 3), (7, 21)]:
+        expected = _quad_psi(abilities[i] - abilities[j], design)
+        assert psi[i, j] == pytest.approx(expected, abs=1e-10, rel=0)
 
 
 @pytest.mark.parametrize("design", [SimulationDesign(n_models=5), FULL])
