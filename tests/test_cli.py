@@ -83,3 +83,26 @@ def test_json_safe_recurses_and_drops_nan():
     doc = json_safe({"a": np.float64("nan"), "b": {"c": [1.0, np.inf]}, "d": np.arange(2)})
     assert doc == {"a": None, "b": {"c": [1.0, None]}, "d": [0, 1]}
     json.dumps(doc, allow_nan=False)
+
+
+def test_analyze_reuses_a_fitted_board(log_file):
+    from winrate.leaderboard import fit
+
+    log = read_comparisons(log_file)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        refit = analyze(log, "prompt+judge", weights="count")
+        reused = analyze(log, "prompt+judge", weights="count", board=fit(log, "count"))
+    np.testing.assert_array_equal(reused.cov, refit.cov)
+    np.testing.assert_array_equal(reused.scores, refit.scores)
+
+
+@pytest.mark.parametrize("argv", [["eda", "--dataset", "pandalm"],
+                                  ["leaderboard", "--dataset", "llmfao"]])
+def test_missing_data_exits_2_with_where_it_looked(argv, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("WINRATE_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("WINRATE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WINRATE_DATA_MIRROR", "http://127.0.0.1:9")  # closed port: no network
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Looked in" in err and str(tmp_path / "data") in err

@@ -103,3 +103,13 @@ def test_from_arrays_rejects_codes_outside_the_model_list():
         ComparisonLog.from_arrays([0, -1], [1, 0], [1, 0])
     with pytest.raises(WinrateInputError, match="model codes go up to 2 but only 2"):
         ComparisonLog.from_arrays([0, 2], [1, 0], [1, 0], models=["x", "y"])
+
+
+def test_unused_categories_are_not_clusters():
+    """A categorical column keeps categories of dropped rows; they must not count as clusters."""
+    frame = _frame(["a", "b", "tie", "a"])
+    frame["prompt_id"] = pd.Categorical(frame["prompt_id"], categories=["p0", "p1", "p9"])
+    frame["judge_id"] = pd.Categorical(frame["judge_id"], categories=["j", "k", "l"])
+    log = read_comparisons(frame)
+    assert log.axes["prompt"].n_clusters == frame["prompt_id"].nunique() == 2
+    assert log.axes["judge"].n_clusters == 1

@@ -174,7 +174,7 @@ def test_single_judge_and_missing_axis_are_flagged_not_computed():
     text = eda.format_report(report)
     assert "judge: not identified" in text and "SE judge" not in text
     no_judge = _explore(_log(frame, judge=None))
-    assert "no 'judge' column" in no_judge.clusterings["judge"].reason
+    assert "no 'judge' axis" in no_judge.clusterings["judge"].reason
 
 
 def test_no_identified_clustering_still_reports_naive():

@@ -92,8 +92,7 @@ class LeaderboardAnalysis:
     @property
     def effective_n(self) -> np.ndarray:
         """``n_a / DEFF_a``: the number of independent comparisons the data is worth."""
-        n_a = self.leaderboard.comparisons_per_model
-        return np.divide(n_a, self.deff, out=np.full(n_a.shape, np.nan), where=self.deff > 0)
+        return diagnostics.effective_n(self.leaderboard.comparisons_per_model, self.deff)
 
 
 @dataclass(frozen=True)
@@ -218,20 +217,25 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
     return notes
 
 
+def clustering_problem(log: ComparisonLog, clustering: tuple[str, ...]) -> str | None:
+    """Why clustering by these axes gives no variance estimate, in plain words; else None."""
+    for name in clustering:
+        if name not in log.axes:
+            return (f"the log has no '{name}' axis (it has {sorted(log.axes)}), so nothing "
+                    f"is known about which comparisons share a {name}")
+        axis = log.axes[name]
+        if axis.n_clusters < 2:
+            return (f"every comparison has the same {name} ({axis.labels[0]!s}): one cluster "
+                    f"is one independent unit, so variation across {name}s cannot be "
+                    f"estimated (the SEs are conditional on this {name})")
+    return None
+
+
 def _clustered_cov(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...],
                    correction: str):
-    unknown = [name for name in clustering if name not in log.axes]
-    if unknown:
-        raise WinrateInputError(
-            f"cannot cluster by {unknown}: the log has axes {sorted(log.axes)} "
-            "(a missing prompt/judge column, or pass the column as an extra axis)"
-        )
-    single = [name for name in clustering if log.axes[name].n_clusters < 2]
-    if single:
-        raise WinrateInputError(
-            f"cannot cluster by {single}: a single cluster carries no information about "
-            "between-cluster variation (the variance is not identified); drop that axis"
-        )
+    problem = clustering_problem(log, clustering)
+    if problem is not None:
+        raise WinrateInputError(f"cannot cluster by {'+'.join(clustering)}: {problem}")
     groups = [log.axes[name].codes for name in clustering]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
@@ -243,8 +247,8 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
             reference: str = "normal", *, method: str = "sandwich",
             bootstrap_reps: int = 999, seed: int | None = 0, simultaneous: bool = False,
             ranks: bool = False, pairwise: bool = False, rank_method: str = "marginal",
-            n_draws: int = DEFAULT_DRAWS, progress: bool | None = None
-            ) -> LeaderboardAnalysis:
+            n_draws: int = DEFAULT_DRAWS, progress: bool | None = None,
+            board: Leaderboard | None = None) -> LeaderboardAnalysis:
     """Fit scores and their clustered covariance, intervals and diagnostics.
 
     ``cluster`` names the axes (``"none"``, ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or
@@ -256,14 +260,16 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     with t(G - 1)) or ``"bootstrap"`` (wild, cluster or pigeonhole bootstrap by the
     clustering; :func:`winrate.resampling.resampled_variance`); ``method_note`` says which
     and why. ``simultaneous``, ``ranks`` and ``pairwise`` add :class:`JointInference`
-    (Monte-Carlo critical values with ``n_draws`` draws and ``seed``).
+    (Monte-Carlo critical values with ``n_draws`` draws and ``seed``). ``board``: a
+    :func:`winrate.leaderboard.fit` of this log with these ``weights``, to analyse one fit
+    under several clusterings without refitting.
     """
     if method not in VARIANCE_METHODS:
         raise WinrateInputError(f"method must be one of {VARIANCE_METHODS}, got {method!r}")
     if reference not in ("normal", "t"):
         raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
     clustering = parse_clustering(cluster)
-    board = fit(log, weights)
+    board = fit(log, weights) if board is None else board
     cov_naive = naive_cov(board.influence, correction, log.frequency)
     axes, psd_repaired, cov = {}, False, cov_naive
     if clustering:

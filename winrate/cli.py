@@ -12,7 +12,7 @@ import sys
 import warnings
 
 from winrate.analysis import analyze, parse_clustering
-from winrate.data import DEFAULT_COLUMNS, read_comparisons
+from winrate.data import DEFAULT_COLUMNS, read_comparisons, read_dataset
 from winrate.download import DataUnavailableError, DownloadError
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.report import format_summary, format_table, leaderboard_table, write_json
@@ -77,21 +77,15 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_log(args: argparse.Namespace, clustering):
-    extra = tuple(name for name in clustering if name not in ("prompt", "judge"))
-    columns = dict(prompt_col=args.prompt_col, judge_col=args.judge_col,
-                   model_a_col=args.model_a_col, model_b_col=args.model_b_col,
-                   outcome_col=args.outcome_col, weight_col=args.weight_col,
-                   extra_cols=extra)
     if args.dataset:
-        from winrate import datasets
-
-        frame = datasets.load(args.dataset)
-        if "count" in frame.columns and args.weight_col is None:
-            columns["weight_col"] = "count"
-        return read_comparisons(frame, **columns)
+        return read_dataset(args.dataset)
     if not args.input:
         raise WinrateInputError("give an INPUT file or --dataset NAME")
-    return read_comparisons(args.input, **columns)
+    extra = tuple(name for name in clustering if name not in ("prompt", "judge"))
+    return read_comparisons(args.input, prompt_col=args.prompt_col, judge_col=args.judge_col,
+                            model_a_col=args.model_a_col, model_b_col=args.model_b_col,
+                            outcome_col=args.outcome_col, weight_col=args.weight_col,
+                            extra_cols=extra)
 
 
 def run_leaderboard(args: argparse.Namespace) -> int:
@@ -151,10 +145,8 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     """MMLU-Pro leaderboard clustered by question (a simulated log if the data is absent)."""
-    from winrate import datasets
-
     try:
-        frame = datasets.load("mmlu_pro", download=False, progress=False)
+        log = read_dataset("mmlu_pro", download=False, progress=False)
     except (DataUnavailableError, DownloadError) as error:
         print(f"MMLU-Pro data not found ({error.__class__.__name__}); set WINRATE_DATA to "
               "the data directory to run the real demo. Showing a simulated log instead.\n")
@@ -163,7 +155,6 @@ def run_demo(args: argparse.Namespace) -> int:
           "both answered;\nthe correct answer wins, both right or both wrong is a tie. "
           "Each model's single answer to a\nquestion is reused in 28 comparisons, so "
           "the comparisons are clustered by question.\n")
-    log = read_comparisons(frame, extra_cols=("src",))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         result = analyze(log, cluster="prompt")

@@ -177,7 +177,8 @@ def read_table(path) -> pd.DataFrame:
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Codes (-1 for missing) and uniques; categoricals reuse their codes at no cost."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
+    if isinstance(series.dtype, pd.CategoricalDtype):  # unused categories are not clusters
+        series = series.cat.remove_unused_categories()
         return series.cat.codes.to_numpy(np.int64), np.asarray(series.cat.categories)
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     return codes.astype(np.int64), np.asarray(uniques)
@@ -299,3 +300,18 @@ def _optional_default(frame: pd.DataFrame, column: str | None, role: str) -> str
     if column == DEFAULT_COLUMNS[role] and column not in frame.columns:
         return None
     return column
+
+
+def read_dataset(name: str, models=None, **options) -> ComparisonLog:
+    """A bundled dataset (:func:`winrate.datasets.load`) as a log with all its axes.
+
+    Every dataset-specific column (``category``, ``src``, ``item_id``) becomes an extra
+    axis; a ``count`` column becomes the frequency weight.
+    """
+    from winrate import datasets
+
+    frame = datasets.load(name, models=models, **options)
+    standard = (*DEFAULT_COLUMNS.values(), "count")
+    extra = tuple(c for c in frame.columns if c not in standard)
+    weight = "count" if "count" in frame.columns else None
+    return read_comparisons(frame, weight_col=weight, extra_cols=extra)

@@ -25,6 +25,12 @@ def design_effect(cov: np.ndarray, cov_naive: np.ndarray) -> np.ndarray:
     return np.divide(np.diag(cov), naive, out=np.full(naive.shape, np.nan), where=naive > 0)
 
 
+def effective_n(n: np.ndarray, deff: np.ndarray) -> np.ndarray:
+    """``n_a / DEFF_a``: the number of independent comparisons the data is worth (Kish 1965);
+    NaN where the design effect is zero or undefined."""
+    return np.divide(n, deff, out=np.full(np.shape(n), np.nan), where=deff > 0)
+
+
 def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None = None) -> float:
     """One-way ANOVA intraclass correlation of ``values`` grouped by ``codes`` (module doc).
 

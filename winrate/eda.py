@@ -1,7 +1,7 @@
 """Exploratory report: how much does clustering inflate the error bars of a comparison log?
 
 :func:`explore` runs :func:`winrate.analysis.analyze` once per clustering of interest and
-collects, for one log (usually a bundled dataset, :func:`load_dataset_log`):
+collects, for one log (usually a bundled dataset, :func:`winrate.data.read_dataset`):
 
 * **structure**: comparisons, rows, models, observed pairs, prompts, judges, tie share,
   comparisons per prompt per model ``m_a`` (median and range), the clusters of every axis
@@ -88,9 +88,16 @@ import numpy as np
 import pandas as pd
 
 from winrate import diagnostics
-from winrate.analysis import AxisSummary, LeaderboardAnalysis, analyze, parse_clustering
-from winrate.data import ComparisonLog, read_comparisons
+from winrate.analysis import (
+    AxisSummary,
+    LeaderboardAnalysis,
+    analyze,
+    clustering_problem,
+    parse_clustering,
+)
+from winrate.data import ComparisonLog, read_dataset
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.leaderboard import fit
 from winrate.report import json_safe
 from winrate.variance import DEFAULT_CORRECTION
 
@@ -104,7 +111,6 @@ DATASET_CLUSTERINGS = {
     "pandalm": DEFAULT_CLUSTERINGS,
     "chatbot_arena": DEFAULT_CLUSTERINGS,
 }
-_STANDARD_COLUMNS = ("prompt_id", "judge_id", "model_a", "model_b", "outcome", "count")
 
 
 @dataclass(frozen=True)
@@ -172,35 +178,7 @@ class EdaReport:
 # --------------------------------------------------------------------------- loading
 
 
-def load_dataset_log(name: str, models=None, **options) -> ComparisonLog:
-    """A bundled dataset (:func:`winrate.datasets.load`) as a log with all its axes.
-
-    Every dataset-specific column (``category``, ``src``, ``item_id``) becomes an extra
-    axis; a ``count`` column becomes the frequency weight.
-    """
-    from winrate import datasets
-
-    frame = datasets.load(name, models=models, progress=False, **options)
-    extra = tuple(c for c in frame.columns if c not in _STANDARD_COLUMNS)
-    weight = "count" if "count" in frame.columns else None
-    return read_comparisons(frame, weight_col=weight, extra_cols=extra)
-
-
 # --------------------------------------------------------------------------- checks
-
-
-def unidentified_reason(log: ComparisonLog, axes: tuple[str, ...]) -> str | None:
-    """Why clustering by ``axes`` gives no variance estimate, in plain words; None if it does."""
-    for name in axes:
-        if name not in log.axes:
-            return (f"the log has no '{name}' column, so nothing is known about which "
-                    f"comparisons share a {name}")
-        axis = log.axes[name]
-        if axis.n_clusters < 2:
-            return (f"every comparison has the same {name} ({axis.labels[0]!s}): one cluster "
-                    f"is one independent unit, so variation across {name}s cannot be "
-                    f"estimated (the SEs are conditional on this {name})")
-    return None
 
 
 def nested_axes(log: ComparisonLog) -> list[tuple[str, str]]:
@@ -266,10 +244,11 @@ def shared_response_icc(log: ComparisonLog, analysis: LeaderboardAnalysis, codes
 # --------------------------------------------------------------------------- the report
 
 
-def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], weights, correction):
+def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], weights, correction, board):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        return analyze(log, cluster=axes or "none", weights=weights, correction=correction)
+        return analyze(log, cluster=axes or "none", weights=weights, correction=correction,
+                       board=board)
 
 
 @dataclass(frozen=True)
@@ -298,32 +277,31 @@ class _Base:
 
 
 def _run_analyses(log, specs, weights, correction):
-    """One analysis per identified clustering, multiway first; a single axis already
-    summarised by a multiway analysis (its one-way term) is not analysed again. The
-    per-axis checks are computed while each analysis is alive, so that at most one
-    influence matrix is held at a time. Returns ``(runs, checks, base)``."""
+    """One analysis per identified clustering, multiway first, all of one fit; a single
+    axis already summarised by a multiway analysis (its one-way term) is not analysed
+    again. Returns ``(runs, checks, base)``."""
+    board = fit(log, weights)
     runs, checks, base, layout = {}, {}, None, None
     singles = {spec[0] for spec in specs if len(spec) == 1}
-    identified = [s for s in specs if unidentified_reason(log, s) is None]
+    identified = [s for s in specs if clustering_problem(log, s) is None]
     for spec in sorted(identified, key=len, reverse=True):
         if len(spec) == 1 and any(spec[0] in r.summaries for r in runs.values()):
             continue
-        run = _quiet_analyze(log, spec, weights, correction)
+        run = _quiet_analyze(log, spec, weights, correction, board)
         base = base or _Base.of(run)
         for name in singles.intersection(run.axes).difference(checks):
             layout = layout or _ByModel.of(log, run)
             checks[name] = _axis_check(log, run, name, layout)
         runs[spec] = _Run(run.se, run.deff, dict(run.axes), run.warnings)
-        del run  # free the influence matrix before the next analysis
     if base is None:
-        run = _quiet_analyze(log, (), weights, correction)
+        run = _quiet_analyze(log, (), weights, correction, board)
         base, runs[()] = _Base.of(run), _Run(run.se, run.deff, {}, run.warnings)
     return runs, checks, base
 
 
 def _clustering_result(log, spec, runs: dict[tuple, _Run], n_a) -> ClusteringResult:
     name = "+".join(spec)
-    reason = unidentified_reason(log, spec)
+    reason = clustering_problem(log, spec)
     nan = np.full(log.n_models, np.nan)
     if reason is not None:
         counts = tuple(log.axes[a].n_clusters if a in log.axes else 0 for a in spec)
@@ -334,8 +312,8 @@ def _clustering_result(log, spec, runs: dict[tuple, _Run], n_a) -> ClusteringRes
         axis = next(r.summaries[spec[0]] for r in runs.values() if spec[0] in r.summaries)
         se, deff = axis.se, axis.deff
     counts = tuple(log.axes[a].n_clusters for a in spec)
-    eff = np.divide(n_a, deff, out=np.full(n_a.shape, np.nan), where=deff > 0)
-    return ClusteringResult(name, spec, True, None, counts, se, deff, eff)
+    return ClusteringResult(name, spec, True, None, counts, se, deff,
+                            diagnostics.effective_n(n_a, deff))
 
 
 def _axis_check(log, run: LeaderboardAnalysis, name: str, layout: _ByModel) -> AxisCheck:
@@ -424,7 +402,7 @@ def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaRe
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", WinrateWarning)
-        log = load_dataset_log(name, models=models)
+        log = read_dataset(name, models=models, progress=False)
     loaded = tuple(str(w.message) for w in caught if issubclass(w.category, WinrateWarning))
     for other in (w for w in caught if not issubclass(w.category, WinrateWarning)):
         warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
