@@ -51,6 +51,20 @@ def _check_schema(log: pd.DataFrame) -> None:
     assert (log["model_a"].cat.codes != log["model_b"].cat.codes).all()
 
 
+def _check_no_unused_categories(log: pd.DataFrame) -> None:
+    """Every categorical column lists exactly the values its rows use (the two model
+    columns: the models either uses; outcome: always a, b, tie)."""
+    for col in log.columns:
+        if not isinstance(log[col].dtype, pd.CategoricalDtype) or col == "outcome":
+            continue
+        used = set(log[col].astype(object).dropna())
+        if col in ("model_a", "model_b"):
+            used = set(log["model_a"].astype(object)) | set(log["model_b"].astype(object))
+        categories = list(log[col].cat.categories)
+        assert len(categories) == len(set(categories)) == len(used), col
+        assert set(categories) == used, col
+
+
 def _outcome(a_right: bool, b_right: bool) -> str:
     return "tie" if a_right == b_right else ("a" if a_right else "b")
 
@@ -160,6 +174,22 @@ def test_mmlu_pro_correctness_and_questions(mmlu_dir):
     assert isinstance(datasets.mmlu_pro_questions(mmlu_dir, ["alpha"]), pd.DataFrame)
 
 
+def test_model_subsets_have_no_phantom_categories(mmlu_dir):
+    # alpha answers 1-4 and gamma 2, 3, 5: only questions 2 and 3 are compared, so
+    # questions 1, 4, 5 and source s3 must not stay behind as categories
+    log = datasets.load("mmlu_pro", data_dir=mmlu_dir, models=["alpha", "gamma"])
+    _check_no_unused_categories(log)
+    assert list(log["prompt_id"].cat.categories) == ["2", "3"]
+    assert list(log["src"].cat.categories) == ["s1", "s2"]
+    assert list(log["model_a"].cat.categories) == ["alpha", "gamma"]
+    assert list(log["outcome"].cat.categories) == ["a", "b", "tie"]
+    # order of models= is kept; the full load has nothing unused either
+    flipped = datasets.load("mmlu_pro", data_dir=mmlu_dir, models=["gamma", "alpha"])
+    assert list(flipped["model_a"].cat.categories) == ["gamma", "alpha"]
+    _check_no_unused_categories(datasets.load("mmlu_pro", data_dir=mmlu_dir,
+                                              models=["alpha", "beta_2", "gamma"]))
+
+
 def test_mmlu_pro_zip_equals_slim(tmp_path):
     _write_slim(tmp_path / "s" / "mmlu_pro", "m1", SYN_MMLU["beta_2"])
     _write_zip(tmp_path / "z" / "mmlu_pro", "m1", SYN_MMLU["beta_2"], junk=("x", "y", "z"))
@@ -251,6 +281,11 @@ def test_llmfao_synthetic(llmfao_dir):
     sub = datasets.load("llmfao", data_dir=llmfao_dir, models=["M1", "M2"])
     assert set(sub["model_a"].astype(str)) | set(sub["model_b"].astype(str)) == {"M1", "M2"}
     assert len(sub) == 4
+    _check_no_unused_categories(sub)  # prompt 5 (code), item 1 and M3 are gone
+    assert list(sub["prompt_id"].cat.categories) == ["8"]
+    assert list(sub["category"].cat.categories) == ["poetry"]
+    assert list(sub["item_id"].cat.categories) == ["0"]
+    assert list(sub["judge_id"].cat.categories) == ["crowd:7", "crowd:58", "gpt-3.5", "gpt-4"]
     with pytest.raises(WinrateInputError, match="unknown judge"):
         datasets.load("llmfao", data_dir=llmfao_dir, judges=("crowd", "gpt-5"))
 
@@ -316,6 +351,34 @@ def test_pandalm_synthetic(pandalm_dir):
     assert len(humans) == 4 and set(humans["judge_id"]) == {"annotator2"}
 
 
+def test_pandalm_judge_subset_drops_unused_items(pandalm_dir):
+    with pytest.warns(WinrateWarning, match="garbage"):
+        log = datasets.load("pandalm", data_dir=pandalm_dir, judges=("gpt-3.5",))
+    _check_no_unused_categories(log)  # item 2 (verdict 'garbage') and its prompt are gone
+    assert list(log["item_id"].cat.categories) == ["0", "1", "3"]
+    sub = datasets.load("pandalm", data_dir=pandalm_dir, models=["my_model", "third"],
+                        judges=("annotator1",))
+    _check_no_unused_categories(sub)
+    assert list(sub["item_id"].cat.categories) == ["2", "3"]
+
+
+def test_pandalm_null_input_is_a_prompt_key(tmp_path):
+    """A record with ``input: null`` (or a null instruction) is kept: its own prompt."""
+    folder = tmp_path / "pandalm"
+    folder.mkdir()
+    test = [_pandalm_item(0, "a_b", "Do X", None, 1, 2, 0),
+            _pandalm_item(1, "a_c", "Do X", None, 2, 2, 2),
+            _pandalm_item(2, "b_c", "Do X", "in", 0, 1, 1),
+            _pandalm_item(3, "a_b", None, "in", 1, 1, 1)]
+    (folder / "testset-v1.json").write_text(json.dumps(test))
+    log = datasets.load("pandalm", data_dir=tmp_path, judges=("annotator1",))
+    assert list(log["item_id"].astype(str)) == ["0", "1", "2", "3"]
+    prompts = list(log["prompt_id"].astype(str))
+    assert prompts[0] == prompts[1] and len(set(prompts)) == 3
+    assert not log["prompt_id"].isna().any()
+    _check_no_unused_categories(log)
+
+
 def test_pandalm_unknown_label_is_an_error(pandalm_dir):
     path = pandalm_dir / "pandalm" / "pandalm-7b-testset-v1.json"
     data = json.loads(path.read_text())
@@ -357,6 +420,7 @@ def test_chatbot_arena_synthetic(tmp_path):
     assert drop["count"].sum() == 3 + 1 + 5 + 1
     sub = datasets.load("chatbot_arena", data_dir=tmp_path, models=["m0", "m2"])
     assert list(sub["model_a"].cat.categories) == ["m0", "m2"] and len(sub) == 2
+    _check_no_unused_categories(sub)
     data["X"][1] = [2, 2]
     (folder / "chatbotarena_20240814.json").write_text(json.dumps(data))
     with pytest.raises(WinrateInputError, match="row.*1"):
@@ -466,6 +530,21 @@ def test_real_llmfao():
     assert (counts["a"], counts["b"], counts["tie"]) == (raw["left"], raw["right"], raw["tie"])
     everything = datasets.load("llmfao", judges=("gpt-3.5",), gpt_pairs="all")
     assert len(everything) == 3236 and everything["model_a"].cat.categories.size == 70
+
+
+@needs_real
+def test_real_llmfao_model_subset_has_no_phantom_categories():
+    models = ["GPT 4", "GPT 3.5 Turbo"]
+    log = datasets.load("llmfao", models=models)
+    _check_no_unused_categories(log)
+    raw = pd.read_csv(Path(REAL) / "llmfao" / "crowd-comparisons.csv")
+    pair = raw[raw["left"].isin(models) & raw["right"].isin(models)]
+    is_crowd = log["judge_id"].astype(str).str.startswith("crowd:")
+    assert is_crowd.sum() == len(pair) > 0
+    assert set(log["prompt_id"].cat.categories) == set(pair["prompt"].astype(str))
+    assert set(log.loc[is_crowd, "judge_id"].astype(str)) == {f"crowd:{w}"
+                                                               for w in pair["worker"]}
+    assert set(log["item_id"].cat.categories) == set(pair["id"].astype(str))
 
 
 @needs_real

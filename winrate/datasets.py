@@ -8,7 +8,7 @@ column     meaning
 ========== ================================================================================
 prompt_id  the prompt (question) compared on; absent for ``chatbot_arena``
 judge_id   who decided; absent for ``chatbot_arena``
-model_a    first model (both model columns share one category list: every model)
+model_a    first model (both model columns share one category list: the models used)
 model_b    second model
 outcome    ``"a"`` (model_a won), ``"b"`` (model_b won) or ``"tie"``; categories in that order
 count      ``chatbot_arena`` only: the row stands for that many identical comparisons
@@ -18,6 +18,8 @@ count      ``chatbot_arena`` only: the row stands for that many identical compar
 Every string column is a pandas ``Categorical`` built from integer codes, so the 4.9
 million rows of ``mmlu_pro`` take about 40 MB. ``prompt_id`` and ``item_id`` categories are
 strings even where the upstream id is a number (``"70"`` for MMLU-Pro question 70).
+Categories are the values the rows use (after a ``models=`` selection too), except that
+``outcome`` always has all three.
 
 Files are found and downloaded by :mod:`winrate.download` (``data_dir`` argument, then
 ``$WINRATE_DATA``, then the user cache; missing files are fetched from pinned upstream
@@ -39,9 +41,9 @@ import numpy as np
 import pandas as pd
 
 from winrate.download import (
-    FILES,
     MMLU_PRO_MODELS,
     ChecksumError,
+    DataFile,
     DataUnavailableError,
     DownloadError,
     ensure_files,
@@ -196,16 +198,38 @@ def _check_models(models: Sequence[str] | None, available: Sequence[str],
 
 def _select_models(log: pd.DataFrame, models: Sequence[str] | None,
                    dataset: str) -> pd.DataFrame:
-    """Keep rows whose two models are both in ``models``; categories keep their order."""
-    if models is None:
-        return log
-    available = list(log["model_a"].cat.categories)
-    chosen = _check_models(models, available, dataset)
-    keep = log["model_a"].isin(chosen).to_numpy() & log["model_b"].isin(chosen).to_numpy()
-    out = log.loc[keep].reset_index(drop=True)
-    for col in ("model_a", "model_b"):
-        out[col] = out[col].cat.set_categories([m for m in available if m in set(chosen)])
-    return out
+    """Keep rows whose two models are both in ``models``; drop unused categories."""
+    if models is not None:
+        chosen = set(_check_models(models, list(log["model_a"].cat.categories), dataset))
+        keep = log["model_a"].isin(chosen).to_numpy() & log["model_b"].isin(chosen).to_numpy()
+        log = log.loc[keep].reset_index(drop=True)
+    return _drop_unused_categories(log)
+
+
+def _drop_unused_categories(log: pd.DataFrame) -> pd.DataFrame:
+    """Every categorical column keeps only the values it uses, in their order.
+
+    ``model_a`` and ``model_b`` keep one shared list (the models either column uses) and
+    ``outcome`` always keeps :data:`OUTCOMES`.
+    """
+    models = log["model_a"].cat.categories
+    used = _used_codes(log["model_a"]) | _used_codes(log["model_b"])
+    changed = {}
+    if not used.all():
+        for col in ("model_a", "model_b"):
+            changed[col] = log[col].cat.set_categories(models[used])
+    for col in log.columns:
+        if col not in ("model_a", "model_b", "outcome") \
+                and isinstance(log[col].dtype, pd.CategoricalDtype) \
+                and not _used_codes(log[col]).all():
+            changed[col] = log[col].cat.remove_unused_categories()
+    return log.assign(**changed) if changed else log
+
+
+def _used_codes(column: pd.Series) -> np.ndarray:
+    """Per category of a categorical column: is it used by some row (O(rows), no sort)."""
+    codes = column.cat.codes.to_numpy()
+    return np.bincount(codes[codes >= 0], minlength=len(column.cat.categories)) > 0
 
 
 def _outcome_codes(labels: pd.Series, mapping: dict[str, int], path: Path, column: str,
@@ -280,7 +304,6 @@ def _mmlu_paths(fetch: dict, models: Sequence[str]) -> list[Path]:
         try:
             entry = file_entry(cands[1])
         except KeyError:  # a discovered model: no upstream address, so it must be local
-            from winrate.download import DataFile
             entry = DataFile(cands[1], f"(no upstream address for model {model!r})", None)
         wanted.append((cands, entry))
     return ensure_files("mmlu_pro", wanted, data_dir=fetch["data_dir"],
@@ -357,7 +380,12 @@ def read_mmlu_pro(data_dir=None, models: Sequence[str] | None = None, *,
     """
     fetch = {"data_dir": data_dir, "download": download, "mirror": mirror,
              "progress": progress}
-    chosen = _check_models(models, _mmlu_available(fetch), "mmlu_pro", minimum=1)
+    return _read_mmlu_pro(fetch, _check_models(models, _mmlu_available(fetch), "mmlu_pro",
+                                               minimum=1))
+
+
+def _read_mmlu_pro(fetch: dict, chosen: list[str]) -> MMLUPro:
+    """:func:`read_mmlu_pro` of an already validated model list."""
     paths = _mmlu_paths(fetch, chosen)
     frames, skipped = [], {}
     for model, path in zip(chosen, paths, strict=True):  # one iteration per model file
@@ -430,7 +458,8 @@ def mmlu_pro_pairwise(result: MMLUPro) -> pd.DataFrame:
     """The pairwise log of an :class:`MMLUPro` result (all pairs of its models).
 
     Rows are ordered by model pair (pairs in the order of ``itertools.combinations`` of
-    the models), then by question_id.
+    the models), then by question_id. Categorical columns keep only the values used
+    (``outcome`` keeps all three).
     """
     corr = result.correctness
     models = list(corr.columns)
@@ -448,7 +477,7 @@ def mmlu_pro_pairwise(result: MMLUPro) -> pd.DataFrame:
     outcome = lookup[diff[pair, q] + 1]
     questions = result.questions
     q_small = q.astype(np.int32)
-    return pd.DataFrame({
+    log = pd.DataFrame({
         "prompt_id": _categorical(q_small, corr.index.astype(str)),
         "judge_id": _categorical(np.zeros(len(q), np.int8), ["exact_match"]),
         "model_a": _categorical(ia[pair].astype(np.int16), models),
@@ -459,15 +488,12 @@ def mmlu_pro_pairwise(result: MMLUPro) -> pd.DataFrame:
         "src": _categorical(questions["src"].cat.codes.to_numpy()[q_small],
                             questions["src"].cat.categories),
     })
+    return _drop_unused_categories(log)
 
 
 def _load_mmlu_pro(fetch: dict, models: Sequence[str] | None) -> pd.DataFrame:
-    if models is not None:
-        _check_models(models, _mmlu_available(fetch), "mmlu_pro")
-    return mmlu_pro_pairwise(read_mmlu_pro(fetch["data_dir"], models,
-                                           download=fetch["download"],
-                                           mirror=fetch["mirror"],
-                                           progress=fetch["progress"]))
+    chosen = _check_models(models, _mmlu_available(fetch), "mmlu_pro")
+    return mmlu_pro_pairwise(_read_mmlu_pro(fetch, chosen))
 
 
 # --------------------------------------------------------------------------- llmfao
@@ -668,7 +694,9 @@ def _load_pandalm(fetch: dict, models: Sequence[str] | None, *,
     split = split_cmp_keys(test["cmp_key"].tolist())
     model1 = test["cmp_key"].map({k: v[0] for k, v in split.items()})
     model2 = test["cmp_key"].map({k: v[1] for k, v in split.items()})
-    prompt_code = test.groupby(["instruction", "input"], sort=False).ngroup().to_numpy()
+    # dropna=False: a null input (or instruction) is a key like any other, not a lost row
+    prompt_code = test.groupby(["instruction", "input"], sort=False,
+                               dropna=False).ngroup().to_numpy()
     parts = []  # (item positions, outcome codes, judge name)
     for judge in judges:
         if judge.startswith("annotator"):
@@ -754,8 +782,3 @@ def _load_chatbot_arena(fetch: dict, models: Sequence[str] | None, *,
     })
     return _select_models(out, models, "chatbot_arena")
 
-
-def dataset_files(name: str) -> list[str]:
-    """Relative paths (``<dataset>/<file>``) of the downloadable files of ``name``."""
-    _check_name(name)
-    return [entry.path for entry in FILES[name]]
