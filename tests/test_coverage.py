@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numba
@@ -88,3 +89,27 @@ def test_outputs_are_written(study, tmp_path):
     assert "## Marginal coverage" in text and "| prompts | judges | naive |" in text
     study.figure(table, tmp_path / "c.png")
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_study_intervals_are_the_ones_analyze_reports(study):
+    """The study's twoway / twoway_t / jackknife intervals are what `winrate leaderboard`
+    prints for the same log (--cluster prompt+judge, --reference t, --method jackknife)."""
+    from winrate.analysis import analyze
+    from winrate.leaderboard import fit
+    from winrate.simulate import simulate_comparisons
+
+    design = replace(study.DESIGN, n_prompts=40, n_judges=12)
+    sim = simulate_comparisons(design, seed=5)
+    board = fit(sim.log)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        halves = study.interval_half_widths(sim.log, board, seed=5)
+        kwargs = dict(cluster="prompt+judge", simultaneous=True, n_draws=study.SIM_DRAWS,
+                      seed=5)
+        runs = {"twoway": analyze(sim.log, **kwargs),
+                "twoway_t": analyze(sim.log, reference="t", **kwargs),
+                "jackknife": analyze(sim.log, method="jackknife", **kwargs)}
+    for method, run in runs.items():
+        marginal, simultaneous = halves[method]
+        np.testing.assert_allclose(marginal, run.intervals.high - run.scores, rtol=1e-10)
+        np.testing.assert_allclose(simultaneous, run.joint.sim_high - run.scores, rtol=1e-10)
