@@ -213,6 +213,18 @@ def test_mmlu_pro_model_selection_errors(mmlu_dir):
                       download=False)
 
 
+def test_mmlu_pro_load_lists_and_checks_models_once(mmlu_dir, monkeypatch):
+    calls = []
+    real = datasets._mmlu_available
+    monkeypatch.setattr(datasets, "_mmlu_available",
+                        lambda fetch: calls.append(1) or real(fetch))
+    datasets.load("mmlu_pro", data_dir=mmlu_dir, models=["alpha", "gamma"])
+    assert len(calls) == 1  # one directory scan per load
+    calls.clear()
+    datasets.read_mmlu_pro(mmlu_dir, ["alpha"])
+    assert len(calls) == 1
+
+
 def test_mmlu_pro_bad_files(tmp_path):
     folder = tmp_path / "mmlu_pro"
     _write_slim(folder, "dup", [(1, "c", "s", "A", "A"), (1, "c", "s", "A", "B")])

@@ -10,6 +10,9 @@ import hashlib
 import http.server
 import io
 import json
+import os
+import shutil
+import subprocess
 import tarfile
 import threading
 from pathlib import Path
@@ -94,6 +97,34 @@ def test_good_file(server, tmp_path):
     assert dest == tmp_path / "cache" / "demo" / "file.csv"
     assert dest.read_bytes() == GOOD
     assert _leftovers(tmp_path / "cache") == ["file.csv"]  # no temporary file left
+
+
+@pytest.fixture
+def umask():
+    """Set the process umask for one test, then put the old one back."""
+    old = os.umask(0o022)
+    yield os.umask
+    os.umask(old)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)],
+                         ids=["umask022", "umask027", "umask002"])
+def test_downloaded_file_gets_the_umask_mode_not_owner_only(server, tmp_path, umask, mask,
+                                                             mode):
+    base, root = server
+    umask(mask)
+    _serve(root, "demo/file.csv", GOOD)
+    entry = DataFile("demo/file.csv", "https://example.invalid/file.csv", _sha(GOOD))
+    dest = download_file(entry, tmp_path / "cache", mirror=base, progress=False)
+    assert dest.stat().st_mode & 0o777 == mode
+    payload = b'{"models": []}'
+    _serve(root, "arena/pkg-1.0.tar.gz", _tarball("pkg/a.json", payload))
+    member = DataFile("arena/a.json", "https://example.invalid/pkg-1.0.tar.gz", None,
+                      member="pkg/a.json", member_sha256=_sha(payload))
+    with pytest.warns(WinrateWarning):
+        extracted = download_file(member, tmp_path / "cache", mirror=base, progress=False)
+    assert extracted.stat().st_mode & 0o777 == mode
 
 
 def test_wrong_checksum_leaves_nothing(server, tmp_path):
@@ -210,6 +241,31 @@ def test_no_network_message_says_where_it_looked(tmp_path, monkeypatch):
     assert "could not reach" in msg and "WINRATE_DATA" in msg
     assert f"{CLOSED}/chatbot_arena/leaderbot-0.4.3.tar.gz" in msg
     assert _leftovers(tmp_path / "cache") == []
+
+
+def test_pip_entry_hint_is_a_command_a_user_can_run(tmp_path, monkeypatch):
+    """Without a mirror the chatbot_arena hint is the pip command and the member to
+    extract, not the internal 'pip:' address."""
+    monkeypatch.delenv("WINRATE_DATA_MIRROR")
+    with pytest.raises(DataUnavailableError) as info:
+        datasets.load("chatbot_arena", download=False)
+    msg = str(info.value)
+    target = tmp_path / "cache" / "chatbot_arena" / "chatbotarena_20240814.json"
+    member = "leaderbot-0.4.3/leaderbot/data/chatbotarena_20240814.json"
+    assert "pip:" not in msg
+    assert "pip download --no-deps --no-binary :all: leaderbot==0.4.3" in msg
+    assert f"tar -xzOf leaderbot-0.4.3.tar.gz {member} > {target}" in msg
+    # the shell lines after the pip command do the job on a stand-in archive
+    if shutil.which("tar") is None or " " in str(tmp_path):
+        return
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "leaderbot-0.4.3.tar.gz").write_bytes(_tarball(member, b"{}"))
+    lines = msg.splitlines()
+    start = next(i for i, line in enumerate(lines) if "pip download" in line)
+    script = "\n".join(line.strip() for line in lines[start + 1:start + 3])
+    subprocess.run(["sh", "-ec", script], cwd=work, check=True)
+    assert target.read_bytes() == b"{}"
 
 
 def test_explicit_data_dir_is_the_only_place(tmp_path, monkeypatch):

@@ -17,10 +17,11 @@ leaderbot 0.4.3, from which the one JSON file is extracted.
 Every download is streamed to a temporary file in the destination directory, its SHA-256
 is checked against the table :data:`FILES`, and only then is it moved into place with
 :func:`os.replace`, so an interrupted or corrupt download never leaves a file under the
-final name. Where no checksum is known (the upstream MMLU-Pro zips: the shared copies were
-slimmed, so their bytes differ from upstream), the table says ``None`` and the download is
-kept with a :class:`~winrate.errors.WinrateWarning` that prints the SHA-256 it got, so it
-can be pinned later.
+final name; it gets the mode of an ordinary new file (``0o666 & ~umask``), not the
+owner-only mode of a temporary file. Where no checksum is known (the upstream MMLU-Pro
+zips: the shared copies were slimmed, so their bytes differ from upstream), the table says
+``None`` and the download is kept with a :class:`~winrate.errors.WinrateWarning` that
+prints the SHA-256 it got, so it can be pinned later.
 
 ``WINRATE_DATA_MIRROR`` (or the ``mirror`` argument) replaces every upstream address by
 ``<mirror>/<dataset>/<file name>``, e.g. a local HTTP server in tests or an internal mirror.
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -53,7 +55,6 @@ __all__ = [
     "cache_dir",
     "download_file",
     "ensure_files",
-    "fetch",
     "search_dirs",
 ]
 
@@ -344,6 +345,8 @@ def download_file(entry: DataFile, dest_dir, *, mirror: str | None = None,
         final_tmp = tmp_paths[0]
         if entry.member is not None:
             final_tmp = _extract_member(entry, Path(tmp_paths[0]), dest, url, tmp_paths)
+        # NamedTemporaryFile creates owner-only files: give the usual 0o666 & ~umask
+        os.chmod(final_tmp, 0o666 & ~_umask())
         os.replace(final_tmp, dest)
     except urllib.error.HTTPError as exc:
         raise DownloadError(f"{entry.path}: HTTP {exc.code} {exc.reason} from {url}") from exc
@@ -359,6 +362,13 @@ def download_file(entry: DataFile, dest_dir, *, mirror: str | None = None,
             if os.path.exists(tmp):
                 os.unlink(tmp)
     return dest
+
+
+def _umask() -> int:
+    """The process umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _extract_member(entry: DataFile, archive: Path, dest: Path, url: str,
@@ -411,9 +421,28 @@ def _unavailable_message(dataset: str, missing: Sequence[DataFile], dirs, dest: 
         f"data_dir=..., or download these files by hand into {dest}:"
     )
     for entry in missing:
+        url = _mirror_url(entry, mirror)
+        if url.startswith(_PIP_SCHEME):
+            lines += _pip_hint(entry, url, dest)
+            continue
         extra = f" (extract {entry.member})" if entry.member else ""
-        lines.append(f"  {_mirror_url(entry, mirror)}{extra} -> {dest / entry.path}")
+        lines.append(f"  {url}{extra} -> {dest / entry.path}")
     return "\n".join(lines)
+
+
+def _pip_hint(entry: DataFile, url: str, dest: Path) -> list[str]:
+    """Shell commands that fetch a ``pip:`` entry by hand and put it in place."""
+    requirement, archive = url[len(_PIP_SCHEME):].split("/", 1)
+    target = dest / entry.path
+    lines = [f"  {entry.path}: from the source distribution of {requirement} on PyPI:",
+             f"    pip download --no-deps --no-binary :all: {requirement}"]
+    if entry.member:
+        lines += [f"    mkdir -p {shlex.quote(str(target.parent))}",
+                  f"    tar -xzOf {archive} {shlex.quote(entry.member)} > "
+                  f"{shlex.quote(str(target))}"]
+    else:
+        lines.append(f"    mv {archive} {shlex.quote(str(target))}")
+    return lines
 
 
 def ensure_files(dataset: str, wanted: Sequence[tuple[Sequence[str], DataFile]], *,
@@ -448,21 +477,3 @@ def ensure_files(dataset: str, wanted: Sequence[tuple[Sequence[str], DataFile]],
                                                         errors))
     return [p for p in paths if p is not None]
 
-
-def fetch(dataset: str, *, data_dir=None, mirror: str | None = None,
-          progress: bool = True) -> list[Path]:
-    """Make sure every file of ``dataset`` in :data:`FILES` is on disk; return the paths.
-
-    For ``mmlu_pro`` a slim copy (``*.slim.json.gz``) found on a searched directory counts
-    as present.
-    """
-    if dataset not in FILES:
-        raise KeyError(f"unknown dataset {dataset!r}; known: {sorted(FILES)}")
-    wanted = []
-    for entry in FILES[dataset]:
-        cands = [entry.path]
-        if dataset == "mmlu_pro":
-            model = entry.name[len("model_outputs_"):-len("_5shots.zip")]
-            cands.insert(0, f"mmlu_pro/{mmlu_pro_slim_name(model)}")
-        wanted.append((cands, entry))
-    return ensure_files(dataset, wanted, data_dir=data_dir, mirror=mirror, progress=progress)
