@@ -45,7 +45,7 @@ def markdown(table: pd.DataFrame) -> str:
         lines += [f"## Nominal {100 * (1 - alpha):g}%", "",
                   "| method | " + " | ".join(f"N = {n}" for n in ns) + " |",
                   "|---|" + "---|" * len(ns)]
-        for method in BINOMIAL_METHODS:
+        for method in [m for m in BINOMIAL_METHODS if m in cov.index]:
             cells = [f"{cov.loc[method, n]:.6f} (w {width.loc[method, n]:.3f})" for n in ns]
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
         lines.append("")

@@ -227,3 +227,33 @@ def test_mmlu_score_rows_show_undefined_design_effect():
     assert by_model["beta"]["DEFF src"] == "-"
     s = clustered.models["alpha"].summary
     assert by_model["alpha"]["DEFF src"] == f"{s.se_cr1**2 / s.se_bernoulli**2:.1f}"
+
+
+def test_pilot_balance_is_checked_on_common_questions(tmp_path):
+    from winrate.evals import estimate_power_inputs
+
+    df = _long_table(k=2, n=120)
+    # beta skips question 0, where alpha has a third answer: the common questions are
+    # still balanced (K = 2 for both models)
+    df = df[~((df.model == "beta") & (df.qid == 0))]
+    extra = df[(df.model == "alpha") & (df.qid == 0)].iloc[:1]
+    df = pd.concat([df, extra], ignore_index=True)
+    path = tmp_path / "pilot.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "p.json"
+    assert _run("power", ["--n", "500", "--pilot", str(path), "--score-col", "correct",
+                          "--question-col", "qid", "--model-col", "model", "--models",
+                          "alpha", "beta", "--json", str(out)]) == 0
+    inputs = json.loads(out.read_text())["inputs"]
+    # reference: (n, 2) matrices built by a plain loop over questions 1..119
+    mats = [np.array([df[(df.model == m) & (df.qid == q)].correct.to_numpy()[:2]
+                      for q in range(1, 120)]) for m in ("alpha", "beta")]
+    ref = estimate_power_inputs(*mats)
+    assert inputs["sigma2_a"] == pytest.approx(np.var(mats[0], axis=1, ddof=1).mean())
+    assert inputs["omega2"] == pytest.approx(ref.omega2) and inputs["k_a"] == 2
+    unbalanced = df[~((df.model == "beta") & (df.qid == 5) & (df.rep == 1))]
+    unbalanced.to_csv(path, index=False)
+    with pytest.raises(WinrateInputError, match="'beta' must have the same number"):
+        _run("power", ["--n", "500", "--pilot", str(path), "--score-col", "correct",
+                       "--question-col", "qid", "--model-col", "model", "--models",
+                       "alpha", "beta"])

@@ -211,3 +211,23 @@ def test_finite_difference_hessian_of_a_gaussian_log_density():
     mode, inv_neg_h = laplace(lambda z: dist.logpdf(z).reshape(-1), np.zeros(3))
     np.testing.assert_allclose(mode, mean, atol=1e-4)
     np.testing.assert_allclose(inv_neg_h, cov, atol=1e-4)
+
+
+def test_low_ess_warning_names_the_proposal():
+    from winrate.evals.intervals import warn_low_ess
+
+    with pytest.warns(WinrateWarning, match="of 1000 Laplace-t proposal draws"):
+        warn_low_ess(12.0, 1000, "test", "laplace")
+    with pytest.warns(WinrateWarning, match="of 1000 prior draws"):
+        warn_low_ess(12.0, 1000, "test", "prior")
+
+
+def test_markdown_table_accepts_a_subset_of_methods():
+    from scripts.exact_interval_coverage import coverage_table, markdown
+
+    table = coverage_table(ns=(3, 10), alphas=(0.1,), methods=("wilson", "bayes"))
+    text = markdown(table)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "N = " not in line]
+    assert [r.split(" | ")[0] for r in rows] == ["| wilson", "| bayes"]
+    wilson = exact_average_coverage(10, "wilson", 0.1)
+    assert f"{wilson.coverage:.6f} (w {wilson.mean_width:.3f})" in rows[0]

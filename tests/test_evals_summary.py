@@ -275,3 +275,39 @@ def test_malformed_matrices_and_cluster_arrays_raise_input_errors():
         summarize_scores([1.0, 0.0, 1.0, 0.0], np.zeros((4, 2)))
     with pytest.raises(WinrateInputError, match="'src' must be 1-D"):
         summarize_scores([1.0, 0.0, 1.0, 0.0], {"src": np.zeros((4, 2))})
+
+
+def _separate_calls(values, groups):
+    from winrate.variance import multiway_cluster_cov
+
+    infl = (values - values.mean())[:, None] / values.size
+    out = {}
+    for correction in ("none", "cr1"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", WinrateWarning)
+            result = multiway_cluster_cov(infl, groups, correction)
+        out[correction] = (np.sqrt(result.cov[0, 0]), result.psd_repaired)
+    return out
+
+
+@pytest.mark.parametrize("case", ["one-way", "two-way", "two-way-repaired"])
+def test_clustered_mean_ses_match_separate_covariance_calls(case):
+    from winrate.evals.summary import clustered_mean_ses
+
+    rng = np.random.default_rng(8)
+    n = 240
+    g1, g2 = rng.integers(0, 6, n), rng.integers(0, 5, n)
+    values = rng.normal(size=n) + rng.normal(size=6)[g1]
+    if case == "two-way-repaired":
+        # checkerboard: every row and column sum cancels, the cells do not, so the
+        # inclusion-exclusion variance V1 + V2 - V12 is negative and gets clipped
+        values = np.where((g1 + g2) % 2 == 0, 1.0, -1.0) + 0.01 * rng.normal(size=n)
+    groups = [g1] if case == "one-way" else [g1, g2]
+    expected = _separate_calls(values, groups)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        ses, repaired = clustered_mean_ses(values, groups)
+    for correction in ("none", "cr1"):
+        assert ses[correction] == pytest.approx(expected[correction][0], rel=1e-12, abs=1e-15)
+    assert repaired == (expected["none"][1] or expected["cr1"][1])
+    assert repaired == (case == "two-way-repaired")

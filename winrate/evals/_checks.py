@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.inference import _check_alpha
+from winrate.variance import _check_correction
 
 #: Below this many clusters the cluster-robust SE is biased down and its normal reference
 #: is unreliable (rule of thumb in Cameron & Miller 2015, sec. VI; clustered-se primer).
@@ -116,7 +118,14 @@ def check_cluster_counts(names, counts, context: str = "") -> None:
             )
 
 
-def check_alpha(alpha: float) -> float:
-    if not 0 < alpha < 1:
-        raise WinrateInputError(f"alpha must be in (0, 1), got {alpha}")
-    return float(alpha)
+#: ``alpha`` in (0, 1) as a float, else a WinrateInputError (shared with winrate.inference)
+check_alpha = _check_alpha
+
+
+def check_correction(correction: str) -> str:
+    """:func:`winrate.variance._check_correction` as a WinrateInputError."""
+    try:
+        _check_correction(correction)
+    except ValueError as exc:
+        raise WinrateInputError(str(exc)) from None
+    return correction

@@ -25,7 +25,7 @@ import numpy as np
 
 from winrate.data import read_table
 from winrate.errors import WinrateInputError
-from winrate.evals.frame import evaluate, question_scores
+from winrate.evals.frame import answer_matrix, evaluate, question_scores
 from winrate.evals.power import estimate_power_inputs, minimum_detectable_effect, sample_size
 from winrate.evals.report import FORMATS, pairwise_table, report_json, score_table
 from winrate.evals.summary import INTERVALS
@@ -109,18 +109,15 @@ def add_power_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write inputs and result as JSON")
 
 
-def _pilot_matrix(raw, question_col, score_col, model, questions) -> np.ndarray:
-    """(n, K) answers of one pilot model, questions in the given order; balanced K only."""
-    rows = raw[raw["__model__"] == model]
-    if rows.empty:
-        raise WinrateInputError(f"pilot model {model!r} not found")
-    k = rows.groupby(question_col).size()
-    if k.nunique() != 1:
+def _pilot_matrix(qs, model, questions) -> np.ndarray:
+    """(n, K) answers of one pilot model on the common questions, in that order; balanced K
+    (over those questions) only."""
+    matrix = answer_matrix(qs, model, questions, min_k=1)
+    if matrix is None:
+        k = qs.answers.loc[questions, model]
         raise WinrateInputError(f"pilot model {model!r} must have the same number of answers on "
-                                f"every question; counts range {k.min()}..{k.max()}")
-    order = rows.groupby(question_col, sort=False).cumcount().to_numpy()
-    wide = rows.assign(__k__=order).pivot(index=question_col, columns="__k__", values=score_col)
-    return wide.reindex(questions).to_numpy()
+                                f"every common question; counts range {k.min()}..{k.max()}")
+    return matrix
 
 
 def _pilot_inputs(args: argparse.Namespace):
@@ -136,7 +133,7 @@ def _pilot_inputs(args: argparse.Namespace):
     if common is None or len(common) < 2:
         raise WinrateInputError(f"pilot models {a!r} and {b!r} need >= 2 common questions; "
                                 f"models in the pilot: {qs.models}")
-    matrices = [_pilot_matrix(qs.raw, args.question_col, args.score_col, m, common) for m in (a, b)]
+    matrices = [_pilot_matrix(qs, m, common) for m in (a, b)]
     return estimate_power_inputs(*matrices, qs.cluster_arrays(common) or None,
                                  correction=args.correction)
 

@@ -157,18 +157,22 @@ def question_scores_from_wide(
     return question_scores(long, "score", "question", "model", cluster_cols)
 
 
-def answer_matrix(qs: QuestionScores, model: str) -> np.ndarray | None:
-    """(n, K) answers of one model when every question has the same K >= 2, else None."""
+def answer_matrix(
+    qs: QuestionScores, model: str, questions=None, min_k: int = 2
+) -> np.ndarray | None:
+    """(n, K) answers of one model on ``questions`` (default: every question it answered),
+    rows in that order, when each of those questions has the same K >= ``min_k``; else None.
+    Answers to other questions do not affect the balance check."""
     counts = qs.answers[model]
-    counts = counts[counts > 0]
-    if counts.min() < 2 or counts.nunique() != 1:
+    counts = counts[counts > 0] if questions is None else counts.loc[questions]
+    if counts.min() < min_k or counts.nunique() != 1:
         return None
     rows = qs.raw[qs.raw["__model__"] == model]
     order = rows.groupby(qs.question_col, sort=False).cumcount()
     wide = rows.assign(__k__=order.to_numpy()).pivot(
         index=qs.question_col, columns="__k__", values=qs.score_col
     )
-    return wide.loc[counts.index].to_numpy()
+    return wide.loc[counts.index].iloc[:, : int(counts.iloc[0])].to_numpy()
 
 
 @dataclass(frozen=True)

@@ -174,11 +174,13 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, probs) -> np.nda
     return np.interp(probs, cdf, v)
 
 
-def warn_low_ess(ess: float, n_samples: int, what: str) -> None:
+def warn_low_ess(ess: float, n_samples: int, what: str, sampler: str) -> None:
+    """WinrateWarning below :data:`MIN_ESS`, naming the proposal that was used."""
     if ess < MIN_ESS:
+        draws = "prior" if sampler == "prior" else "Laplace-t proposal"
         warnings.warn(
             f"{what}: importance sampling kept an effective sample size of only {ess:.0f} of "
-            f"{n_samples} prior draws, so the posterior summary is noisy; increase n_samples",
+            f"{n_samples} {draws} draws, so the posterior summary is noisy; increase n_samples",
             WinrateWarning,
             stacklevel=3,
         )
@@ -275,7 +277,7 @@ def clustered_bayes_interval(
     sample = importance_sample(log_prior, log_lik, sample_prior, start, n_samples, seed, sampler)
     theta = expit(sample.draws[:, 0])
     low, high = weighted_quantiles(theta, sample.weights, [alpha / 2, 1 - alpha / 2])
-    warn_low_ess(sample.ess, n_samples, "clustered Bayes interval")
+    warn_low_ess(sample.ess, n_samples, "clustered Bayes interval", sample.sampler)
     return ClusteredBayesInterval(
         low=float(low), high=float(high), mean=float(sample.weights @ theta), alpha=alpha,
         ess=sample.ess, n_samples=int(n_samples), seed=int(seed), sampler=sample.sampler,

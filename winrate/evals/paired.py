@@ -19,11 +19,12 @@ from winrate.evals._checks import (
     as_scores,
     check_alpha,
     check_cluster_counts,
+    check_correction,
     same_length,
 )
 from winrate.evals._importance import importance_sample, logit_beta_logpdf
 from winrate.evals.intervals import _check_counts, _check_prior, warn_low_ess, weighted_quantiles
-from winrate.evals.summary import check_correction, clustered_mean_ses, is_binary
+from winrate.evals.summary import clt_se, clustered_mean_ses, is_binary
 from winrate.inference import critical_value
 from winrate.variance import DEFAULT_CORRECTION, group_codes
 
@@ -104,11 +105,6 @@ class PairedComparison:
         return self.test.estimate
 
 
-def _clt_se(x: np.ndarray) -> float:
-    """``sqrt(sum (x - xbar)^2 / (n (n - 1)))`` (Miller 2024, eq. 1)."""
-    return float(np.sqrt(np.var(x, ddof=1) / x.size))
-
-
 def _correlation(a: np.ndarray, b: np.ndarray) -> float | None:
     if np.all(a == a[0]) or np.all(b == b[0]):
         warnings.warn(
@@ -145,12 +141,12 @@ def paired_difference(
             WinrateWarning, stacklevel=2,
         )
     ses, _ = clustered_mean_ses(d, cluster_list)
-    se_paired = _clt_se(d)
+    se_paired = clt_se(d)
     se = ses.get(correction, se_paired)
     df = min(counts) - 1 if cluster_list else None
     return PairedComparison(
         mean_a=float(a.mean()), mean_b=float(b.mean()), n=n, se=se, se_paired=se_paired,
-        se_unpaired=float(np.hypot(_clt_se(a), _clt_se(b))), se_cr0=ses.get("none"),
+        se_unpaired=float(np.hypot(clt_se(a), clt_se(b))), se_cr0=ses.get("none"),
         se_cr1=ses.get("cr1"), correlation=_correlation(a, b), cluster_names=tuple(cnames),
         n_clusters=tuple(counts), correction=correction,
         test=wald_test(float(d.mean()), se, alpha, df),
@@ -271,7 +267,7 @@ class PairedBayesResult:
     counts: tuple[int, int, int, int]
 
 
-def _paired_start(counts: np.ndarray, ra: float, rb: float) -> list[float]:
+def _paired_start(counts: np.ndarray) -> list[float]:
     """Start of the mode search: smoothed accuracies and the phi coefficient as rho."""
     n = counts.sum()
     theta_a, theta_b = (counts[0] + counts[1] + 1) / (n + 2), (counts[0] + counts[2] + 1) / (n + 2)
@@ -317,8 +313,8 @@ def paired_bayes(
         return out
 
     sample = importance_sample(log_prior, log_lik, sample_prior,
-                               _paired_start(counts, ra, rb), n_samples, seed, sampler)
-    warn_low_ess(sample.ess, n_samples, "paired Bayes comparison")
+                               _paired_start(counts), n_samples, seed, sampler)
+    warn_low_ess(sample.ess, n_samples, "paired Bayes comparison", sample.sampler)
     diff = expit(sample.draws[:, 0]) - expit(sample.draws[:, 1])
     w = sample.weights
     low, high = weighted_quantiles(diff, w, [alpha / 2, 1 - alpha / 2])

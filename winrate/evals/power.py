@@ -23,16 +23,12 @@ from winrate.errors import WinrateInputError
 from winrate.evals._checks import (
     as_cluster_list,
     as_score_matrix,
-    check_alpha,
     check_cluster_counts,
+    check_correction,
     same_length,
 )
-from winrate.evals.summary import (
-    check_correction,
-    clip_negative_variance,
-    conditional_variance,
-    total_variance,
-)
+from winrate.evals.summary import clip_negative_variance, conditional_variance, total_variance
+from winrate.inference import critical_value
 from winrate.variance import DEFAULT_CORRECTION, group_codes
 
 
@@ -66,10 +62,9 @@ def _check_delta(delta: float) -> None:
 
 def _z_sum(alpha: float, power: float) -> float:
     """``z_{alpha/2} + z_beta`` with ``z_p`` the upper-p normal quantile and beta = 1 - power."""
-    check_alpha(alpha)
     if not 0 < power < 1:
         raise WinrateInputError(f"power must be in (0, 1), got {power}")
-    return float(stats.norm.isf(alpha / 2) + stats.norm.ppf(power))
+    return critical_value(alpha) + float(stats.norm.ppf(power))
 
 
 def sample_size(
@@ -109,7 +104,7 @@ def power_at(
     _check_n(n)
     _check_delta(delta)
     se = np.sqrt(_per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff) / n)
-    z = stats.norm.isf(check_alpha(alpha) / 2)
+    z = critical_value(alpha)
     return float(stats.norm.cdf(delta / se - z) + stats.norm.cdf(-delta / se - z))
 
 
@@ -168,7 +163,7 @@ def estimate_power_inputs(
         "the conditional noise explains all the variance of the paired differences in this "
         "pilot (no detectable question-level difference between the models)",
     )
-    plain = total_variance(d, [], correction)
+    plain = total_variance(d)
     return PowerInputs(
         omega2=float(omega2), sigma2_a=s2a, sigma2_b=s2b, k_a=a.shape[1], k_b=b.shape[1], n=n,
         clustered=bool(cluster_list),

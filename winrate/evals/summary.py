@@ -4,11 +4,13 @@ Conventions (Miller 2024, "Adding Error Bars to Evals", arXiv 2411.00640):
 
 * CLT standard error, eq. 1: ``SE^2 = sum_i (s_i - s_bar)^2 / (n (n - 1))``.
 * Bernoulli standard error for 0/1 scores, eq. 2: ``SE^2 = s_bar (1 - s_bar) / n``.
-* Clustered standard error, eq. 4 / appendix A: the sandwich
-  ``V = c(G) sum_c (sum_{i in c} (s_i - s_bar))^2 / n^2``, computed by
-  :func:`winrate.variance.cluster_cov` on the influence ``(s_i - s_bar) / n``; ``c = 1``
-  (``"none"``, CR0, Miller's formula) or ``G / (G - 1)`` (``"cr1"``). With singleton
-  clusters CR1 reduces exactly to the CLT SE. Several cluster columns are combined by
+* Clustered standard error, appendix A: the sandwich
+  ``V = c(G) sum_c (sum_{i in c} (s_i - s_bar))^2 / n^2`` (all pairs i, j of a cluster over
+  n^2), computed by :func:`winrate.variance.multiway_cluster_cov` on the influence
+  ``(s_i - s_bar) / n``; ``c = 1`` (``"none"``, CR0, Miller's appendix A sum) or
+  ``G / (G - 1)`` (``"cr1"``). Miller's eq. 4 instead adds the within-cluster cross terms
+  to the n - 1 CLT variance of eq. 1. With singleton clusters CR1 reduces exactly to the
+  CLT SE. Several cluster columns are combined by
   multiway inclusion-exclusion (Cameron, Gelbach & Miller 2011).
 """
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from winrate.diagnostics import anova_icc
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals._checks import (
     as_cluster_list,
@@ -26,45 +29,50 @@ from winrate.evals._checks import (
     as_scores,
     check_alpha,
     check_cluster_counts,
+    check_correction,
 )
 from winrate.evals.intervals import BINOMIAL_METHODS, binomial_interval, clustered_bayes_interval
 from winrate.inference import wald_intervals
-from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION, group_codes, multiway_cluster_cov
+from winrate.variance import (
+    DEFAULT_CORRECTION,
+    group_codes,
+    multiway_cluster_cov,
+    repair_psd,
+    small_sample_factor,
+)
 
 #: below this many binary questions "auto" uses the Bayes interval (Bowyer et al. 2025)
 SMALL_N = 300
 INTERVALS = ("auto", *BINOMIAL_METHODS)
 
 
-def check_correction(correction: str) -> str:
-    if correction not in CORRECTIONS:
-        raise WinrateInputError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
-    return correction
-
-
-def clustered_variance(influence, cluster_list, correction: str) -> np.ndarray:
-    """Cluster-robust covariance of an influence matrix over one or more cluster columns.
-
-    One column is Liang-Zeger / Miller eq. 4; several use CGM (2011) inclusion-exclusion;
-    both through :func:`winrate.variance.multiway_cluster_cov`.
-    """
-    return multiway_cluster_cov(influence, cluster_list, correction).cov
-
-
 def clustered_mean_ses(values: np.ndarray, cluster_list) -> tuple[dict[str, float], bool]:
     """Clustered SEs of the mean of ``values``, without (``"none"``) and with (``"cr1"``)
-    G/(G - 1): ``sqrt(c(G) sum_c (sum_{i in c} (v_i - vbar))^2) / n`` (Miller 2024, eq. 4 and
+    G/(G - 1): ``sqrt(c(G) sum_c (sum_{i in c} (v_i - vbar))^2) / n`` (Miller 2024,
     appendix A; multiway by inclusion-exclusion). Also says whether a PSD repair happened.
-    ``({}, False)`` without clusters."""
+    ``({}, False)`` without clusters.
+
+    One :func:`~winrate.variance.multiway_cluster_cov` call gives the CR1 variance and
+    every inclusion-exclusion term ``G/(G - 1) meat``; the CR0 variance is the signed sum
+    of ``meat = (G - 1)/G * term`` with the same PSD repair (CGM 2011, sec. 2.3).
+    """
     if not cluster_list:
         return {}, False
     infl = (values - values.mean())[:, None] / values.size
-    ses, repaired = {}, False
-    for corr in CORRECTIONS:
-        result = multiway_cluster_cov(infl, cluster_list, corr)
-        ses[corr] = float(np.sqrt(result.cov[0, 0]))
-        repaired = repaired or result.psd_repaired
-    return ses, repaired
+    cr1 = multiway_cluster_cov(infl, cluster_list, "cr1")
+    cr0 = sum(sign * cov / small_sample_factor(g, "cr1")
+              for (_, g, sign), cov in zip(cr1.terms, cr1.term_covs, strict=True))
+    cr0_repaired = False
+    if len(cluster_list) > 1:
+        cr0, min_eig, cr0_repaired = repair_psd(cr0)
+        if cr0_repaired and not cr1.psd_repaired:
+            warnings.warn(
+                f"the multiway CR0 variance was negative ({min_eig:.3g}) and was clipped to 0 "
+                "(Cameron, Gelbach & Miller 2011, sec. 2.3); this usually means too few "
+                "clusters on one axis", WinrateWarning, stacklevel=3,
+            )
+    ses = {"none": float(np.sqrt(cr0[0, 0])), "cr1": float(np.sqrt(cr1.cov[0, 0]))}
+    return ses, cr1.psd_repaired or cr0_repaired
 
 
 def is_binary(x: np.ndarray) -> bool:
@@ -72,7 +80,8 @@ def is_binary(x: np.ndarray) -> bool:
 
 
 def icc_anova(scores, clusters) -> float | None:
-    """One-way ANOVA estimator of the intra-cluster correlation (Snedecor & Cochran).
+    """One-way ANOVA estimator of the intra-cluster correlation (Snedecor & Cochran), by
+    :func:`winrate.diagnostics.anova_icc`.
 
     ``MSB = sum_g n_g (ybar_g - ybar)^2 / (G - 1)``, ``MSW = sum_g sum_i (y_gi - ybar_g)^2 /
     (n - G)``, ``m0 = (n - sum_g n_g^2 / n) / (G - 1)`` and
@@ -82,17 +91,8 @@ def icc_anova(scores, clusters) -> float | None:
     """
     x = as_scores(scores)
     (labels,), _ = as_cluster_list(np.asarray(clusters), x.size)
-    codes, g = group_codes(labels)
-    n = x.size
-    if g < 2 or g == n:
-        return None
-    sizes = np.bincount(codes, minlength=g)
-    means = np.bincount(codes, weights=x, minlength=g) / sizes
-    msb = sizes @ np.square(means - x.mean()) / (g - 1)
-    msw = np.square(x - means[codes]).sum() / (n - g)
-    m0 = (n - np.square(sizes).sum() / n) / (g - 1)
-    denominator = msb + (m0 - 1) * msw
-    return float((msb - msw) / denominator) if denominator > 0 else None
+    v = anova_icc(x, group_codes(labels)[0])
+    return None if np.isnan(v) else v
 
 
 @dataclass(frozen=True)
@@ -147,10 +147,15 @@ class ScoreSummary:
         return self.naive_method
 
 
+def clt_se(x: np.ndarray) -> float:
+    """``sqrt(sum (x - xbar)^2 / (n (n - 1)))`` (Miller 2024, eq. 1)."""
+    return float(np.sqrt(np.var(x, ddof=1) / x.size))
+
+
 def _naive_ses(x: np.ndarray) -> tuple[float, float | None, bool]:
     """(SE_CLT, SE_Bernoulli or None, binary) per Miller eqs. 1-2."""
     n = x.size
-    se_clt = float(np.sqrt(np.square(x - x.mean()).sum() / (n * (n - 1))))
+    se_clt = clt_se(x)
     binary = is_binary(x)
     se_bern = float(np.sqrt(x.mean() * (1 - x.mean()) / n)) if binary else None
     return se_clt, se_bern, binary
@@ -295,14 +300,17 @@ def clip_negative_variance(value: float, name: str, meaning: str) -> float:
     return float(value)
 
 
-def total_variance(xhat: np.ndarray, cluster_list, correction: str) -> float:
+def total_variance(
+    xhat: np.ndarray, cluster_list=(), correction: str = DEFAULT_CORRECTION
+) -> float:
     """Per-question variance of question means, ``n Var(mu_hat)``: the sample variance
-    (n - 1) unclustered, or ``n V_cluster`` with V from the influence ``(xhat - mean) / n``."""
+    (n - 1) without clusters, or ``n V_cluster`` with V from the influence
+    ``(xhat - mean) / n`` and the given ``correction`` (used only with clusters)."""
     n = xhat.size
     if not cluster_list:
         return float(np.var(xhat, ddof=1))
     infl = (xhat - xhat.mean())[:, None] / n
-    return float(n * clustered_variance(infl, cluster_list, correction)[0, 0])
+    return float(n * multiway_cluster_cov(infl, list(cluster_list), correction).cov[0, 0])
 
 
 def variance_components(
