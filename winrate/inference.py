@@ -289,9 +289,14 @@ def _two_sided_family(F, a, b, alpha, df, mc: _MC):
 
 def _max_t_pvalues(sorted_max: np.ndarray, stat: np.ndarray) -> np.ndarray:
     """Single-step max-T adjusted p-value ``P(max_h |T_h| >= |t|)`` (Westfall & Young 1993,
-    "Resampling-Based Multiple Testing", ch. 2), estimated from the simulated maxima."""
+    "Resampling-Based Multiple Testing", ch. 2), estimated from the simulated maxima.
+
+    ``max |T| >= 0``, so the maxima are clamped at 0: a family whose contrasts all have zero
+    variance (every simulated maximum is the ``_NO_HYPOTHESIS`` sentinel) gives p = 1 for a
+    zero difference and p = 0 for a nonzero (exact) one."""
     n = sorted_max.size
-    return (n - np.searchsorted(sorted_max, np.abs(stat), side="left")) / n
+    clamped = np.maximum(sorted_max, 0.0)  # monotone: stays sorted
+    return (n - np.searchsorted(clamped, np.abs(stat), side="left")) / n
 
 
 # ------------------------------------------------------------------ marginal intervals
@@ -363,6 +368,8 @@ class SimultaneousIntervals:
 def _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size):
     est, V = _check_inputs(estimate, cov)
     alpha, df = _check_alpha(alpha), _check_df(df)
+    if seed is None:  # draw fresh entropy once, so every step-down step uses the same draws
+        seed = np.random.SeedSequence().entropy
     mc = _MC(_check_draws(n_draws, alpha), seed, chunk_size)
     return est, V, _factor(V), alpha, df, mc
 
@@ -387,7 +394,7 @@ def simultaneous_intervals(
     """
     est, V, F, alpha, df, mc = _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size)
     se = np.sqrt(np.clip(np.diag(V), 0.0, None))
-    zero = se**2 <= _ZERO_VAR_RTOL * np.diag(V).max(initial=0.0)
+    zero = _zero_pairs(V, se)
     _warn_zero(zero, "scores")
     rows = np.flatnonzero(~zero)
     crit, mc_se, sorted_max = _two_sided_family(F, rows, np.full(rows.size, -1), alpha, df, mc)
@@ -433,6 +440,7 @@ def _pair_stat(d, se, zero) -> np.ndarray:
 
 
 def _zero_pairs(V, se) -> np.ndarray:
+    """Contrasts (or scores) whose variance ``se**2`` is zero relative to ``max(diag V)``."""
     return se**2 <= _ZERO_VAR_RTOL * np.diag(V).max(initial=0.0)
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from itertools import combinations, product
+from itertools import product
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,14 +43,22 @@ from tqdm.auto import tqdm
 
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.inference import _check_alpha, _quantile_with_se
 from winrate.leaderboard import Leaderboard, fit
-from winrate.variance import DEFAULT_CORRECTION, group_codes, repair_psd, small_sample_factor
+from winrate.variance import (
+    DEFAULT_CORRECTION,
+    group_codes,
+    inclusion_exclusion,
+    intersect_codes,
+    small_sample_factor,
+)
 
 _BLOCK_ELEMENTS = 1 << 22  # dense (block, P) or (block, C) arrays stay ~32 MB
 _ZERO_COUNT_RTOL = 1e-10  # a replicate pair count <= this * full count counts as zero
 WILD_DISTRIBUTIONS = ("rademacher", "webb")
 _WEBB_POINTS = np.array([-np.sqrt(1.5), -1.0, -np.sqrt(0.5), np.sqrt(0.5), 1.0, np.sqrt(1.5)])
 _ENUMERATE_LIMIT = 4096  # enumerate all sign / 6-point vectors when there are at most this many
+_MIN_WILD_DRAWS = 99  # random wild draws: at least this many
 
 
 # ------------------------------------------------------------------ sufficient statistics
@@ -60,13 +68,11 @@ _ENUMERATE_LIMIT = 4096  # enumerate all sign / 6-point vectors when there are a
 class PairTotals:
     """Cluster-level sufficient statistics ``W_gp``, ``N_gp`` of one clustering.
 
-    ``wins`` and ``counts`` are (G, P) CSR matrices over ``Leaderboard.pairs``; ``codes``
-    are the rows' cluster codes (``-1`` for rows of zero weight, which carry no pair).
+    ``wins`` and ``counts`` are (G, P) CSR matrices over ``Leaderboard.pairs``.
     """
 
     wins: sp.csr_array
     counts: sp.csr_array
-    codes: np.ndarray
     n_clusters: int
 
     @property
@@ -92,7 +98,7 @@ def pair_totals(log: ComparisonLog, board: Leaderboard, groups) -> PairTotals:
     f = log.weight[keep]
     wins = sp.coo_array((f * score_low[keep], idx), shape=shape).tocsr()
     counts = sp.coo_array((f, idx), shape=shape).tocsr()
-    return PairTotals(wins, counts, codes, n_groups)
+    return PairTotals(wins, counts, n_groups)
 
 
 class PairScorer:
@@ -141,13 +147,19 @@ class PairScorer:
         return scale * self._spread(psi * self.w_lo, observed * (1 - psi) * self.w_hi)
 
 
-def intersection_codes(code_list: list[np.ndarray]) -> tuple[np.ndarray, int]:
-    """Dense codes ``0..C-1`` of the intersection clustering (rows agreeing on every axis)."""
-    combined = np.zeros(len(code_list[0]), dtype=np.int64)
-    for codes in code_list:
-        dense, size = group_codes(codes)
-        combined = combined * size + dense
-    return group_codes(combined)
+def _coded_axes(log: ComparisonLog, groups: list) -> tuple[list[np.ndarray], list[int]]:
+    """Dense codes and cluster counts of each axis, checked against the log's length."""
+    if not groups:
+        raise WinrateInputError("resampling needs at least one clustering axis")
+    codes, sizes = [], []
+    for i, g in enumerate(groups):
+        dense, size = group_codes(g)
+        if dense.shape[0] != log.n_rows:
+            raise WinrateInputError(f"cluster axis {i} has {dense.shape[0]} entries but the "
+                                    f"log has {log.n_rows} rows")
+        codes.append(dense)
+        sizes.append(size)
+    return codes, sizes
 
 
 def _block_size(width: int) -> int:
@@ -157,15 +169,22 @@ def _block_size(width: int) -> int:
 # ------------------------------------------------------------------------ jackknife
 
 
-def _jackknife_blocks(totals: PairTotals, scorer: PairScorer):
-    """Yield ``(start, S^(-g))`` for blocks of deleted clusters g (module doc)."""
+def _jackknife_blocks(totals: PairTotals, scorer: PairScorer, units=None):
+    """Yield ``(start, S^(-g))`` for blocks of deleted clusters g (module doc).
+
+    ``units``: per-cluster number of identical units (row frequencies when each row is
+    a cluster of identical comparisons); one unit ``W_g / m_g``, ``N_g / m_g`` is deleted.
+    """
     wins_all, counts_all = totals.total_wins, totals.total_counts
     block = _block_size(len(wins_all))
     for start in range(0, totals.n_clusters, block):
         stop = min(start + block, totals.n_clusters)
-        wins = wins_all - totals.wins[start:stop].toarray()
-        counts = counts_all - totals.counts[start:stop].toarray()
-        yield start, scorer.scores(wins, counts)
+        wins, counts = totals.wins[start:stop].toarray(), totals.counts[start:stop].toarray()
+        if units is not None:
+            m = units[start:stop, None]
+            wins = np.divide(wins, m, out=np.zeros(wins.shape), where=m > 0)
+            counts = np.divide(counts, m, out=np.zeros(counts.shape), where=m > 0)
+        yield start, scorer.scores(wins_all - wins, counts_all - counts)
 
 
 def jackknife_replicates(log: ComparisonLog, groups, weights="uniform",
@@ -183,10 +202,12 @@ def jackknife_replicates(log: ComparisonLog, groups, weights="uniform",
 class JackknifeCovariance:
     """Delete-one-cluster jackknife covariance.
 
-    ``cov``: (K, K) CV3 (multiway: inclusion-exclusion of CV3 terms, PSD-repaired);
-    ``n_clusters``: clusters per axis; ``df = min(G) - 1`` for t critical values;
-    ``undefined_replicates``: (replicate, model) pairs where deleting a cluster left the
-    model without comparisons (its full-sample score was used there); ``psd_repaired``.
+    ``cov``: (K, K) jackknife covariance (``center`` of :func:`jackknife_cov`; multiway:
+    inclusion-exclusion of one-way terms, PSD-repaired); ``n_clusters``: clusters per axis
+    (comparisons for the frequency-weighted row jackknife); ``df = min(G) - 1`` for t
+    critical values; ``undefined_replicates``: (replicate, model) pairs where deleting a
+    cluster left the model without comparisons (its full-sample score was used there);
+    ``psd_repaired``.
     """
 
     cov: np.ndarray
@@ -197,50 +218,71 @@ class JackknifeCovariance:
     min_eigenvalue: float
 
 
-def _cv3(log, board, groups, weights, center) -> tuple[np.ndarray, int, int]:
-    """One CV3 term, accumulated over blocks of deleted clusters (no (G, K) array kept)."""
+def _cv3(log, board, groups, weights, center, units=None) -> tuple[np.ndarray, int]:
+    """One jackknife term, accumulated over blocks of deleted clusters (no (G, K) array
+    kept). ``units`` (see ``_jackknife_blocks``): cluster g stands for ``m_g`` identical
+    units, each deleted in turn, so its replicate counts ``m_g`` times among
+    ``n = sum_g m_g`` replicates."""
     totals = pair_totals(log, board, groups)
     scorer = PairScorer(board, weights, totals.total_counts)
-    k, n_groups = len(board.models), totals.n_clusters
+    k = len(board.models)
+    mult = np.ones(totals.n_clusters) if units is None else np.asarray(units, float)
+    n_units = mult.sum()
     full = np.nan_to_num(board.scores)
     sum_d, sum_dd, undefined = np.zeros(k), np.zeros((k, k)), 0
-    for _, reps in _jackknife_blocks(totals, scorer):
-        missing = np.isnan(reps) & ~np.isnan(board.scores)
+    for start, reps in _jackknife_blocks(totals, scorer, units):
+        m = mult[start:start + len(reps), None]
+        missing = np.isnan(reps) & ~np.isnan(board.scores) & (m > 0)
         undefined += int(missing.sum())
         d = np.where(np.isnan(reps), full, reps) - full
-        sum_d += d.sum(axis=0)
-        sum_dd += d.T @ d
+        sum_d += (m * d).sum(axis=0)
+        sum_dd += d.T @ (m * d)
     if center == "mean":
-        sum_dd -= np.outer(sum_d, sum_d) / n_groups
-    factor = (n_groups - 1) / n_groups if n_groups > 1 else np.inf
-    return factor * sum_dd, n_groups, undefined
+        sum_dd -= np.outer(sum_d, sum_d) / n_units
+    return (n_units - 1) / n_units * sum_dd, undefined
 
 
 def jackknife_cov(log: ComparisonLog, groups, weights="uniform",
                   board: Leaderboard | None = None, center: str = "mean"
                   ) -> JackknifeCovariance:
-    """Delete-one-cluster jackknife variance (CV3) of the scores for one clustering::
+    """Delete-one-cluster jackknife variance of the scores for one clustering::
 
-        V_CV3 = (G - 1) / G * sum_g (S^(-g) - Sbar)(S^(-g) - Sbar)^T,  Sbar = mean_g S^(-g)
+        V = (G - 1) / G * sum_g (S^(-g) - C)(S^(-g) - C)^T
 
-    (``center="estimate"`` uses the full-sample S instead of Sbar). This is the CV3 /
-    jackknife estimator of MacKinnon, Nielsen & Webb (2023, "Cluster-robust inference: a
-    guide to empirical practice", J. Econometrics 232(2)) and the jackknife of Bell &
-    McCaffrey (2002, Survey Methodology 28(2)); for a linear estimator it equals the CR3
-    sandwich with ``(I - H_gg)^{-1}`` leverage corrections, so it is larger than CR1 when
-    few clusters dominate -- the reason it is preferred with few clusters, paired with
-    t(G - 1) critical values. Replicates come from :func:`jackknife_replicates`' sufficient
-    statistics. A model left without comparisons by deleting a cluster keeps its
-    full-sample score in that replicate (counted in ``undefined_replicates``, warned).
+    * ``center="mean"`` (default): ``C = Sbar = mean_g S^(-g)``, the classical jackknife
+      (Quenouille-Tukey), called CV3J by MacKinnon, Nielsen & Webb (2023, "Fast and
+      reliable jackknife and bootstrap methods for cluster-robust inference", J. Appl.
+      Econometrics 38(5)); it is never larger than the estimate-centred version (the
+      sum of squares is smallest about the mean).
+    * ``center="estimate"``: ``C = S``, the full-sample estimate: the CV3 of MacKinnon,
+      Nielsen & Webb (2023, "Cluster-robust inference: a guide to empirical practice",
+      J. Econometrics 232(2)), which for OLS equals the CR3 sandwich with
+      ``(I - H_gg)^{-1}`` leverage corrections (Bell & McCaffrey 2002, Survey
+      Methodology 28(2); tested against a hand-written CR3 for an intercept-only OLS).
+
+    Either is larger than CR1 when few clusters dominate -- the reason the jackknife is
+    preferred with few clusters, paired with t(G - 1) critical values. Replicates come
+    from :func:`jackknife_replicates`' sufficient statistics. A model left without
+    comparisons by deleting a cluster keeps its full-sample score in that replicate
+    (counted in ``undefined_replicates``, warned).
     """
     return multiway_jackknife_cov(log, [groups], weights, board, center)
+
+
+def _warn_undefined(undefined: int) -> None:
+    if undefined:
+        warnings.warn(f"{undefined} jackknife replicate score(s) were undefined (deleting a "
+                      "cluster removed every comparison of a model); the full-sample score "
+                      "was used there, which understates that model's variance",
+                      WinrateWarning, stacklevel=3)
 
 
 def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
                            board: Leaderboard | None = None, center: str = "mean"
                            ) -> JackknifeCovariance:
-    """Multiway CV3: inclusion-exclusion of one-way CV3 terms over every non-empty subset S
-    of the clustering dimensions, ``V = sum_S (-1)^(|S|+1) V_CV3(cap S)`` -- the
+    """Multiway jackknife: inclusion-exclusion of one-way jackknife terms
+    (:func:`jackknife_cov`, same ``center``) over every non-empty subset S of the
+    clustering dimensions, ``V = sum_S (-1)^(|S|+1) V_jack(cap S)`` -- the
     Cameron-Gelbach-Miller (2011, JBES 29(2), eq. 2.11) combination with each term's
     sandwich replaced by its jackknife (as in MacKinnon, Nielsen & Webb 2021, "Wild
     bootstrap and asymptotic inference with multiway clustering", JBES 39(2), sec. 3).
@@ -251,30 +293,53 @@ def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
         raise WinrateInputError(f"center must be 'mean' or 'estimate', got {center!r}")
     if not groups:
         raise WinrateInputError("the jackknife needs at least one clustering axis")
-    board = fit(log, weights) if board is None else board
-    coded = [group_codes(g) for g in groups]
-    if min(size for _, size in coded) < 2:
+    codes, sizes = _coded_axes(log, groups)
+    if min(sizes) < 2:
         raise WinrateInputError("the jackknife needs at least 2 clusters on every axis")
-    k = len(board.models)
-    total, undefined = np.zeros((k, k)), 0
-    for order in range(1, len(groups) + 1):
-        for dims in combinations(range(len(groups)), order):
-            codes = intersection_codes([coded[d][0] for d in dims])[0]
-            term, _, missing = _cv3(log, board, codes, weights, center)
-            total += (1 if order % 2 else -1) * term
-            undefined += missing if order == 1 else 0
-    cov, min_eig, repaired = repair_psd(total) if len(groups) > 1 else (total, np.nan, False)
-    if repaired:
-        warnings.warn(f"the multiway jackknife covariance was not PSD (smallest eigenvalue "
-                      f"{min_eig:.3g}); negative eigenvalues were clipped to zero",
-                      WinrateWarning, stacklevel=2)
-    if undefined:
-        warnings.warn(f"{undefined} jackknife replicate score(s) were undefined (deleting a "
-                      "cluster removed every comparison of a model); the full-sample score "
-                      "was used there, which understates that model's variance",
-                      WinrateWarning, stacklevel=2)
-    sizes = tuple(size for _, size in coded)
-    return JackknifeCovariance(cov, sizes, min(sizes) - 1, undefined, repaired, min_eig)
+    board = fit(log, weights) if board is None else board
+
+    def term(term_codes, _n_range):
+        return _cv3(log, board, term_codes, weights, center)
+
+    cov, min_eig, repaired, parts = inclusion_exclusion(
+        codes, sizes, term, "multiway jackknife covariance")
+    _warn_undefined(sum(info for dims, _, _, info in parts if len(dims) == 1))
+    return JackknifeCovariance(cov, tuple(sizes), min(sizes) - 1,
+                               sum(info for dims, _, _, info in parts if len(dims) == 1),
+                               repaired, min_eig)
+
+
+def _require_whole_frequencies(log: ComparisonLog, method: str) -> np.ndarray:
+    freq = log.weight
+    if not np.array_equal(freq, np.round(freq)):
+        raise WinrateInputError(
+            f"the {method} without clustering treats a row of frequency f as f identical "
+            "comparisons, so it needs whole-number frequencies; cluster the log, or use "
+            "--method sandwich")
+    return freq
+
+
+def row_jackknife_cov(log: ComparisonLog, weights="uniform", board: Leaderboard | None = None,
+                      center: str = "mean") -> JackknifeCovariance:
+    """Delete-one-comparison jackknife with no clustering: that of the expanded log in
+    which a row of frequency ``f_r`` is ``f_r`` identical comparisons.
+
+    Deleting any of row r's copies gives the same replicate ``S^(-r)`` (row r's
+    frequency lowered by one), so with ``n = sum_r f_r``
+    ``V = (n - 1) / n sum_r f_r (S^(-r) - C)(S^(-r) - C)^T``, ``C = sum_r f_r S^(-r) / n``
+    (``center="mean"``) or the estimate -- in O(rows), equal to :func:`jackknife_cov` of the
+    expanded log by rows (tested). Frequencies must be whole numbers.
+    """
+    if center not in ("mean", "estimate"):
+        raise WinrateInputError(f"center must be 'mean' or 'estimate', got {center!r}")
+    freq = _require_whole_frequencies(log, "jackknife")
+    n_units = int(freq.sum())
+    if n_units < 2:
+        raise WinrateInputError("the jackknife needs at least 2 comparisons")
+    board = fit(log, weights) if board is None else board
+    cov, undefined = _cv3(log, board, np.arange(log.n_rows), weights, center, units=freq)
+    _warn_undefined(undefined)
+    return JackknifeCovariance(cov, (n_units,), n_units - 1, undefined, False, np.nan)
 
 
 # --------------------------------------------------------- cluster / pigeonhole bootstrap
@@ -286,7 +351,8 @@ class BootstrapResult:
 
     ``replicates``: (B, K) replicate scores (replicates with an undefined score dropped,
     their number in ``n_dropped``); ``cov``: their covariance (ddof 1); ``method``:
-    ``"cluster"`` or ``"pigeonhole"``; ``axes``: clusters per resampled axis.
+    ``"cluster"``, ``"pigeonhole"`` or ``"row"`` (:func:`row_bootstrap`); ``axes``:
+    clusters per resampled axis (comparisons for ``"row"``).
     """
 
     estimate: np.ndarray
@@ -304,20 +370,21 @@ class BootstrapResult:
     def percentile(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         """Percentile interval ``[q_{alpha/2}, q_{1-alpha/2}]`` of each model's replicates
         (Efron & Tibshirani 1993, "An Introduction to the Bootstrap", eq. 13.5)."""
+        alpha = _check_alpha(alpha)
         low, high = np.quantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
         return low, high
 
 
-def _cell_structure(groups: list):
+def _cell_structure(log: ComparisonLog, groups: list):
     """Codes of the intersection cells and, per axis, each cell's cluster on that axis."""
-    coded = [group_codes(g) for g in groups]
-    cells, n_cells = intersection_codes([c for c, _ in coded])
+    codes, sizes = _coded_axes(log, groups)
+    cells, n_cells = group_codes(intersect_codes(codes, sizes)[0])
     cell_of_axis = []
-    for codes, _ in coded:
+    for axis_codes in codes:
         mapping = np.zeros(n_cells, dtype=np.int64)
-        mapping[cells] = codes
+        mapping[cells] = axis_codes
         cell_of_axis.append(mapping)
-    return cells, n_cells, [s for _, s in coded], cell_of_axis
+    return cells, n_cells, sizes, cell_of_axis
 
 
 class ProductWeightScorer:
@@ -332,7 +399,7 @@ class ProductWeightScorer:
     """
 
     def __init__(self, log: ComparisonLog, board: Leaderboard, groups: list, weights="uniform"):
-        cells, self.n_cells, self.sizes, self.cell_of_axis = _cell_structure(groups)
+        cells, self.n_cells, self.sizes, self.cell_of_axis = _cell_structure(log, groups)
         totals = pair_totals(log, board, cells)
         self.scorer = PairScorer(board, weights, totals.total_counts)
         self.wins_t, self.counts_t = totals.wins.T.tocsr(), totals.counts.T.tocsr()
@@ -371,16 +438,53 @@ def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps:
     board = fit(log, weights) if board is None else board
     scorer = ProductWeightScorer(log, board, groups, weights)
     rng = np.random.default_rng(seed)
-    out = np.empty((reps, len(board.models)))
-    block = min(reps, _block_size(scorer.n_cells))
+
+    def draw(b):
+        return [rng.multinomial(size, np.full(size, 1.0 / size), size=b).astype(float)
+                for size in scorer.sizes]
+
     method = "cluster" if len(groups) == 1 else "pigeonhole"
+    out = _run_bootstrap(scorer, draw, reps, len(board.models), method, progress)
+    return _bootstrap_result(board, out, method, tuple(scorer.sizes), seed)
+
+
+def row_bootstrap(log: ComparisonLog, weights="uniform", reps: int = 999,
+                  seed: int | None = 0, board: Leaderboard | None = None,
+                  progress: bool | None = None) -> BootstrapResult:
+    """Bootstrap of comparisons with no clustering: that of the expanded log in which a
+    row of frequency ``f_r`` is ``f_r`` identical comparisons.
+
+    Drawing ``n = sum_r f_r`` comparisons with replacement from the expanded log takes
+    ``c ~ Mult(n; f / n)`` copies of row r's comparison, i.e. row r's frequency becomes
+    ``c_r`` (weight ``c_r / f_r`` on its totals, :class:`ProductWeightScorer`). Unweighted
+    logs give the ordinary bootstrap of rows. Frequencies must be whole numbers.
+    """
+    if int(reps) != reps or reps < 2:
+        raise WinrateInputError(f"bootstrap reps must be an integer >= 2, got {reps}")
+    freq = _require_whole_frequencies(log, "bootstrap")
+    n_units = int(freq.sum())
+    board = fit(log, weights) if board is None else board
+    scorer = ProductWeightScorer(log, board, [np.arange(log.n_rows)], weights)
+    rng = np.random.default_rng(seed)
+    inv = np.divide(1.0, freq, out=np.zeros(freq.shape), where=freq > 0)
+
+    def draw(b):
+        return [rng.multinomial(n_units, freq / n_units, size=b) * inv]
+
+    out = _run_bootstrap(scorer, draw, reps, len(board.models), "row", progress)
+    return _bootstrap_result(board, out, "row", (n_units,), seed)
+
+
+def _run_bootstrap(scorer: ProductWeightScorer, draw, reps: int, k: int, method: str,
+                   progress) -> np.ndarray:
+    """(reps, K) replicate scores, ``draw(b)`` giving each block's per-axis weights."""
+    out = np.empty((reps, k))
+    block = min(reps, _block_size(scorer.n_cells))
     for start in tqdm(range(0, reps, block), desc=f"{method} bootstrap", unit="block",
                       disable=None if progress is None else not progress, leave=False):
         b = min(block, reps - start)
-        draws = [rng.multinomial(size, np.full(size, 1.0 / size), size=b).astype(float)
-                 for size in scorer.sizes]
-        out[start:start + b] = scorer.scores(draws)
-    return _bootstrap_result(board, out, method, tuple(scorer.sizes), seed)
+        out[start:start + b] = scorer.scores(draw(b))
+    return out
 
 
 def _bootstrap_result(board, reps, method, sizes, seed) -> BootstrapResult:
@@ -435,14 +539,22 @@ def wild_weights(n_clusters: int, reps: int, distribution: str = "webb", seed=0
     bootstrap-based inference for clustered errors", Canadian J. Econ. 56(3)) six-point:
     ``v in {+/-sqrt(1/2), +/-1, +/-sqrt(3/2)}`` with probability 1/6 each (mean 0,
     variance 1). When the support has at most ``max(reps, 4096)`` points (Rademacher with
-    G <= 12) all ``2^G`` (``6^G``) equally likely vectors are returned instead of draws.
+    G <= 12) all ``2^G`` (``6^G``) equally likely vectors are returned instead of draws;
+    otherwise ``reps`` must be an integer >= 99.
     """
     if distribution not in WILD_DISTRIBUTIONS:
         raise WinrateInputError(
             f"wild bootstrap weights must be one of {WILD_DISTRIBUTIONS}, got {distribution!r}")
+    if int(reps) != reps or reps < 1:
+        raise WinrateInputError(f"wild bootstrap reps must be a positive integer, got {reps}")
     points = np.array([-1.0, 1.0]) if distribution == "rademacher" else _WEBB_POINTS
     if len(points) ** n_clusters <= max(reps, _ENUMERATE_LIMIT):
         return np.array(list(product(points, repeat=n_clusters))), True
+    if reps < _MIN_WILD_DRAWS:
+        raise WinrateInputError(
+            f"wild bootstrap reps must be >= {_MIN_WILD_DRAWS} when the {len(points)}^"
+            f"{n_clusters} weight vectors are not enumerated, got {reps}")
+    reps = int(reps)
     rng = np.random.default_rng(seed)
     return points[rng.integers(0, len(points), (reps, n_clusters))], False
 
@@ -457,12 +569,6 @@ def _influence_map(board: Leaderboard, total_counts: np.ndarray) -> sp.csr_array
     data /= np.concatenate([total_counts] * 2)
     return sp.csr_array((data, (rows, np.concatenate([lo, hi]))),
                         shape=(n_pairs, len(board.models)))
-
-
-def _order_stat(values: np.ndarray, alpha: float) -> np.ndarray:
-    """Column-wise ``1 - alpha`` quantile as the order statistic ``ceil((1 - alpha) B)``."""
-    k = int(np.ceil((1 - alpha) * values.shape[0])) - 1
-    return np.partition(values, k, axis=0)[k]
 
 
 def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha: float = 0.05,
@@ -494,6 +600,8 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     ``|t*|``): when ``2 / 2^G > alpha`` no quantile reaches 1 - alpha and the interval is
     set by the largest draw (a warning says so); Webb's six points give 6^G vectors.
     """
+    alpha = _check_alpha(alpha)
+    factor = small_sample_factor(2, correction)  # validates correction before any work
     board = fit(log, weights) if board is None else board
     totals = pair_totals(log, board, groups)
     n_groups = totals.n_clusters
@@ -507,24 +615,32 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     amap = _influence_map(board, counts_p)
     t_g = np.asarray(centred @ amap)  # (G, K) cluster sums of the influence
     factor = small_sample_factor(n_groups, correction)
-    se = np.sqrt(factor * (t_g**2).sum(axis=0))
+    cov = factor * t_g.T @ t_g
+    se = np.sqrt(np.diag(cov))
     stats = _wild_statistics(v, centred, totals.counts.toarray(), counts_p, amap, t_g, factor,
                              progress)
-    crit = _order_stat(np.abs(stats), alpha)
-    sim_crit = float(_order_stat(np.abs(stats).max(axis=1, keepdims=True), alpha)[0])
+    crit = _quantile_with_se(np.abs(stats), alpha)[0]
+    sim_crit = float(_quantile_with_se(np.abs(stats).max(axis=1, keepdims=True), alpha)[0][0])
     est = board.scores
+    half = np.where(se > 0, crit * se, 0.0)  # crit may be inf (see _wild_statistics)
+    sim_half = np.where(se > 0, sim_crit * se, 0.0)
     return WildBootstrapResult(
-        est, se, factor * t_g.T @ t_g, est - crit * se, est + crit * se, crit, sim_crit,
-        est - sim_crit * se, est + sim_crit * se, distribution, n_groups, len(v), enumerated,
-        alpha)
+        est, se, cov, est - half, est + half, crit, sim_crit, est - sim_half, est + sim_half,
+        distribution, n_groups, len(v), enumerated, alpha)
 
 
 def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) -> np.ndarray:
     """(B, K) bootstrap t statistics ``t*`` (see :func:`wild_cluster_bootstrap`), B draws at
-    a time: ``d* = v T``; ``V* = c sum_g (v_g t_g - (N_g * dpsi*) A)^2``."""
+    a time: ``d* = v T``; ``V* = c sum_g (v_g t_g - (N_g * dpsi*) A)^2``.
+
+    A draw whose ``V*`` is zero (at round-off level) has ``|t*| = inf`` when its ``d*`` is
+    not (e.g. two equal clusters with ``v_1 = -v_2``: the bootstrap residuals cancel in
+    each cluster), and ``t* = 0`` when ``d*`` is zero too (a model seen in one cluster).
+    """
     n_draws, k = v.shape[0], t_g.shape[1]
     out = np.empty((n_draws, k))
-    # a variance at round-off level (a model seen in one cluster only) counts as zero
+    # a variance at round-off level (a model seen in one cluster only) counts as zero, and
+    # so does a shift below 1e-10 of the largest sample SE
     tiny = 1e-20 * max(float(factor * (t_g**2).sum(axis=0).max(initial=0.0)), 1e-300)
     block = _block_size(max(centred.shape[1], k) * 4)
     for start in tqdm(range(0, n_draws, block), desc="wild bootstrap", unit="block",
@@ -537,8 +653,8 @@ def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) 
             resid = vb[:, g:g + 1] * t_g[g] - np.asarray((shift * counts[g]) @ amap)
             var += resid**2
         var *= factor
-        out[start:start + block] = np.divide(delta, np.sqrt(var), out=np.zeros(delta.shape),
-                                             where=var > tiny)
+        exact = np.where(np.abs(delta) > np.sqrt(tiny), np.copysign(np.inf, delta), 0.0)
+        out[start:start + block] = np.divide(delta, np.sqrt(var), out=exact, where=var > tiny)
     return out
 
 
@@ -611,51 +727,65 @@ def sandwich_note(names, sizes, correction: str, df: int | None) -> str:
 
 def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str, ...],
                        method: str, weights="uniform", alpha: float = 0.05, reps: int = 999,
-                       seed: int | None = 0, progress: bool | None = None) -> VarianceChoice:
+                       seed: int | None = 0, progress: bool | None = None,
+                       correction: str = DEFAULT_CORRECTION) -> VarianceChoice:
     """Covariance by the jackknife or a bootstrap, chosen by the clustering (``names``
     are axes of ``log``), with the reason in ``note``.
 
-    * ``"jackknife"``: CV3 (multiway by inclusion-exclusion) with t(G_min - 1).
+    * ``"jackknife"``: mean-centred delete-one-cluster jackknife (multiway by
+      inclusion-exclusion, :func:`multiway_jackknife_cov`) with t(G_min - 1).
     * ``"bootstrap"``: one axis with <= 50 clusters -> wild cluster bootstrap,
       percentile-t (Webb weights for G <= 12, Rademacher above; MacKinnon, Nielsen & Webb
       2023 recommend Webb when G is small because Rademacher has only 2^G draws), with
-      t(G - 1) for pairwise and rank inference from its CV1 covariance; one axis with more
-      clusters -> pairs cluster bootstrap covariance; two or more axes -> pigeonhole
-      bootstrap covariance (Owen 2007; conservative); no clustering -> bootstrap of rows.
+      t(G - 1) for pairwise and rank inference from its covariance (small-sample
+      ``correction``, CR1 by default); one axis with more clusters -> pairs cluster
+      bootstrap covariance; two or more axes -> pigeonhole bootstrap covariance (Owen
+      2007; conservative).
+    * No clustering: each comparison is a unit -- a row of frequency f counts as f
+      identical comparisons (:func:`row_jackknife_cov`, :func:`row_bootstrap`), so the
+      result is that of the expanded log, like ``naive_cov``.
     """
     if method not in ("jackknife", "bootstrap"):
         raise WinrateInputError(f"method must be one of {VARIANCE_METHODS}, got {method!r}")
-    groups = [log.axes[n].codes for n in names] or [np.arange(log.n_rows)]
-    sizes = [log.axes[n].n_clusters for n in names] or [log.n_rows]
-    label = _axes_phrase(names, sizes) if names else "rows (no clustering)"
+    groups = [log.axes[n].codes for n in names]
+    sizes = [log.axes[n].n_clusters for n in names]
+    label = _axes_phrase(names, sizes) if names else "comparisons (no clustering)"
     if method == "jackknife":
-        jack = multiway_jackknife_cov(log, groups, weights, board)
+        if names:
+            jack = multiway_jackknife_cov(log, groups, weights, board)
+        else:
+            jack = row_jackknife_cov(log, weights, board)
         note = f"jackknife (CV3, delete one cluster) by {label}, t({jack.df}) reference: "
         if names:
             name, g = _smallest(names, sizes)
             note += (f"the {name} axis has {g:,} clusters; CV3 with t(G - 1) is the "
                      "few-cluster choice of MacKinnon, Nielsen & Webb (2023)")
         else:
-            note += "no clustering requested, so each row is deleted in turn"
+            note += "no clustering requested, so each comparison is deleted in turn"
         return VarianceChoice("jackknife", jack.cov, jack.df, note,
                               psd_repaired=jack.psd_repaired)
-    if len(groups) == 1 and names and sizes[0] <= WILD_MAX_CLUSTERS:
+    if len(groups) == 1 and sizes[0] <= WILD_MAX_CLUSTERS:
         dist = "webb" if sizes[0] <= WEBB_MAX_CLUSTERS else "rademacher"
         wild = wild_cluster_bootstrap(log, groups[0], weights, alpha, reps, dist, seed,
-                                      board=board, progress=progress)
+                                      correction, board=board, progress=progress)
         why = ("Webb 6-point weights since Rademacher has only 2^G draws" if dist == "webb"
                else "Rademacher weights")
         note = (f"wild cluster bootstrap by {label} ({wild.n_draws:,} draws"
                 f"{', all enumerated' if wild.enumerated else ''}, symmetric percentile-t): "
                 f"one axis with <= {WILD_MAX_CLUSTERS} clusters, {why}; pairwise and rank "
-                f"inference use its CV1 covariance with t({sizes[0] - 1})")
+                f"inference use its {correction} covariance with t({sizes[0] - 1})")
         return VarianceChoice("wild bootstrap", wild.cov, sizes[0] - 1, note, wild=wild)
+    if not names:
+        boot = row_bootstrap(log, weights, reps, seed, board, progress)
+        note = (f"bootstrap of comparisons ({len(boot.replicates):,} replicates), normal "
+                "intervals from the bootstrap covariance: no clustering requested, "
+                "comparisons are resampled")
+        return VarianceChoice("cluster bootstrap", boot.cov, None, note, bootstrap=boot)
     boot = cluster_bootstrap(log, groups, weights, reps, seed, board, progress)
     kind = "pigeonhole bootstrap" if len(groups) > 1 else "cluster bootstrap"
     why = ("crossed axes: Owen's (2007) pigeonhole bootstrap resamples each axis "
            "independently; it is conservative (counts the cell variance twice)"
-           if len(groups) > 1 else f"one axis with > {WILD_MAX_CLUSTERS} clusters"
-           if names else "no clustering requested, rows are resampled")
+           if len(groups) > 1 else f"one axis with > {WILD_MAX_CLUSTERS} clusters")
     note = (f"{kind} by {label} ({len(boot.replicates):,} replicates), normal intervals from "
             f"the bootstrap covariance: {why}")
     if min(sizes) < FEW_CLUSTERS:

@@ -346,6 +346,42 @@ def repair_psd(cov: np.ndarray) -> tuple[np.ndarray, float, bool]:
     return (eigvec * np.clip(eigval, 0.0, None)) @ eigvec.T, min_eig, True
 
 
+def inclusion_exclusion(codes: list[np.ndarray], sizes: list[int], term,
+                        what: str = "multiway covariance"):
+    """``V = sum_{S non-empty} (-1)^(|S|+1) V_S`` over subsets S of the clustering
+    dimensions (Cameron, Gelbach & Miller 2011, eq. 2.11), PSD-repaired when d > 1.
+
+    ``codes``/``sizes``: dense codes and cluster counts of each dimension;
+    ``term(term_codes, n_range)`` returns ``(V_S, info)`` for the intersection clustering
+    of S (codes in ``[0, n_range)``, see :func:`intersect_codes`). A non-PSD sum is repaired
+    by :func:`repair_psd` with a warning naming ``what``. Returns
+    ``(cov, min_eigenvalue, repaired, parts)`` with ``parts`` the list of
+    ``(dims, sign, V_S, info)`` in subset order (singletons first).
+    """
+    total, parts = None, []
+    for order in range(1, len(codes) + 1):
+        sign = 1 if order % 2 else -1
+        for dims in combinations(range(len(codes)), order):
+            term_codes, n_range = intersect_codes([codes[d] for d in dims],
+                                                  [sizes[d] for d in dims])
+            term_cov, info = term(term_codes, n_range)
+            if total is None:
+                total = np.zeros(term_cov.shape)
+            total += sign * term_cov
+            parts.append((dims, sign, term_cov, info))
+    cov, min_eig, repaired = repair_psd(total) if len(codes) > 1 else (total, np.nan, False)
+    if repaired:
+        warnings.warn(
+            f"the {what} was not PSD (positive semi-definite; smallest eigenvalue "
+            f"{min_eig:.3g}); negative eigenvalues were clipped to zero (Cameron, Gelbach & "
+            "Miller 2011, sec. 2.3). Standard errors of some contrasts may be understated; "
+            "this usually means too few clusters on one axis.",
+            WinrateWarning,
+            stacklevel=3,
+        )
+    return cov, min_eig, repaired, parts
+
+
 def multiway_cluster_cov(
     influence, groups: list, correction: str = DEFAULT_CORRECTION
 ) -> MultiwayCovariance:
@@ -364,28 +400,16 @@ def multiway_cluster_cov(
     codes, sizes = [c for c, _ in coded], [s for _, s in coded]
     for i, size in enumerate(sizes):
         _require_two_clusters(size, f"groups[{i}]")
-    total = np.zeros((infl.shape[1], infl.shape[1]))
     terms, term_covs = [], []
-    for order in range(1, len(groups) + 1):
-        sign = 1 if order % 2 else -1
-        for dims in combinations(range(len(groups)), order):
-            term_codes, n_range = intersect_codes([codes[d] for d in dims],
-                                                  [sizes[d] for d in dims])
-            meat, n_groups = _meat_from_codes(infl, term_codes, n_range)
-            term_cov = small_sample_factor(n_groups, correction) * meat
-            total += sign * term_cov
-            terms.append((dims, n_groups, sign))
-            term_covs.append(term_cov)
-    cov, min_eig, repaired = repair_psd(total) if len(groups) > 1 else (total, np.nan, False)
-    if repaired:
-        warnings.warn(
-            f"the multiway covariance was not positive semi-definite (smallest eigenvalue "
-            f"{min_eig:.3g}); negative eigenvalues were clipped to zero (Cameron, Gelbach & "
-            "Miller 2011, sec. 2.3). Standard errors of some contrasts may be understated; "
-            "this usually means too few clusters on one axis.",
-            WinrateWarning,
-            stacklevel=2,
-        )
+
+    def term(term_codes, n_range):
+        meat, n_groups = _meat_from_codes(infl, term_codes, n_range)
+        return small_sample_factor(n_groups, correction) * meat, n_groups
+
+    cov, min_eig, repaired, parts = inclusion_exclusion(codes, sizes, term)
+    for dims, sign, term_cov, n_groups in parts:
+        terms.append((dims, n_groups, sign))
+        term_covs.append(term_cov)
     return MultiwayCovariance(
         cov=cov, n_clusters=tuple(sizes), terms=tuple(terms), term_covs=tuple(term_covs),
         correction=correction,
