@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.api as sm
 from scipy import stats
 
 from winrate.errors import WinrateInputError, WinrateWarning
@@ -257,3 +258,83 @@ def test_pilot_balance_is_checked_on_common_questions(tmp_path):
         _run("power", ["--n", "500", "--pilot", str(path), "--score-col", "correct",
                        "--question-col", "qid", "--model-col", "model", "--models",
                        "alpha", "beta"])
+
+
+def _cluster_fit(y, groups, correction):
+    return sm.OLS(y, np.ones(y.size)).fit(
+        cov_type="cluster", use_t=True, cov_kwds={"groups": groups, "use_correction": correction})
+
+
+def _icc_from_f(x, groups):
+    parts = [x[groups == g] for g in np.unique(groups)]
+    f = stats.f_oneway(*parts).statistic
+    sizes = np.array([p.size for p in parts])
+    m0 = (x.size - (sizes**2).sum() / x.size) / (len(parts) - 1)
+    return (f - 1) / (f + m0 - 1)
+
+
+def test_eval_json_numbers_match_independent_recomputation(tmp_path):
+    df = _long_table(seed=5, n=200, g=35)
+    path = tmp_path / "s.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "o.json"
+    assert _run("eval", [str(path), "--score-col", "correct", "--question-col", "qid",
+                         "--model-col", "model", "--cluster-col", "src", "--paired", "alpha",
+                         "gamma", "--alpha", "0.1", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    wide = df.pivot(index="qid", columns="model", values="correct")
+    src = df[df.model == "alpha"].set_index("qid").loc[wide.index, "src"].to_numpy()
+    for model in ("alpha", "beta", "gamma"):
+        rec, y = doc["models"][model], wide[model].to_numpy()
+        p, n = y.mean(), y.size
+        cr0, cr1 = _cluster_fit(y, src, False), _cluster_fit(y, src, True)
+        assert rec["se_cr0"] == pytest.approx(cr0.bse[0], rel=1e-10)
+        assert rec["se_cr1"] == pytest.approx(cr1.bse[0], rel=1e-10)
+        deff = cr1.bse[0] ** 2 / (p * (1 - p) / n)
+        assert rec["deff"] == pytest.approx(deff, rel=1e-10)
+        assert rec["n_eff"] == pytest.approx(n / deff, rel=1e-10)
+        assert rec["icc"]["src"] == pytest.approx(_icc_from_f(y, src), rel=1e-10)
+        low, high = cr1.conf_int(alpha=0.1)[0]  # t(G - 1) Wald interval on the CR1 SE
+        assert (rec["ci_low"], rec["ci_high"]) == pytest.approx((low, high), rel=1e-10)
+    comp = doc["comparisons"][0]
+    d = (wide["alpha"] - wide["gamma"]).to_numpy()
+    fit = _cluster_fit(d, src, True)
+    assert comp["difference"] == pytest.approx(d.mean(), rel=1e-12)
+    assert comp["se_cr0"] == pytest.approx(_cluster_fit(d, src, False).bse[0], rel=1e-10)
+    assert comp["se_cr1"] == pytest.approx(fit.bse[0], rel=1e-10)
+    assert comp["z"] == pytest.approx(fit.tvalues[0], rel=1e-10)
+    assert comp["p_value"] == pytest.approx(fit.pvalues[0], rel=1e-10)
+    assert (comp["ci_low"], comp["ci_high"]) == pytest.approx(tuple(fit.conf_int(0.1)[0]),
+                                                              rel=1e-10)
+    assert comp["correlation"] == pytest.approx(
+        np.corrcoef(wide["alpha"], wide["gamma"])[0, 1], rel=1e-12)
+
+
+def test_csv_tables_parse_back_to_the_result_objects():
+    import io
+
+    from winrate.evals import pairwise_table, score_table
+
+    df = _long_table(seed=2, n=150, g=35)
+    qs = question_scores(df, "correct", "qid", "model", ["src"])
+    report = evaluate(qs, pairs=[("alpha", "beta"), ("gamma", "beta")])
+    scores = pd.read_csv(io.StringIO(score_table(report, "csv")))
+    assert list(scores["model"]) == list(report.models)
+    for rec in scores.to_dict("records"):
+        s = report.models[rec["model"]].summary
+        for col in ("mean", "se", "se_naive", "se_cr0", "se_cr1", "deff", "n_eff", "ci_low",
+                    "ci_high"):
+            assert rec[col] == pytest.approx(getattr(s, col), rel=1e-12)
+        assert rec["n"] == s.n and rec["n_clusters.src"] == s.n_clusters[0]
+        assert rec["icc.src"] == pytest.approx(s.icc[0], rel=1e-12)
+    pairs = pd.read_csv(io.StringIO(pairwise_table(report, "csv")))
+    assert len(pairs) == 2
+    for row, c in zip(pairs.to_dict("records"), report.comparisons, strict=True):
+        t = c.paired.test
+        assert (row["model_a"], row["model_b"]) == (c.model_a, c.model_b)
+        for col, value in (("difference", t.estimate), ("se", t.se), ("z", t.z),
+                           ("p_value", t.p_value), ("ci_low", t.ci_low),
+                           ("ci_high", t.ci_high), ("correlation", c.paired.correlation),
+                           ("se_paired", c.paired.se_paired)):
+            assert row[col] == pytest.approx(value, rel=1e-12)
+        assert row["df"] == t.df and row["mcnemar.b"] == c.mcnemar.b

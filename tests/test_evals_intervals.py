@@ -231,3 +231,48 @@ def test_markdown_table_accepts_a_subset_of_methods():
     assert [r.split(" | ")[0] for r in rows] == ["| wilson", "| bayes"]
     wilson = exact_average_coverage(10, "wilson", 0.1)
     assert f"{wilson.coverage:.6f} (w {wilson.mean_width:.3f})" in rows[0]
+
+
+def _mean_width_by_quadrature(n, method, alpha=0.05, nodes=60):
+    """int_0^1 sum_k Binom(k; n, t) * width_k dt by Gauss-Legendre (the integrand is a
+    polynomial of degree n), endpoints from statsmodels or scipy, clipped to [0, 1]."""
+    k = np.arange(n + 1)
+    if method == "bayes":
+        low, high = stats.beta(k + 1, n - k + 1).interval(1 - alpha)
+    else:
+        low, high = proportion_confint(k, n, alpha=alpha, method=SM_METHOD[method])
+        if method == "jeffreys":
+            low, high = np.where(k == 0, 0, low), np.where(k == n, 1, high)
+    width = np.clip(high, 0, 1) - np.clip(low, 0, 1)
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    t = (x + 1) / 2
+    return float(w @ (stats.binom.pmf(k[:, None], n, t) * width[:, None]).sum(axis=0) / 2)
+
+
+@pytest.mark.parametrize("method", ["wald", "wilson", "clopper-pearson", "jeffreys", "bayes"])
+@pytest.mark.parametrize("n,alpha", [(3, 0.05), (30, 0.2)])
+def test_exact_mean_width_matches_quadrature(method, n, alpha):
+    got = exact_average_coverage(n, method, alpha).mean_width
+    assert got == pytest.approx(_mean_width_by_quadrature(n, method, alpha), abs=1e-12)
+
+
+def test_committed_table_widths_and_markdown_match_quadrature():
+    import pandas as pd
+
+    from scripts.exact_interval_coverage import TABLE_CSV
+
+    if not TABLE_CSV.exists():
+        pytest.skip("paper/tables/interval_coverage_exact.csv not generated yet")
+    committed = pd.read_csv(TABLE_CSV)
+    assert len(committed) == 4 * 3 * 5
+    for row in committed[committed.n <= 30].itertuples():
+        ref = _mean_width_by_quadrature(row.n, row.method, row.alpha)
+        assert row.mean_width == pytest.approx(ref, abs=1e-10)
+        assert row.nominal == pytest.approx(1 - row.alpha)
+    text = TABLE_CSV.with_suffix(".md").read_text()
+    for row in committed.itertuples():
+        block = text.split(f"## Nominal {100 * (1 - row.alpha):g}%")[1].split("## ")[0]
+        cells = {x.strip("| ").split(" | ")[0]: x.strip("| ").split(" | ")
+                 for x in block.splitlines() if x.startswith("| ")}
+        col = cells["method"].index(f"N = {row.n}")
+        assert cells[row.method][col] == f"{row.coverage:.6f} (w {row.mean_width:.3f})"

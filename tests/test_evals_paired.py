@@ -228,3 +228,49 @@ def test_unpaired_difference_needs_finite_inputs(args):
 def test_mcnemar_counts_reject_bad_counts(b, c):
     with pytest.raises(WinrateInputError, match="non-negative integers"):
         mcnemar_counts(b, c)
+
+
+@pytest.mark.parametrize("correction", ["none", "cr1"])
+def test_clustered_p_value_and_ci_use_t_reference(correction):
+    # statsmodels' cluster fit with use_t=True refers the t statistic to t(G - 1)
+    a, b, groups = _pair(seed=6, n=200, g=12)
+    d = a - b
+    fit = sm.OLS(d, np.ones(d.size)).fit(
+        cov_type="cluster", use_t=True,
+        cov_kwds={"groups": groups, "use_correction": correction == "cr1"})
+    with pytest.warns(WinrateWarning, match="only 12 clusters"):
+        test = paired_difference(a, b, groups, correction=correction, alpha=0.1).test
+    assert test.df == 11
+    assert test.z == pytest.approx(fit.tvalues[0], rel=1e-10)
+    assert test.p_value == pytest.approx(fit.pvalues[0], rel=1e-10)
+    assert test.p_value == pytest.approx(2 * stats.t.sf(abs(test.z), 11), rel=1e-12)
+    assert test.p_value > 2 * stats.norm.sf(abs(test.z))  # heavier tails than the normal
+    low, high = fit.conf_int(alpha=0.1)[0]
+    assert (test.ci_low, test.ci_high) == pytest.approx((low, high), rel=1e-10)
+
+
+def _grid_diff_quantiles(counts, probs, grid=60):
+    """Quantiles of theta_A - theta_B under the paired latent model on a midpoint grid."""
+    t = (np.arange(grid) + 0.5) / grid
+    ta, tb, u = np.meshgrid(t, t, t, indexing="ij")
+    cells = paired_cell_probabilities(ta.ravel(), tb.ravel(), 2 * u.ravel() - 1)
+    ok = np.all(cells > 0, axis=1)
+    logp = np.full(ok.size, -np.inf)
+    logp[ok] = np.log(cells[ok]) @ counts + stats.beta(4, 2).logpdf(u.ravel()[ok])
+    w = np.exp(logp - logp.max())
+    diff = (ta - tb).ravel()
+    # the diff takes values on a lattice of step 1/grid: sum the weight per value and
+    # interpolate the CDF between lattice midpoints
+    values, inverse = np.unique(np.round(diff * grid).astype(int), return_inverse=True)
+    mass = np.bincount(inverse, weights=w) / w.sum()
+    cdf = np.cumsum(mass)
+    return np.interp(probs, cdf, (values + 0.5) / grid)
+
+
+def test_paired_bayes_interval_matches_grid_quadrature():
+    counts = np.array([9, 6, 2, 5])
+    a = np.repeat([1.0, 1.0, 0.0, 0.0], counts)
+    b = np.repeat([1.0, 0.0, 1.0, 0.0], counts)
+    result = paired_bayes(a, b, n_samples=40_000, seed=4, alpha=0.1)
+    low, high = _grid_diff_quantiles(counts, [0.05, 0.95])
+    assert (result.diff_low, result.diff_high) == pytest.approx((low, high), abs=0.006)

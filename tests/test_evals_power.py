@@ -151,3 +151,31 @@ def test_negative_var_x_is_clipped_with_the_same_warning_as_omega2():
     with pytest.warns(WinrateWarning, match=r"Var\(x\) is negative.*using Var\(x\) = 0"):
         c = variance_components(noise)
     assert c.var_x == 0
+
+
+@pytest.mark.parametrize("n,delta", [(150, 0.05), (400, -0.03), (60, 0.002)])
+def test_power_at_matches_statsmodels_normal_power(n, delta):
+    from statsmodels.stats.power import NormalIndPower
+
+    args = dict(omega2=0.09, sigma2_a=0.2, sigma2_b=0.15, k_a=3, k_b=2)
+    v = 0.09 + 0.2 / 3 + 0.15 / 2
+    # ratio=0: one-sample two-sided z-test with standardised effect delta / sqrt(v)
+    ref = NormalIndPower().power(effect_size=abs(delta) / np.sqrt(v), nobs1=n, alpha=0.1,
+                                 ratio=0, alternative="two-sided")
+    assert power_at(n, delta, **args, alpha=0.1) == pytest.approx(ref, rel=1e-10)
+
+
+def test_power_at_by_simulation_with_resampled_answers():
+    # d_i = u_i + mean of K_A answer noises - mean of K_B answer noises, u_i ~ N(delta, omega2)
+    rng = np.random.default_rng(11)
+    n, delta, reps = 120, 0.06, 3000
+    omega2, s2a, s2b, k_a, k_b = 0.05, 0.2, 0.1, 4, 2
+    u = rng.normal(delta, np.sqrt(omega2), (reps, n))
+    noise_a = rng.normal(0, np.sqrt(s2a), (reps, n, k_a)).mean(axis=2)
+    noise_b = rng.normal(0, np.sqrt(s2b), (reps, n, k_b)).mean(axis=2)
+    d = u + noise_a - noise_b
+    z = d.mean(axis=1) / (d.std(axis=1, ddof=1) / np.sqrt(n))
+    rejected = np.mean(np.abs(z) > stats.norm.isf(0.025))
+    expected = power_at(n, delta, omega2, s2a, s2b, k_a=k_a, k_b=k_b)
+    assert 0.3 < expected < 0.9
+    assert rejected == pytest.approx(expected, abs=4 * np.sqrt(expected * (1 - expected) / reps))
