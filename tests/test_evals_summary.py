@@ -56,7 +56,7 @@ def test_two_way_clustered_se_matches_statsmodels(correction):
 
 
 def test_miller_eq4_by_brute_force_loops():
-    # Miller eq. 4 / appendix A: sum_c sum_i sum_j (s_ic - sbar)(s_jc - sbar) / n^2
+    # Miller appendix A (CR0): sum_c sum_i sum_j (s_ic - sbar)(s_jc - sbar) / n^2
     rng = np.random.default_rng(7)
     x = rng.random(60)
     groups = rng.integers(0, 35, 60)
