@@ -128,3 +128,30 @@ def test_bad_inference_flags_exit_2(log_file, capsys, argv, message):
     assert main(["leaderboard", str(log_file), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.startswith("winrate leaderboard: error:")
+
+
+def test_weighted_log_without_clustering_resamples_comparisons(tmp_path, capsys):
+    """--weight-col w --cluster none: a row of weight f is f comparisons, so the jackknife
+    equals that of the log with every row written out f times, and the bootstrap variance
+    is near the naive one (before the fix both were ~E[f] = 4 times too large)."""
+    rng = np.random.default_rng(1)
+    n = 120
+    models = np.array(["m0", "m1", "m2"])
+    a = rng.integers(0, 3, n)
+    b = (a + 1 + rng.integers(0, 2, n)) % 3
+    frame = pd.DataFrame({"model_a": models[a], "model_b": models[b],
+                          "outcome": rng.choice(["a", "b", "tie"], n),
+                          "w": rng.integers(1, 8, n)})
+    weighted, expanded = tmp_path / "weighted.csv", tmp_path / "expanded.csv"
+    frame.to_csv(weighted, index=False)
+    frame.loc[frame.index.repeat(frame["w"])].drop(columns="w").to_csv(expanded, index=False)
+    base = ["--cluster", "none", "--method", "jackknife"]
+    doc_w, printed = _run([weighted, "--weight-col", "w", *base], tmp_path, capsys)
+    doc_e, _ = _run([expanded, *base], tmp_path, capsys)
+    np.testing.assert_allclose(doc_w["cov"], doc_e["cov"], rtol=1e-9)
+    assert doc_w["settings"]["df"] == frame["w"].sum() - 1
+    assert "each comparison is deleted in turn" in printed
+    doc_b, _ = _run([weighted, "--weight-col", "w", "--cluster", "none", "--method",
+                     "bootstrap", "--bootstrap-reps", 2000], tmp_path, capsys)
+    ratio = np.diag(doc_b["cov"]) / np.diag(doc_e["cov"])
+    assert np.all(np.abs(ratio - 1) < 0.15), ratio

@@ -262,3 +262,223 @@ def test_wild_warns_about_coarse_rademacher_support():
     with pytest.warns(WinrateWarning, match="only 4 clusters"):
         webb = wild_cluster_bootstrap(log, log.axes["judge"].codes, distribution="webb")
     assert webb.enumerated and webb.n_draws == 6**4
+
+
+# ------------------------------------------- review fixes: oracles independent of the code
+
+
+def _weighted_and_expanded(seed=0, n=60):
+    """A frequency-weighted log (whole frequencies 1..4, no axes) and the same log with
+    every row written out f times."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, n)
+    b = (a + 1 + rng.integers(0, 2, n)) % 3
+    s = rng.choice([0.0, 0.5, 1.0], n)
+    f = rng.integers(1, 5, n).astype(float)
+    rep = np.repeat(np.arange(n), f.astype(int))
+    return (ComparisonLog.from_arrays(a, b, s, frequency=f),
+            ComparisonLog.from_arrays(a[rep], b[rep], s[rep]))
+
+
+@pytest.mark.parametrize("weights", ["uniform", "count"])
+@pytest.mark.parametrize("center", ["mean", "estimate"])
+def test_weighted_row_jackknife_is_delete_one_comparison_of_expanded_log(weights, center):
+    """Brute force: refit the expanded log without each comparison in turn."""
+    from winrate.resampling import resampled_variance, row_jackknife_cov
+
+    log, expanded = _weighted_and_expanded()
+    n = expanded.n_rows
+    refits = np.array([fit(_subset(expanded, np.arange(n) != i), weights).scores
+                       for i in range(n)])
+    ref = refits.mean(axis=0) if center == "mean" else fit(expanded, weights).scores
+    expected = (n - 1) / n * (refits - ref).T @ (refits - ref)
+    got = row_jackknife_cov(log, weights, center=center)
+    np.testing.assert_allclose(got.cov, expected, rtol=1e-9, atol=1e-15)
+    assert got.df == n - 1 and got.n_clusters == (n,)
+    if center == "mean":  # the reachable path: --weight-col w --cluster none --method jackknife
+        choice = resampled_variance(log, fit(log, weights), (), "jackknife", weights)
+        np.testing.assert_allclose(choice.cov, expected, rtol=1e-9, atol=1e-15)
+        assert choice.df == n - 1
+
+
+def test_weighted_row_bootstrap_matches_expanded_log_naive_variance():
+    """The bootstrap of comparisons estimates the naive variance of the expanded log (plain
+    loop below); B = 4000 gives an MC SD of ~2.2% on a variance, before the fix the ratio
+    was ~E[f] = 2.5."""
+    from winrate.resampling import resampled_variance
+
+    log, expanded = _weighted_and_expanded(1, n=150)
+    board = fit(log)
+    infl = fit(expanded).influence
+    infl = infl.toarray() if hasattr(infl, "toarray") else np.asarray(infl)
+    naive = sum(np.outer(u, u) for u in infl)
+    choice = resampled_variance(log, board, (), "bootstrap", reps=4000, seed=2)
+    assert choice.method == "cluster bootstrap" and choice.df is None
+    assert choice.bootstrap.axes == (expanded.n_rows,)
+    ratio = np.diag(choice.cov) / np.diag(naive)
+    assert np.all(np.abs(ratio - 1) < 0.12), ratio
+
+
+def test_fractional_frequencies_without_clustering_are_rejected():
+    from winrate.resampling import resampled_variance
+
+    log = _lonely_log()  # frequencies 0.5, 1, 2.5
+    log = ComparisonLog(log.model_a, log.model_b, log.score, log.models, {}, log.frequency)
+    for method in ("jackknife", "bootstrap"):
+        with pytest.raises(WinrateInputError, match="whole-number frequencies"):
+            resampled_variance(log, fit(log), (), method)
+
+
+def test_estimate_centred_jackknife_is_cr3_and_mean_centred_is_smaller():
+    """Two models, one pair: score_0 is the mean of the scores, i.e. OLS of s on a constant.
+    CR3 by the leverage formula (X'X)^-1 sum_g X_g'(I - H_gg)^-1 u_g u_g'(I - H_gg)^-1 X_g
+    (X'X)^-1 (G-1)/G, written with plain numpy."""
+    rng = np.random.default_rng(7)
+    sizes = np.array([3, 40, 12, 25, 7, 60])
+    g = np.repeat(np.arange(sizes.size), sizes)
+    s = (rng.random(g.size) < 0.3 + 0.08 * g).astype(float)
+    s[::5] = 0.5
+    log = ComparisonLog.from_arrays(np.zeros(g.size, int), np.ones(g.size, int), s, judge=g)
+    X = np.ones((g.size, 1))
+    xtx_inv = np.linalg.inv(X.T @ X)
+    u = s - X @ (xtx_inv @ X.T @ s)
+    meat = np.zeros((1, 1))
+    for h in range(sizes.size):
+        m = g == h
+        H = X[m] @ xtx_inv @ X[m].T
+        score = X[m].T @ np.linalg.solve(np.eye(m.sum()) - H, u[m])
+        meat += np.outer(score, score)
+    G = sizes.size
+    cr3 = ((G - 1) / G * xtx_inv @ meat @ xtx_inv)[0, 0]
+    est = jackknife_cov(log, g, center="estimate").cov
+    mean = jackknife_cov(log, g, center="mean").cov
+    assert est[0, 0] == pytest.approx(cr3, rel=1e-10)
+    assert est[1, 1] == pytest.approx(cr3, rel=1e-10)  # score_1 = 1 - score_0
+    means = np.array([s[g != h].mean() for h in range(G)])
+    cv3j = (G - 1) / G * ((means - means.mean()) ** 2).sum()
+    assert mean[0, 0] == pytest.approx(cv3j, rel=1e-10) and mean[0, 0] < est[0, 0]
+
+
+def _intercept_log(seed, G, n=200, balanced=False):
+    rng = np.random.default_rng(seed)
+    g = np.repeat(np.arange(G), n // G) if balanced else rng.integers(0, G, n)
+    s = (rng.random(g.size) < 0.35 + 0.1 * g / G).astype(float)
+    return ComparisonLog.from_arrays(np.zeros(g.size, int), np.ones(g.size, int), s,
+                                     judge=g), g, s
+
+
+@pytest.mark.parametrize("distribution, G", [("webb", 4), ("rademacher", 7)])
+def test_wild_bootstrap_equals_brute_force_wcu_of_intercept_ols(distribution, G):
+    """Brute force over every weight vector: y* = b + v_g u, refit the mean, cluster-robust
+    (CR1) t statistic of the refit with its own residuals; sample SE from statsmodels."""
+    import itertools
+
+    import statsmodels.api as sm
+
+    log, g, s = _intercept_log(3, G)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        res = wild_cluster_bootstrap(log, g, distribution=distribution)
+    X = np.ones((s.size, 1))
+    ols = sm.OLS(s, X).fit(cov_type="cluster", cov_kwds={"groups": g, "use_correction": False})
+    c = G / (G - 1)
+    assert res.se[0] == pytest.approx(ols.bse[0] * np.sqrt(c), rel=1e-10)
+    bhat, u = s.mean(), s - s.mean()
+    points = ([-1.0, 1.0] if distribution == "rademacher" else
+              [-np.sqrt(1.5), -1.0, -np.sqrt(0.5), np.sqrt(0.5), 1.0, np.sqrt(1.5)])
+    t = []
+    for v in itertools.product(points, repeat=G):
+        y = bhat + np.asarray(v)[g] * u
+        b = y.mean()
+        resid = y - b
+        var = c * sum(resid[g == h].sum() ** 2 for h in range(G)) / s.size**2
+        t.append(abs(b - bhat) / np.sqrt(var))
+    t = np.sort(t)
+    k = int(np.ceil(0.95 * t.size)) - 1
+    assert res.enumerated and res.n_draws == t.size
+    np.testing.assert_allclose(res.critical_values, t[k], rtol=1e-9)
+    assert res.low[0] == pytest.approx(bhat - t[k] * res.se[0], rel=1e-9)
+
+
+def test_wild_draws_without_residual_variance_have_infinite_t():
+    """Two equal clusters: v_1 = -v_2 moves the estimate but leaves each cluster's bootstrap
+    residuals summing to zero, so |t*| = inf (6 of the 36 Webb vectors > alpha = 5%)."""
+    log, g, _ = _intercept_log(3, 2, balanced=True)
+    board = fit(log)
+    totals = pair_totals(log, board, g)
+    counts_p = totals.total_counts
+    psi = totals.total_wins / counts_p
+    centred = (totals.wins - totals.counts.multiply(psi[None, :])).toarray()
+    amap = _influence_map(board, counts_p)
+    t_g = np.asarray(centred @ amap)
+    v, _ = wild_weights(2, 999, "webb")
+    t = _wild_statistics(v, centred, totals.counts.toarray(), counts_p, amap, t_g, 2.0, False)
+    cancels = np.isclose(v[:, 0], -v[:, 1])
+    assert cancels.sum() == 6
+    assert np.all(np.isinf(t[cancels])) and np.all(np.isfinite(t[~cancels]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        res = wild_cluster_bootstrap(log, g)
+    assert np.all(np.isinf(res.critical_values)) and np.all(res.low == -np.inf)
+
+
+def test_wild_bootstrap_rejects_bad_alpha_and_reps():
+    log = random_log(0)
+    prompt, judge = log.axes["prompt"].codes, log.axes["judge"].codes
+    for alpha in (0.0, 1.5):
+        with pytest.raises(WinrateInputError, match="alpha"):
+            wild_cluster_bootstrap(log, judge, alpha=alpha)
+    with pytest.raises(WinrateInputError, match="positive integer"):
+        wild_cluster_bootstrap(log, prompt, reps=0, distribution="rademacher")
+    with pytest.raises(WinrateInputError, match=">= 99"):
+        wild_cluster_bootstrap(log, prompt, reps=50, distribution="rademacher")
+    # few draws are fine when the support is enumerated anyway
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        res = wild_cluster_bootstrap(log, judge, reps=10, distribution="rademacher")
+    assert res.enumerated and res.n_draws == 2 ** log.axes["judge"].n_clusters
+    with pytest.raises(WinrateInputError, match="alpha"):
+        cluster_bootstrap(log, [judge], reps=20).percentile(1.5)
+
+
+def test_axes_of_wrong_length_are_clear_errors():
+    log = random_log(0)
+    prompt, judge = log.axes["prompt"].codes, log.axes["judge"].codes
+    with pytest.raises(WinrateInputError, match="axis 1 has 399 entries"):
+        multiway_jackknife_cov(log, [prompt, judge[:-1]])
+    with pytest.raises(WinrateInputError, match="axis 1 has 399 entries"):
+        cluster_bootstrap(log, [prompt, judge[:-1]], reps=20)
+
+
+def test_resampled_variance_wild_uses_the_requested_correction():
+    """Its covariance is the one-way sandwich on the influence (``cluster_cov``)."""
+    from winrate.resampling import resampled_variance
+
+    log = random_log(1, n_judges=8)
+    board = fit(log)
+    judge = log.axes["judge"].codes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        default = resampled_variance(log, board, ("judge",), "bootstrap")
+        cr0 = resampled_variance(log, board, ("judge",), "bootstrap", correction="none")
+    assert default.method == cr0.method == "wild bootstrap"
+    np.testing.assert_allclose(default.cov, cluster_cov(board.influence, judge, "cr1"),
+                               rtol=1e-10, atol=1e-16)
+    np.testing.assert_allclose(cr0.cov, cluster_cov(board.influence, judge, "none"),
+                               rtol=1e-10, atol=1e-16)
+    assert "none covariance" in cr0.note
+
+
+def test_resampled_variance_many_clusters_is_the_pairs_cluster_bootstrap():
+    """> 50 clusters on one axis: pairs cluster bootstrap, variance -> CR0 sandwich
+    (B = 2000: MC SD ~3% on a variance)."""
+    from winrate.resampling import resampled_variance
+
+    log = _many_clusters_log()
+    board = fit(log)
+    choice = resampled_variance(log, board, ("prompt",), "bootstrap", reps=2000, seed=4)
+    assert choice.method == "cluster bootstrap" and choice.df is None
+    assert "one axis with > 50 clusters" in choice.note
+    sandwich = np.diag(cluster_cov(board.influence, log.axes["prompt"].codes, "none"))
+    ratio = np.diag(choice.cov) / sandwich
+    assert np.all(np.abs(ratio - 1) < 0.15), ratio

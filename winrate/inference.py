@@ -242,7 +242,9 @@ def _quantile_with_se(draws: np.ndarray, alpha: float) -> tuple[np.ndarray, np.n
     ]
     at_lo, crit, at_hi = np.concatenate(blocks, axis=1).astype(float)
     empty = crit < _EMPTY  # a family with no positive-variance contrast
-    return np.where(empty, np.nan, crit), np.where(empty, np.nan, (at_hi - at_lo) / 2)
+    with np.errstate(invalid="ignore"):  # inf - inf: infinite draws (wild bootstrap)
+        half_band = (at_hi - at_lo) / 2
+    return np.where(empty, np.nan, crit), np.where(empty, np.nan, half_band)
 
 
 def _family(Fp, a, b, sign, group, n_groups) -> _Family:
