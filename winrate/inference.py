@@ -27,7 +27,8 @@ chunk_size) -> TauBest``
     Set of models that may be among the true top ``tau`` (Mogstad et al. 2024).
 
 All Monte-Carlo functions take ``n_draws`` (default 200 000), ``seed`` (default 0, for
-``numpy.random.SeedSequence``; None for fresh entropy) and ``chunk_size`` (draws per
+``numpy.random.SeedSequence``; None for fresh entropy, drawn once per call so every
+step-down step shares it) and ``chunk_size`` (draws per
 chunk; None sizes chunks to ~32 MB), and report the critical value's Monte-Carlo SE.
 Cost is about ``n_draws * (number of contrasts)`` simple operations: for K = 130 models
 (8385 pairs) a pairwise or simultaneous-rank family takes a few seconds per step on two

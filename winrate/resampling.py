@@ -24,7 +24,9 @@ score; see each method for how that is handled.
 Methods
 -------
 * :func:`jackknife_cov` / :func:`multiway_jackknife_cov`: delete-one-cluster jackknife
-  (CV3) variance, with t(G - 1) critical values.
+  variance (mean-centred by default, CV3 with ``center="estimate"``), with t(G - 1)
+  critical values; :func:`row_jackknife_cov` / :func:`row_bootstrap`: no clustering, each
+  comparison a unit (a row of frequency f is f comparisons).
 * :func:`cluster_bootstrap`: pairs (cluster) bootstrap by one axis, or Owen's (2007)
   pigeonhole bootstrap over two or more crossed axes.
 * :func:`wild_cluster_bootstrap`: wild cluster bootstrap of the linearised estimator
