@@ -16,7 +16,7 @@ prompt         one-way CR1 by prompt, normal
 judge          one-way CR1 by judge, normal
 twoway         two-way CR1 (Cameron-Gelbach-Miller), normal
 twoway_t       two-way CR1 with t(G_min - 1), G_min the smaller cluster count
-jackknife      two-way jackknife CV3 (inclusion-exclusion) with t(G_min - 1)
+jackknife      two-way jackknife CV3J (mean-centred, inclusion-exclusion) with t(G_min - 1)
 wild           wild cluster bootstrap (Webb weights, percentile-t) on the axis with fewer
                clusters (one-way; ignores the other axis)
 pigeonhole     Owen's pigeonhole bootstrap covariance (prompts x judges), normal

@@ -38,7 +38,7 @@ def test_default_run_has_new_keys_as_null(log_file, tmp_path, capsys):
     assert doc["sim_low"] is None and doc["rank_low"] is None and doc["pairwise"] is None
     assert "variance: sandwich (cr1) clustered by prompt (60 clusters) + judge (4 clusters)" \
         in printed
-    assert "consider --method jackknife (CV3 + t(3))" in printed
+    assert "consider --method jackknife (CV3J + t(3))" in printed
 
 
 def test_simultaneous_ranks_and_pairwise_match_the_library(log_file, tmp_path, capsys):
@@ -73,7 +73,7 @@ def test_jackknife_method_uses_cv3_and_t_reference(log_file, tmp_path, capsys):
         jack = multiway_jackknife_cov(log, [log.axes["prompt"].codes, log.axes["judge"].codes])
     np.testing.assert_allclose(np.array(doc["cov"]), jack.cov, atol=1e-15)
     assert doc["settings"]["df"] == 3 and doc["method"] == "jackknife"
-    assert "variance: jackknife (CV3" in printed and "t(3) reference" in printed
+    assert "variance: jackknife (CV3J" in printed and "t(3) reference" in printed
     assert "reference t(3)" in printed
 
 

@@ -256,7 +256,7 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     smallest cluster count among the axes (normal when unclustered). Warnings are both
     returned in the result and emitted as :class:`WinrateWarning`.
 
-    ``method``: ``"sandwich"`` (default, the multiway CR sandwich), ``"jackknife"`` (CV3
+    ``method``: ``"sandwich"`` (default, the multiway CR sandwich), ``"jackknife"`` (CV3J
     with t(G - 1)) or ``"bootstrap"`` (wild, cluster or pigeonhole bootstrap by the
     clustering; :func:`winrate.resampling.resampled_variance`); ``method_note`` says which
     and why. ``simultaneous``, ``ranks`` and ``pairwise`` add :class:`JointInference`
@@ -288,7 +288,8 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", WinrateWarning)
             choice = resampled_variance(log, board, clustering, method, weights, alpha,
-                                        bootstrap_reps, seed, progress)
+                                        bootstrap_reps, seed, progress,
+                                        correction=correction)
         # keep the resampling warnings (few clusters, coarse bootstrap support, undefined
         # replicates) as notes; PSD repair is reported by the common note below
         resampling_notes = list(dict.fromkeys(

@@ -55,7 +55,7 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
     """Variance method and joint inference (simultaneous intervals, rank sets, pairs)."""
     parser.add_argument("--method", default="sandwich", choices=VARIANCE_METHODS,
-                        help="variance: sandwich (default), jackknife (CV3 + t(G-1)) or "
+                        help="variance: sandwich (default), jackknife (CV3J + t(G-1)) or "
                              "bootstrap (wild / cluster / pigeonhole by the clustering)")
     parser.add_argument("--simultaneous", action="store_true",
                         help="add intervals covering all scores jointly (max-|T|)")

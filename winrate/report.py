@@ -28,7 +28,7 @@ axes                   per clustering axis: n_clusters, mean_cluster_size, icc (
                        comparisons per cluster), rho (shared-response correlation)
 unobserved_pairs       model pairs never compared, as [name, name]
 warnings               plain-language warnings
-method                 variance method actually run: ``sandwich``, ``jackknife`` (CV3),
+method                 variance method actually run: ``sandwich``, ``jackknife`` (CV3J),
                        ``wild bootstrap`` (ci_low/ci_high are then percentile-t),
                        ``cluster bootstrap`` or ``pigeonhole bootstrap``
 method_note            one line: which variance method was used and why

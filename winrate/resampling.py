@@ -723,7 +723,7 @@ def sandwich_note(names, sizes, correction: str, df: int | None) -> str:
     name, g = _smallest(names, sizes)
     if g < FEW_CLUSTERS:
         note += (f"; the {name} axis has only {g} clusters (< {FEW_CLUSTERS}): the sandwich "
-                 f"is unreliable there, consider --method jackknife (CV3 + t({g - 1}))")
+                 f"is unreliable there, consider --method jackknife (CV3J + t({g - 1}))")
     return note
 
 
@@ -757,10 +757,11 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
             jack = multiway_jackknife_cov(log, groups, weights, board)
         else:
             jack = row_jackknife_cov(log, weights, board)
-        note = f"jackknife (CV3, delete one cluster) by {label}, t({jack.df}) reference: "
+        note = (f"jackknife (CV3J: delete one cluster, mean-centred) by {label}, "
+                f"t({jack.df}) reference: ")
         if names:
             name, g = _smallest(names, sizes)
-            note += (f"the {name} axis has {g:,} clusters; CV3 with t(G - 1) is the "
+            note += (f"the {name} axis has {g:,} clusters; the jackknife with t(G - 1) is the "
                      "few-cluster choice of MacKinnon, Nielsen & Webb (2023)")
         else:
             note += "no clustering requested, so each comparison is deleted in turn"
