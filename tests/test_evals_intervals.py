@@ -59,17 +59,23 @@ def test_bad_counts():
         binomial_interval(1, 10, prior=(0, 1))
 
 
+def _oracle_endpoints(n, method, alpha):
+    """Interval endpoints for k = 0..n from statsmodels (scipy's Beta posterior for Bayes)."""
+    k = np.arange(n + 1)
+    if method == "bayes":
+        return stats.beta(k + 1, n - k + 1).interval(1 - alpha)
+    low, high = proportion_confint(k, n, alpha=alpha, method=SM_METHOD[method])
+    if method == "jeffreys":
+        low, high = np.where(k == 0, 0, low), np.where(k == n, 1, high)
+    return low, high
+
+
 def _coverage_by_quadrature(n, method, alpha=0.05, nodes=40):
     """int_0^1 sum_k Binom(k; n, t) 1[t in CI_k] dt, piecewise Gauss-Legendre between all
     interval endpoints (the integrand is a polynomial on each piece), endpoints from
     statsmodels (or scipy's Beta posterior for the Bayes interval)."""
     k = np.arange(n + 1)
-    if method == "bayes":
-        low, high = stats.beta(k + 1, n - k + 1).interval(1 - alpha)
-    else:
-        low, high = proportion_confint(k, n, alpha=alpha, method=SM_METHOD[method])
-        if method == "jeffreys":
-            low, high = np.where(k == 0, 0, low), np.where(k == n, 1, high)
+    low, high = _oracle_endpoints(n, method, alpha)
     low, high = np.clip(low, 0, 1), np.clip(high, 0, 1)
     cuts = np.unique(np.concatenate([[0.0, 1.0], low, high]))
     x, w = np.polynomial.legendre.leggauss(nodes)
@@ -237,12 +243,7 @@ def _mean_width_by_quadrature(n, method, alpha=0.05, nodes=60):
     """int_0^1 sum_k Binom(k; n, t) * width_k dt by Gauss-Legendre (the integrand is a
     polynomial of degree n), endpoints from statsmodels or scipy, clipped to [0, 1]."""
     k = np.arange(n + 1)
-    if method == "bayes":
-        low, high = stats.beta(k + 1, n - k + 1).interval(1 - alpha)
-    else:
-        low, high = proportion_confint(k, n, alpha=alpha, method=SM_METHOD[method])
-        if method == "jeffreys":
-            low, high = np.where(k == 0, 0, low), np.where(k == n, 1, high)
+    low, high = _oracle_endpoints(n, method, alpha)
     width = np.clip(high, 0, 1) - np.clip(low, 0, 1)
     x, w = np.polynomial.legendre.leggauss(nodes)
     t = (x + 1) / 2
