@@ -9,7 +9,12 @@ Outcome encodings accepted (per row, case-insensitive for the labels):
 * ``"a"`` / ``"model_a"`` -> model_a won (score 1); ``"b"`` / ``"model_b"`` -> score 0;
   ``"tie"`` -> score 1/2;
 * the winner's model name (must equal that row's model_a or model_b);
-* numbers 1 / 0 / 0.5 (the score of model_a), as numbers or numeric strings.
+* numbers 1 / 0 / 0.5 (the score of model_a), as numbers or numeric strings; any number in
+  [0, 1] is accepted as a graded preference for model_a (AlpacaEval 2's weighted judge gives
+  ``P(model better)``; every estimator treats it as a fractional win, like a half tie).
+
+Per-row numeric *features* (``feature_cols``) ride along with the log, e.g. style covariates
+of the (a, b) difference for a Bradley-Terry fit with style control.
 """
 
 from __future__ import annotations
@@ -31,7 +36,6 @@ DEFAULT_COLUMNS = {
     "outcome": "outcome",
 }
 _LABEL_SCORES = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
-_NUMERIC_SCORES = (0.0, 0.5, 1.0)
 
 
 @dataclass(frozen=True)
@@ -53,11 +57,14 @@ class ComparisonLog:
     Attributes
     ----------
     model_a, model_b : int32 arrays of codes into ``models`` (never equal within a row).
-    score : float64 array, the half-tie score of model_a: 1 win, 1/2 tie, 0 loss.
+    score : float64 array, the half-tie score of model_a: 1 win, 1/2 tie, 0 loss (any
+        value in [0, 1] for graded preferences).
     models : model names; code ``k`` is ``models[k]``.
     axes : clustering axes by name: ``"prompt"``, ``"judge"`` and any extra columns kept.
     frequency : optional float64 row weights; row r stands for ``frequency[r]`` identical
         comparisons (aggregated logs). None means every row is one comparison.
+    features : numeric per-row covariates by name (float64 arrays of length n), e.g. style
+        differences of the (a, b) answers; empty when none were read.
     """
 
     model_a: np.ndarray
@@ -66,6 +73,7 @@ class ComparisonLog:
     models: np.ndarray
     axes: dict[str, ClusterAxis] = field(default_factory=dict)
     frequency: np.ndarray | None = None
+    features: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_rows(self) -> int:
@@ -87,7 +95,7 @@ class ComparisonLog:
 
     @classmethod
     def from_arrays(cls, model_a, model_b, score, *, models=None, frequency=None,
-                    **axes) -> ComparisonLog:
+                    features=None, **axes) -> ComparisonLog:
         """Build a log from already integer-coded arrays (the fast path for large logs).
 
         ``axes`` are named integer cluster codes (e.g. ``prompt=..., judge=...``); codes need
@@ -111,8 +119,7 @@ class ComparisonLog:
             raise WinrateInputError(f"model codes go up to {n_models - 1} but only "
                                     f"{len(names)} model names were given")
         _check_rows(a == b, "model_a", "model_a equals model_b", np.arange(n))
-        _check_rows(~np.isin(s, _NUMERIC_SCORES), "score", "score not in {0, 0.5, 1}",
-                    np.arange(n))
+        _check_rows(~((s >= 0) & (s <= 1)), "score", "score not in [0, 1]", np.arange(n))
         freq, keep = None, slice(None)
         if frequency is not None:
             freq = _check_frequency(np.asarray(frequency, float), n)
@@ -127,7 +134,9 @@ class ComparisonLog:
             if arr.shape != (n,):
                 raise WinrateInputError(f"axis {name!r} has shape {arr.shape}, expected ({n},)")
             coded[name] = ClusterAxis(*factorize_groups(arr[keep]))
-        return cls(a[keep], b[keep], s[keep], names, coded, freq)
+        covariates = {name: _check_feature(np.asarray(values, dtype=float), name, n)[keep]
+                      for name, values in (features or {}).items()}
+        return cls(a[keep], b[keep], s[keep], names, coded, freq, covariates)
 
 
 def _check_rows(bad: np.ndarray, column: str, problem: str, index) -> None:
@@ -147,6 +156,15 @@ def _check_frequency(freq: np.ndarray, n: int) -> np.ndarray:
     if not (freq > 0).any():
         raise WinrateInputError("frequency: every row has frequency 0 (no comparisons)")
     return freq
+
+
+def _check_feature(values: np.ndarray, name: str, n: int, index=None) -> np.ndarray:
+    """A feature column must be a finite number in every row."""
+    if values.shape != (n,):
+        raise WinrateInputError(f"feature {name!r} has shape {values.shape}, expected ({n},)")
+    _check_rows(~np.isfinite(values), name, "feature is missing or not a finite number",
+                np.arange(n) if index is None else index)
+    return values
 
 
 _READERS = {
@@ -218,7 +236,7 @@ def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
             label_score[i] = _LABEL_SCORES[text.lower()]
             continue
         number = pd.to_numeric(pd.Series([text]), errors="coerce").iloc[0]
-        if number in _NUMERIC_SCORES:
+        if 0 <= number <= 1:
             label_score[i] = number
         elif text in model_index:
             label_model[i] = model_index.get_loc(text)
@@ -233,8 +251,9 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models) -> np.ndarray
     _check_rows(series.isna().to_numpy(), column, "missing value", frame.index)
     if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
         score = series.to_numpy(dtype=float)
-        _check_rows(~np.isin(score, _NUMERIC_SCORES), column,
-                    "numeric outcome not in {1, 0, 0.5}", frame.index)
+        _check_rows(~((score >= 0) & (score <= 1)), column,
+                    "numeric outcome not in [0, 1] (1 win of model_a, 0 loss, 0.5 tie)",
+                    frame.index)
         return score
     score = _score_from_labels(series, a, b, models)
     _check_rows(np.isnan(score), column,
@@ -261,6 +280,7 @@ def read_comparisons(
     outcome_col: str = DEFAULT_COLUMNS["outcome"],
     weight_col: str | None = None,
     extra_cols: tuple[str, ...] = (),
+    feature_cols: tuple[str, ...] = (),
 ) -> ComparisonLog:
     """Read a comparison log from a DataFrame or a CSV / JSONL / Parquet file.
 
@@ -268,7 +288,8 @@ def read_comparisons(
     without ``judge_id`` has one judge, one without ``prompt_id`` cannot be clustered by
     prompt. A column named explicitly must exist. ``weight_col`` holds frequency weights
     (a row stands for that many identical comparisons); rows of weight 0 are dropped.
-    ``extra_cols`` are kept as further clustering axes under their own names.
+    ``extra_cols`` are kept as further clustering axes under their own names;
+    ``feature_cols`` are numeric per-row covariates (``ComparisonLog.features``).
     """
     frame = source if isinstance(source, pd.DataFrame) else read_table(source)
     if frame.empty:
@@ -278,7 +299,7 @@ def read_comparisons(
     _require_columns(frame, {"model_a": model_a_col, "model_b": model_b_col,
                              "outcome": outcome_col, "prompt": prompt_col,
                              "judge": judge_col, "weight": weight_col,
-                             **{c: c for c in extra_cols}})
+                             **{c: c for c in (*extra_cols, *feature_cols)}})
     frequency = None
     if weight_col is not None:
         weights = pd.to_numeric(frame[weight_col], errors="coerce").to_numpy(float)
@@ -292,7 +313,9 @@ def read_comparisons(
     score = _parse_outcome(frame, outcome_col, a, b, models)
     roles = {"prompt": prompt_col, "judge": judge_col, **{c: c for c in extra_cols}}
     axes = {name: _code_column(frame, col) for name, col in roles.items() if col is not None}
-    return ComparisonLog(a, b, score, models, axes, frequency)
+    features = {col: _check_feature(pd.to_numeric(frame[col], errors="coerce").to_numpy(float),
+                                    col, len(frame), frame.index) for col in feature_cols}
+    return ComparisonLog(a, b, score, models, axes, frequency, features)
 
 
 def _optional_default(frame: pd.DataFrame, column: str | None, role: str) -> str | None:
