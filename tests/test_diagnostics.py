@@ -88,7 +88,8 @@ def test_warnings_are_returned_and_emitted():
         result = analyze(log, cluster="prompt+judge")
     text = " ".join(result.warnings)
     assert "'judge' has only 3 clusters" in text
-    assert "2 model pairs were never compared" in text
+    assert "2 of 6 model pairs (33%) were never compared" in text
+    assert "--model bt" in text
     assert "2 of 4 model pairs are observed within a single prompt" in text
     assert "1 of 4 model pairs are observed within a single judge" in text
     assert "zero estimated variance: ['3']" in text

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from winrate import diagnostics
+from winrate import diagnostics, estimators
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.inference import (
@@ -25,11 +25,30 @@ from winrate.inference import (
     simultaneous_intervals,
     wald_intervals,
 )
-from winrate.leaderboard import Leaderboard, fit
+from winrate.leaderboard import Leaderboard
 from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
 from winrate.variance import DEFAULT_CORRECTION, multiway_cluster_cov, naive_cov
 
 FEW_CLUSTERS = 30
+#: Share of unobserved model pairs above which the opponent-averaged win rate is declared not
+#: comparable across models (module doc of :func:`incomplete_design_note`).
+INCOMPLETE_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Further parameters of an estimator (style covariates, Davidson's tie parameter) with
+    their clustered and naive SEs and marginal intervals (``cov`` is their joint covariance,
+    ``cov_full`` that of ratings and coefficients together)."""
+
+    names: tuple[str, ...]
+    estimate: np.ndarray
+    se: np.ndarray
+    se_naive: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    cov: np.ndarray
+    cov_full: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -72,6 +91,7 @@ class LeaderboardAnalysis:
     method: str = "sandwich"
     method_note: str = ""
     joint: JointInference | None = None
+    coefficients: Coefficients | None = None
 
     @property
     def models(self) -> np.ndarray:
@@ -159,7 +179,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     axis = log.axes[name]
     deff = diagnostics.design_effect(cov, cov_naive)
     m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
-                                            log.n_models, log.weight)
+                                            log.n_models, log.weight)[board.codes]
     lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
     return AxisSummary(
         name=name, n_clusters=axis.n_clusters,
@@ -169,6 +189,31 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
         icc=diagnostics.anova_icc(board.centered, axis.codes, log.frequency),
         single_cluster_pairs=int(lonely.sum()),
     )
+
+
+def incomplete_design_note(board: Leaderboard) -> str | None:
+    """The warning for win rates on a comparison graph far from complete, or None.
+
+    The opponent-averaged win rate ``S_a = sum_b w_ab psi_ab`` averages over the opponents a
+    met, so two models that met different opponents are scored on different tests. When more
+    than :data:`INCOMPLETE_SHARE` (10%) of the model pairs were never compared, the scores
+    are declared not comparable and Bradley-Terry (``--model bt``), which adjusts every
+    rating for the strength of the opponents met, is recommended; below that, a milder note
+    says how many pairs are missing. A baseline design needs only the baseline pairs, and
+    Bradley-Terry needs only a connected graph, so neither gets this note.
+    """
+    missing = board.unobserved_pairs
+    if not missing or board.estimator != "winrate" or board.options.get("baseline"):
+        return None
+    k = len(board.models)
+    share = len(missing) / (k * (k - 1) / 2)
+    if share > INCOMPLETE_SHARE:
+        return (f"{len(missing)} of {k * (k - 1) // 2} model pairs ({share:.0%}) were never "
+                "compared: the opponent-averaged win rate scores each model against the "
+                "opponents it happened to meet, so scores are not comparable across models. "
+                "Use --model bt (Bradley-Terry adjusts for opponent strength).")
+    return (f"{len(missing)} model pairs were never compared; they are left out of the scores "
+            "(never imputed), so models are scored against slightly different opponent sets.")
 
 
 def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
@@ -194,7 +239,10 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
     if no_games.any():
         names = [str(m) for m in board.models[no_games]]
         notes.append(f"models with no comparisons (score undefined): {names}")
-    zero = (se < 1e-12) & ~no_games  # exact zero up to round-off
+    zero = (se < 1e-12 * max(1.0, np.nanmax(np.abs(board.scores), initial=0.0))) & ~no_games
+    anchor = board.options.get("anchor")
+    if anchor is not None:  # the anchor's rating is fixed by definition
+        zero &= board.models.astype(str) != anchor["model"]
     if zero.any():
         notes.append(
             f"models with zero estimated variance: {[str(m) for m in board.models[zero]]}; "
@@ -202,12 +250,9 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
             "and mean nothing (a Wald interval cannot express the uncertainty of a 0% or 100% "
             "rate)."
         )
-    n_missing = len(board.unobserved_pairs)
-    if n_missing:
-        notes.append(
-            f"{n_missing} model pairs were never compared; they are left out of the scores "
-            "(never imputed), so models are scored against different opponent sets."
-        )
+    incomplete = incomplete_design_note(board)
+    if incomplete:
+        notes.append(incomplete)
     if psd_repaired:
         notes.append(
             "the multiway covariance was not positive semi-definite and was repaired by "
@@ -233,24 +278,31 @@ def clustering_problem(log: ComparisonLog, clustering: tuple[str, ...]) -> str |
 
 def _clustered_cov(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...],
                    correction: str):
+    """Multiway covariance of all parameters (ratings, then coefficients)."""
     problem = clustering_problem(log, clustering)
     if problem is not None:
         raise WinrateInputError(f"cannot cluster by {'+'.join(clustering)}: {problem}")
     groups = [log.axes[name].codes for name in clustering]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        return multiway_cluster_cov(board.influence, groups, correction)
+        return multiway_cluster_cov(board.influence, groups, correction, bread=board.bread)
 
 
 def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
             correction: str = DEFAULT_CORRECTION, alpha: float = 0.05,
-            reference: str = "normal", *, method: str = "sandwich",
+            reference: str = "normal", *, model: str = "winrate", baseline: str | None = None,
+            anchor=None, covariates=(), prior: float | None = None, ties: str = "half",
+            method: str = "sandwich",
             bootstrap_reps: int = 999, seed: int | None = 0, simultaneous: bool = False,
             ranks: bool = False, pairwise: bool = False, rank_method: str = "marginal",
             n_draws: int = DEFAULT_DRAWS, progress: bool | None = None,
             board: Leaderboard | None = None) -> LeaderboardAnalysis:
     """Fit scores and their clustered covariance, intervals and diagnostics.
 
+    ``model`` chooses the estimator (:data:`winrate.estimators.ESTIMATORS`: the half-tie
+    win rate or Bradley-Terry on the Elo scale); ``baseline``, ``anchor``, ``covariates``,
+    ``prior`` and ``ties`` are its options (:func:`winrate.estimators.fit`). Everything
+    below reads only the estimator's influence, whichever it is.
     ``cluster`` names the axes (``"none"``, ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or
     any extra axis of the log); ``reference="t"`` uses t(G - 1) critical values with G the
     smallest cluster count among the axes (normal when unclustered). Warnings are both
@@ -261,7 +313,7 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     clustering; :func:`winrate.resampling.resampled_variance`); ``method_note`` says which
     and why. ``simultaneous``, ``ranks`` and ``pairwise`` add :class:`JointInference`
     (Monte-Carlo critical values with ``n_draws`` draws and ``seed``). ``board``: a
-    :func:`winrate.leaderboard.fit` of this log with these ``weights``, to analyse one fit
+    :func:`winrate.estimators.fit` of this log with these options, to analyse one fit
     under several clusterings without refitting.
     """
     if method not in VARIANCE_METHODS:
@@ -269,14 +321,20 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     if reference not in ("normal", "t"):
         raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
     clustering = parse_clustering(cluster)
-    board = fit(log, weights) if board is None else board
-    cov_naive = naive_cov(board.influence, correction, log.frequency)
-    axes, psd_repaired, cov = {}, False, cov_naive
+    if board is None:
+        board = estimators.fit(log, model, weights=weights, baseline=baseline, anchor=anchor,
+                               covariates=covariates, prior=prior, ties=ties)
+    k = len(board.models)
+    naive_full = naive_cov(board.influence, correction, log.frequency, bread=board.bread)
+    cov_naive = naive_full[:k, :k]
+    axes, psd_repaired, full = {}, False, naive_full
     if clustering:
         result = _clustered_cov(log, board, clustering, correction)
-        cov, psd_repaired = result.cov, result.psd_repaired
+        full, psd_repaired = result.cov, result.psd_repaired
         for i, name in enumerate(clustering):
-            axes[name] = _axis_summary(log, board, name, result.term_covs[i], cov_naive)
+            axes[name] = _axis_summary(log, board, name, result.term_covs[i][:k, :k],
+                                       cov_naive)
+    cov = full[:k, :k]
     df = None
     if reference == "t" and clustering:
         df = min(axis.n_clusters for axis in axes.values()) - 1
@@ -304,9 +362,14 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     notes = _warnings(board, axes, intervals.se, psd_repaired) + resampling_notes
     for note in notes:
         warnings.warn(note, WinrateWarning, stacklevel=2)
-    settings = {"cluster": list(clustering) or ["none"], "weights": _weights_label(weights),
+    settings = {"estimator": board.estimator, "scale": board.scale,
+                "cluster": list(clustering) or ["none"],
+                "weights": _weights_label(weights) if board.estimator == "winrate" else None,
                 "correction": correction, "alpha": alpha, "reference": reference, "df": df,
-                "method": method, "bootstrap_reps": bootstrap_reps, "seed": seed}
+                "method": method, "bootstrap_reps": bootstrap_reps, "seed": seed,
+                **{key: board.options.get(key) for key in
+                   ("baseline", "anchor", "prior", "ties", "covariates", "standardisation")
+                   if key in board.options}}
     joint = None
     if simultaneous or ranks or pairwise:
         joint = joint_inference(board.scores, cov, alpha, df, simultaneous=simultaneous,
@@ -318,7 +381,22 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
         psd_repaired=psd_repaired, n_comparisons=log.n_comparisons, n_rows=log.n_rows,
         settings=settings, warnings=notes, method=choice.method if choice else "sandwich",
         method_note=method_note, joint=joint,
+        coefficients=_coefficients(board, full, naive_full, alpha, df),
     )
+
+
+def _coefficients(board: Leaderboard, full: np.ndarray, naive_full: np.ndarray, alpha: float,
+                  df) -> Coefficients | None:
+    """Sandwich inference for the non-rating parameters (always the sandwich: resampling
+    methods refit ratings only)."""
+    if not board.coef_names:
+        return None
+    k = len(board.models)
+    cov = full[k:, k:]
+    iv = wald_intervals(board.coef, cov, alpha, df)
+    se_naive = np.sqrt(np.clip(np.diag(naive_full[k:, k:]), 0, None))
+    return Coefficients(tuple(board.coef_names), board.coef, iv.se, se_naive, iv.low, iv.high,
+                        cov, full)
 
 
 def _weights_label(weights) -> str:

@@ -24,7 +24,7 @@ Opponent weights:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -40,41 +40,92 @@ WEIGHT_SCHEMES = ("uniform", "count")
 
 @dataclass(frozen=True)
 class Leaderboard:
-    """Scores and influence of a comparison log.
+    """Estimates and influence of a comparison log: the seam every estimator fills.
+
+    An estimator (the half-tie win rate here, Bradley-Terry in :mod:`winrate.bradley_terry`)
+    returns its estimates with their linearisation, and everything downstream (variance,
+    resampling, inference, diagnostics, reports) reads only this object. The influence of
+    all reported parameters is ``influence @ bread.T`` (``bread=None``: ``influence`` is
+    the influence itself); :mod:`winrate.variance` sandwiches it without building it.
 
     Attributes
     ----------
-    models : model names (column order of every array).
-    scores : (K,) leaderboard scores ``S_a``; NaN only for a model with no comparisons.
-    psi : (K, K) pairwise win probabilities, NaN where the pair was never compared.
-    counts : (K, K) symmetric comparison counts ``n_ab``.
-    weights : (K, K) opponent weights actually used.
-    influence : (n, K) CSR matrix, two non-zeros per row (a, b).
+    models : names of the reported models (column order of every per-model array).
+    scores : (K,) estimates of the reported models on ``scale``; NaN only for a model
+        with no comparisons.
+    psi : (L, L) pairwise win probabilities over the log's L models, NaN where the pair
+        was never compared (data level, for every estimator).
+    counts : (L, L) symmetric comparison counts ``n_ab``.
+    weights : (L, L) opponent weights of the win rate (None for other estimators).
+    influence : (n, q) CSR matrix: the influence (win rate) or the score rows ``g_r``.
     pair : (n,) index of each row's unordered pair into ``pairs``.
-    pairs : (P, 2) observed unordered pairs (low code, high code).
+    pairs : (P, 2) observed unordered pairs (low code, high code) of log model codes.
     centered : (n,) pair-centred scores ``s_r - psi_ab`` of the lower-coded model.
+    bread : (K + C, q) map from score rows to the influence of (scores, coef); None for the
+        win rate without a baseline.
+    estimator : ``"winrate"`` or ``"bt"``; scale : ``"probability"`` or ``"elo"``.
+    log_models : the log's L model names; ``contestants`` (K,) their codes that are
+        reported (a baseline is not a contestant).
+    report_map, report_offset : replicate refits map raw per-log-model estimates ``x``
+        (L,) to reported scores ``report_map @ x + report_offset`` (None: ``x`` of the
+        contestants).
+    coef_names, coef : further parameters (style covariates, Davidson's tie parameter).
+    options : estimator settings for reports (baseline, anchor, prior, ties, covariates).
     """
 
     models: np.ndarray
     scores: np.ndarray
     psi: np.ndarray
     counts: np.ndarray
-    weights: np.ndarray
+    weights: np.ndarray | None
     influence: sp.csr_array
     pair: np.ndarray
     pairs: np.ndarray
     centered: np.ndarray
+    bread: np.ndarray | None = None
+    estimator: str = "winrate"
+    scale: str = "probability"
+    log_models: np.ndarray | None = None
+    contestants: np.ndarray | None = None
+    report_map: np.ndarray | None = None
+    report_offset: float = 0.0
+    coef_names: tuple[str, ...] = ()
+    coef: np.ndarray = field(default_factory=lambda: np.empty(0))
+    options: dict = field(default_factory=dict)
+
+    @property
+    def all_models(self) -> np.ndarray:
+        """The log's model names (contestants and any baseline)."""
+        return self.models if self.log_models is None else self.log_models
+
+    @property
+    def codes(self) -> np.ndarray:
+        """Log model codes of the reported models."""
+        return np.arange(len(self.models)) if self.contestants is None else self.contestants
 
     @property
     def comparisons_per_model(self) -> np.ndarray:
-        """n_a = sum_b n_ab (frequency-weighted)."""
-        return self.counts.sum(axis=1)
+        """n_a = sum_b n_ab (frequency-weighted), per reported model."""
+        return self.counts.sum(axis=1)[self.codes]
 
     @property
     def unobserved_pairs(self) -> list[tuple[str, str]]:
-        """Pairs of distinct models never compared, by name."""
-        missing = np.argwhere(np.triu(self.counts == 0, k=1))
+        """Pairs the design needs that were never compared, by name: every pair of
+        contestants, or with a baseline each contestant against the baseline."""
+        names = self.all_models
+        baseline = self.options.get("baseline")
+        if baseline is not None:
+            base = int(np.flatnonzero(names == baseline)[0])
+            return [(str(names[c]), baseline) for c in self.codes if self.counts[c, base] == 0]
+        sub = self.counts[np.ix_(self.codes, self.codes)]
+        missing = np.argwhere(np.triu(sub == 0, k=1))
         return [(str(self.models[i]), str(self.models[j])) for i, j in missing]
+
+    def report(self, raw: np.ndarray) -> np.ndarray:
+        """Reported scores of (B, L) raw per-log-model replicate estimates."""
+        if self.report_map is None:
+            return raw if self.contestants is None else raw[:, self.contestants]
+        return raw @ self.report_map.T + self.report_offset
 
 
 @njit(parallel=True, cache=True)
@@ -197,11 +248,43 @@ def influence_matrix(log: ComparisonLog, weights: np.ndarray, psi: np.ndarray,
     return sp.csr_array((data, indices, indptr), shape=shape, copy=False), pair, centered
 
 
-def fit(log: ComparisonLog, weights="uniform") -> Leaderboard:
-    """Scores ``S_a = sum_b w_ab psi_ab`` and their influence matrix for a comparison log."""
+def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None) -> Leaderboard:
+    """Scores ``S_a = sum_b w_ab psi_ab`` and their influence matrix for a comparison log.
+
+    ``baseline``: a design in which every model faces one reference model (AlpacaEval,
+    arena-hard). Each contestant's score is its win rate against the baseline,
+    ``S_a = psi_a,base`` (``w_ab = 1`` for b the baseline, 0 otherwise), and the baseline is
+    not reported: it is the reference at 50%.
+    """
     psi, counts, pair_of_key, pairs = pairwise_table(log)
+    base = None if baseline is None else baseline_code(log, baseline, counts)
+    if base is not None:
+        weights = np.zeros(counts.shape)
+        weights[:, base] = counts[:, base] > 0
     w = opponent_weights(counts, weights, log.models)
-    has_games = counts.sum(axis=1) > 0
+    has_games = (w if base is not None else counts).sum(axis=1) > 0
     scores = np.where(has_games, (w * np.nan_to_num(psi)).sum(axis=1), np.nan)
     infl, pair, centered = influence_matrix(log, w, psi, counts, pair_of_key)
-    return Leaderboard(log.models, scores, psi, counts, w, infl, pair, pairs, centered)
+    if base is None:
+        return Leaderboard(log.models, scores, psi, counts, w, infl, pair, pairs, centered)
+    keep = np.flatnonzero(np.arange(log.n_models) != base)
+    select = np.eye(log.n_models)[keep]
+    return Leaderboard(log.models[keep], scores[keep], psi, counts, w, infl, pair, pairs,
+                       centered, bread=select, log_models=log.models, contestants=keep,
+                       options={"baseline": str(log.models[base])})
+
+
+def baseline_code(log: ComparisonLog, baseline: str, counts: np.ndarray) -> int:
+    """Code of the baseline model; every other model must have met it."""
+    found = np.flatnonzero(log.models.astype(str) == str(baseline))
+    if found.size == 0:
+        raise WinrateInputError(f"--baseline {baseline!r} is not a model of the log (models: "
+                                f"{', '.join(map(str, log.models[:10]))}"
+                                f"{', ...' if log.n_models > 10 else ''})")
+    base = int(found[0])
+    never = [str(m) for i, m in enumerate(log.models) if i != base and counts[i, base] == 0]
+    if never:
+        raise WinrateInputError(
+            f"with baseline {baseline!r} every model must be compared with it; "
+            f"{len(never)} never were: {never[:10]}{' ...' if len(never) > 10 else ''}")
+    return base

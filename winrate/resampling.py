@@ -43,10 +43,12 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
+from winrate.bradley_terry import PairRefit
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.estimators import fit
 from winrate.inference import _check_alpha, _quantile_with_se
-from winrate.leaderboard import Leaderboard, fit
+from winrate.leaderboard import Leaderboard
 from winrate.variance import (
     DEFAULT_CORRECTION,
     group_codes,
@@ -112,7 +114,7 @@ class PairScorer:
     """
 
     def __init__(self, board: Leaderboard, weights="uniform", total_counts=None):
-        self.k = len(board.models)
+        self.k = len(board.all_models)
         self.lo, self.hi = board.pairs[:, 0], board.pairs[:, 1]
         n_pairs = len(board.pairs)
         rows = np.arange(n_pairs)
@@ -147,6 +149,29 @@ class PairScorer:
         mass = self._spread(observed * self.w_lo, observed * self.w_hi)
         scale = np.divide(self.row_sum, mass, out=np.full(mass.shape, np.nan), where=mass > 0)
         return scale * self._spread(psi * self.w_lo, observed * (1 - psi) * self.w_hi)
+
+
+class _ReportedScorer:
+    """A win-rate :class:`PairScorer` whose per-log-model scores are mapped to the reported
+    ones (a baseline is dropped)."""
+
+    def __init__(self, board: Leaderboard, weights, total_counts):
+        self.board = board
+        self.scorer = PairScorer(board, board.weights, total_counts)
+
+    def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        return self.board.report(self.scorer.scores(wins, counts))
+
+
+def replicate_scorer(board: Leaderboard, weights, total_counts):
+    """Scores of replicate pair totals by refitting ``board``'s estimator exactly: the win
+    rate from its ratio form (:class:`PairScorer`), Bradley-Terry by batched Newton
+    refits (:class:`winrate.bradley_terry.PairRefit`)."""
+    if board.estimator == "bt":
+        return PairRefit(board, total_counts)
+    if board.contestants is None:
+        return PairScorer(board, weights, total_counts)
+    return _ReportedScorer(board, weights, total_counts)
 
 
 def _coded_axes(log: ComparisonLog, groups: list) -> tuple[list[np.ndarray], list[int]]:
@@ -194,9 +219,9 @@ def jackknife_replicates(log: ComparisonLog, groups, weights="uniform",
     """(G, K) delete-one-cluster scores ``S^(-g)``: exactly ``fit`` on the log without
     cluster g (NaN for a model left without comparisons), from the sufficient statistics
     ``S^(-g) = score(W - W_g, N - N_g)`` in O(G P) instead of G refits."""
-    board = fit(log, weights) if board is None else board
+    board = fit(log, weights=weights) if board is None else board
     totals = pair_totals(log, board, groups)
-    scorer = PairScorer(board, weights, totals.total_counts)
+    scorer = replicate_scorer(board, weights, totals.total_counts)
     return np.concatenate([s for _, s in _jackknife_blocks(totals, scorer)])
 
 
@@ -226,7 +251,7 @@ def _cv3(log, board, groups, weights, center, units=None) -> tuple[np.ndarray, i
     units, each deleted in turn, so its replicate counts ``m_g`` times among
     ``n = sum_g m_g`` replicates."""
     totals = pair_totals(log, board, groups)
-    scorer = PairScorer(board, weights, totals.total_counts)
+    scorer = replicate_scorer(board, weights, totals.total_counts)
     k = len(board.models)
     mult = np.ones(totals.n_clusters) if units is None else np.asarray(units, float)
     n_units = mult.sum()
@@ -298,7 +323,7 @@ def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
     codes, sizes = _coded_axes(log, groups)
     if min(sizes) < 2:
         raise WinrateInputError("the jackknife needs at least 2 clusters on every axis")
-    board = fit(log, weights) if board is None else board
+    board = fit(log, weights=weights) if board is None else board
 
     def term(term_codes, _n_range):
         return _cv3(log, board, term_codes, weights, center)
@@ -338,7 +363,7 @@ def row_jackknife_cov(log: ComparisonLog, weights="uniform", board: Leaderboard 
     n_units = int(freq.sum())
     if n_units < 2:
         raise WinrateInputError("the jackknife needs at least 2 comparisons")
-    board = fit(log, weights) if board is None else board
+    board = fit(log, weights=weights) if board is None else board
     cov, undefined = _cv3(log, board, np.arange(log.n_rows), weights, center, units=freq)
     _warn_undefined(undefined)
     return JackknifeCovariance(cov, (n_units,), n_units - 1, undefined, False, np.nan)
@@ -403,7 +428,7 @@ class ProductWeightScorer:
     def __init__(self, log: ComparisonLog, board: Leaderboard, groups: list, weights="uniform"):
         cells, self.n_cells, self.sizes, self.cell_of_axis = _cell_structure(log, groups)
         totals = pair_totals(log, board, cells)
-        self.scorer = PairScorer(board, weights, totals.total_counts)
+        self.scorer = replicate_scorer(board, weights, totals.total_counts)
         self.wins_t, self.counts_t = totals.wins.T.tocsr(), totals.counts.T.tocsr()
 
     def scores(self, cluster_weights: list[np.ndarray]) -> np.ndarray:
@@ -437,7 +462,7 @@ def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps:
         raise WinrateInputError(f"bootstrap reps must be an integer >= 2, got {reps}")
     if not groups:
         raise WinrateInputError("the bootstrap needs at least one clustering axis")
-    board = fit(log, weights) if board is None else board
+    board = fit(log, weights=weights) if board is None else board
     scorer = ProductWeightScorer(log, board, groups, weights)
     rng = np.random.default_rng(seed)
 
@@ -465,7 +490,7 @@ def row_bootstrap(log: ComparisonLog, weights="uniform", reps: int = 999,
         raise WinrateInputError(f"bootstrap reps must be an integer >= 2, got {reps}")
     freq = _require_whole_frequencies(log, "bootstrap")
     n_units = int(freq.sum())
-    board = fit(log, weights) if board is None else board
+    board = fit(log, weights=weights) if board is None else board
     scorer = ProductWeightScorer(log, board, [np.arange(log.n_rows)], weights)
     rng = np.random.default_rng(seed)
     inv = np.divide(1.0, freq, out=np.zeros(freq.shape), where=freq > 0)
@@ -569,8 +594,9 @@ def _influence_map(board: Leaderboard, total_counts: np.ndarray) -> sp.csr_array
     rows = np.concatenate([np.arange(n_pairs)] * 2)
     data = np.concatenate([board.weights[lo, hi], -board.weights[hi, lo]])
     data /= np.concatenate([total_counts] * 2)
-    return sp.csr_array((data, (rows, np.concatenate([lo, hi]))),
-                        shape=(n_pairs, len(board.models)))
+    amap = sp.csr_array((data, (rows, np.concatenate([lo, hi]))),
+                        shape=(n_pairs, len(board.all_models)))
+    return amap if board.contestants is None else sp.csr_array(amap[:, board.codes])
 
 
 def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha: float = 0.05,
@@ -604,7 +630,7 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     """
     alpha = _check_alpha(alpha)
     factor = small_sample_factor(2, correction)  # validates correction before any work
-    board = fit(log, weights) if board is None else board
+    board = fit(log, weights=weights) if board is None else board
     totals = pair_totals(log, board, groups)
     n_groups = totals.n_clusters
     if n_groups < 2:
@@ -767,7 +793,7 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
             note += "no clustering requested, so each comparison is deleted in turn"
         return VarianceChoice("jackknife", jack.cov, jack.df, note,
                               psd_repaired=jack.psd_repaired)
-    if len(groups) == 1 and sizes[0] <= WILD_MAX_CLUSTERS:
+    if len(groups) == 1 and sizes[0] <= WILD_MAX_CLUSTERS and board.estimator == "winrate":
         dist = "webb" if sizes[0] <= WEBB_MAX_CLUSTERS else "rademacher"
         wild = wild_cluster_bootstrap(log, groups[0], weights, alpha, reps, dist, seed,
                                       correction, board=board, progress=progress)
@@ -788,7 +814,9 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
     kind = "pigeonhole bootstrap" if len(groups) > 1 else "cluster bootstrap"
     why = ("crossed axes: Owen's (2007) pigeonhole bootstrap resamples each axis "
            "independently; it is conservative (counts the cell variance twice)"
-           if len(groups) > 1 else f"one axis with > {WILD_MAX_CLUSTERS} clusters")
+           if len(groups) > 1 else f"one axis with > {WILD_MAX_CLUSTERS} clusters"
+           if board.estimator == "winrate" else "Bradley-Terry is refitted on every "
+           "resampled log (the wild bootstrap's linearisation is the win rate's)")
     note = (f"{kind} by {label} ({len(boot.replicates):,} replicates), normal intervals from "
             f"the bootstrap covariance: {why}")
     if min(sizes) < FEW_CLUSTERS:

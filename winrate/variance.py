@@ -14,6 +14,14 @@ JBES 29(2), eq. 2.11): for d clustering dimensions, sum over every non-empty sub
 the dimensions of ``(-1)^(|S|+1) V_{cap S}``, where ``cap S`` clusters rows that agree on
 every dimension in S. For two dimensions: ``V = V_prompt + V_judge - V_{prompt x judge}``.
 
+Bread. An M-estimator (Bradley-Terry) is linearised as ``u_r = B g_r`` with ``g_r`` row r's
+score contribution and ``B`` the inverse Hessian (times any reporting map): its influence is
+``G B^T`` for the sparse ``(n, q)`` score rows ``G``. Every function here takes that
+factorisation as ``influence=G, bread=B`` and returns the sandwich
+``B (c(G) sum_g t_g t_g^T) B^T`` (Huber 1967; Zeileis 2006, "Object-oriented computation of
+sandwich estimators", JSS 16(9)), so a dense ``(n, K)`` influence is never built.
+``bread=None`` means the influence is given directly.
+
 Small-sample corrections ``c(G)``:
 
 * ``"none"`` (CR0): ``c = 1``, the plain sandwich.
@@ -58,6 +66,13 @@ def _as_influence(influence):
     if arr.ndim != 2:
         raise ValueError(f"influence must be 2-D (n, K), got shape {arr.shape}")
     return arr
+
+
+def sandwich(meat: np.ndarray, bread: np.ndarray | None) -> np.ndarray:
+    """``B M B^T`` (module doc); the meat itself when there is no bread."""
+    if bread is None:
+        return meat
+    return bread @ meat @ bread.T
 
 
 def small_sample_factor(n_clusters: int, correction: str) -> float:
@@ -271,12 +286,14 @@ def _cluster_meat(influence, groups) -> np.ndarray:
     return _meat_from_codes(_as_influence(influence), *group_codes(groups))[0]
 
 
-def naive_cov(influence, correction: str = "none", frequency=None) -> np.ndarray:
+def naive_cov(influence, correction: str = "none", frequency=None,
+              bread: np.ndarray | None = None) -> np.ndarray:
     """Covariance treating rows as independent: ``V = sum_r u_r u_r^T`` (times n/(n-1) for CR1).
 
     With frequency weights ``f_r`` (row r stands for f_r identical comparisons, and its
     influence row is their total ``f_r u_r``), ``V = sum_r (f_r u_r)(f_r u_r)^T / f_r`` and
-    ``n = sum_r f_r``: exactly the naive covariance of the expanded log.
+    ``n = sum_r f_r``: exactly the naive covariance of the expanded log. ``bread``: see the
+    module doc.
     """
     infl = _as_influence(influence)
     freq = np.ones(infl.shape[0]) if frequency is None else np.asarray(frequency, dtype=float)
@@ -287,7 +304,7 @@ def naive_cov(influence, correction: str = "none", frequency=None) -> np.ndarray
                              numba.get_num_threads())
     else:
         meat = (infl / freq[:, None]).T @ infl
-    return small_sample_factor(freq.sum(), correction) * meat
+    return small_sample_factor(freq.sum(), correction) * sandwich(meat, bread)
 
 
 def _require_two_clusters(n_groups: int, what: str = "groups") -> None:
@@ -298,13 +315,15 @@ def _require_two_clusters(n_groups: int, what: str = "groups") -> None:
                          "2 clusters (between-cluster variation is not identified)")
 
 
-def cluster_cov(influence, groups, correction: str = DEFAULT_CORRECTION) -> np.ndarray:
-    """One-way cluster-robust covariance ``c(G) * sum_g t_g t_g^T`` (Liang-Zeger)."""
+def cluster_cov(influence, groups, correction: str = DEFAULT_CORRECTION,
+                bread: np.ndarray | None = None) -> np.ndarray:
+    """One-way cluster-robust covariance ``c(G) * sum_g t_g t_g^T`` (Liang-Zeger), sandwiched
+    by ``bread`` when given (module doc)."""
     _check_correction(correction)
     codes, n_groups = group_codes(groups)
     _require_two_clusters(n_groups)
     meat, _ = _meat_from_codes(_as_influence(influence), codes, n_groups)
-    return small_sample_factor(n_groups, correction) * meat
+    return small_sample_factor(n_groups, correction) * sandwich(meat, bread)
 
 
 @dataclass(frozen=True)
@@ -383,7 +402,8 @@ def inclusion_exclusion(codes: list[np.ndarray], sizes: list[int], term,
 
 
 def multiway_cluster_cov(
-    influence, groups: list, correction: str = DEFAULT_CORRECTION
+    influence, groups: list, correction: str = DEFAULT_CORRECTION,
+    bread: np.ndarray | None = None,
 ) -> MultiwayCovariance:
     """Multiway cluster-robust covariance by inclusion-exclusion (CGM 2011, eq. 2.11).
 
@@ -391,6 +411,7 @@ def multiway_cluster_cov(
     dimensions, with ``G_S`` the number of non-empty intersection clusters. One dimension
     reduces to :func:`cluster_cov`; ``[np.arange(n)]`` with ``"none"`` gives
     :func:`naive_cov`. A non-PSD result is repaired by eigenvalue clipping, with a warning.
+    ``bread``: every term is the sandwich ``B V_S B^T`` (module doc).
     """
     _check_correction(correction)
     if len(groups) == 0:
@@ -404,7 +425,7 @@ def multiway_cluster_cov(
 
     def term(term_codes, n_range):
         meat, n_groups = _meat_from_codes(infl, term_codes, n_range)
-        return small_sample_factor(n_groups, correction) * meat, n_groups
+        return small_sample_factor(n_groups, correction) * sandwich(meat, bread), n_groups
 
     cov, min_eig, repaired, parts = inclusion_exclusion(codes, sizes, term)
     for dims, sign, term_cov, n_groups in parts:

@@ -1,0 +1,579 @@
+"""Bradley-Terry ratings on the Elo scale, with the linearisation winrate's variance needs.
+
+Model (Zermelo 1929; Bradley & Terry 1952). Comparison r of models (a, b) with score
+``s_r`` in [0, 1] (1 a won, 0 b won) and frequency ``f_r``::
+
+    logit P(a beats b) = eta_r = theta_a - theta_b + x_r' beta
+
+with ``x_r`` optional per-row covariates of the (a, b) difference ("style control", LMArena
+2024, "Does style matter?"), standardised over rows as LMArena does,
+``x = (x_raw - mean) / sd`` (population sd). Ties:
+
+* ``"half"`` (default, the LMArena convention): a tie is half a win for each side, i.e. the
+  Bernoulli log-likelihood with fractional outcome,
+  ``l = sum_r f_r [s_r log pi_r + (1 - s_r) log(1 - pi_r)]``; graded preferences in [0, 1]
+  enter the same way (a quasi-likelihood, McCullagh & Nelder 1989, sec. 9.2).
+* ``"davidson"`` (Davidson 1970, JASA 65(329)): with ``x = eta / 2`` and ``nu = e^delta``,
+  ``P(a) = e^x / D``, ``P(b) = e^-x / D``, ``P(tie) = nu / D``, ``D = 2 cosh x + nu``;
+  ``delta`` is estimated with the ratings (outcomes must be 1, 0 or 1/2).
+
+Fit. Without covariates the log-likelihood depends on the data only through the pair totals
+``W_p = sum f_r s_r`` and ``N_p = sum f_r`` (and tie counts for Davidson), so Newton's
+method runs on P observed pairs, not n rows. With covariates it runs on the rows (IRLS).
+Both log-likelihoods are concave; steps are halved until the log-likelihood does not drop.
+
+Identification. theta is defined up to a constant; winrate centres it, ``sum_a theta_a = 0``,
+and the reported ratings are ``400 / ln(10) * theta`` shifted so that their mean is 1000
+(Elo scale, as LMArena reports), or so that ``--anchor MODEL=RATING`` holds. Contrasts, and
+their covariance, do not depend on that choice. A finite MLE needs a connected comparison
+graph and, for every split of the models in two groups, a win of each group over the other
+(Zermelo 1929; Ford 1957, Amer. Math. Monthly 64(8); Hunter 2004, Ann. Stat. 32(1),
+Assumption 1): the "scored against" digraph must be strongly connected. Both are checked
+and a failure names the models. An optional ridge prior ``theta ~ N(0, VAR)``
+(``prior=VAR``, natural logit units) adds ``-theta' theta / (2 VAR)`` to the
+log-likelihood, which keeps the estimate finite.
+
+Influence. The M-estimator expansion ``theta_hat - theta ~ H^-1 sum_r g_r`` (Huber 1967;
+Stefanski & Boos 2002, "The calculus of M-estimation", Amer. Stat. 56(1)) with score rows
+``g_r = f_r (s_r - pi_r) z_r``, ``z_r = (e_a - e_b, x_r)``, and ``H = -d^2 l / d theta^2``
+(observed information, plus ``I / VAR`` under the prior). Under the centring constraint
+``H`` is singular along ``u = (1_K, 0) / sqrt(K)`` and ``H^-1`` is its Moore-Penrose inverse
+``(H + u u')^-1 - u u'``. The estimator returns the sparse score rows and the bread
+``B = R H^-1`` (``R`` the Elo/anchor reporting map) and :mod:`winrate.variance` computes
+``B M B'`` for any clustering of the rows: the influence ``G B'`` is never built.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from scipy.special import expit
+
+from winrate.data import ComparisonLog
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.leaderboard import Leaderboard, baseline_code, influence_matrix, pairwise_table
+
+ELO_SCALE = 400.0 / np.log(10.0)
+DEFAULT_RATING = 1000.0
+TIE_MODELS = ("half", "davidson")
+_STEP_TOL = 1e-10  # Newton stops when no parameter moves more than this (logit units)
+_MAX_ITER = 200
+_DIVERGED = 40.0  # |theta| beyond this (e^40 odds) means the MLE is not finite
+
+
+# ------------------------------------------------------------------ identification
+
+
+def _components_text(labels: np.ndarray, names: np.ndarray, limit: int = 4) -> str:
+    groups = [names[labels == c] for c in np.unique(labels)]
+    groups.sort(key=len)
+    shown = ["{" + ", ".join(map(str, g[:6])) + (", ..." if len(g) > 6 else "") + "}"
+             for g in groups[:limit]]
+    return "; ".join(shown) + (f"; ... ({len(groups)} groups)" if len(groups) > limit else "")
+
+
+def check_connected(counts: np.ndarray, names: np.ndarray) -> None:
+    """Error naming the components when the comparison graph is disconnected: ratings in
+    different components are not on a common scale (no comparison links them)."""
+    n_comp, labels = connected_components(sp.csr_array(counts > 0), directed=False)
+    if n_comp > 1:
+        raise WinrateInputError(
+            f"the comparison graph has {n_comp} disconnected components, so their ratings "
+            f"share no scale: {_components_text(labels, names)}. Compare models across "
+            "components, or analyse each component separately")
+
+
+def dominance_problem(wins: np.ndarray, names: np.ndarray) -> str | None:
+    """Why the MLE is infinite, in words, or None when it is finite.
+
+    ``wins[a, b] > 0`` when a scored against b (a win, tie or graded preference). The MLE
+    is finite iff this digraph is strongly connected (module doc); otherwise a group of
+    models never lost to (or never won against) every model outside it.
+    """
+    n_comp, labels = connected_components(sp.csr_array(wins > 0), directed=True,
+                                          connection="strong")
+    if n_comp == 1:
+        return None
+    beaten_by_outside = np.zeros(n_comp, bool)
+    beat_outside = np.zeros(n_comp, bool)
+    a, b = np.nonzero(wins > 0)
+    cross = labels[a] != labels[b]
+    beat_outside[labels[a[cross]]] = True
+    beaten_by_outside[labels[b[cross]]] = True
+    parts = []
+    for comp in np.flatnonzero(~beaten_by_outside)[:3]:
+        parts.append(f"{_group(names[labels == comp])} never lost to a model outside it "
+                     "(its rating would be +infinity)")
+    for comp in np.flatnonzero(~beat_outside)[:3]:
+        parts.append(f"{_group(names[labels == comp])} never won against a model outside it "
+                     "(its rating would be -infinity)")
+    return "; ".join(parts)
+
+
+def _group(members: np.ndarray) -> str:
+    if len(members) == 1:
+        return f"model {members[0]!s}"
+    return "models {" + ", ".join(map(str, members[:6])) + (", ...}" if len(members) > 6
+                                                             else "}")
+
+
+# ------------------------------------------------------------------ likelihoods
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """Pair-level sufficient statistics: ``W`` score of lo, ``N`` count, Davidson's
+    ``wins``/``losses``/``ties`` counts of lo (None unless needed)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    W: np.ndarray
+    N: np.ndarray
+    k: int
+    wins: np.ndarray | None = None
+    losses: np.ndarray | None = None
+    ties: np.ndarray | None = None
+
+
+def _laplacian(lo, hi, w, k) -> np.ndarray:
+    """``M' diag(w) M`` for the (P, K) incidence ``M`` (+1 at lo, -1 at hi), as a dense array."""
+    flat = np.concatenate([lo * k + lo, hi * k + hi, lo * k + hi, hi * k + lo])
+    return np.bincount(flat, np.concatenate([w, w, -w, -w]), k * k).reshape(k, k)
+
+
+def _spread(lo, hi, r, k) -> np.ndarray:
+    """``M' r``: r added at lo and subtracted at hi."""
+    return np.bincount(lo, r, k) - np.bincount(hi, r, k)
+
+
+def _logit_pairs(theta, data: _Pairs, prior: float):
+    """Half-tie Bernoulli log-likelihood, gradient and information on pair totals."""
+    eta = theta[data.lo] - theta[data.hi]
+    pi = expit(eta)
+    loglik = -(data.W * np.logaddexp(0, -eta) + (data.N - data.W) * np.logaddexp(0, eta)).sum()
+    grad = _spread(data.lo, data.hi, data.W - data.N * pi, data.k)
+    info = _laplacian(data.lo, data.hi, data.N * pi * (1 - pi), data.k)
+    return _penalised(loglik, grad, info, theta, prior, data.k)
+
+
+def _davidson_terms(eta, delta):
+    """``x = eta/2``, ``D = 2 cosh x + e^delta`` and the per-comparison derivatives of
+    ``log D``: ``dD/deta / D``, ``e^delta / D`` and the information entries (module doc)."""
+    x = eta / 2
+    nu = np.exp(delta)
+    D = 2 * np.cosh(x) + nu
+    i_ee = (np.cosh(x) * D / 2 - np.sinh(x) ** 2) / D**2
+    i_ed = -np.sinh(x) * nu / D**2
+    i_dd = 2 * np.cosh(x) * nu / D**2
+    return x, D, np.sinh(x) / D, nu / D, i_ee, i_ed, i_dd
+
+
+def _davidson_pairs(params, data: _Pairs, prior: float):
+    """Davidson (1970) log-likelihood on pair counts; parameters ``(theta, delta)``."""
+    k = data.k
+    theta, delta = params[:k], params[k]
+    eta = theta[data.lo] - theta[data.hi]
+    x, D, sinh_d, nu_d, i_ee, i_ed, i_dd = _davidson_terms(eta, delta)
+    n = data.wins + data.losses + data.ties
+    loglik = ((data.wins - data.losses) * x + data.ties * delta - n * np.log(D)).sum()
+    grad = np.append(_spread(data.lo, data.hi, (data.wins - data.losses) / 2 - n * sinh_d, k),
+                     (data.ties - n * nu_d).sum())
+    info = np.zeros((k + 1, k + 1))
+    info[:k, :k] = _laplacian(data.lo, data.hi, n * i_ee, k)
+    info[:k, k] = info[k, :k] = _spread(data.lo, data.hi, n * i_ed, k)
+    info[k, k] = (n * i_dd).sum()
+    return _penalised(loglik, grad, info, params, prior, k)
+
+
+def _logit_rows(params, design: sp.csr_array, score, freq, prior: float, k: int):
+    """Half-tie Bernoulli log-likelihood on rows with covariates (IRLS pieces)."""
+    eta = design @ params
+    pi = expit(eta)
+    loglik = -(freq * (score * np.logaddexp(0, -eta)
+                       + (1 - score) * np.logaddexp(0, eta))).sum()
+    grad = design.T @ (freq * (score - pi))
+    info = (design.T @ design.multiply((freq * pi * (1 - pi))[:, None])).toarray()
+    return _penalised(loglik, grad, info, params, prior, k)
+
+
+def _penalised(loglik, grad, info, params, prior, k):
+    """Add the ridge prior ``-theta' theta / (2 VAR)`` on the K ratings (``prior = 1/VAR``)."""
+    if prior:
+        theta = params[:k]
+        loglik = loglik - prior * (theta @ theta) / 2
+        grad = grad.copy()
+        grad[:k] -= prior * theta
+        info = info.copy()
+        info[np.arange(k), np.arange(k)] += prior
+    return loglik, grad, info
+
+
+def _centring(k: int, n_params: int) -> np.ndarray:
+    """``u u'`` with ``u = (1_K, 0) / sqrt(K)``: the direction the centred model leaves free."""
+    u = np.zeros(n_params)
+    u[:k] = 1 / np.sqrt(k)
+    return np.outer(u, u)
+
+
+def _newton(objective, n_params: int, k: int, centred: bool, what: str) -> np.ndarray:
+    """Maximise a concave log-likelihood by Newton's method with step halving.
+
+    With ``centred`` the step solves ``(H + u u') d = g``: g is orthogonal to u, so d is the
+    minimum-norm Newton step and the ratings stay centred.
+    """
+    params = np.zeros(n_params)
+    fix = _centring(k, n_params) if centred else 0.0
+    loglik, grad, info = objective(params)
+    for _ in range(_MAX_ITER):
+        step = np.linalg.solve(info + fix, grad)
+        for _halving in range(50):
+            new = objective(params + step)
+            if new[0] >= loglik - 1e-12 * max(1.0, abs(loglik)):
+                break
+            step = step / 2
+        params = params + step
+        loglik, grad, info = new
+        if np.abs(step).max() < _STEP_TOL:
+            break
+    else:
+        raise WinrateInputError(f"the {what} fit did not converge in {_MAX_ITER} Newton "
+                                "steps; the MLE may not be finite (try --prior VAR)")
+    if np.abs(params[:k]).max() > _DIVERGED:
+        raise WinrateInputError(f"the {what} ratings diverge (|theta| > {_DIVERGED:.0f}): "
+                                "the MLE is not finite for these data (try --prior VAR)")
+    return params
+
+
+def _inverse_information(info: np.ndarray, k: int, centred: bool) -> np.ndarray:
+    """``H^-1``, the Moore-Penrose inverse under the centring constraint (module doc)."""
+    if not centred:
+        return np.linalg.inv(info)
+    fix = _centring(k, info.shape[0])
+    return np.linalg.inv(info + fix) - fix
+
+
+# ------------------------------------------------------------------ score rows
+
+
+def _score_rows_logit(log, table, pi_matrix):
+    """(n, K) CSR score rows ``f_r (s_r - pi_r)(e_a - e_b)``; also each row's pair and its
+    data-level centred score ``s_r - psi_ab``."""
+    psi, counts, pair_of_key, pairs = table
+    k = log.n_models
+    ones = np.ones((k, k))
+    rows, pair, centred_bt = influence_matrix(log, ones, pi_matrix, ones, pair_of_key)
+    lo, hi = pairs[:, 0], pairs[:, 1]
+    centered = centred_bt + (pi_matrix[lo, hi] - psi[lo, hi])[pair]
+    return rows, pair, centered
+
+
+def _rows_csr(columns: list[np.ndarray], values: list[np.ndarray], n_cols: int) -> sp.csr_array:
+    """CSR with the same number of non-zeros in every row, from per-slot columns/values."""
+    width = len(columns)
+    n = columns[0].shape[0]
+    indices = np.column_stack(columns).ravel().astype(np.int64)
+    data = np.column_stack(values).ravel()
+    indptr = np.arange(0, width * n + 1, width, dtype=np.int64)
+    return sp.csr_array((data, indices, indptr), shape=(n, n_cols))
+
+
+def _low_orientation(log: ComparisonLog):
+    lo = np.minimum(log.model_a, log.model_b)
+    hi = np.maximum(log.model_a, log.model_b)
+    s_lo = np.where(log.model_a < log.model_b, log.score, 1.0 - log.score)
+    return lo, hi, s_lo
+
+
+# ------------------------------------------------------------------ reporting
+
+
+def parse_anchor(anchor) -> tuple[str, float] | None:
+    """``"MODEL=RATING"`` (or a (model, rating) pair) -> (model, rating)."""
+    if anchor is None:
+        return None
+    if isinstance(anchor, str):
+        model, sep, rating = anchor.rpartition("=")
+        if not sep or not model:
+            raise WinrateInputError(f"--anchor must be MODEL=RATING, got {anchor!r}")
+        anchor = (model, rating)
+    model, rating = anchor
+    try:
+        value = float(rating)
+    except ValueError:
+        raise WinrateInputError(f"--anchor rating must be a number, got {rating!r}") from None
+    if not np.isfinite(value):
+        raise WinrateInputError(f"--anchor rating must be finite, got {rating!r}")
+    return str(model), value
+
+
+def _model_code(log: ComparisonLog, name: str, flag: str) -> int:
+    found = np.flatnonzero(log.models.astype(str) == name)
+    if found.size == 0:
+        raise WinrateInputError(f"{flag} names {name!r}, which is not a model of the log")
+    return int(found[0])
+
+
+def elo_map(log: ComparisonLog, anchor, keep: np.ndarray) -> tuple[np.ndarray, float]:
+    """Reporting map ``R`` (rows ``keep``) and offset: ``rating = R theta + offset`` with
+    ``400 / ln 10 (theta - mean theta) + 1000`` or, anchored at model m with rating A,
+    ``400 / ln 10 (theta - theta_m) + A``."""
+    k = log.n_models
+    if anchor is None:
+        R = ELO_SCALE * (np.eye(k) - 1.0 / k)
+        offset = DEFAULT_RATING
+    else:
+        m = _model_code(log, anchor[0], "--anchor")
+        R = ELO_SCALE * np.eye(k)
+        R[:, m] -= ELO_SCALE
+        offset = anchor[1]
+    return R[keep], offset
+
+
+# ------------------------------------------------------------------ fit
+
+
+def _standardised(log: ComparisonLog, covariates) -> tuple[np.ndarray, dict]:
+    """(n, C) covariates ``(x - mean) / sd`` (LMArena's style control) and their raw
+    means and sds for the report."""
+    missing = [c for c in covariates if c not in log.features]
+    if missing:
+        raise WinrateInputError(f"covariate(s) {missing} not in the log; it has features "
+                                f"{sorted(log.features)} (read them with feature_cols / "
+                                "--covariates)")
+    w = log.weight
+    columns, moments = [], {}
+    for name in covariates:
+        x = log.features[name]
+        mean = np.average(x, weights=w)
+        sd = np.sqrt(np.average((x - mean) ** 2, weights=w))
+        if not sd > 0:
+            raise WinrateInputError(f"covariate {name!r} is constant (sd 0): it cannot be "
+                                    "standardised or estimated")
+        columns.append((x - mean) / sd)
+        moments[name] = {"mean": float(mean), "sd": float(sd)}
+    return np.column_stack(columns), moments
+
+
+def _check_identified(log, counts, psi, prior, names) -> None:
+    check_connected(counts, names)
+    problem = dominance_problem(np.nan_to_num(psi) * counts, names)
+    if problem is None:
+        return
+    if not prior:
+        raise WinrateInputError(f"the Bradley-Terry MLE is not finite: {problem}. Add a "
+                                "ridge prior (--prior VAR) or more comparisons")
+    warnings.warn(f"Bradley-Terry: {problem}; only the ridge prior keeps these ratings "
+                  "finite, so they mostly reflect the prior", WinrateWarning, stacklevel=3)
+
+
+def _pairs_data(log, table, ties: str) -> _Pairs:
+    psi, counts, _, pairs = table
+    lo, hi = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+    N = counts[lo, hi]
+    data = _Pairs(lo, hi, psi[lo, hi] * N, N, log.n_models)
+    if ties != "davidson":
+        return data
+    _, _, s_lo = _low_orientation(log)
+    if not np.isin(log.score, (0.0, 0.5, 1.0)).all():
+        raise WinrateInputError("Davidson's tie model needs outcomes win / loss / tie; this "
+                                "log has graded preferences (use ties='half')")
+    key = np.minimum(log.model_a, log.model_b) * log.n_models + np.maximum(log.model_a,
+                                                                           log.model_b)
+    pair = table[2][key]
+    f = log.weight
+    count = [np.bincount(pair, f * (s_lo == v), len(lo)) for v in (1.0, 0.0, 0.5)]
+    return _Pairs(lo, hi, data.W, N, log.n_models, *count)
+
+
+def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, anchor=None,
+        baseline: str | None = None, covariates=()) -> Leaderboard:
+    """Bradley-Terry (or Davidson) ratings on the Elo scale with their score rows and bread.
+
+    ``prior``: variance VAR of the ridge prior on theta (natural units), None for the MLE.
+    ``anchor``: ``"MODEL=RATING"``; default: mean rating 1000, or the baseline at 1000 when
+    ``baseline`` is given (the baseline is then the reference and is not reported).
+    ``covariates``: names of ``log.features`` to control for (style control).
+    """
+    if ties not in TIE_MODELS:
+        raise WinrateInputError(f"ties must be one of {TIE_MODELS}, got {ties!r}")
+    if prior is not None and not (np.isfinite(prior) and prior > 0):
+        raise WinrateInputError(f"--prior must be a positive variance, got {prior!r}")
+    covariates = tuple(covariates)
+    if covariates and ties == "davidson":
+        raise WinrateInputError("covariates are supported with ties='half' only")
+    precision = 0.0 if prior is None else 1.0 / prior
+    anchor = parse_anchor(anchor)
+    table = pairwise_table(log)
+    psi, counts = table[0], table[1]
+    names = log.models
+    keep, base_name = np.arange(log.n_models), None
+    if baseline is not None:
+        base = baseline_code(log, baseline, counts)
+        base_name = str(names[base])
+        anchor = anchor or (base_name, DEFAULT_RATING)
+        keep = keep[keep != base]
+    _check_identified(log, counts, psi, precision, names)
+    centred = precision == 0
+    k = log.n_models
+    if covariates:
+        params, info, rows, pair, centered, moments = _fit_rows(log, table, covariates,
+                                                                precision, centred)
+        coef_names = covariates
+    elif ties == "davidson":
+        params, info, rows, pair, centered = _fit_davidson(log, table, precision, centred)
+        coef_names, moments = ("tie: log nu (Davidson)",), {}
+    else:
+        params, info, rows, pair, centered = _fit_logit(log, table, precision, centred)
+        coef_names, moments = (), {}
+    R, offset = elo_map(log, anchor, keep)
+    n_coef = len(coef_names)
+    full_map = np.zeros((len(keep) + n_coef, k + n_coef))
+    full_map[:len(keep), :k] = R
+    full_map[len(keep):, k:] = np.eye(n_coef)
+    bread = full_map @ _inverse_information(info, k, centred)
+    options = {"ties": ties, "prior": prior, "covariates": list(covariates),
+               "anchor": None if anchor is None else {"model": anchor[0], "rating": anchor[1]},
+               "baseline": base_name,
+               "standardisation": moments, "theta": params[:k]}
+    return Leaderboard(
+        models=names[keep], scores=R @ params[:k] + offset, psi=psi, counts=counts,
+        weights=None, influence=rows, pair=pair, pairs=table[3], centered=centered,
+        bread=bread, estimator="bt", scale="elo", log_models=names, contestants=keep,
+        report_map=R, report_offset=offset, coef_names=coef_names, coef=params[k:],
+        options=options)
+
+
+def _fit_logit(log, table, precision, centred):
+    data = _pairs_data(log, table, "half")
+    k = log.n_models
+    theta = _newton(lambda t: _logit_pairs(t, data, precision), k, k, centred, "Bradley-Terry")
+    info = _logit_pairs(theta, data, precision)[2]
+    eta = theta[:, None] - theta[None, :]
+    rows, pair, centered = _score_rows_logit(log, table, expit(eta))
+    return theta, info, rows, pair, centered
+
+
+def _fit_davidson(log, table, precision, centred):
+    data = _pairs_data(log, table, "davidson")
+    k = log.n_models
+    params = _newton(lambda p: _davidson_pairs(p, data, precision), k + 1, k, centred,
+                     "Davidson")
+    info = _davidson_pairs(params, data, precision)[2]
+    lo, hi, s_lo = _low_orientation(log)
+    eta = params[lo] - params[hi]
+    _, _, sinh_d, nu_d, *_ = _davidson_terms(eta, params[k])
+    f = log.weight
+    win, loss, tie = (s_lo == 1.0), (s_lo == 0.0), (s_lo == 0.5)
+    g_eta = f * ((win.astype(float) - loss) / 2 - sinh_d)
+    g_delta = f * (tie - nu_d)
+    rows = _rows_csr([lo, hi, np.full(lo.shape, k)], [g_eta, -g_eta, g_delta], k + 1)
+    pair, centered = _data_centred(log, table, lo, hi, s_lo)
+    return params, info, rows, pair, centered
+
+
+def _data_centred(log, table, lo, hi, s_lo):
+    psi, _, pair_of_key, _ = table
+    pair = pair_of_key[lo * log.n_models + hi]
+    return pair, s_lo - psi[lo, hi]
+
+
+def _fit_rows(log, table, covariates, precision, centred):
+    x, moments = _standardised(log, covariates)
+    k, c = log.n_models, x.shape[1]
+    a, b = log.model_a.astype(np.int64), log.model_b.astype(np.int64)
+    ones = np.ones(log.n_rows)
+    cov_cols = [np.full(log.n_rows, k + j) for j in range(c)]
+    design = _rows_csr([a, b, *cov_cols], [ones, -ones, *x.T], k + c)
+    f = log.weight
+    params = _newton(lambda p: _logit_rows(p, design, log.score, f, precision, k), k + c, k,
+                     centred, "Bradley-Terry (with covariates)")
+    info = _logit_rows(params, design, log.score, f, precision, k)[2]
+    resid = f * (log.score - expit(design @ params))
+    rows = design.multiply(resid[:, None]).tocsr()
+    lo, hi, s_lo = _low_orientation(log)
+    pair, centered = _data_centred(log, table, lo, hi, s_lo)
+    return params, info, rows, pair, centered, moments
+
+
+# ------------------------------------------------------------------ replicate refits
+
+
+class PairRefit:
+    """Bradley-Terry refits of many re-weighted logs at once, from their pair totals.
+
+    Without covariates the MLE depends on the data only through ``(W_p, N_p)`` (module
+    doc), so a jackknife or bootstrap replicate is refitted exactly from its replicate
+    totals: batched Newton steps from the full-sample estimate, ``(H_b + u u') d_b = g_b``
+    for every replicate b at once. A replicate whose comparison graph is disconnected, or
+    whose MLE is not finite (a model never lost or never won in it), has no rating: it is
+    NaN, and the resampling method reports it.
+    """
+
+    def __init__(self, board: Leaderboard, total_counts: np.ndarray):
+        if board.coef_names:
+            raise WinrateInputError(
+                "jackknife and bootstrap refits of Bradley-Terry with covariates or Davidson "
+                "ties are not available (they need row-level refits); use --method sandwich")
+        self.board = board
+        self.lo = board.pairs[:, 0].astype(np.int64)
+        self.hi = board.pairs[:, 1].astype(np.int64)
+        self.k = len(board.all_models)
+        self.precision = 0.0 if board.options["prior"] is None else 1 / board.options["prior"]
+        self.tol = 1e-10 * np.asarray(total_counts, float)
+        self.theta0 = board.options["theta"]
+        flat = np.concatenate([self.lo * self.k + self.lo, self.hi * self.k + self.hi,
+                               self.lo * self.k + self.hi, self.hi * self.k + self.lo])
+        n_pairs = len(self.lo)
+        sign = np.repeat([1.0, 1.0, -1.0, -1.0], n_pairs)
+        self.to_info = sp.csr_array((sign, (np.tile(np.arange(n_pairs), 4), flat)),
+                                    shape=(n_pairs, self.k * self.k))
+        self.incidence = sp.csr_array(
+            (np.repeat([1.0, -1.0], n_pairs),
+             (np.tile(np.arange(n_pairs), 2), np.concatenate([self.lo, self.hi]))),
+            shape=(n_pairs, self.k))
+
+    def _identified(self, counts: np.ndarray, wins: np.ndarray) -> np.ndarray:
+        """Per replicate: connected and every model scored and conceded (finite MLE)."""
+        ok = np.ones(counts.shape[0], bool)
+        for b in range(counts.shape[0]):
+            seen = counts[b] > self.tol
+            graph = np.zeros((self.k, self.k))
+            graph[self.lo[seen], self.hi[seen]] = wins[b, seen]
+            graph[self.hi[seen], self.lo[seen]] = counts[b, seen] - wins[b, seen]
+            strong = connected_components(sp.csr_array(graph > 0), directed=True,
+                                          connection="strong")[0]
+            ok[b] = strong == 1 or (self.precision > 0 and connected_components(
+                sp.csr_array(graph + graph.T > 0), directed=False)[0] == 1)
+        return ok
+
+    def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """(B, K) reported ratings of B replicates with pair totals ``wins``, ``counts``."""
+        wins, counts = np.atleast_2d(wins), np.atleast_2d(counts)
+        ok = self._identified(counts, wins)
+        theta = np.full((wins.shape[0], self.k), np.nan)
+        if ok.any():
+            theta[ok] = self._newton(wins[ok], counts[ok])
+        return self.board.report(theta)
+
+    def _newton(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        k = self.k
+        fix = np.full((k, k), 1.0 / k) if self.precision == 0 else np.eye(k) * self.precision
+        theta = np.tile(self.theta0, (wins.shape[0], 1))
+        moving = np.ones(wins.shape[0], bool)
+        for _ in range(_MAX_ITER):
+            t = theta[moving]
+            w, n = wins[moving], counts[moving]
+            pi = expit(t[:, self.lo] - t[:, self.hi])
+            grad = (self.incidence.T @ (w - n * pi).T).T - self.precision * t
+            info = (self.to_info.T @ (n * pi * (1 - pi)).T).T.reshape(-1, k, k)
+            step = np.linalg.solve(info + fix, grad[..., None])[..., 0]
+            theta[moving] = t + step
+            moving[moving] = np.abs(step).max(axis=1) >= _STEP_TOL
+            if not moving.any():
+                break
+        theta[moving | (np.abs(theta) > _DIVERGED).any(axis=1)] = np.nan
+        return theta
