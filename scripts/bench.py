@@ -1,8 +1,10 @@
 """Benchmark the leaderboard engine at scale (a benchmark, not a timed test).
 
 Builds a synthetic log of N comparisons (default 10,000,000) among K models (100),
-P prompts (1,000,000) and J judges (10) directly as integer arrays, then times each stage:
-scores + influence, naive, prompt, judge and two-way (prompt + judge) covariance. Reports
+P prompts (1,000,000) and J judges (10) directly as integer arrays, then times each stage
+for each estimator (the half-tie win rate and Bradley-Terry): scores + influence (for
+Bradley-Terry the fit and its sparse score rows), naive, prompt, judge and two-way
+(prompt + judge) covariance (Bradley-Terry: the sandwich ``B M B'``). Reports
 wall time per stage, the total, the peak resident memory of the process and, as a floor,
 the time of one ``np.bincount`` over the same n.
 
@@ -23,7 +25,7 @@ import warnings
 import numpy as np
 
 from winrate.data import ComparisonLog
-from winrate.leaderboard import fit
+from winrate.estimators import ESTIMATORS, fit
 from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
 
 
@@ -38,19 +40,20 @@ def synthetic_log(n: int, k: int, n_prompts: int, n_judges: int, seed: int = 0):
     return ComparisonLog.from_arrays(a, b, score, prompt=prompt, judge=judge)
 
 
-def run_stages(log: ComparisonLog) -> dict[str, float]:
+def run_stages(log: ComparisonLog, model: str) -> dict[str, float]:
     """Time each stage on its own; the two-way call also returns both one-way covariances
     (its singleton inclusion-exclusion terms), which is how :func:`analyze` gets them."""
     prompt, judge = log.axes["prompt"].codes, log.axes["judge"].codes
     timings = {}
     start = time.perf_counter()
-    board = fit(log)
+    board = fit(log, model)
     timings["scores + influence"] = time.perf_counter() - start
+    rows, bread = board.influence, board.bread
     stages = {
-        "naive": lambda: naive_cov(board.influence),
-        "prompt (one-way)": lambda: cluster_cov(board.influence, prompt),
-        "judge (one-way)": lambda: cluster_cov(board.influence, judge),
-        "prompt + judge": lambda: multiway_cluster_cov(board.influence, [prompt, judge]),
+        "naive": lambda: naive_cov(rows, bread=bread),
+        "prompt (one-way)": lambda: cluster_cov(rows, prompt, bread=bread),
+        "judge (one-way)": lambda: cluster_cov(rows, judge, bread=bread),
+        "prompt + judge": lambda: multiway_cluster_cov(rows, [prompt, judge], bread=bread),
     }
     for name, stage in stages.items():
         start = time.perf_counter()
@@ -69,7 +72,8 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # random data: the two-way estimate may need PSD repair
 
-    run_stages(synthetic_log(10_000, args.models, 1_000, args.judges))  # numba warm-up
+    for model in ESTIMATORS:  # numba warm-up
+        run_stages(synthetic_log(10_000, args.models, 1_000, args.judges), model)
     start = time.perf_counter()
     log = synthetic_log(args.n, args.models, args.prompts, args.judges)
     build = time.perf_counter() - start
@@ -77,21 +81,27 @@ def main() -> None:
           f"Python {platform.python_version()}, numpy {np.__version__}")
     print(f"log: {args.n:,} comparisons, {args.models} models, {args.prompts:,} prompts, "
           f"{args.judges} judges (built in {build:.2f} s, not counted)")
-    best: dict[str, float] = {}
-    for _ in range(args.repeat):
-        for name, seconds in run_stages(log).items():
-            best[name] = min(best.get(name, np.inf), seconds)
-    for name, seconds in best.items():
-        print(f"  {name:<20} {seconds:7.3f} s")
-    print(f"  {'total, every stage':<20} {sum(best.values()):7.3f} s   (best of {args.repeat})")
-    shared = best["scores + influence"] + best["naive"] + best["prompt + judge"]
-    print(f"  {'total, as analyze':<20} {shared:7.3f} s   (one-way covariances are terms "
-          "of the two-way call)")
+    for model in ESTIMATORS:
+        _report(model, log, args.repeat)
     floor = min(_timed(lambda: np.bincount(log.model_a, minlength=args.models))
                 for _ in range(args.repeat))
     print(f"  np.bincount floor    {floor:7.3f} s   (one pass over n)")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     print(f"peak resident memory: {peak:.2f} GB")
+
+
+def _report(model: str, log: ComparisonLog, repeat: int) -> None:
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        for name, seconds in run_stages(log, model).items():
+            best[name] = min(best.get(name, np.inf), seconds)
+    print(f"estimator {model}:")
+    for name, seconds in best.items():
+        print(f"  {name:<20} {seconds:7.3f} s")
+    print(f"  {'total, every stage':<20} {sum(best.values()):7.3f} s   (best of {repeat})")
+    shared = best["scores + influence"] + best["naive"] + best["prompt + judge"]
+    print(f"  {'total, as analyze':<20} {shared:7.3f} s   (one-way covariances are terms "
+          "of the two-way call)")
 
 
 def _timed(func) -> float:

@@ -12,9 +12,11 @@ import sys
 import warnings
 
 from winrate.analysis import analyze, parse_clustering
+from winrate.bradley_terry import TIE_MODELS
 from winrate.data import DEFAULT_COLUMNS, read_comparisons, read_dataset
 from winrate.download import DataUnavailableError, DownloadError
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.estimators import ESTIMATORS
 from winrate.report import format_summary, format_table, leaderboard_table, write_json
 from winrate.resampling import VARIANCE_METHODS
 from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
@@ -24,9 +26,28 @@ _COMMAND_MODULES = ("winrate.evals.cli", "winrate.eda")
 
 
 def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--weights`` and ``--correction``, shared by every command that fits a leaderboard."""
+    """The estimator and its options, ``--weights`` and ``--correction``: shared by every
+    command that fits a leaderboard."""
+    parser.add_argument("--model", default="winrate", choices=ESTIMATORS,
+                        help="estimator: winrate (half-tie win rate, default) or bt "
+                             "(Bradley-Terry on the Elo scale)")
+    parser.add_argument("--baseline", metavar="MODEL",
+                        help="every model faces this baseline (AlpacaEval, arena-hard): it is "
+                             "the reference (50%% win rate, or the anchor rating) and is not "
+                             "ranked")
+    parser.add_argument("--anchor", metavar="MODEL=RATING",
+                        help="bt: fix MODEL's rating (default: mean rating 1000, or the "
+                             "baseline at 1000)")
+    parser.add_argument("--covariates", metavar="COL[,COL...]", default="",
+                        help="bt: numeric per-row columns of the (a, b) difference to control "
+                             "for (style control), standardised")
+    parser.add_argument("--prior", metavar="VAR", type=float,
+                        help="bt: ridge prior theta ~ N(0, VAR) in logit units (default: none)")
+    parser.add_argument("--ties", default="half", choices=TIE_MODELS,
+                        help="bt: ties as half wins (default) or Davidson's tie model")
     parser.add_argument("--weights", default="uniform", choices=("uniform", "count"),
-                        help="opponent weights (default: uniform over observed opponents)")
+                        help="winrate: opponent weights (default: uniform over observed "
+                             "opponents)")
     parser.add_argument("--correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
                         help=f"small-sample correction (default: {DEFAULT_CORRECTION})")
 
@@ -85,7 +106,19 @@ def _load_log(args: argparse.Namespace, clustering):
     return read_comparisons(args.input, prompt_col=args.prompt_col, judge_col=args.judge_col,
                             model_a_col=args.model_a_col, model_b_col=args.model_b_col,
                             outcome_col=args.outcome_col, weight_col=args.weight_col,
-                            extra_cols=extra)
+                            extra_cols=extra, feature_cols=covariate_columns(args))
+
+
+def covariate_columns(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--covariates a,b`` -> ("a", "b")."""
+    return tuple(c.strip() for c in getattr(args, "covariates", "").split(",") if c.strip())
+
+
+def estimator_options(args: argparse.Namespace) -> dict:
+    """analyze() keywords of the estimator flags."""
+    return {"model": args.model, "weights": args.weights, "baseline": args.baseline,
+            "anchor": args.anchor, "covariates": covariate_columns(args), "prior": args.prior,
+            "ties": args.ties, "correction": args.correction}
 
 
 def run_leaderboard(args: argparse.Namespace) -> int:
@@ -99,9 +132,8 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     joint = _joint_flags(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        result = analyze(log, cluster=clustering, weights=args.weights,
-                         correction=args.correction, alpha=args.alpha,
-                         reference=args.reference, **joint)
+        result = analyze(log, cluster=clustering, alpha=args.alpha, reference=args.reference,
+                         **estimator_options(args), **joint)
     if getattr(args, "plot", None):
         from winrate.plots import plot_leaderboard
 

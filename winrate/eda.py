@@ -97,7 +97,7 @@ from winrate.analysis import (
 )
 from winrate.data import ComparisonLog, read_dataset
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.leaderboard import fit
+from winrate.estimators import fit
 from winrate.report import json_safe
 from winrate.variance import DEFAULT_CORRECTION
 
@@ -251,6 +251,12 @@ def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], weights, correctio
                        board=board)
 
 
+def _fit_quietly(log: ComparisonLog, weights, estimator: dict):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return fit(log, weights=weights, **estimator)
+
+
 @dataclass(frozen=True)
 class _Run:
     """What the report keeps of one analysis; its influence matrix is let go."""
@@ -269,18 +275,21 @@ class _Base:
     se_naive: np.ndarray
     n: np.ndarray
     n_pairs: int
+    models: np.ndarray
+    codes: np.ndarray
 
     @classmethod
     def of(cls, run: LeaderboardAnalysis) -> _Base:
         board = run.leaderboard
-        return cls(run.scores, run.se_naive, board.comparisons_per_model, len(board.pairs))
+        return cls(run.scores, run.se_naive, board.comparisons_per_model, len(board.pairs),
+                   board.models, board.codes)
 
 
-def _run_analyses(log, specs, weights, correction):
+def _run_analyses(log, specs, weights, correction, estimator: dict):
     """One analysis per identified clustering, multiway first, all of one fit; a single
     axis already summarised by a multiway analysis (its one-way term) is not analysed
     again. Returns ``(runs, checks, base)``."""
-    board = fit(log, weights)
+    board = _fit_quietly(log, weights, estimator)
     runs, checks, base, layout = {}, {}, None, None
     singles = {spec[0] for spec in specs if len(spec) == 1}
     identified = [s for s in specs if clustering_problem(log, s) is None]
@@ -302,7 +311,7 @@ def _run_analyses(log, specs, weights, correction):
 def _clustering_result(log, spec, runs: dict[tuple, _Run], n_a) -> ClusteringResult:
     name = "+".join(spec)
     reason = clustering_problem(log, spec)
-    nan = np.full(log.n_models, np.nan)
+    nan = np.full(n_a.shape, np.nan)
     if reason is not None:
         counts = tuple(log.axes[a].n_clusters if a in log.axes else 0 for a in spec)
         return ClusteringResult(name, spec, False, reason, counts, nan, nan, nan)
@@ -321,20 +330,22 @@ def _axis_check(log, run: LeaderboardAnalysis, name: str, layout: _ByModel) -> A
     return AxisCheck(
         name=name, n_clusters=summary.n_clusters, pair_icc=summary.icc, m=summary.m,
         rho=summary.rho,
-        shared_icc=shared_response_icc(log, run, log.axes[name].codes, layout),
+        shared_icc=shared_response_icc(log, run, log.axes[name].codes,
+                                       layout)[run.leaderboard.codes],
         measured=np.sqrt(summary.deff),
     )
 
 
-def _prompt_m(log: ComparisonLog, axes: dict[str, AxisCheck]) -> np.ndarray:
-    """m_a on the prompt axis: from its summary if the prompt axis was analysed."""
+def _prompt_m(log: ComparisonLog, axes: dict[str, AxisCheck], codes: np.ndarray) -> np.ndarray:
+    """m_a on the prompt axis (reported models ``codes``): from its summary if the prompt
+    axis was analysed."""
     if "prompt" in axes:
         return axes["prompt"].m
     if "prompt" not in log.axes:
-        return np.full(log.n_models, np.nan)
+        return np.full(codes.shape, np.nan)
     return diagnostics.comparisons_per_cluster(log.model_a, log.model_b,
                                                log.axes["prompt"].codes, log.n_models,
-                                               log.weight)
+                                               log.weight)[codes]
 
 
 def _structure(log: ComparisonLog, base: _Base, m_prompt: np.ndarray) -> dict:
@@ -367,29 +378,33 @@ def _notes(results: dict[str, ClusteringResult], runs) -> list[str]:
 
 def explore(log: ComparisonLog, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
             correction: str = DEFAULT_CORRECTION, dataset: str | None = None,
-            notes: tuple[str, ...] = ()) -> EdaReport:
+            notes: tuple[str, ...] = (), **estimator) -> EdaReport:
     """The exploratory report of ``log`` for the named clusterings (module doc).
 
     ``clusterings`` are specs such as ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or any
     extra axis of the log; unidentified ones are reported with their reason, not computed.
-    ``notes`` (e.g. the loader's warnings) head the report's warnings.
+    ``notes`` (e.g. the loader's warnings) head the report's warnings. ``estimator``:
+    the estimator and its options (``model="bt"``, ``baseline=...``; see
+    :func:`winrate.estimators.fit`); scores and SEs are then on its scale.
     """
     specs = list(dict.fromkeys(parse_clustering(c) for c in clusterings))
     if not specs or () in specs:
         raise WinrateInputError(f"clusterings must name axes, got {list(clusterings)}")
-    runs, checks, base = _run_analyses(log, specs, weights, correction)
+    runs, checks, base = _run_analyses(log, specs, weights, correction, estimator)
     n_a = base.n
     results = {"+".join(s): _clustering_result(log, s, runs, n_a) for s in specs}
     axes = {s[0]: checks[s[0]] for s in specs if s[0] in checks and len(s) == 1}
     identified = [name for name, r in results.items() if r.identified]
     main = "prompt+judge" if "prompt+judge" in identified else next(iter(identified), None)
-    m_prompt = _prompt_m(log, axes)
+    m_prompt = _prompt_m(log, axes, base.codes)
     prompts = np.divide(n_a, m_prompt, out=np.full(n_a.shape, np.nan), where=m_prompt > 0)
     return EdaReport(
         dataset=dataset,
         settings={"weights": weights if isinstance(weights, str) else "matrix",
-                  "correction": correction, "clusterings": ["+".join(s) for s in specs]},
-        structure=_structure(log, base, m_prompt), models=log.models, n=n_a, prompts=prompts,
+                  "correction": correction, "clusterings": ["+".join(s) for s in specs],
+                  **{key: (list(v) if isinstance(v, tuple) else v)
+                     for key, v in estimator.items()}},
+        structure=_structure(log, base, m_prompt), models=base.models, n=n_a, prompts=prompts,
         score=base.score, se_naive=base.se_naive, clusterings=results, axes=axes,
         main=main, warnings=[*notes, *_notes(results, runs)],
     )
@@ -576,8 +591,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exploratory report: how much clustering inflates each model's SE on a dataset."""
+    from winrate.cli import estimator_options
+
     report = explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
-                             weights=args.weights, correction=args.correction)
+                             **estimator_options(args))
     if args.json:
         write_json(report, args.json)
     print(format_report(report))

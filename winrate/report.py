@@ -7,7 +7,13 @@ numbers that are undefined are ``null``, never NaN):
 key                    meaning
 =====================  ==================================================================
 schema                 ``"winrate.leaderboard/1"``
-settings               ``cluster`` (axes used, ``["none"]`` if unclustered), ``weights``,
+settings               ``estimator`` (``winrate`` or ``bt``), ``scale`` (``probability``:
+                       scores in [0, 1]; ``elo``: Bradley-Terry ratings
+                       ``400/ln(10) theta`` with mean 1000 or the anchor's rating),
+                       ``baseline``, ``anchor`` (``{model, rating}`` or null), ``prior``,
+                       ``ties``, ``covariates`` and their ``standardisation`` (Bradley-Terry
+                       only), ``cluster`` (axes used, ``["none"]`` if unclustered),
+                       ``weights`` (win rate only),
                        ``correction`` (``none`` = CR0, ``cr1`` = G/(G-1) per term),
                        ``alpha``, ``reference`` (``normal`` or ``t``), ``df`` (t degrees
                        of freedom or null), ``method`` (``sandwich``, ``jackknife`` or
@@ -15,18 +21,22 @@ settings               ``cluster`` (axes used, ``["none"]`` if unclustered), ``w
 n_comparisons          comparisons in the log (sum of frequency weights)
 n_rows                 rows of the log
 models                 model names
-score                  leaderboard score S_a (half-tie win probability, opponent-weighted)
+score                  the estimate on ``settings.scale``: the half-tie win probability
+                       S_a (opponent-weighted, or vs the baseline), or the Elo rating
 se, se_naive           clustered and naive (rows independent) standard errors
 ci_low, ci_high        marginal Wald interval at level 1 - alpha
 inflation              se / se_naive = sqrt(design effect)
 deff                   design effect V_aa / V_naive_aa of the clustering used
 effective_n            n_a / deff
 n                      comparisons of each model (n_a)
-cov                    K x K clustered covariance of the scores
+cov                    K x K clustered covariance of the scores, on the reported scale
 axes                   per clustering axis: n_clusters, mean_cluster_size, icc (pair-level
                        ANOVA ICC), single_cluster_pairs, and per model: se, deff, m (mean
                        comparisons per cluster), rho (shared-response correlation)
-unobserved_pairs       model pairs never compared, as [name, name]
+unobserved_pairs       model pairs the design needs but never compared, as [name, name]
+coefficients           further parameters (style covariates per standardised unit, the
+                       Davidson tie parameter): ``names``, ``estimate``, ``se``,
+                       ``se_naive``, ``ci_low``, ``ci_high``, ``cov``; null if none
 warnings               plain-language warnings
 method                 variance method actually run: ``sandwich``, ``jackknife`` (CV3J),
                        ``wild bootstrap`` (ci_low/ci_high are then percentile-t),
@@ -130,34 +140,68 @@ def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
+def display_unit(analysis: LeaderboardAnalysis) -> tuple[float, str]:
+    """Multiplier and number format of printed scores: percentage points for win rates,
+    Elo points for ratings."""
+    return (1.0, "7.1f") if analysis.settings.get("scale") == "elo" else (100.0, "6.2f")
+
+
+def _number(value: float, unit: tuple[float, str]) -> str:
+    """A printed number, ``-`` where it is undefined."""
+    factor, spec = unit
+    width = int(spec.split(".")[0])
+    return f"{'-':>{width}}" if not np.isfinite(value) else format(factor * value, spec)
+
+
 def format_table(analysis: LeaderboardAnalysis) -> str:
-    """Plain-text leaderboard: scores and SEs in percentage points."""
+    """Plain-text leaderboard: win rates and SEs in percentage points, ratings in Elo points."""
     table = leaderboard_table(analysis)
+    unit = display_unit(analysis)
+    num = int(unit[1].split(".")[0])
     level = round(100 * (1 - analysis.intervals.alpha))
-    lines = [
-        f"{'#':>3}  {'model':<{max(5, table['model'].str.len().max())}}  {'score':>6}  "
-        f"{'SE naive':>8}  {'SE':>6}  {f'{level}% CI':>15}  {'infl.':>5}  {'n':>9}"
-    ]
     width = max(5, table["model"].str.len().max())
+    lines = [
+        f"{'#':>3}  {'model':<{width}}  {'score':>{num}}  "
+        f"{'SE naive':>8}  {'SE':>{num}}  {f'{level}% CI':>{2 * num + 4}}  {'infl.':>5}  "
+        f"{'n':>9}"
+    ]
     for row in table.itertuples():
         lines.append(
-            f"{row.rank:>3}  {row.model:<{width}}  {100 * row.score:6.2f}  "
-            f"{100 * row.se_naive:8.2f}  {100 * row.se:6.2f}  "
-            f"[{100 * row.ci_low:6.2f}, {100 * row.ci_high:6.2f}]  {row.inflation:5.2f}  "
-            f"{row.n:9.0f}" + _joint_cells(row)
+            f"{row.rank:>3}  {row.model:<{width}}  {_number(row.score, unit)}  "
+            f"{_number(row.se_naive, (unit[0], '8' + unit[1][1:]))}  "
+            f"{_number(row.se, unit)}  "
+            f"[{_number(row.ci_low, unit)}, {_number(row.ci_high, unit)}]  "
+            f"{_number(row.inflation, (1.0, '5.2f'))}  "
+            f"{row.n:9.0f}" + _joint_cells(row, unit)
         )
-    return "\n".join(lines[:1]) + _joint_header(table, level) + "\n" + "\n".join(lines[1:])
+    return ("\n".join(lines[:1]) + _joint_header(table, level, num) + "\n"
+            + "\n".join(lines[1:]) + format_coefficients(analysis))
 
 
-def _joint_header(table: pd.DataFrame, level: int) -> str:
-    head = f"  {f'{level}% simult.':>16}" if "sim_low" in table else ""
+def format_coefficients(analysis: LeaderboardAnalysis) -> str:
+    """Style covariates / tie parameter with clustered and naive SEs (empty if none)."""
+    coef = analysis.coefficients
+    if coef is None:
+        return ""
+    level = round(100 * (1 - analysis.intervals.alpha))
+    width = max(len(n) for n in coef.names)
+    lines = ["", f"{'coefficient':<{width}}  {'estimate':>9}  {'SE naive':>8}  {'SE':>8}  "
+             f"{f'{level}% CI':>21}"]
+    for i, name in enumerate(coef.names):
+        lines.append(f"{name:<{width}}  {coef.estimate[i]:9.4f}  {coef.se_naive[i]:8.4f}  "
+                     f"{coef.se[i]:8.4f}  [{coef.low[i]:9.4f}, {coef.high[i]:9.4f}]")
+    return "\n".join(lines)
+
+
+def _joint_header(table: pd.DataFrame, level: int, num: int) -> str:
+    head = f"  {f'{level}% simult.':>{2 * num + 4}}" if "sim_low" in table else ""
     return head + (f"  {'rank set':>8}" if "rank_low" in table else "")
 
 
-def _joint_cells(row) -> str:
+def _joint_cells(row, unit) -> str:
     cells = ""
     if hasattr(row, "sim_low"):
-        cells += f"  [{100 * row.sim_low:6.2f}, {100 * row.sim_high:6.2f}]"
+        cells += f"  [{_number(row.sim_low, unit)}, {_number(row.sim_high, unit)}]"
     if hasattr(row, "rank_low"):
         ranks = "" if np.isnan(row.rank_low) else f"{row.rank_low:.0f}-{row.rank_high:.0f}"
         cells += f"  {ranks:>8}"
@@ -170,8 +214,8 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
     ref = "normal" if s["df"] is None else f"t({s['df']})"
     lines = [
         f"{analysis.n_comparisons:,.0f} comparisons, {len(analysis.models)} models; "
-        f"clustered by {' + '.join(s['cluster'])} ({s['correction']}), weights={s['weights']}, "
-        f"reference {ref}"
+        f"clustered by {' + '.join(s['cluster'])} ({s['correction']}), reference {ref}",
+        f"estimator: {estimator_description(s)}",
     ]
     if analysis.method_note:
         lines.append(f"variance: {analysis.method_note}")
@@ -188,6 +232,28 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
             f"{np.nanmedian(np.sqrt(axis.deff)):.2f}, pair-level ICC {axis.icc:.3f}"
         )
     return "\n".join(lines)
+
+
+def estimator_description(settings: dict) -> str:
+    """One line naming the estimator, its scale and its options."""
+    if settings.get("estimator") == "bt":
+        anchor = settings.get("anchor")
+        text = ("Bradley-Terry, Elo scale 400/ln(10) theta, "
+                + (f"anchored at {anchor['model']} = {anchor['rating']:g}" if anchor
+                   else "mean rating 1000")
+                + ("; ties as half wins" if settings.get("ties") == "half"
+                   else "; Davidson ties"))
+        if settings.get("prior") is not None:
+            text += f"; ridge prior theta ~ N(0, {settings['prior']:g})"
+        if settings.get("covariates"):
+            text += f"; controlled for {', '.join(settings['covariates'])} (standardised)"
+    else:
+        text = f"half-tie win rate in %, opponent weights {settings.get('weights')}"
+    if settings.get("baseline"):
+        text += f"; baseline {settings['baseline']} (the reference, not ranked)"
+        if settings.get("estimator") != "bt":
+            text = "half-tie win rate in % against the baseline" + text[text.index(";"):]
+    return text
 
 
 def to_dict(analysis: LeaderboardAnalysis) -> dict:
@@ -211,9 +277,19 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
         "cov": analysis.cov, "axes": axes,
         "unobserved_pairs": [list(p) for p in analysis.leaderboard.unobserved_pairs],
         "warnings": analysis.warnings,
+        "coefficients": _coefficients_json(analysis),
         **_joint_json(analysis),
     }
     return json_safe(doc)
+
+
+def _coefficients_json(analysis: LeaderboardAnalysis) -> dict | None:
+    coef = analysis.coefficients
+    if coef is None:
+        return None
+    return {"names": list(coef.names), "estimate": coef.estimate, "se": coef.se,
+            "se_naive": coef.se_naive, "ci_low": coef.low, "ci_high": coef.high,
+            "cov": coef.cov}
 
 
 def _ints(values) -> list | None:
