@@ -20,12 +20,13 @@ from winrate.inference import (
     PairwiseDifferences,
     RankSets,
     WaldIntervals,
+    critical_value,
     pairwise_differences,
     rank_sets,
     simultaneous_intervals,
     wald_intervals,
 )
-from winrate.leaderboard import Leaderboard
+from winrate.leaderboard import Leaderboard, degenerate_pair_cov
 from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
 from winrate.variance import DEFAULT_CORRECTION, multiway_cluster_cov, naive_cov
 
@@ -92,6 +93,7 @@ class LeaderboardAnalysis:
     method_note: str = ""
     joint: JointInference | None = None
     coefficients: Coefficients | None = None
+    not_estimable: dict[str, str] = field(default_factory=dict)
 
     @property
     def models(self) -> np.ndarray:
@@ -122,8 +124,10 @@ class JointInference:
     ``simultaneous_critical_value``, ``sim_low``, ``sim_high``: intervals covering all
     scores jointly (max-|T| from :func:`winrate.inference.simultaneous_intervals`, or the
     wild bootstrap's max-|t*| quantile when that method was used); ``ranks``: rank
-    confidence sets (Mogstad et al. 2024); ``pairwise``: all differences ``S_i - S_j``.
-    Models without comparisons are left out (NaN bounds).
+    confidence sets (Mogstad et al. 2024) of the ``kept`` models; ``pairwise``: all
+    differences ``S_i - S_j`` among the ``kept`` models. Models without comparisons are
+    left out (NaN bounds); ``rank_low``/``rank_high`` give every model's rank set, the
+    whole range for a model that is not estimable.
     """
 
     simultaneous_critical_value: float | None
@@ -131,14 +135,23 @@ class JointInference:
     sim_high: np.ndarray | None
     ranks: RankSets | None
     pairwise: PairwiseDifferences | None
+    kept: np.ndarray | None = None
+    rank_low: np.ndarray | None = None
+    rank_high: np.ndarray | None = None
 
 
 def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
                     simultaneous: bool = False, ranks: bool = False, pairwise: bool = False,
                     rank_method: str = "marginal", n_draws: int = DEFAULT_DRAWS, seed=0,
-                    choice: VarianceChoice | None = None) -> JointInference:
-    """Simultaneous intervals, rank sets and pairwise differences over the scored models."""
-    keep = ~np.isnan(scores)
+                    choice: VarianceChoice | None = None,
+                    estimable: np.ndarray | None = None) -> JointInference:
+    """Simultaneous intervals, rank sets and pairwise differences over the scored models.
+
+    Models outside ``estimable`` (no SE) are left out of the joint computations; each of
+    them could rank anywhere, so its rank set is every rank and every other model's upper
+    rank bound grows by their number.
+    """
+    keep = ~np.isnan(scores) & (True if estimable is None else estimable)
     est, V = scores[keep], cov[np.ix_(keep, keep)]
     mc = {"n_draws": n_draws, "seed": seed}
     crit = low = high = rank = pairs = None
@@ -148,11 +161,15 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
     elif simultaneous:
         sim = simultaneous_intervals(est, V, alpha, df, **mc)
         crit, low, high = sim.critical_value, _expand(sim.low, keep), _expand(sim.high, keep)
+    rank_low = rank_high = None
     if ranks:
         rank = rank_sets(est, V, alpha, df, method=rank_method, **mc)
+        unknown = ~np.isnan(scores) & ~keep
+        rank_low, rank_high = _expand(rank.low, keep), _expand(rank.high + unknown.sum(), keep)
+        rank_low[unknown], rank_high[unknown] = 1, (~np.isnan(scores)).sum()
     if pairwise:
         pairs = pairwise_differences(est, V, alpha, df, **mc)
-    return JointInference(crit, low, high, rank, pairs)
+    return JointInference(crit, low, high, rank, pairs, keep, rank_low, rank_high)
 
 
 def _expand(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -216,8 +233,8 @@ def incomplete_design_note(board: Leaderboard) -> str | None:
             "(never imputed), so models are scored against slightly different opponent sets.")
 
 
-def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
-              psd_repaired: bool) -> list[str]:
+def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
+              not_estimable: dict[str, str], psd_repaired: bool) -> list[str]:
     """Plain-language warnings about what the numbers can and cannot support."""
     notes = []
     for axis in axes.values():
@@ -235,21 +252,9 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
                 "variance is not identified for them, so SEs of the models involved are "
                 "understated on that axis."
             )
-    no_games = board.comparisons_per_model == 0
-    if no_games.any():
-        names = [str(m) for m in board.models[no_games]]
-        notes.append(f"models with no comparisons (score undefined): {names}")
-    zero = (se < 1e-12 * max(1.0, np.nanmax(np.abs(board.scores), initial=0.0))) & ~no_games
-    anchor = board.options.get("anchor")
-    if anchor is not None:  # the anchor's rating is fixed by definition
-        zero &= board.models.astype(str) != anchor["model"]
-    if zero.any():
-        notes.append(
-            f"models with zero estimated variance: {[str(m) for m in board.models[zero]]}; "
-            "every pair they played has a single outcome, so their intervals have zero width "
-            "and mean nothing (a Wald interval cannot express the uncertainty of a 0% or 100% "
-            "rate)."
-        )
+    if not_estimable:
+        notes.append("not estimable (no score, interval or certain rank is reported): "
+                     + "; ".join(f"{m}: {why}" for m, why in not_estimable.items()))
     incomplete = incomplete_design_note(board)
     if incomplete:
         notes.append(incomplete)
@@ -260,6 +265,33 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
             "may have understated SEs."
         )
     return notes
+
+
+def not_estimable_models(board: Leaderboard, se: np.ndarray,
+                         axes: dict[str, AxisSummary]) -> dict[str, str]:
+    """Models whose uncertainty cannot be estimated, with the reason in words.
+
+    A model with no comparisons has no score. A zero (or undefined) SE after the
+    small-sample floor (:func:`winrate.leaderboard.degenerate_pair_cov`) means a clustered
+    variance is not identified for the model: all of its comparisons fall in a single
+    cluster of an axis, so their influence sums to zero there. Such a model gets no interval
+    and a rank set spanning every rank. An anchor's rating is fixed by definition and is
+    not listed.
+    """
+    n = board.comparisons_per_model
+    scale = max(1.0, np.nanmax(np.abs(board.scores), initial=0.0))
+    anchor = (board.options.get("anchor") or {}).get("model")
+    reasons = {}
+    for i, model in enumerate(map(str, board.models)):
+        if n[i] == 0:
+            reasons[model] = "no comparisons"
+        elif not se[i] > 1e-12 * scale and model != anchor:
+            single = [a.name for a in axes.values() if np.isclose(a.m[i], n[i])]
+            reasons[model] = (
+                f"all of its {n[i]:g} comparisons fall in one {' and one '.join(single)} "
+                "cluster, so its clustered variance is not identified" if single else
+                "zero estimated variance")
+    return reasons
 
 
 def clustering_problem(log: ComparisonLog, clustering: tuple[str, ...]) -> str | None:
@@ -355,11 +387,17 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
             and "not PSD" not in str(w.message)))
         cov, df, method_note = choice.cov, choice.df, choice.note
         psd_repaired = psd_repaired or choice.psd_repaired
+    floor_notes = []
+    if board.estimator == "winrate":
+        cov, cov_naive, floor_notes = _small_sample_floor(board, log, cov, cov_naive, alpha)
     intervals = wald_intervals(board.scores, cov, alpha, df)
     if choice is not None and choice.wild is not None:
         intervals = WaldIntervals(board.scores, choice.wild.se, choice.wild.low,
                                   choice.wild.high, float("nan"), alpha, df)
-    notes = _warnings(board, axes, intervals.se, psd_repaired) + resampling_notes
+    not_estimable = not_estimable_models(board, intervals.se, axes)
+    intervals = _blank(intervals, board.models, not_estimable)
+    notes = (_warnings(board, axes, not_estimable, psd_repaired) + floor_notes
+             + resampling_notes)
     for note in notes:
         warnings.warn(note, WinrateWarning, stacklevel=2)
     settings = {"estimator": board.estimator, "scale": board.scale,
@@ -374,7 +412,8 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     if simultaneous or ranks or pairwise:
         joint = joint_inference(board.scores, cov, alpha, df, simultaneous=simultaneous,
                                 ranks=ranks, pairwise=pairwise, rank_method=rank_method,
-                                n_draws=n_draws, seed=seed, choice=choice)
+                                n_draws=n_draws, seed=seed, choice=choice,
+                                estimable=~np.isnan(intervals.se))
     return LeaderboardAnalysis(
         leaderboard=board, clustering=clustering, cov=cov, cov_naive=cov_naive,
         intervals=intervals, deff=diagnostics.design_effect(cov, cov_naive), axes=axes,
@@ -382,7 +421,35 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
         settings=settings, warnings=notes, method=choice.method if choice else "sandwich",
         method_note=method_note, joint=joint,
         coefficients=_coefficients(board, full, naive_full, alpha, df),
+        not_estimable=not_estimable,
     )
+
+
+def _small_sample_floor(board: Leaderboard, log: ComparisonLog, cov, cov_naive, alpha):
+    """Add the Wilson floor of single-outcome pairs to both covariances
+    (:func:`winrate.leaderboard.degenerate_pair_cov`), with a note naming the pairs."""
+    floor, degenerate = degenerate_pair_cov(board, log.frequency, critical_value(alpha))
+    if not degenerate.any():
+        return cov, cov_naive, []
+    names = board.all_models
+    shown = [f"{names[lo]} vs {names[hi]} ({board.counts[lo, hi]:g} comparisons)"
+             for lo, hi in board.pairs[degenerate][:5]]
+    note = (f"{int(degenerate.sum())} model pair(s) had the same outcome in every comparison "
+            f"({'; '.join(shown)}{', ...' if degenerate.sum() > 5 else ''}): their sample "
+            "variance is zero, so each got the variance that makes its interval reach the "
+            "far Wilson bound (small-sample floor) instead of a zero-width interval.")
+    return cov + floor, cov_naive + floor, [note]
+
+
+def _blank(intervals: WaldIntervals, models, not_estimable: dict) -> WaldIntervals:
+    """NaN SE and interval for the models that are not estimable."""
+    if not not_estimable:
+        return intervals
+    out = np.isin(models.astype(str), list(not_estimable))
+    se, low, high = (np.where(out, np.nan, x) for x in
+                     (intervals.se, intervals.low, intervals.high))
+    return WaldIntervals(intervals.estimate, se, low, high, intervals.critical_value,
+                         intervals.alpha, intervals.df)
 
 
 def _coefficients(board: Leaderboard, full: np.ndarray, naive_full: np.ndarray, alpha: float,

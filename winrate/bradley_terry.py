@@ -54,6 +54,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
 from winrate.data import ComparisonLog
+from winrate.diagnostics import check_connected
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.leaderboard import Leaderboard, baseline_code, influence_matrix, pairwise_table
 
@@ -66,25 +67,6 @@ _DIVERGED = 40.0  # |theta| beyond this (e^40 odds) means the MLE is not finite
 
 
 # ------------------------------------------------------------------ identification
-
-
-def _components_text(labels: np.ndarray, names: np.ndarray, limit: int = 4) -> str:
-    groups = [names[labels == c] for c in np.unique(labels)]
-    groups.sort(key=len)
-    shown = ["{" + ", ".join(map(str, g[:6])) + (", ..." if len(g) > 6 else "") + "}"
-             for g in groups[:limit]]
-    return "; ".join(shown) + (f"; ... ({len(groups)} groups)" if len(groups) > limit else "")
-
-
-def check_connected(counts: np.ndarray, names: np.ndarray) -> None:
-    """Error naming the components when the comparison graph is disconnected: ratings in
-    different components are not on a common scale (no comparison links them)."""
-    n_comp, labels = connected_components(sp.csr_array(counts > 0), directed=False)
-    if n_comp > 1:
-        raise WinrateInputError(
-            f"the comparison graph has {n_comp} disconnected components, so their ratings "
-            f"share no scale: {_components_text(labels, names)}. Compare models across "
-            "components, or analyse each component separately")
 
 
 def dominance_problem(wins: np.ndarray, names: np.ndarray) -> str | None:

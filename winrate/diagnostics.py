@@ -11,12 +11,18 @@
       ICC = (MSB - MSW) / (MSB + (n0 - 1) MSW),   n0 = (N - sum_g n_g^2 / N) / (G - 1)
 
   here of the pair-centred scores ``s_r - psi_ab`` (the "pair-level ICC").
+* Connectivity: scores of models in different components of the comparison graph share no
+  comparison, so no estimator puts them on one scale; :func:`check_connected` refuses them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from winrate.errors import WinrateInputError
 
 
 def design_effect(cov: np.ndarray, cov_naive: np.ndarray) -> np.ndarray:
@@ -85,3 +91,25 @@ def single_cluster_pairs(pair: np.ndarray, codes: np.ndarray, n_pairs: int) -> n
     first[pair[::-1]] = codes[::-1]
     differs = codes != first[pair]
     return np.bincount(pair, weights=differs, minlength=n_pairs) == 0
+
+
+def _components_text(labels: np.ndarray, names: np.ndarray, limit: int = 4) -> str:
+    groups = [names[labels == c] for c in np.unique(labels)]
+    groups.sort(key=len)
+    shown = ["{" + ", ".join(map(str, g[:6])) + (", ..." if len(g) > 6 else "") + "}"
+             for g in groups[:limit]]
+    return "; ".join(shown) + (f"; ... ({len(groups)} groups)" if len(groups) > limit else "")
+
+
+def check_connected(counts: np.ndarray, names: np.ndarray) -> None:
+    """Error naming the components when the comparison graph is disconnected: ratings in
+    different components are not on a common scale (no comparison links them)."""
+    played = counts.sum(axis=1) > 0  # a model with no comparisons is reported as such
+    n_comp, labels = connected_components(sp.csr_array(counts[np.ix_(played, played)] > 0),
+                                          directed=False)
+    names = names[played]
+    if n_comp > 1:
+        raise WinrateInputError(
+            f"the comparison graph has {n_comp} disconnected components, so their scores "
+            f"share no scale: {_components_text(labels, names)}. Compare models across "
+            "components, or analyse each component separately")

@@ -20,6 +20,23 @@ Opponent weights:
   influence holds the pair counts fixed (inference conditional on the design);
 * a user ``(K, K)`` matrix (array, or DataFrame indexed by model names on both axes).
   It must put no weight on an unobserved pair: unobserved pairs are never imputed.
+
+Small-sample floor. A pair whose comparisons all had the same outcome (e.g. 1 win in 1
+comparison) has zero sample variance, so every variance estimator built on it -- naive,
+clustered, jackknife -- gives it zero width. :func:`degenerate_pair_cov` gives each such
+pair the variance that makes its Wald interval reach the far end of the Wilson score
+interval of its proportion (Wilson 1927, JASA 22(158); recommended for small n by Agresti &
+Coull 1998, Amer. Stat. 52(2), and Brown, Cai & DasGupta 2001, Stat. Sci. 16(2))::
+
+    Var_ab = (max(psi - L, U - psi) / z)^2,
+    [L, U] = (psi + z^2/2N -/+ z sqrt(psi (1 - psi) / N + z^2 / 4N^2)) / (1 + z^2 / N)
+
+pushed onto the scores through the influence of psi_ab (``w_ab`` on S_a, ``-w_ba`` on S_b).
+One win in one comparison gets [L, U] = [0.21, 1], so its pair's SE is 0.40 and no rank is
+certain; ten wins in ten get SE 0.14. The floor vanishes for pairs with any variation.
+
+A disconnected comparison graph is an error naming its components
+(:func:`winrate.diagnostics.check_connected`): no comparison links the components' scores.
 """
 
 from __future__ import annotations
@@ -33,6 +50,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from winrate.data import ComparisonLog
+from winrate.diagnostics import check_connected
 from winrate.errors import WinrateInputError
 
 WEIGHT_SCHEMES = ("uniform", "count")
@@ -257,6 +275,7 @@ def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None) -> L
     not reported: it is the reference at 50%.
     """
     psi, counts, pair_of_key, pairs = pairwise_table(log)
+    check_connected(counts, log.models)
     base = None if baseline is None else baseline_code(log, baseline, counts)
     if base is not None:
         weights = np.zeros(counts.shape)
@@ -272,6 +291,28 @@ def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None) -> L
     return Leaderboard(log.models[keep], scores[keep], psi, counts, w, infl, pair, pairs,
                        centered, bread=select, log_models=log.models, contestants=keep,
                        options={"baseline": str(log.models[base])})
+
+
+def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
+                        z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson floor (module doc) of the reported scores' covariance, and the (P,) mask of
+    pairs whose comparisons all had the same outcome."""
+    lo, hi = board.pairs[:, 0], board.pairs[:, 1]
+    n = board.counts[lo, hi]
+    f = np.ones(board.pair.shape) if frequency is None else frequency
+    spread = np.bincount(board.pair, weights=f * board.centered**2, minlength=len(lo))
+    degenerate = spread <= 1e-12 * n
+    d = np.flatnonzero(degenerate)
+    lo, hi, n = lo[d], hi[d], n[d]
+    psi = board.psi[lo, hi]
+    centre = (psi + z**2 / (2 * n)) / (1 + z**2 / n)
+    half = z / (1 + z**2 / n) * np.sqrt(psi * (1 - psi) / n + z**2 / (4 * n**2))
+    var = (np.maximum(psi - (centre - half), centre + half - psi) / z) ** 2
+    push = np.zeros((d.size, len(board.all_models)))
+    push[np.arange(d.size), lo] = board.weights[lo, hi]
+    push[np.arange(d.size), hi] = -board.weights[hi, lo]
+    push = push[:, board.codes]
+    return (push * var[:, None]).T @ push, degenerate
 
 
 def baseline_code(log: ComparisonLog, baseline: str, counts: np.ndarray) -> int:

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from winrate.analysis import LeaderboardAnalysis, joint_inference
 from winrate.errors import WinrateInputError
 from winrate.inference import critical_value
+from winrate.report import display_unit
 
 _COLORS = {"naive": "#9e9e9e", "clustered": "#1f77b4", "simultaneous": "#ff7f0e",
            "point": "#111111"}
@@ -28,7 +29,8 @@ def _with_joint(analysis: LeaderboardAnalysis):
         return joint
     s = analysis.settings
     return joint_inference(analysis.scores, analysis.cov, s["alpha"], s["df"],
-                           simultaneous=True, ranks=True, seed=s.get("seed", 0))
+                           simultaneous=True, ranks=True, seed=s.get("seed", 0),
+                           estimable=~np.isnan(analysis.se))
 
 
 def _order(analysis: LeaderboardAnalysis) -> np.ndarray:
@@ -48,7 +50,7 @@ def _labels(ax, analysis, order) -> None:
 
 
 def forest_plot(ax, analysis: LeaderboardAnalysis, joint=None) -> None:
-    """Scores (percent) with three intervals per model, best model on top: naive (rows
+    """Scores (percent, or Elo points) with three intervals per model, best on top: naive (rows
     independent, normal), clustered (the analysis' marginal interval) and simultaneous
     (covering all models jointly), drawn as nested bars of decreasing thickness."""
     joint = joint or _with_joint(analysis)
@@ -65,13 +67,15 @@ def forest_plot(ax, analysis: LeaderboardAnalysis, joint=None) -> None:
         ("naive", analysis.scores - naive_half, analysis.scores + naive_half, 2,
          f"{level}% naive (rows independent)"),
     ]
+    factor = display_unit(analysis)[0]
     for key, low, high, width, label in bars:
-        ax.hlines(y, 100 * low[order], 100 * high[order], color=_COLORS[key], lw=width,
+        ax.hlines(y, factor * low[order], factor * high[order], color=_COLORS[key], lw=width,
                   alpha=0.55 if key == "simultaneous" else 0.9, label=label)
-    ax.plot(100 * analysis.scores[order], y, "o", color=_COLORS["point"], ms=3.5,
+    ax.plot(factor * analysis.scores[order], y, "o", color=_COLORS["point"], ms=3.5,
             label="score", zorder=3)
     _labels(ax, analysis, order)
-    ax.set_xlabel("score: opponent-weighted win probability (%)")
+    ax.set_xlabel("rating (Elo scale)" if analysis.settings.get("scale") == "elo"
+                  else "score: win probability (%)")
     ax.set_title("Scores and intervals", fontsize=10)
 
 
@@ -81,12 +85,10 @@ def rank_plot(ax, analysis: LeaderboardAnalysis, joint=None) -> None:
     forest plot."""
     joint = joint or _with_joint(analysis)
     order = _order(analysis)
-    keep = np.flatnonzero(~np.isnan(analysis.scores))
-    position = {m: i for i, m in enumerate(keep)}
-    idx = np.array([position[m] for m in order], dtype=int)
     ranks = joint.ranks
     y = np.arange(len(order))
-    ax.hlines(y, ranks.low[idx] - 0.3, ranks.high[idx] + 0.3, color=_COLORS["clustered"],
+    ax.hlines(y, joint.rank_low[order] - 0.3, joint.rank_high[order] + 0.3,
+              color=_COLORS["clustered"],
               lw=6, alpha=0.8, label=f"{round(100 * (1 - ranks.alpha))}% rank set "
                                      f"({ranks.method})")
     ax.plot(np.arange(1, len(order) + 1), y, "o", color=_COLORS["point"], ms=3.5,

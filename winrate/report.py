@@ -34,6 +34,8 @@ axes                   per clustering axis: n_clusters, mean_cluster_size, icc (
                        ANOVA ICC), single_cluster_pairs, and per model: se, deff, m (mean
                        comparisons per cluster), rho (shared-response correlation)
 unobserved_pairs       model pairs the design needs but never compared, as [name, name]
+not_estimable          models whose uncertainty cannot be estimated, with the reason (their
+                       se and interval are null and their rank set is every rank)
 coefficients           further parameters (style covariates per standardised unit, the
                        Davidson tie parameter): ``names``, ``estimate``, ``se``,
                        ``se_naive``, ``ci_low``, ``ci_high``, ``cov``; null if none
@@ -91,18 +93,14 @@ def json_safe(value):
 
 def _joint_columns(analysis: LeaderboardAnalysis) -> dict:
     """Per-model simultaneous intervals and rank bounds (NaN where not computed)."""
-    joint, k = analysis.joint, len(analysis.models)
-    empty = np.full(k, np.nan)
+    joint = analysis.joint
     if joint is None:
         return {}
     cols = {}
     if joint.sim_low is not None:
         cols["sim_low"], cols["sim_high"] = joint.sim_low, joint.sim_high
     if joint.ranks is not None:
-        keep = ~np.isnan(analysis.scores)
-        low, high = empty.copy(), empty.copy()
-        low[keep], high[keep] = joint.ranks.low, joint.ranks.high
-        cols["rank_low"], cols["rank_high"] = low, high
+        cols["rank_low"], cols["rank_high"] = joint.rank_low, joint.rank_high
     return cols
 
 
@@ -112,7 +110,7 @@ def pairwise_records(analysis: LeaderboardAnalysis) -> list[dict] | None:
     if joint is None or joint.pairwise is None:
         return None
     pw = joint.pairwise
-    names = np.asarray([str(m) for m in analysis.models])[~np.isnan(analysis.scores)]
+    names = np.asarray([str(m) for m in analysis.models])[joint.kept]
     frame = pd.DataFrame({
         "model_i": names[pw.i], "model_j": names[pw.j], "estimate": pw.estimate,
         "se": pw.se, "p": pw.p_value, "p_holm": pw.p_holm, "p_max_t": pw.p_max_t,
@@ -278,6 +276,7 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
         "unobserved_pairs": [list(p) for p in analysis.leaderboard.unobserved_pairs],
         "warnings": analysis.warnings,
         "coefficients": _coefficients_json(analysis),
+        "not_estimable": analysis.not_estimable,
         **_joint_json(analysis),
     }
     return json_safe(doc)
