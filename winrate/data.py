@@ -329,12 +329,15 @@ def read_dataset(name: str, models=None, **options) -> ComparisonLog:
     """A bundled dataset (:func:`winrate.datasets.load`) as a log with all its axes.
 
     Every dataset-specific column (``category``, ``src``, ``item_id``) becomes an extra
-    axis; a ``count`` column becomes the frequency weight.
+    axis; a ``count`` column becomes the frequency weight; ``style_*`` columns (see
+    :mod:`winrate.formats`) become features.
     """
     from winrate import datasets
 
     frame = datasets.load(name, models=models, **options)
     standard = (*DEFAULT_COLUMNS.values(), "count")
-    extra = tuple(c for c in frame.columns if c not in standard)
+    features = tuple(c for c in frame.columns if c.startswith("style_"))
+    extra = tuple(c for c in frame.columns if c not in standard and c not in features)
     weight = "count" if "count" in frame.columns else None
-    return read_comparisons(frame, weight_col=weight, extra_cols=extra)
+    return read_comparisons(frame, weight_col=weight, extra_cols=extra,
+                            feature_cols=features)

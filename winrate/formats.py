@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -125,16 +126,20 @@ _SHOW_FILES = 5
 
 
 def read_format(path, name: str, **options) -> pd.DataFrame:
-    """Read ``path`` (a file or a folder searched recursively) in format ``name``.
+    """Read ``path`` (a file or a folder searched recursively, or a list of them) in
+    format ``name``.
 
     ``name`` is one of :data:`FORMATS`; ``options`` are the format's keywords (see the
-    module docstring). Returns the comparison frame described in the module docstring.
+    module docstring). Files are read in sorted path order. Returns the comparison frame
+    described in the module docstring.
     """
     if name not in FORMATS:
         raise WinrateInputError(f"unknown format {name!r}; available: {', '.join(FORMATS)}")
     reader = _READERS[name]
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    files = sorted({file for p in paths for file in find_files(p)})
     try:
-        return reader(find_files(path), **options)
+        return reader(files, **options)
     except TypeError as error:  # an option the reader does not take
         if "unexpected keyword argument" not in str(error):
             raise
