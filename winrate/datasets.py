@@ -858,14 +858,12 @@ def _local_folder(fetch: dict, name: str) -> Path:
 
 
 def _rename_models(frame: pd.DataFrame, renames: dict[str, str]) -> pd.DataFrame:
-    """Rename model categories (both model columns share one list); keep it sorted."""
-    names = [renames.get(m, m) for m in frame["model_a"].cat.categories]
-    if len(set(names)) != len(names):
-        raise WinrateInputError(f"renaming {renames} would merge two models")
-    models = sorted(names)
-    return frame.assign(**{col: pd.Categorical(frame[col].cat.rename_categories(names),
-                                               categories=models)
-                           for col in ("model_a", "model_b")})
+    """Rename models (two names of one model become one); the shared list stays sorted."""
+    names = frame["model_a"].cat.categories
+    models = sorted({renames.get(m, m) for m in names})
+    position = pd.Index(models).get_indexer([renames.get(m, m) for m in names])
+    return frame.assign(**{col: _categorical(position[frame[col].cat.codes.to_numpy()],
+                                             models) for col in ("model_a", "model_b")})
 
 
 def _load_alpaca_eval(fetch: dict, models: Sequence[str] | None, *,
