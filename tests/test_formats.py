@@ -264,7 +264,8 @@ def test_clean_battle_optional_fields_and_errors(tmp_path):
     with pytest.raises(WinrateInputError, match=r"bad\.jsonl: unknown winner 'left' in "
                                                 r"line\(s\) 2"):
         read_format(write_jsonl(tmp_path / "bad.jsonl", bad), "clean_battle")
-    with pytest.raises(WinrateInputError, match="unexpected keyword argument 'baseline'"):
+    with pytest.raises(WinrateInputError, match=r"unknown option\(s\) \['baseline'\]; it "
+                                                r"takes \['both_bad', 'style'\]"):
         read_format(tmp_path / "p.json", "clean_battle", baseline="x")
 
 

@@ -137,7 +137,7 @@ _DESCRIPTIONS = {
         "eval/ratings-gpt4/vicuna/, commit 7f4e95a68dc0; license MIT). Read by "
         "winrate.formats ('qlora'). ratings=('pairwise',) (default): 8 systems (Guanaco "
         "7-65B, Vicuna-13B, ChatGPT 'gpt35', Bard, GPT-4), every ordered pair, three-class "
-        "verdicts, judge_id 'gpt-4'. 'relative-gpt-3.5' adds 1-10 grade pairs of 37 systems "
+        "verdicts, judge_id 'gpt-4'. 'relative-gpt-3.5' adds 1-10 grade pairs of 36 systems "
         "vs ChatGPT (judge_id 'gpt4-scores'; its 'gpt-3.5' is renamed 'gpt35', the same "
         "answers by answer id). prompt_id = question_id. Unparsed verdicts (-1) are dropped "
         "with a warning. Options: ratings=(...), models=[...]."

@@ -97,6 +97,7 @@ Formats (:data:`FORMATS`)
 from __future__ import annotations
 
 import gzip
+import inspect
 import json
 import os
 import re
@@ -106,12 +107,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from winrate.data import ComparisonLog, read_comparisons
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 
-__all__ = ["FORMATS", "STYLE_PREFIX", "clean_model_name", "find_files", "read_format",
-           "read_log", "style_difference"]
+__all__ = ["ARENA_HARD_BASELINE", "FORMATS", "STYLE_PREFIX", "clean_model_name", "find_files",
+           "read_format", "read_log", "style_difference"]
 
 #: Names accepted by :func:`read_format` (and ``winrate leaderboard --format``).
 FORMATS: tuple[str, ...] = ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard")
@@ -136,14 +138,14 @@ def read_format(path, name: str, **options) -> pd.DataFrame:
     if name not in FORMATS:
         raise WinrateInputError(f"unknown format {name!r}; available: {', '.join(FORMATS)}")
     reader = _READERS[name]
+    allowed = [p for p in inspect.signature(reader).parameters if p != "files"]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise WinrateInputError(f"format {name!r}: unknown option(s) {unknown}; it takes "
+                                f"{allowed or 'none'}")
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     files = sorted({file for p in paths for file in find_files(p)})
-    try:
-        return reader(files, **options)
-    except TypeError as error:  # an option the reader does not take
-        if "unexpected keyword argument" not in str(error):
-            raise
-        raise WinrateInputError(f"format {name!r}: {error}") from error
+    return reader(files, **options)
 
 
 def read_log(path, name: str, **options) -> ComparisonLog:
@@ -195,6 +197,11 @@ def clean_model_name(raw: str) -> str:
 
 
 # --------------------------------------------------------------------------- reading
+
+
+def _progress(files: Sequence[Path], name: str):
+    """The files with a progress bar on a terminal (reading many files takes seconds)."""
+    return tqdm(files, desc=f"reading {name}", unit="file", leave=False, disable=None)
 
 
 def _read_records(path: Path) -> tuple[list[dict], np.ndarray, str]:
@@ -330,7 +337,7 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
     parts = []
     dropped = _Dropped("alpaca_eval", "a null preference (failed judge) or one outside {0} "
                        "and [1, 2], as AlpacaEval drops them")
-    for path in files:
+    for path in _progress(files, "alpaca_eval"):
         records, positions, what = _read_records(path)
         keys = ("instruction", "generator_1", "generator_2", "annotator", "preference",
                 "output_1", "output_2")
@@ -423,7 +430,7 @@ def _read_qlora(files: Sequence[Path]) -> pd.DataFrame:
     """QLoRA pairwise judgment files (see the module docstring)."""
     parts = []
     dropped = _unparsed("qlora")
-    for path in files:
+    for path in _progress(files, "qlora"):
         match = _QLORA_NAME.match(path.name)
         if match is None:
             raise WinrateInputError(
@@ -454,7 +461,7 @@ def _read_prd(files: Sequence[Path], *, reviewer: str | None = None,
     seen: dict[tuple[str, str, str], Path] = {}
     parts = []
     dropped = _unparsed("prd")
-    for path in files:
+    for path in _progress(files, "prd"):
         judge = _prd_reviewer(path, reviewer)
         pattern = (r"^answer[-_](?P<a>.+?)-vs-answer[-_](?P<b>.+)-" + re.escape(judge)
                    + r"-reviewer(?:[-_]threeclass)?\.jsonl(?:\.gz)?$")
@@ -495,7 +502,7 @@ def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
         raise WinrateInputError(f"clean_battle: both_bad must be 'tie' or 'drop', got "
                                 f"{both_bad!r}")
     parts = []
-    for path in files:
+    for path in _progress(files, "clean_battle"):
         records, positions, what = _read_records(path)
         prompt_key = _first_present(records, _BATTLE_PROMPT_KEYS)
         keys = ("model_a", "model_b", "winner", "judge", *filter(None, [prompt_key]))
@@ -587,7 +594,7 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
                                 f"{strong_weight!r}")
     parts = []
     dropped = _Dropped("arena_hard", "a null game verdict")
-    for path in files:
+    for path in _progress(files, "arena_hard"):
         records, positions, what = _read_records(path)
         prompt_key = _first_present(records, ("question_id", "uid"))
         if prompt_key is None:
