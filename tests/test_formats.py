@@ -260,6 +260,9 @@ def test_clean_battle_optional_fields_and_errors(tmp_path):
     assert list(frame.columns) == ["prompt_id", "model_a", "model_b", "outcome"]
     with pytest.raises(WinrateInputError, match="conv_metadata with .* missing .* style=True"):
         read_format(tmp_path / "p.json", "clean_battle", style=True)
+    nameless = [battle("x", "y", "tie", 1), battle(None, "y", "tie", 2)]
+    with pytest.raises(WinrateInputError, match=r"field 'model_a' is null in line\(s\) 2"):
+        read_format(write_jsonl(tmp_path / "nameless.jsonl", nameless), "clean_battle")
     bad = [battle("x", "y", "model_a", 1), battle("x", "y", "left", 2)]
     with pytest.raises(WinrateInputError, match=r"bad\.jsonl: unknown winner 'left' in "
                                                 r"line\(s\) 2"):

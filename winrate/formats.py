@@ -320,7 +320,7 @@ def _natural(text: str):
 
 
 def _text_ids(values: pd.Series, path: Path, field: str, positions, what: str) -> pd.Series:
-    """Ids as strings (``70`` and ``"70"`` alike); a missing id is an error."""
+    """Ids and names as strings (``70`` and ``"70"`` alike); a null is an error."""
     missing = values.isna().to_numpy()
     if missing.any():
         raise WinrateInputError(f"{path}: field {field!r} is null in {what}(s) "
@@ -517,12 +517,15 @@ def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
                 f"{path}: unknown winner {', '.join(shown)} in {what}(s) "
                 f"{first_rows(unknown, positions)} (expected model_a, model_b, tie or "
                 "'tie (bothbad)')")
-        part = pd.DataFrame({"model_a": rows["model_a"], "model_b": rows["model_b"],
+        text = {key: _text_ids(rows[key], path, key, positions, what)
+                for key in ("model_a", "model_b", prompt_key, "judge")
+                if key is not None and all(key in r for r in records)}
+        part = pd.DataFrame({"model_a": text["model_a"], "model_b": text["model_b"],
                              "outcome": outcome})
         if prompt_key is not None:
-            part["prompt_id"] = _text_ids(rows[prompt_key], path, prompt_key, positions, what)
-        if all("judge" in r for r in records):
-            part["judge_id"] = rows["judge"].astype(str)
+            part["prompt_id"] = text[prompt_key]
+        if "judge" in text:
+            part["judge_id"] = text["judge"]
         part = part.assign(**_battle_style(records, path, positions, what, style))
         keep = (label != "tie (bothbad)").to_numpy() if both_bad == "drop" else None
         parts.append(part if keep is None else part.loc[keep])
@@ -616,10 +619,11 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
         base = rows["baseline"].where(named, _baseline(baseline))
         judge = rows["judge"].where(rows["judge"].notna(), path.parent.name).astype(str)
         prompt = _text_ids(rows[prompt_key], path, prompt_key, positions, what)
+        model = _text_ids(rows["model"], path, "model", positions, what)
         for game, model_is_a in ((0, False), (1, True)):
             verdict = games.map(lambda g, k=game: g[k].get("score")
                                 if isinstance(g[k], dict) else g[k])
-            parts.append(_arena_game(verdict, model_is_a, prompt, judge, rows["model"], base,
+            parts.append(_arena_game(verdict, model_is_a, prompt, judge, model, base,
                                      strong_weight, path, positions, what, game, dropped))
     dropped.warn()
     return _assemble(parts, "arena_hard")
