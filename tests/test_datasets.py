@@ -73,7 +73,8 @@ def _outcome(a_right: bool, b_right: bool) -> str:
 
 
 def test_names_and_describe():
-    assert datasets.NAMES == ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena")
+    assert datasets.NAMES == ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena",
+                              "alpaca_eval", "qlora", "prd")
     for name in datasets.NAMES:
         text = datasets.describe(name)
         assert "license" in text.lower() or "apache" in text.lower() or "bsd" in text.lower()

@@ -17,6 +17,7 @@ from winrate.data import DEFAULT_COLUMNS, read_comparisons, read_dataset
 from winrate.download import DataUnavailableError, DownloadError
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import ESTIMATORS
+from winrate.formats import FORMATS, read_log
 from winrate.report import format_summary, format_table, leaderboard_table, write_json
 from winrate.resampling import VARIANCE_METHODS
 from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
@@ -53,8 +54,15 @@ def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet)")
+    parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet), "
+                                                 "or with --format a file or folder")
     parser.add_argument("--dataset", help="a bundled dataset name instead of INPUT")
+    parser.add_argument("--format", choices=FORMATS,
+                        help="read INPUT (a file, or a folder searched recursively for "
+                             ".json/.jsonl[.gz]) as a leaderboard's published files")
+    parser.add_argument("--discrete", action="store_true",
+                        help="alpaca_eval: win / tie / loss from the preference (AlpacaEval's "
+                             "discrete_win_rate) instead of the judge's probability")
     parser.add_argument("--cluster", default="prompt+judge",
                         help="none | prompt | judge | prompt+judge | COL[+COL...] "
                              "(default: prompt+judge)")
@@ -98,10 +106,18 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_log(args: argparse.Namespace, clustering):
+    discrete = {"discrete": True} if getattr(args, "discrete", False) else {}
+    if discrete and "alpaca_eval" not in (args.dataset, getattr(args, "format", None)):
+        raise WinrateInputError("--discrete applies to --format alpaca_eval or --dataset "
+                                "alpaca_eval only")
     if args.dataset:
-        return read_dataset(args.dataset)
+        return read_dataset(args.dataset, **discrete)
     if not args.input:
         raise WinrateInputError("give an INPUT file or --dataset NAME")
+    if getattr(args, "format", None):
+        baseline = getattr(args, "baseline", None)
+        options = {"baseline": baseline} if args.format == "arena_hard" and baseline else {}
+        return read_log(args.input, args.format, **discrete, **options)
     extra = tuple(name for name in clustering if name not in ("prompt", "judge"))
     return read_comparisons(args.input, prompt_col=args.prompt_col, judge_col=args.judge_col,
                             model_a_col=args.model_a_col, model_b_col=args.model_b_col,

@@ -10,8 +10,11 @@ prompt_id  the prompt (question) compared on; absent for ``chatbot_arena``
 judge_id   who decided; absent for ``chatbot_arena``
 model_a    first model (both model columns share one category list: the models used)
 model_b    second model
-outcome    ``"a"`` (model_a won), ``"b"`` (model_b won) or ``"tie"``; categories in that order
+outcome    ``"a"`` (model_a won), ``"b"`` (model_b won) or ``"tie"``; categories in that order.
+           ``alpaca_eval``, ``qlora``, ``prd``: the float score of model_a in [0, 1]
+           (read by :mod:`winrate.formats`)
 count      ``chatbot_arena`` only: the row stands for that many identical comparisons
+style_*    ``alpaca_eval`` only: per-row style features (:mod:`winrate.formats`)
 ...        dataset-specific cluster axes (``category``, ``src``, ``item_id``)
 ========== ================================================================================
 
@@ -23,7 +26,9 @@ Categories are the values the rows use (after a ``models=`` selection too), exce
 
 Files are found and downloaded by :mod:`winrate.download` (``data_dir`` argument, then
 ``$WINRATE_DATA``, then the user cache; missing files are fetched from pinned upstream
-addresses, SHA-256 checked). :func:`describe` says where each dataset comes from.
+addresses, SHA-256 checked). ``alpaca_eval``, ``qlora`` and ``prd`` are folders of many
+files read by :mod:`winrate.formats`; they are found the same way but not downloaded (the
+error says where to get them). :func:`describe` says where each dataset comes from.
 """
 
 from __future__ import annotations
@@ -69,7 +74,8 @@ __all__ = [
 ]
 
 #: Names accepted by :func:`load`.
-NAMES: tuple[str, ...] = ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena")
+NAMES: tuple[str, ...] = ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena", "alpaca_eval",
+                          "qlora", "prd")
 #: Categories of the ``outcome`` column, in code order (0 = a, 1 = b, 2 = tie).
 OUTCOMES: tuple[str, ...] = ("a", "b", "tie")
 _A, _B, _TIE = 0, 1, 2
@@ -113,6 +119,39 @@ _DESCRIPTIONS = {
         "possible. 'Both bad' ties count as ties (both_bad='tie') or are dropped "
         "(both_bad='drop'). Options: models=[...]."
     ),
+    "alpaca_eval": (
+        "AlpacaEval 2.0 annotations (tatsu-lab/alpaca_eval results/<model>/"
+        "weighted_alpaca_eval_gpt4_turbo/annotations.json, commit cd543a149df8; code "
+        "Apache-2.0, data CC BY-NC 4.0): 58 models each against the baseline "
+        "gpt4_1106_preview on 805 instructions, judged by weighted_alpaca_eval_gpt4_turbo. "
+        "Read by winrate.formats ('alpaca_eval'): model_a = the model, model_b = the "
+        "baseline, outcome = preference - 1 (the judge's probability that the model is "
+        "better; draws 0.5), prompt_id = instruction, judge_id = annotator, style_length = "
+        "normalised answer-length difference. The baseline-vs-itself file is dropped; "
+        "NullModel's records name their generator 'example' and are renamed 'NullModel' "
+        "(the leaderboard's name). A model's mean outcome is the published win_rate / 100. "
+        "Options: discrete=True (win/tie/loss: discrete_win_rate), models=[...]."
+    ),
+    "qlora": (
+        "QLoRA GPT-4 judgments on the Vicuna-80 questions (artidoro/qlora "
+        "eval/ratings-gpt4/vicuna/, commit 7f4e95a68dc0; license MIT). Read by "
+        "winrate.formats ('qlora'). ratings=('pairwise',) (default): 8 systems (Guanaco "
+        "7-65B, Vicuna-13B, ChatGPT 'gpt35', Bard, GPT-4), every ordered pair, three-class "
+        "verdicts, judge_id 'gpt-4'. 'relative-gpt-3.5' adds 1-10 grade pairs of 36 systems "
+        "vs ChatGPT (judge_id 'gpt4-scores'; its 'gpt-3.5' is renamed 'gpt35', the same "
+        "answers by answer id). prompt_id = question_id. Unparsed verdicts (-1) are dropped "
+        "with a warning. Options: ratings=(...), models=[...]."
+    ),
+    "prd": (
+        "PRD, Peer Rank and Discussion (bcdnlp/PRD data/vicuna80/ratings-*/, commit "
+        "35fb99e5d5c7; license MIT): 5 contestants (bard, claude, gpt35, gpt4, vicuna-13b) "
+        "on the Vicuna-80 questions, judged by the same 5 models as reviewers (judge_id = "
+        "reviewer) and by human raters (judge_id 'human', 3 anonymous raters per item, also "
+        "judging guanaco-7b/13b/33b/65b). Read by winrate.formats ('prd'); prompt_id = "
+        "question_id. The gpt35 reviewer judged gpt35 vs gpt4 (both orders) twice, in two "
+        "files: both runs are kept (duplicates='first' keeps one) with a warning. Options: "
+        "judges=(...) (reviewers, default all), duplicates='keep'|'first', models=[...]."
+    ),
 }
 
 
@@ -134,7 +173,7 @@ def load(name: str, *, data_dir=None, models: Sequence[str] | None = None,
 
     Parameters
     ----------
-    name : ``"mmlu_pro"``, ``"llmfao"``, ``"pandalm"`` or ``"chatbot_arena"``.
+    name : one of :data:`NAMES`.
     data_dir : directory holding ``<name>/<files>``; default ``$WINRATE_DATA``, then the
         user cache directory (see :mod:`winrate.download`).
     models : keep only comparisons between these models (an unknown name is an error
@@ -153,7 +192,8 @@ def load(name: str, *, data_dir=None, models: Sequence[str] | None = None,
     fetch = {"data_dir": data_dir, "download": download, "mirror": mirror,
              "progress": progress}
     loader = {"mmlu_pro": _load_mmlu_pro, "llmfao": _load_llmfao, "pandalm": _load_pandalm,
-              "chatbot_arena": _load_chatbot_arena}[name]
+              "chatbot_arena": _load_chatbot_arena, "alpaca_eval": _load_alpaca_eval,
+              "qlora": _load_qlora, "prd": _load_prd}[name]
     return loader(fetch, models, **options)
 
 
@@ -782,3 +822,81 @@ def _load_chatbot_arena(fetch: dict, models: Sequence[str] | None, *,
     })
     return _select_models(out, models, "chatbot_arena")
 
+
+
+# --------------------------------------------------------------------------- folders read by
+# winrate.formats (alpaca_eval, qlora, prd): found like the other files, never downloaded
+
+_FOLDER_SOURCES = {
+    "alpaca_eval": ("alpaca_eval/weighted_alpaca_eval_gpt4_turbo",
+                    "https://github.com/tatsu-lab/alpaca_eval/tree/cd543a149df8/results "
+                    "(<model>/weighted_alpaca_eval_gpt4_turbo/annotations.json, saved as "
+                    "<model>.json or <model>.json.gz)"),
+    "qlora": ("qlora/ratings-gpt4/vicuna",
+              "https://github.com/artidoro/qlora/tree/7f4e95a68dc0/eval/ratings-gpt4/vicuna"),
+    "prd": ("prd", "https://github.com/bcdnlp/PRD/tree/35fb99e5d5c7/data/vicuna80 "
+                   "(the ratings-<reviewer> folders)"),
+}
+_ALPACA_RENAMES = {"example": "NullModel"}  # results/NullModel's records say 'example'
+_QLORA_RATINGS = ("pairwise", "relative-gpt-3.5")
+_QLORA_RENAMES = {"gpt-3.5": "gpt35"}  # relative-gpt-3.5's ChatGPT: same answer ids as gpt35
+PRD_JUDGES = ("bard", "claude", "gpt35", "gpt4", "human", "vicuna-13b")
+
+
+def _local_folder(fetch: dict, name: str) -> Path:
+    """The dataset's folder on the first searched directory that has it."""
+    relative, source = _FOLDER_SOURCES[name]
+    dirs = search_dirs(fetch["data_dir"])
+    for directory, _ in dirs:
+        if (directory / relative).is_dir():
+            return directory / relative
+    looked = "; ".join(f"{d} ({origin})" for d, origin in dirs)
+    raise DataUnavailableError(
+        f"dataset {name!r}: folder {relative}/ is not on this machine (looked in: {looked}). "
+        f"It is not downloaded automatically: copy {source} into <dir>/{relative}/ and set "
+        "WINRATE_DATA=<dir> (or pass data_dir=<dir>).")
+
+
+def _rename_models(frame: pd.DataFrame, renames: dict[str, str]) -> pd.DataFrame:
+    """Rename models (two names of one model become one); the shared list stays sorted."""
+    names = frame["model_a"].cat.categories
+    models = sorted({renames.get(m, m) for m in names})
+    position = pd.Index(models).get_indexer([renames.get(m, m) for m in names])
+    return frame.assign(**{col: _categorical(position[frame[col].cat.codes.to_numpy()],
+                                             models) for col in ("model_a", "model_b")})
+
+
+def _load_alpaca_eval(fetch: dict, models: Sequence[str] | None, *,
+                      discrete: bool = False) -> pd.DataFrame:
+    from winrate.formats import read_format
+
+    frame = read_format(_local_folder(fetch, "alpaca_eval"), "alpaca_eval", discrete=discrete)
+    return _select_models(_rename_models(frame, _ALPACA_RENAMES), models, "alpaca_eval")
+
+
+def _load_qlora(fetch: dict, models: Sequence[str] | None, *,
+                ratings: Sequence[str] = ("pairwise",)) -> pd.DataFrame:
+    from winrate.formats import read_format
+
+    chosen = _check_judges(ratings, _QLORA_RATINGS, "qlora ratings")
+    folder = _local_folder(fetch, "qlora")
+    missing = [r for r in chosen if not (folder / r).is_dir()]
+    if missing:
+        raise DataUnavailableError(f"qlora: sub-folder(s) {missing} not found in {folder}")
+    frame = read_format([folder / r for r in chosen], "qlora")
+    return _select_models(_rename_models(frame, _QLORA_RENAMES), models, "qlora")
+
+
+def _load_prd(fetch: dict, models: Sequence[str] | None, *,
+              judges: Sequence[str] = PRD_JUDGES, duplicates: str = "keep") -> pd.DataFrame:
+    from winrate.formats import read_format
+
+    chosen = _check_judges(judges, PRD_JUDGES, "prd")
+    folder = _local_folder(fetch, "prd")
+    missing = [j for j in chosen if not (folder / f"ratings-{j}").is_dir()]
+    if missing:
+        raise DataUnavailableError(f"prd: folder(s) {['ratings-' + j for j in missing]} not "
+                                   f"found in {folder}")
+    frame = read_format([folder / f"ratings-{j}" for j in chosen], "prd",
+                        duplicates=duplicates)
+    return _select_models(frame, models, "prd")

@@ -1,0 +1,671 @@
+"""Readers for the files LLM leaderboards publish, as comparison logs.
+
+:func:`read_format` reads a file, or every ``.json``, ``.json.gz``, ``.jsonl`` and
+``.jsonl.gz`` file under a folder (recursively, in sorted path order), and returns a
+DataFrame with the columns
+
+========== ================================================================================
+column     meaning
+========== ================================================================================
+prompt_id  the prompt compared on (categorical, upstream ids as strings)
+judge_id   who decided (categorical)
+model_a    first model; ``model_a`` and ``model_b`` share one sorted category list
+model_b    second model
+outcome    float score of model_a in [0, 1]: 1 win, 0 loss, 0.5 tie, or a graded preference
+count      optional frequency weight (arena-hard's weighted strong verdicts)
+style_*    optional style features of the (a, b) answers: the normalised difference
+           ``(x_a - x_b) / (x_a + x_b)``, 0 when both are 0 (LMArena's style control,
+           https://lmsys.org/blog/2024-08-28-style-control/; FastChat's
+           ``rating_systems.preprocess_for_style`` adds 1 to the denominator). The
+           estimator standardises them.
+========== ================================================================================
+
+Strings (model names, prompt texts, judge names) are kept exactly as written, except the
+model names of the ``qlora`` and ``prd`` file names, cleaned by a fixed rule (below). Rows
+that compare a model with itself carry no information and are dropped with a
+:class:`~winrate.errors.WinrateWarning` (AlpacaEval's baseline-vs-baseline file).
+:func:`read_log` turns the frame into a :class:`~winrate.data.ComparisonLog`.
+
+Formats (:data:`FORMATS`)
+-------------------------
+``alpaca_eval``
+    AlpacaEval ``results/<model>/<annotator>/annotations.json`` (github.com/tatsu-lab/
+    alpaca_eval): a JSON list of records ``instruction, output_1, generator_1 (the
+    baseline), output_2, generator_2 (the model), annotator, preference``. ``preference``
+    runs from 1 (baseline better) to 2 (model better), continuous for the weighted judges;
+    1.5 and 0 are draws, null a failed judge. Mapping: model_a = generator_2, model_b =
+    generator_1, outcome = preference - 1 (a draw is 0.5), prompt_id = instruction, judge_id
+    = annotator. As upstream (``metrics/helpers.py``, ``BaseScoringRule.describe_head2head``
+    and ``metrics/winrate.py``, ``get_winrate``), null preferences and values outside
+    {0} and [1, 2] are dropped (with a warning counting them), so the mean outcome of a
+    model is AlpacaEval's ``win_rate`` / 100 and its SEM is ``standard_error`` / 100.
+    ``discrete=True`` gives ``discrete_win_rate`` instead: 1 when preference > 1.5, 0
+    when < 1.5, 0.5 for a draw (upstream's ``ZeroOneScoringRule`` rounds the preference).
+    ``style_length``: normalised difference of the character lengths of output_2 and
+    output_1 (AlpacaEval's length control uses the same lengths).
+``qlora``
+    QLoRA's GPT-4 judgments (github.com/artidoro/qlora, ``eval/ratings-gpt4/vicuna/``):
+    one JSONL per ordered pair, named ``<A>-vs-<B>-<reviewer>-reviewer[-threeclass].jsonl``,
+    records ``question_id, score, ...``. ``score`` 1 / 2 / 3 = A better / B better / tie
+    (outcome 1 / 0 / 0.5); a two-number list ``[s_A, s_B]`` (``relative-gpt-3.5/``, the
+    Vicuna-style 1-10 grades of each answer) gives 1 / 0 / 0.5 for s_A > / < / = s_B.
+    Any other value (upstream writes -1 or [-1, -1] when the verdict could not be parsed)
+    is dropped, with a warning counting them per file. prompt_id = question_id, judge_id =
+    the reviewer of the file name; files of 1-10 grades get ``<reviewer>-scores``, a
+    different judging protocol. Model names: a leading ``answer-`` / ``answer_`` is
+    removed and ``<size>-<name>-vicuna-generations-<settings>`` becomes ``<name>-<size>``
+    (``13b-guanaco-vicuna-generations-topp0.9-temp0.7`` -> ``guanaco-13b``).
+``prd``
+    PRD (Peer Rank and Discussion, github.com/bcdnlp/PRD, ``data/vicuna80/``):
+    ``ratings-<reviewer>/answer_<A>-vs-answer_<B>-<reviewer>-reviewer*.jsonl``, records
+    ``question_id, score`` (1 / 2 / 3 as in qlora). The reviewer is the folder's
+    ``ratings-<reviewer>`` (names such as ``vicuna-13b`` make the file name ambiguous), or
+    the ``reviewer=`` option. The human files hold three anonymous raters per item (no
+    rater id): every rating is a row with judge_id ``human``. Guanaco models appear only
+    in the human files; they are kept (select models with ``models=`` downstream).
+    Two files that name the same ordered pair and reviewer (upstream's ``ratings-gpt35``
+    holds ``answer-gpt35-vs-answer-gpt4`` and ``answer_gpt35-vs-answer_gpt4``, two
+    separate runs with different verdicts) are both kept by default, with a warning
+    naming them; ``duplicates="first"`` keeps only the first file in sorted order.
+``clean_battle``
+    FastChat / LMArena battles (github.com/lm-sys/FastChat,
+    ``fastchat/serve/monitor/clean_battle_data.py``): a JSON list or JSONL of records
+    ``model_a, model_b, winner`` (``model_a``, ``model_b``, ``tie``, ``tie (bothbad)``),
+    ``judge`` and ``question_id`` (or ``conv_id`` / ``conversation_id``); outcome 1 / 0 /
+    0.5; ``both_bad="drop"`` drops the both-bad ties. A missing judge or prompt field
+    leaves that column out (no clustering on it). With ``conv_metadata`` (FastChat's
+    ``add_markdown_info.py``: ``sum_assistant_a_tokens``, ``header_count_a``,
+    ``list_count_a``, ``bold_count_a`` and the ``_b`` twins; a count may be a dict of
+    counts, summed as in ``rating_systems.preprocess_for_style``) the features
+    ``style_tokens``, ``style_header_count``, ``style_list_count``, ``style_bold_count``
+    are added (``style=None``: when every record has them; True: required; False: never).
+``arena_hard``
+    arena-hard-auto ``data/<bench>/model_judgment/<judge>/<model>.jsonl``
+    (github.com/lmarena/arena-hard-auto, ``show_result.py``): records ``question_id``
+    (v2: ``uid``), ``model``, ``judge``, ``games``: two games per question, game 1 with
+    the baseline's answer as A and the model's as B, game 2 swapped; each game's
+    ``score`` is a verdict such as ``A>>B``, ``A>B``, ``A=B``, ``B>A``, ``B>>A`` (v2 also
+    ``A<B``, ``A<<B``, ``B<A``, ``B<<A``, ``B=A``) or null. Every game is a row oriented
+    model vs baseline: model_a = model, model_b = baseline, outcome = the model's score.
+    A null game is dropped (warning), as v0.1's ``get_battles_from_row`` does. The
+    baseline is the record's ``baseline`` field (v2), else ``baseline=`` (default
+    ``gpt-4-0314``, arena-hard-v0.1's). ``strong_weight=k`` puts k in a ``count``
+    column for ``>>`` / ``<<`` verdicts (arena-hard repeats them ``--weight 3`` times);
+    the default 1 adds no column. judge_id = the record's ``judge``, else the folder name.
+"""
+
+from __future__ import annotations
+
+import gzip
+import inspect
+import json
+import os
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from winrate.data import ComparisonLog, read_comparisons
+from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+
+__all__ = ["ARENA_HARD_BASELINE", "FORMATS", "STYLE_PREFIX", "clean_model_name", "find_files",
+           "read_format", "read_log", "style_difference"]
+
+#: Names accepted by :func:`read_format` (and ``winrate leaderboard --format``).
+FORMATS: tuple[str, ...] = ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard")
+#: Prefix of the style feature columns.
+STYLE_PREFIX = "style_"
+_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz")
+_OUT = ("prompt_id", "judge_id", "model_a", "model_b", "outcome")
+_SHOW_FILES = 5
+
+
+# --------------------------------------------------------------------------- public
+
+
+def read_format(path, name: str, **options) -> pd.DataFrame:
+    """Read ``path`` (a file or a folder searched recursively, or a list of them) in
+    format ``name``.
+
+    ``name`` is one of :data:`FORMATS`; ``options`` are the format's keywords (see the
+    module docstring). Files are read in sorted path order. Returns the comparison frame
+    described in the module docstring.
+    """
+    if name not in FORMATS:
+        raise WinrateInputError(f"unknown format {name!r}; available: {', '.join(FORMATS)}")
+    reader = _READERS[name]
+    allowed = [p for p in inspect.signature(reader).parameters if p != "files"]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise WinrateInputError(f"format {name!r}: unknown option(s) {unknown}; it takes "
+                                f"{allowed or 'none'}")
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    files = sorted({file for p in paths for file in find_files(p)})
+    return reader(files, **options)
+
+
+def read_log(path, name: str, **options) -> ComparisonLog:
+    """:func:`read_format`, coded as a log: ``count`` is the frequency weight and the
+    ``style_*`` columns are the features."""
+    frame = read_format(path, name, **options)
+    return read_comparisons(
+        frame, weight_col="count" if "count" in frame.columns else None,
+        feature_cols=tuple(c for c in frame.columns if c.startswith(STYLE_PREFIX)))
+
+
+def find_files(path) -> list[Path]:
+    """``path`` itself, or every JSON / JSONL file (optionally gzipped) under the folder
+    ``path``, sorted by path."""
+    path = Path(path).expanduser()
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise WinrateInputError(f"no such file or folder: {str(path)!r}")
+    found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(_SUFFIXES))
+    if not found:
+        raise WinrateInputError(f"{path}: no {', '.join(_SUFFIXES)} file in this folder or "
+                                "below")
+    return found
+
+
+def style_difference(x_a, x_b) -> np.ndarray:
+    """LMArena's normalised style difference ``(x_a - x_b) / (x_a + x_b)``, 0 where both
+    are 0 (Li, Angelopoulos and Chiang 2024, "Does style matter?", lmsys.org blog)."""
+    x_a = np.asarray(x_a, dtype=float)
+    x_b = np.asarray(x_b, dtype=float)
+    total = x_a + x_b
+    return np.divide(x_a - x_b, total, out=np.zeros_like(total), where=total != 0)
+
+
+_SIZED = re.compile(r"^(?P<size>\d+(?:\.\d+)?[bBmM])-(?P<name>.+?)-vicuna-generations(?:-.*)?$")
+_ANSWER_PREFIX = re.compile(r"^answer[-_]")
+
+
+def clean_model_name(raw: str) -> str:
+    """A readable model name from a qlora / prd file-name part.
+
+    Drops a leading ``answer-`` / ``answer_`` and turns ``<size>-<name>-vicuna-generations
+    [-<settings>]`` into ``<name>-<size>``; anything else is kept as written.
+    """
+    name = _ANSWER_PREFIX.sub("", raw)
+    sized = _SIZED.match(name)
+    return f"{sized['name']}-{sized['size']}" if sized else name
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _progress(files: Sequence[Path], name: str):
+    """The files with a progress bar on a terminal (reading many files takes seconds)."""
+    return tqdm(files, desc=f"reading {name}", unit="file", leave=False, disable=None)
+
+
+def _read_records(path: Path) -> tuple[list[dict], np.ndarray, str]:
+    """The records of one file, their positions for messages, and what a position is.
+
+    ``.jsonl`` files are read line by line (blank lines skipped): a broken line is an
+    error naming the file and line. ``.json`` files hold a list of records.
+    """
+    opener = gzip.open if path.name.endswith(".gz") else open
+    lines = path.name.endswith((".jsonl", ".jsonl.gz"))
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            if not lines:
+                data = json.load(handle)
+                if not isinstance(data, list):
+                    raise WinrateInputError(f"{path}: expected a JSON list of records, got "
+                                            f"{type(data).__name__}")
+                positions = np.arange(len(data))
+            else:
+                data, where = [], []
+                for number, line in enumerate(handle, start=1):
+                    if line.strip():
+                        data.append(_json_line(line, path, number))
+                        where.append(number)
+                positions = np.asarray(where, dtype=np.int64)
+    except (OSError, UnicodeDecodeError, EOFError, json.JSONDecodeError) as error:
+        raise WinrateInputError(f"{path}: cannot read it as JSON: {error}") from error
+    what = "line" if lines else "record"
+    bad = np.array([not isinstance(r, dict) for r in data], dtype=bool)
+    if bad.any():
+        raise WinrateInputError(f"{path}: {what}(s) {first_rows(bad, positions)} are not "
+                                "JSON objects")
+    return data, positions, what
+
+
+def _json_line(line: str, path: Path, number: int):
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as error:
+        raise WinrateInputError(f"{path}: line {number} is not valid JSON: {error.msg} "
+                                f"(column {error.colno})") from error
+
+
+def _fields(records: list[dict], keys: Sequence[str], path: Path, positions: np.ndarray,
+            what: str, required: Sequence[str] = ()) -> pd.DataFrame:
+    """The ``keys`` of every record as columns (None where absent); ``required`` keys
+    must be present in every record."""
+    frame = pd.DataFrame({key: [r.get(key) for r in records] for key in keys}, dtype=object)
+    for key in required:
+        missing = np.array([key not in r for r in records], dtype=bool)
+        if missing.any():
+            raise WinrateInputError(f"{path}: field {key!r} missing in {what}(s) "
+                                    f"{first_rows(missing, positions)}")
+    return frame
+
+
+def _first_present(records: list[dict], keys: Sequence[str]) -> str | None:
+    """The first of ``keys`` that every record has, or None."""
+    for key in keys:
+        if records and all(key in r for r in records):
+            return key
+    return None
+
+
+class _Dropped:
+    """Rows dropped per file for one reason, reported in one warning at the end."""
+
+    def __init__(self, name: str, why: str):
+        self.name, self.why, self.per_file = name, why, {}
+
+    def add(self, path: Path, dropped: int, total: int) -> None:
+        if dropped:
+            self.per_file[path] = (dropped, total)
+
+    def warn(self) -> None:
+        if not self.per_file:
+            return
+        shown = [f"{path.name} ({n} of {total})" for path, (n, total)
+                 in list(self.per_file.items())[:_SHOW_FILES]]
+        more = len(self.per_file) - len(shown)
+        warnings.warn(
+            f"{self.name}: dropped {sum(n for n, _ in self.per_file.values())} row(s) with "
+            f"{self.why} in {len(self.per_file)} file(s): {', '.join(shown)}"
+            + (f", ... and {more} more" if more else ""), WinrateWarning, stacklevel=4)
+
+
+def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
+    """Concatenate per-file frames; drop self-comparisons; code the string columns."""
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if frame.empty:
+        raise WinrateInputError(f"format {name!r}: no comparison rows were read")
+    same = (frame["model_a"].astype(str) == frame["model_b"].astype(str)).to_numpy()
+    if same.any():
+        models = sorted(set(frame.loc[same, "model_a"].astype(str)))
+        warnings.warn(f"{name}: dropped {int(same.sum())} row(s) comparing a model with "
+                      f"itself ({', '.join(models[:5])})", WinrateWarning, stacklevel=3)
+        frame = frame.loc[~same].reset_index(drop=True)
+        if frame.empty:
+            raise WinrateInputError(f"format {name!r}: every row compares a model with itself")
+    models = sorted(set(frame["model_a"].astype(str)) | set(frame["model_b"].astype(str)))
+    coded = {col: pd.Categorical(frame[col].astype(str), categories=models)
+             for col in ("model_a", "model_b")}
+    for col in ("prompt_id", "judge_id"):
+        if col in frame.columns:
+            values = frame[col].astype(str)
+            coded[col] = pd.Categorical(values, categories=sorted(set(values), key=_natural))
+    out = frame.assign(**coded, outcome=frame["outcome"].astype(float))
+    first = [c for c in _OUT if c in out.columns]
+    rest = [c for c in out.columns if c not in first]
+    return out[first + rest]
+
+
+def _natural(text: str):
+    """Sort key: integers numerically first, then other strings."""
+    return (0, int(text), "") if text.isdigit() else (1, 0, text)
+
+
+def _text_ids(values: pd.Series, path: Path, field: str, positions, what: str) -> pd.Series:
+    """Ids and names as strings (``70`` and ``"70"`` alike); a null is an error."""
+    missing = values.isna().to_numpy()
+    if missing.any():
+        raise WinrateInputError(f"{path}: field {field!r} is null in {what}(s) "
+                                f"{first_rows(missing, positions)}")
+    return values.map(lambda v: str(v) if not isinstance(v, float) or not v.is_integer()
+                      else str(int(v)))
+
+
+# --------------------------------------------------------------------------- alpaca_eval
+
+
+def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.DataFrame:
+    """AlpacaEval ``annotations.json`` files (see the module docstring)."""
+    parts = []
+    dropped = _Dropped("alpaca_eval", "a null preference (failed judge) or one outside {0} "
+                       "and [1, 2], as AlpacaEval drops them")
+    for path in _progress(files, "alpaca_eval"):
+        records, positions, what = _read_records(path)
+        keys = ("instruction", "generator_1", "generator_2", "annotator", "preference",
+                "output_1", "output_2")
+        rows = _fields(records, keys, path, positions, what, required=keys)
+        preference = pd.to_numeric(rows["preference"], errors="coerce").to_numpy(float)
+        garbled = np.isnan(preference) & rows["preference"].notna().to_numpy()
+        if garbled.any():
+            raise WinrateInputError(
+                f"{path}: non-numeric preference in {what}(s) "
+                f"{first_rows(garbled, positions)} (expected 1..2, 0 or 1.5 = draw, null)")
+        valid = (preference == 0) | ((preference >= 1) & (preference <= 2))
+        dropped.add(path, int((~valid).sum()), len(valid))
+        rows, preference = rows.loc[valid], preference[valid]
+        draw = (preference == 0) | (preference == 1.5)
+        if discrete:
+            outcome = np.where(draw, 0.5, (preference > 1.5).astype(float))
+        else:
+            outcome = np.where(draw, 0.5, preference - 1.0)
+        for col in ("output_1", "output_2"):
+            text = rows[col].map(lambda v: isinstance(v, str))
+            if not text.all():
+                raise WinrateInputError(f"{path}: {col!r} is not a string in {what}(s) "
+                                        f"{first_rows(~text.to_numpy(), positions[valid])}")
+        parts.append(pd.DataFrame({
+            "prompt_id": _text_ids(rows["instruction"], path, "instruction",
+                                   positions[valid], what).to_numpy(),
+            "judge_id": rows["annotator"].astype(str).to_numpy(),
+            "model_a": rows["generator_2"].astype(str).to_numpy(),
+            "model_b": rows["generator_1"].astype(str).to_numpy(),
+            "outcome": outcome,
+            "style_length": style_difference(rows["output_2"].str.len().to_numpy(float),
+                                             rows["output_1"].str.len().to_numpy(float)),
+        }))
+    dropped.warn()
+    return _assemble(parts, "alpaca_eval")
+
+
+# --------------------------------------------------------------------------- qlora / prd
+
+_QLORA_NAME = re.compile(r"^(?P<a>.+?)-vs-(?P<b>.+?)-(?P<reviewer>[A-Za-z0-9.]+(?:-[0-9.]+)?)"
+                         r"-reviewer(?:[-_]threeclass)?\.jsonl(?:\.gz)?$")
+_THREECLASS = {1: 1.0, 2: 0.0, 3: 0.5}
+
+
+def _pair_verdicts(scores: pd.Series) -> tuple[np.ndarray, bool]:
+    """Outcomes of ``score`` values: 1 / 2 / 3 -> 1 / 0 / 0.5; ``[s_a, s_b]`` of two
+    non-negative numbers -> 1 / 0 / 0.5 by comparing them; NaN for anything else.
+
+    Returns the outcomes and whether the file's scores are grade pairs.
+    """
+    def one(value) -> float:
+        if isinstance(value, bool):
+            return np.nan
+        if isinstance(value, (int, float)):
+            return _THREECLASS.get(value, np.nan)
+        if isinstance(value, list) and len(value) == 2 \
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                        for v in value):
+            return 0.5 + 0.5 * float(np.sign(value[0] - value[1]))
+        return np.nan
+
+    grades = scores.map(lambda v: isinstance(v, list))
+    return scores.map(one).to_numpy(float), bool(grades.any())
+
+
+def _read_pair_file(path: Path, model_a: str, model_b: str, judge: str,
+                    dropped: _Dropped) -> pd.DataFrame:
+    """One qlora / prd file: the question ids and verdicts of one ordered pair."""
+    records, positions, what = _read_records(path)
+    rows = _fields(records, ("question_id", "score"), path, positions, what,
+                   required=("question_id", "score"))
+    outcome, grades = _pair_verdicts(rows["score"])
+    kept = ~np.isnan(outcome)
+    dropped.add(path, int((~kept).sum()), len(kept))
+    return pd.DataFrame({
+        "prompt_id": _text_ids(rows["question_id"], path, "question_id", positions,
+                               what).to_numpy()[kept],
+        "judge_id": f"{judge}-scores" if grades else judge,
+        "model_a": clean_model_name(model_a),
+        "model_b": clean_model_name(model_b),
+        "outcome": outcome[kept],
+    })
+
+
+def _unparsed(name: str) -> _Dropped:
+    return _Dropped(name, "an unparsed verdict (score not 1, 2, 3 or a pair of grades)")
+
+
+def _read_qlora(files: Sequence[Path]) -> pd.DataFrame:
+    """QLoRA pairwise judgment files (see the module docstring)."""
+    parts = []
+    dropped = _unparsed("qlora")
+    for path in _progress(files, "qlora"):
+        match = _QLORA_NAME.match(path.name)
+        if match is None:
+            raise WinrateInputError(
+                f"{path}: file name is not '<A>-vs-<B>-<reviewer>-reviewer[-threeclass]"
+                ".jsonl' (QLoRA's naming; the models are read from the file name)")
+        parts.append(_read_pair_file(path, match["a"], match["b"], match["reviewer"], dropped))
+    dropped.warn()
+    return _assemble(parts, "qlora")
+
+
+def _prd_reviewer(path: Path, reviewer: str | None) -> str:
+    if reviewer is not None:
+        return reviewer
+    folder = path.parent.name
+    if not folder.startswith("ratings-") or folder == "ratings-":
+        raise WinrateInputError(
+            f"{path}: cannot tell the reviewer: PRD files live in a 'ratings-<reviewer>' "
+            "folder (or pass reviewer=...)")
+    return folder[len("ratings-"):]
+
+
+def _read_prd(files: Sequence[Path], *, reviewer: str | None = None,
+              duplicates: str = "keep") -> pd.DataFrame:
+    """PRD rating folders (see the module docstring)."""
+    if duplicates not in ("keep", "first"):
+        raise WinrateInputError(f"prd: duplicates must be 'keep' or 'first', got "
+                                f"{duplicates!r}")
+    seen: dict[tuple[str, str, str], Path] = {}
+    parts = []
+    dropped = _unparsed("prd")
+    for path in _progress(files, "prd"):
+        judge = _prd_reviewer(path, reviewer)
+        pattern = (r"^answer[-_](?P<a>.+?)-vs-answer[-_](?P<b>.+)-" + re.escape(judge)
+                   + r"-reviewer(?:[-_]threeclass)?\.jsonl(?:\.gz)?$")
+        match = re.match(pattern, path.name)
+        if match is None:
+            raise WinrateInputError(
+                f"{path}: file name is not 'answer_<A>-vs-answer_<B>-{judge}-reviewer"
+                "[_threeclass].jsonl' (PRD's naming; the models are read from the file name)")
+        key = (judge, clean_model_name(match["a"]), clean_model_name(match["b"]))
+        if key in seen:
+            kept = "both are kept" if duplicates == "keep" else "only the first is kept"
+            warnings.warn(f"prd: {seen[key].name} and {path.name} both hold reviewer "
+                          f"{judge!r}'s verdicts on {key[1]} vs {key[2]}; {kept}",
+                          WinrateWarning, stacklevel=3)
+            if duplicates == "first":
+                continue
+        seen.setdefault(key, path)
+        parts.append(_read_pair_file(path, match["a"], match["b"], judge, dropped))
+    dropped.warn()
+    return _assemble(parts, "prd")
+
+
+# --------------------------------------------------------------------------- clean_battle
+
+_BATTLE_WINNER = {"model_a": 1.0, "model_b": 0.0, "tie": 0.5, "tie (bothbad)": 0.5}
+_BATTLE_PROMPT_KEYS = ("question_id", "conv_id", "conversation_id")
+#: FastChat's style elements: (feature name, key for model_a, key for model_b).
+_BATTLE_STYLE = (("tokens", "sum_assistant_a_tokens", "sum_assistant_b_tokens"),
+                 ("header_count", "header_count_a", "header_count_b"),
+                 ("list_count", "list_count_a", "list_count_b"),
+                 ("bold_count", "bold_count_a", "bold_count_b"))
+
+
+def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
+                       style: bool | None = None) -> pd.DataFrame:
+    """FastChat / LMArena ``clean_battle`` records (see the module docstring)."""
+    if both_bad not in ("tie", "drop"):
+        raise WinrateInputError(f"clean_battle: both_bad must be 'tie' or 'drop', got "
+                                f"{both_bad!r}")
+    parts = []
+    for path in _progress(files, "clean_battle"):
+        records, positions, what = _read_records(path)
+        prompt_key = _first_present(records, _BATTLE_PROMPT_KEYS)
+        keys = ("model_a", "model_b", "winner", "judge", *filter(None, [prompt_key]))
+        rows = _fields(records, keys, path, positions, what,
+                       required=("model_a", "model_b", "winner"))
+        label = rows["winner"].map(lambda v: v.strip().lower() if isinstance(v, str) else v)
+        outcome = label.map(_BATTLE_WINNER).to_numpy(float)
+        unknown = np.isnan(outcome)
+        if unknown.any():
+            shown = sorted({repr(v) for v in rows["winner"][unknown]})[:5]
+            raise WinrateInputError(
+                f"{path}: unknown winner {', '.join(shown)} in {what}(s) "
+                f"{first_rows(unknown, positions)} (expected model_a, model_b, tie or "
+                "'tie (bothbad)')")
+        text = {key: _text_ids(rows[key], path, key, positions, what)
+                for key in ("model_a", "model_b", prompt_key, "judge")
+                if key is not None and all(key in r for r in records)}
+        part = pd.DataFrame({"model_a": text["model_a"], "model_b": text["model_b"],
+                             "outcome": outcome})
+        if prompt_key is not None:
+            part["prompt_id"] = text[prompt_key]
+        if "judge" in text:
+            part["judge_id"] = text["judge"]
+        part = part.assign(**_battle_style(records, path, positions, what, style))
+        keep = (label != "tie (bothbad)").to_numpy() if both_bad == "drop" else None
+        parts.append(part if keep is None else part.loc[keep])
+    _check_same_columns(parts, files)
+    return _assemble(parts, "clean_battle")
+
+
+def _battle_style(records: list[dict], path: Path, positions: np.ndarray, what: str,
+                  style: bool | None) -> dict[str, np.ndarray]:
+    """The ``style_*`` columns from ``conv_metadata`` (empty when absent and not required)."""
+    if style is False:
+        return {}
+    meta = [r.get("conv_metadata") for r in records]
+    needed = [k for _, a, b in _BATTLE_STYLE for k in (a, b)]
+    lacking = np.array([not isinstance(m, dict) or any(k not in m for k in needed)
+                        for m in meta], dtype=bool)
+    if lacking.any():
+        if style is None:
+            return {}
+        raise WinrateInputError(f"{path}: conv_metadata with {needed} missing in {what}(s) "
+                                f"{first_rows(lacking, positions)} (needed for style=True)")
+
+    def count(value) -> float:  # FastChat: an int, or a dict of sub-counts to add up
+        if isinstance(value, dict):
+            value = sum(value.values())
+        return float(value) if isinstance(value, (int, float)) else np.nan
+
+    columns = {}
+    for feature, key_a, key_b in _BATTLE_STYLE:
+        x_a = np.array([count(m[key_a]) for m in meta])
+        x_b = np.array([count(m[key_b]) for m in meta])
+        bad = ~np.isfinite(x_a) | ~np.isfinite(x_b) | (x_a < 0) | (x_b < 0)
+        if bad.any():
+            raise WinrateInputError(f"{path}: conv_metadata {key_a}/{key_b} is not a "
+                                    f"count >= 0 in {what}(s) {first_rows(bad, positions)}")
+        columns[STYLE_PREFIX + feature] = style_difference(x_a, x_b)
+    return columns
+
+
+def _check_same_columns(parts: list[pd.DataFrame], files: Sequence[Path]) -> None:
+    """Every file must give the same columns (prompt, judge, style), or rows would mix."""
+    first = set(parts[0].columns) if parts else set()
+    for part, path in zip(parts, files, strict=True):
+        if set(part.columns) != first:
+            raise WinrateInputError(
+                f"{path}: gives columns {sorted(part.columns)} but {files[0]} gives "
+                f"{sorted(first)} (a prompt id, judge or conv_metadata field is missing in "
+                "one of them)")
+
+
+# --------------------------------------------------------------------------- arena_hard
+
+#: arena-hard-auto's default baseline for arena-hard-v0.1 (``show_result.py --baseline``).
+ARENA_HARD_BASELINE = "gpt-4-0314"
+#: Score of the answer shown as A, and whether the verdict is strong.
+_ARENA_VERDICT = {
+    "A>>B": (1.0, True), "A>B": (1.0, False), "A=B": (0.5, False), "B>A": (0.0, False),
+    "B>>A": (0.0, True), "A<<B": (0.0, True), "A<B": (0.0, False), "B=A": (0.5, False),
+    "B<A": (1.0, False), "B<<A": (1.0, True),
+}
+
+
+def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
+                     strong_weight: int = 1) -> pd.DataFrame:
+    """arena-hard-auto ``model_judgment`` JSONL files (see the module docstring)."""
+    if isinstance(strong_weight, bool) or not isinstance(strong_weight, (int, np.integer)) \
+            or strong_weight < 1:
+        raise WinrateInputError(f"arena_hard: strong_weight must be an integer >= 1, got "
+                                f"{strong_weight!r}")
+    parts = []
+    dropped = _Dropped("arena_hard", "a null game verdict")
+    for path in _progress(files, "arena_hard"):
+        records, positions, what = _read_records(path)
+        prompt_key = _first_present(records, ("question_id", "uid"))
+        if prompt_key is None:
+            raise WinrateInputError(f"{path}: every record needs 'question_id' (or 'uid' "
+                                    "in arena-hard v2)")
+        rows = _fields(records, (prompt_key, "model", "judge", "games", "baseline"), path,
+                       positions, what, required=("model", "games"))
+        games = rows["games"]
+        malformed = ~games.map(lambda g: isinstance(g, list) and len(g) == 2).to_numpy()
+        if malformed.any():
+            raise WinrateInputError(f"{path}: 'games' is not a list of two games in "
+                                    f"{what}(s) {first_rows(malformed, positions)}")
+        named = rows["baseline"].notna().to_numpy()
+        clash = named & (rows["baseline"] != baseline).to_numpy() & (baseline is not None)
+        if clash.any():
+            raise WinrateInputError(f"{path}: {what}(s) {first_rows(clash, positions)} name "
+                                    f"the baseline {rows['baseline'][clash].iloc[0]!r}, not "
+                                    f"baseline={baseline!r}")
+        base = rows["baseline"].where(named, _baseline(baseline))
+        judge = rows["judge"].where(rows["judge"].notna(), path.parent.name).astype(str)
+        prompt = _text_ids(rows[prompt_key], path, prompt_key, positions, what)
+        model = _text_ids(rows["model"], path, "model", positions, what)
+        for game, model_is_a in ((0, False), (1, True)):
+            verdict = games.map(lambda g, k=game: g[k].get("score")
+                                if isinstance(g[k], dict) else g[k])
+            parts.append(_arena_game(verdict, model_is_a, prompt, judge, model, base,
+                                     strong_weight, path, positions, what, game, dropped))
+    dropped.warn()
+    return _assemble(parts, "arena_hard")
+
+
+def _baseline(baseline: str | None) -> str:
+    return ARENA_HARD_BASELINE if baseline is None else baseline
+
+
+def _arena_game(verdict: pd.Series, model_is_a: bool, prompt, judge, model, base,
+                strong_weight: int, path: Path, positions, what: str, game: int,
+                dropped: _Dropped) -> pd.DataFrame:
+    """Rows of one game position: the model's score from the verdict on (A, B)."""
+    known = verdict.map(lambda v: v in _ARENA_VERDICT if isinstance(v, str) else False)
+    null = verdict.isna().to_numpy()
+    unknown = ~known.to_numpy() & ~null
+    if unknown.any():
+        shown = sorted({repr(v) for v in verdict[unknown]})[:5]
+        raise WinrateInputError(f"{path}: game {game + 1}: unknown verdict "
+                                f"{', '.join(shown)} in {what}(s) "
+                                f"{first_rows(unknown, positions)} (expected one of "
+                                f"{', '.join(_ARENA_VERDICT)} or null)")
+    dropped.add(path, int(null.sum()), len(null))
+    kept = ~null
+    a_score = verdict[kept].map(lambda v: _ARENA_VERDICT[v][0]).to_numpy(float)
+    strong = verdict[kept].map(lambda v: _ARENA_VERDICT[v][1]).to_numpy(bool)
+    part = pd.DataFrame({
+        "prompt_id": prompt[kept].to_numpy(),
+        "judge_id": judge[kept].to_numpy(),
+        "model_a": model[kept].astype(str).to_numpy(),
+        "model_b": base[kept].astype(str).to_numpy(),
+        "outcome": a_score if model_is_a else 1.0 - a_score,
+    })
+    if strong_weight != 1:
+        part["count"] = np.where(strong, strong_weight, 1)
+    return part
+
+
+_READERS: dict[str, Callable[..., pd.DataFrame]] = {
+    "alpaca_eval": _read_alpaca_eval,
+    "qlora": _read_qlora,
+    "prd": _read_prd,
+    "clean_battle": _read_clean_battle,
+    "arena_hard": _read_arena_hard,
+}
