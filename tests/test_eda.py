@@ -74,7 +74,10 @@ def test_per_clustering_ses_match_brute_force():
     frame = _frame()
     report = _explore(_log(frame), ("prompt", "judge", "prompt+judge", "category"))
     scores, _, u = _brute_force(frame.rename(columns={}), 5)
-    naive = u.T @ u * len(frame) / (len(frame) - 1)
+    pair = np.minimum(frame.model_a, frame.model_b) * 5 + np.maximum(frame.model_a, frame.model_b)
+    n_pair = pair.map(pair.value_counts()).to_numpy()
+    ddof = n_pair / (n_pair - 1)  # each pair its own stratum (Cochran 1977, eq. 5.6)
+    naive = (u * ddof[:, None]).T @ u
     np.testing.assert_allclose(report.score, scores, atol=1e-12)
     np.testing.assert_allclose(report.se_naive, np.sqrt(np.diag(naive)), rtol=1e-9)
 

@@ -86,12 +86,13 @@ def by_hand():
     for a, b, q, s in rows:
         u_a = (s - psi[a, b]) / count[a, b] / opponents[a]
         u_b = -(s - psi[a, b]) / count[a, b] / opponents[b]
-        naive[a] += u_a**2
-        naive[b] += u_b**2
+        ddof = count[a, b] / (count[a, b] - 1)  # per pair: Cochran's stratified mean
+        naive[a] += ddof * u_a**2
+        naive[b] += ddof * u_b**2
         cluster[q][a] += u_a
         cluster[q][b] += u_b
     n, g = len(rows), len(cluster)
-    se_naive = [math.sqrt(n / (n - 1) * v) for v in naive]
+    se_naive = [math.sqrt(v) for v in naive]
     se_prompt = [math.sqrt(g / (g - 1) * sum(t[i] ** 2 for t in cluster.values()))
                  for i in range(k)]
     ties = sum(1 for row in rows if row[3] == 0.5) / n

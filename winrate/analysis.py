@@ -357,7 +357,8 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
         board = estimators.fit(log, model, weights=weights, baseline=baseline, anchor=anchor,
                                covariates=covariates, prior=prior, ties=ties)
     k = len(board.models)
-    naive_full = naive_cov(board.influence, correction, log.frequency, bread=board.bread)
+    naive_full = naive_cov(board.influence, correction, log.frequency, bread=board.bread,
+                           strata=board.pair if board.estimator == "winrate" else None)
     cov_naive = naive_full[:k, :k]
     axes, psd_repaired, full = {}, False, naive_full
     if clustering:

@@ -287,24 +287,38 @@ def _cluster_meat(influence, groups) -> np.ndarray:
 
 
 def naive_cov(influence, correction: str = "none", frequency=None,
-              bread: np.ndarray | None = None) -> np.ndarray:
+              bread: np.ndarray | None = None, strata=None) -> np.ndarray:
     """Covariance treating rows as independent: ``V = sum_r u_r u_r^T`` (times n/(n-1) for CR1).
 
     With frequency weights ``f_r`` (row r stands for f_r identical comparisons, and its
     influence row is their total ``f_r u_r``), ``V = sum_r (f_r u_r)(f_r u_r)^T / f_r`` and
     ``n = sum_r f_r``: exactly the naive covariance of the expanded log. ``bread``: see the
     module doc.
+
+    ``strata`` (with CR1): the estimator is a combination of stratum means (the win rate's
+    pairs), so each stratum h gets its own ``n_h / (n_h - 1)`` instead of ``n / (n - 1)``:
+    the unbiased variance of a stratified mean (Cochran 1977, "Sampling Techniques", eq.
+    5.6). A baseline design's naive SE is then exactly each model's standard error of the
+    mean (AlpacaEval's ``standard_error``). A stratum of one comparison contributes nothing.
     """
     infl = _as_influence(influence)
     freq = np.ones(infl.shape[0]) if frequency is None else np.asarray(frequency, dtype=float)
     if freq.shape != (infl.shape[0],):
         raise ValueError(f"frequency has shape {freq.shape}, expected ({infl.shape[0]},)")
+    row_scale = 1.0 / freq
+    factor = small_sample_factor(freq.sum(), correction)
+    if strata is not None and correction != "none":
+        codes, n_strata = group_codes(strata)
+        size = np.bincount(codes, weights=freq, minlength=n_strata)
+        row_scale = row_scale * np.divide(size, size - 1, out=np.ones(n_strata),
+                                          where=size > 1)[codes]
+        factor = 1.0
     if sp.issparse(infl):
-        meat = _csr_row_meat(*_csr_parts(infl), 1.0 / freq, infl.shape[1],
+        meat = _csr_row_meat(*_csr_parts(infl), row_scale, infl.shape[1],
                              numba.get_num_threads())
     else:
-        meat = (infl / freq[:, None]).T @ infl
-    return small_sample_factor(freq.sum(), correction) * sandwich(meat, bread)
+        meat = (infl * row_scale[:, None]).T @ infl
+    return factor * sandwich(meat, bread)
 
 
 def _require_two_clusters(n_groups: int, what: str = "groups") -> None:
