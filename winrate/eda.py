@@ -504,13 +504,22 @@ def format_structure(report: EdaReport) -> str:
     return "\n".join(lines)
 
 
+def _unit(report: EdaReport) -> tuple[float, str]:
+    """Printed scale: win rates in percent, Bradley-Terry ratings in Elo points."""
+    if report.settings.get("model") == "bt":
+        return 1.0, "ratings and SEs in Elo points"
+    return 100.0, "score and SEs in percent"
+
+
 def model_table(report: EdaReport) -> pd.DataFrame:
-    """Per model (best score first): score and SEs in percent, inflations, effective n."""
+    """Per model (best score first): score and SEs in percent (Elo points for
+    Bradley-Terry), inflations, effective n."""
+    factor = _unit(report)[0]
     table = {"model": [str(m) for m in report.models], "n": report.n,
-             "prompts": report.prompts, "score": 100 * report.score,
-             "se_naive": 100 * report.se_naive}
+             "prompts": report.prompts, "score": factor * report.score,
+             "se_naive": factor * report.se_naive}
     shown = [r for r in report.clusterings.values() if r.identified]
-    table.update({f"se_{r.name}": 100 * r.se for r in shown})
+    table.update({f"se_{r.name}": factor * r.se for r in shown})
     table.update({f"infl_{r.name}": r.inflation for r in shown})
     table["eff_n"] = report.effective_n
     frame = pd.DataFrame(table).sort_values("score", ascending=False, kind="stable")
@@ -530,7 +539,7 @@ def format_table(report: EdaReport) -> str:
         values = dict(zip(frame.columns, row, strict=True))
         lines.append(f"{values['model']:<{width}}  " + "  ".join(
             f"{_fmt(values[c], spec.get(c, '.2f')):>{sizes[c]}}" for c in cols))
-    note = ("score and SEs in percent; 'x AXIS' = SE inflation SE_AXIS / SE_naive; "
+    note = (f"{_unit(report)[1]}; 'x AXIS' = SE inflation SE_AXIS / SE_naive; "
             + (f"eff_n = n / DEFF of {report.main}" if report.main else
                "eff_n undefined: no clustering is identified"))
     return "\n".join(lines + [note])
