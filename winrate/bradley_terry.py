@@ -426,7 +426,7 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
         weights=None, influence=rows, pair=pair, pairs=table[3], centered=centered,
         bread=bread, estimator="bt", scale="elo", log_models=names, contestants=keep,
         report_map=R, report_offset=offset, coef_names=coef_names, coef=params[k:],
-        options=options)
+        options=options, row_level=bool(covariates) or ties == "davidson")
 
 
 def _fit_logit(log, table, precision, centred):
@@ -496,10 +496,6 @@ class PairRefit:
     """
 
     def __init__(self, board: Leaderboard, total_counts: np.ndarray):
-        if board.coef_names:
-            raise WinrateInputError(
-                "jackknife and bootstrap refits of Bradley-Terry with covariates or Davidson "
-                "ties are not available (they need row-level refits); use --method sandwich")
         self.board = board
         self.lo = board.pairs[:, 0].astype(np.int64)
         self.hi = board.pairs[:, 1].astype(np.int64)
@@ -559,3 +555,45 @@ class PairRefit:
                 break
         theta[moving | (np.abs(theta) > _DIVERGED).any(axis=1)] = np.nan
         return theta
+
+
+class RowRefit:
+    """Bradley-Terry refits of re-weighted logs when the fit needs the rows (covariates,
+    Davidson ties): replicate b gives row r the frequency ``counts[b, r]`` (the resampled
+    copies of the row) and :func:`fit` runs on it with the same options, covariates
+    re-standardised. A replicate whose fit is not identified (disconnected, infinite MLE)
+    has no ratings (NaN). One fit per replicate: O(n) each, so B replicates cost B fits.
+    """
+
+    def __init__(self, board: Leaderboard, log: ComparisonLog):
+        self.board, self.log = board, log
+        options = board.options
+        anchor = options["anchor"]
+        self.kwargs = {"ties": options["ties"], "prior": options["prior"],
+                       "covariates": tuple(options["covariates"]),
+                       "anchor": None if anchor is None or options["baseline"] else
+                       (anchor["model"], anchor["rating"]),
+                       "baseline": options["baseline"]}
+
+    def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """(B, K) reported ratings; ``counts`` (B, n) are the replicate row frequencies."""
+        counts = np.atleast_2d(counts)
+        out = np.full((counts.shape[0], len(self.board.models)), np.nan)
+        for b, freq in enumerate(counts):
+            out[b] = self._refit(freq)
+        return out
+
+    def _refit(self, freq: np.ndarray) -> np.ndarray:
+        keep = freq > 1e-12 * freq.max(initial=0.0)
+        log = self.log
+        models = np.unique(np.concatenate([log.model_a[keep], log.model_b[keep]]))
+        if models.size < log.n_models:  # a model lost every comparison of this replicate
+            return np.nan
+        sub = ComparisonLog(log.model_a[keep], log.model_b[keep], log.score[keep], log.models,
+                            {}, freq[keep], {k: v[keep] for k, v in log.features.items()})
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", WinrateWarning)
+                return fit(sub, **self.kwargs).scores
+        except WinrateInputError:  # not identified in this replicate
+            return np.nan

@@ -89,6 +89,8 @@ class Leaderboard:
         contestants).
     coef_names, coef : further parameters (style covariates, Davidson's tie parameter).
     options : estimator settings for reports (baseline, anchor, prior, ties, covariates).
+    row_level : True when the estimate depends on the rows beyond their pair totals
+        (covariates, Davidson ties), so resampling refits it from row totals.
     """
 
     models: np.ndarray
@@ -110,6 +112,15 @@ class Leaderboard:
     coef_names: tuple[str, ...] = ()
     coef: np.ndarray = field(default_factory=lambda: np.empty(0))
     options: dict = field(default_factory=dict)
+    row_level: bool = False
+
+    @property
+    def resampling_units(self) -> tuple[np.ndarray, int]:
+        """The units whose cluster totals determine a refit: each row's pair and the
+        number of pairs, or (with ``row_level``) the rows themselves."""
+        if self.row_level:
+            return np.arange(self.influence.shape[0]), self.influence.shape[0]
+        return self.pair, len(self.pairs)
 
     @property
     def all_models(self) -> np.ndarray:

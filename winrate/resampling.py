@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from winrate.bradley_terry import PairRefit
+from winrate.bradley_terry import PairRefit, RowRefit
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
@@ -96,9 +96,10 @@ def pair_totals(log: ComparisonLog, board: Leaderboard, groups) -> PairTotals:
             f"cluster codes have {codes.shape[0]} entries but the log has {log.n_rows} rows"
         )
     score_low = np.where(log.model_a > log.model_b, 1.0 - log.score, log.score)
-    keep = board.pair >= 0  # rows of zero frequency belong to no observed pair
-    shape = (n_groups, len(board.pairs))
-    idx = (codes[keep], board.pair[keep])
+    unit, n_units = board.resampling_units
+    keep = unit >= 0  # rows of zero frequency belong to no observed pair
+    shape = (n_groups, n_units)
+    idx = (codes[keep], unit[keep])
     f = log.weight[keep]
     wins = sp.coo_array((f * score_low[keep], idx), shape=shape).tocsr()
     counts = sp.coo_array((f, idx), shape=shape).tocsr()
@@ -163,12 +164,14 @@ class _ReportedScorer:
         return self.board.report(self.scorer.scores(wins, counts))
 
 
-def replicate_scorer(board: Leaderboard, weights, total_counts):
+def replicate_scorer(board: Leaderboard, weights, total_counts, log: ComparisonLog):
     """Scores of replicate pair totals by refitting ``board``'s estimator exactly: the win
     rate from its ratio form (:class:`PairScorer`), Bradley-Terry by batched Newton
-    refits (:class:`winrate.bradley_terry.PairRefit`)."""
+    refits (:class:`winrate.bradley_terry.PairRefit`) or, when it needs the rows
+    (covariates, Davidson ties), by refits of the re-weighted rows
+    (:class:`winrate.bradley_terry.RowRefit`)."""
     if board.estimator == "bt":
-        return PairRefit(board, total_counts)
+        return RowRefit(board, log) if board.row_level else PairRefit(board, total_counts)
     if board.contestants is None:
         return PairScorer(board, weights, total_counts)
     return _ReportedScorer(board, weights, total_counts)
@@ -221,7 +224,7 @@ def jackknife_replicates(log: ComparisonLog, groups, weights="uniform",
     ``S^(-g) = score(W - W_g, N - N_g)`` in O(G P) instead of G refits."""
     board = fit(log, weights=weights) if board is None else board
     totals = pair_totals(log, board, groups)
-    scorer = replicate_scorer(board, weights, totals.total_counts)
+    scorer = replicate_scorer(board, weights, totals.total_counts, log)
     return np.concatenate([s for _, s in _jackknife_blocks(totals, scorer)])
 
 
@@ -251,7 +254,7 @@ def _cv3(log, board, groups, weights, center, units=None) -> tuple[np.ndarray, i
     units, each deleted in turn, so its replicate counts ``m_g`` times among
     ``n = sum_g m_g`` replicates."""
     totals = pair_totals(log, board, groups)
-    scorer = replicate_scorer(board, weights, totals.total_counts)
+    scorer = replicate_scorer(board, weights, totals.total_counts, log)
     k = len(board.models)
     mult = np.ones(totals.n_clusters) if units is None else np.asarray(units, float)
     n_units = mult.sum()
@@ -428,7 +431,7 @@ class ProductWeightScorer:
     def __init__(self, log: ComparisonLog, board: Leaderboard, groups: list, weights="uniform"):
         cells, self.n_cells, self.sizes, self.cell_of_axis = _cell_structure(log, groups)
         totals = pair_totals(log, board, cells)
-        self.scorer = replicate_scorer(board, weights, totals.total_counts)
+        self.scorer = replicate_scorer(board, weights, totals.total_counts, log)
         self.wins_t, self.counts_t = totals.wins.T.tocsr(), totals.counts.T.tocsr()
 
     def scores(self, cluster_weights: list[np.ndarray]) -> np.ndarray:
