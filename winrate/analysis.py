@@ -171,18 +171,27 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     )
 
 
+def _few_clusters(axis: AxisSummary, method: str) -> str:
+    """The few-cluster warning, worded for the variance method that was run."""
+    head = (f"axis '{axis.name}' has only {axis.n_clusters} clusters (< {FEW_CLUSTERS}): "
+            f"its clustered SE rests on {axis.n_clusters} independent units")
+    if method == "sandwich":
+        return (head + " and is unreliable; use t(G - 1) critical values (--reference t; "
+                "--method jackknife does) or a bootstrap, and treat the SE as rough.")
+    if method == "jackknife":
+        return (head + "; the jackknife with t(G - 1) critical values is the few-cluster "
+                "method, but with so few clusters its SE is still rough.")
+    return (head + f"; the bootstrap can only resample these {axis.n_clusters} clusters, "
+            "so its SE is rough.")
+
+
 def _warnings(board: Leaderboard, axes: dict[str, AxisSummary], se: np.ndarray,
-              psd_repaired: bool) -> list[str]:
+              psd_repaired: bool, method: str = "sandwich") -> list[str]:
     """Plain-language warnings about what the numbers can and cannot support."""
     notes = []
     for axis in axes.values():
         if axis.n_clusters < FEW_CLUSTERS:
-            notes.append(
-                f"axis '{axis.name}' has only {axis.n_clusters} clusters (< {FEW_CLUSTERS}): "
-                f"its clustered SE rests on {axis.n_clusters} independent units and is "
-                "unreliable; use t(G - 1) critical values (--reference t; --method jackknife does) "
-                "or a bootstrap, and treat the SE as rough."
-            )
+            notes.append(_few_clusters(axis, method))
         if axis.single_cluster_pairs:
             notes.append(
                 f"axis '{axis.name}': {axis.single_cluster_pairs} of {len(board.pairs)} model "
@@ -301,7 +310,7 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     if choice is not None and choice.wild is not None:
         intervals = WaldIntervals(board.scores, choice.wild.se, choice.wild.low,
                                   choice.wild.high, float("nan"), alpha, df)
-    notes = _warnings(board, axes, intervals.se, psd_repaired) + resampling_notes
+    notes = _warnings(board, axes, intervals.se, psd_repaired, method) + resampling_notes
     for note in notes:
         warnings.warn(note, WinrateWarning, stacklevel=2)
     settings = {"cluster": list(clustering) or ["none"], "weights": _weights_label(weights),

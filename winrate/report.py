@@ -60,6 +60,7 @@ import pandas as pd
 from winrate.analysis import LeaderboardAnalysis
 
 SCHEMA = "winrate.leaderboard/1"
+_FRACTIONAL = " (a sum of fractional frequency weights)"
 
 
 def json_safe(value):
@@ -77,6 +78,23 @@ def json_safe(value):
     if isinstance(value, np.str_):
         return str(value)
     return value
+
+
+def format_count(n: float) -> str:
+    """A number of comparisons as it is: ``1,034`` when whole, ``1,034.5`` for a sum of
+    fractional frequency weights (never rounded to a whole number)."""
+    return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.10g}"
+
+
+def format_number(value: float, spec: str) -> str:
+    """``value`` formatted by ``spec``; ``-`` when undefined (NaN or infinite)."""
+    return format(value, spec) if np.isfinite(value) else "-"
+
+
+def _median(values: np.ndarray) -> float:
+    """Median over the defined values; NaN (no RuntimeWarning) when none is defined."""
+    finite = values[np.isfinite(values)]
+    return float(np.median(finite)) if finite.size else float("nan")
 
 
 def _joint_columns(analysis: LeaderboardAnalysis) -> dict:
@@ -141,12 +159,22 @@ def format_table(analysis: LeaderboardAnalysis) -> str:
     width = max(5, table["model"].str.len().max())
     for row in table.itertuples():
         lines.append(
-            f"{row.rank:>3}  {row.model:<{width}}  {100 * row.score:6.2f}  "
-            f"{100 * row.se_naive:8.2f}  {100 * row.se:6.2f}  "
-            f"[{100 * row.ci_low:6.2f}, {100 * row.ci_high:6.2f}]  {row.inflation:5.2f}  "
-            f"{row.n:9.0f}" + _joint_cells(row)
+            f"{row.rank:>3}  {row.model:<{width}}  {_points(row.score, 6)}  "
+            f"{_points(row.se_naive, 8)}  {_points(row.se, 6)}  "
+            f"[{_points(row.ci_low, 6)}, {_points(row.ci_high, 6)}]  "
+            f"{format_number(row.inflation, '5.2f'):>5}  "
+            f"{format_count(row.n):>9}" + _joint_cells(row)
         )
-    return "\n".join(lines[:1]) + _joint_header(table, level) + "\n" + "\n".join(lines[1:])
+    text = "\n".join(lines[:1]) + _joint_header(table, level) + "\n" + "\n".join(lines[1:])
+    if not np.isfinite(table["inflation"]).all():
+        text += ("\n'-' = undefined: infl. is SE / SE naive, and the naive SE is 0 when "
+                 "every comparison in a model's pairs had the same outcome")
+    return text
+
+
+def _points(value: float, width: int) -> str:
+    """A score or SE in percentage points, right-aligned; ``-`` when undefined."""
+    return f"{format_number(100 * value, '.2f'):>{width}}"
 
 
 def _joint_header(table: pd.DataFrame, level: int) -> str:
@@ -157,7 +185,7 @@ def _joint_header(table: pd.DataFrame, level: int) -> str:
 def _joint_cells(row) -> str:
     cells = ""
     if hasattr(row, "sim_low"):
-        cells += f"  [{100 * row.sim_low:6.2f}, {100 * row.sim_high:6.2f}]"
+        cells += f"  [{_points(row.sim_low, 6)}, {_points(row.sim_high, 6)}]"
     if hasattr(row, "rank_low"):
         ranks = "" if np.isnan(row.rank_low) else f"{row.rank_low:.0f}-{row.rank_high:.0f}"
         cells += f"  {ranks:>8}"
@@ -169,7 +197,9 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
     s = analysis.settings
     ref = "normal" if s["df"] is None else f"t({s['df']})"
     lines = [
-        f"{analysis.n_comparisons:,.0f} comparisons, {len(analysis.models)} models; "
+        f"{format_count(analysis.n_comparisons)} comparisons"
+        f"{'' if float(analysis.n_comparisons).is_integer() else _FRACTIONAL}, "
+        f"{len(analysis.models)} models; "
         f"clustered by {' + '.join(s['cluster'])} ({s['correction']}), weights={s['weights']}, "
         f"reference {ref}"
     ]
@@ -185,7 +215,8 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
         lines.append(
             f"  {axis.name}: {axis.n_clusters:,} clusters, mean size "
             f"{axis.mean_cluster_size:.1f}, median SE inflation "
-            f"{np.nanmedian(np.sqrt(axis.deff)):.2f}, pair-level ICC {axis.icc:.3f}"
+            f"{format_number(_median(np.sqrt(axis.deff)), '.2f')}, pair-level ICC "
+            f"{format_number(axis.icc, '.3f')}"
         )
     return "\n".join(lines)
 
