@@ -211,18 +211,24 @@ def _first_bad_line(path: Path, check) -> tuple[int, bytes] | None:
 
 def _not_utf8(path: Path) -> WinrateInputError:
     bad = _first_bad_line(path, lambda line: line.decode("utf-8"))
-    where = "" if bad is None else f" (line {bad[0]}: {bad[1][:60]!r})"
+    where = "" if bad is None else f" (line {bad[0]}: {bad[1][:40]!r})"
     return WinrateInputError(f"{str(path)!r} is not UTF-8 text{where}; save it as UTF-8 "
                              "(e.g. iconv -f latin1 -t utf-8) and retry")
 
 
+def _json_object(line: bytes) -> None:
+    """A JSON Lines line: blank, or one JSON object (ValueError otherwise)."""
+    if line.strip() and not isinstance(json.loads(line), dict):
+        raise ValueError("not a JSON object")
+
+
 def _bad_json(path: Path, fmt: str, error: Exception) -> WinrateInputError:
     if fmt == "jsonl":
-        bad = _first_bad_line(path, lambda line: line.strip() and json.loads(line))
+        bad = _first_bad_line(path, _json_object)
         if bad is not None:
             text = bad[1].decode("utf-8", "replace").strip()
-            return WinrateInputError(f"{str(path)!r}: line {bad[0]} is not valid JSON: "
-                                     f"{text[:60]!r}")
+            return WinrateInputError(f"{str(path)!r}: line {bad[0]} is not a valid JSON "
+                                     f"object: {text[:60]!r}")
     return WinrateInputError(f"cannot read {str(path)!r} as {fmt.upper()}: "
                              f"{_first_line(error)}")
 
@@ -270,9 +276,11 @@ def read_table(path, text_cols=()) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise WinrateInputError(f"{str(path)!r} has no columns (an empty {fmt.upper()} "
                                 "file)") from None
-    except (ValueError, OSError, EOFError, ImportError) as error:
-        if fmt in ("json", "jsonl") and isinstance(error, ValueError):
-            raise _bad_json(path, fmt, error) from None
+    except (ValueError, TypeError, OSError, EOFError, ImportError) as error:
+        if fmt in ("json", "jsonl") and isinstance(error, (ValueError, TypeError)):
+            raise _bad_json(path, fmt, error) from None  # pandas raises TypeError on [1, 2]
+        if isinstance(error, TypeError):
+            raise
         raise WinrateInputError(f"cannot read {str(path)!r} as {fmt.upper()}: "
                                 f"{_first_line(error)}") from None
 

@@ -97,7 +97,7 @@ from winrate.analysis import (
     parse_clustering,
 )
 from winrate.data import ComparisonLog, read_dataset
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError, WinrateWarning, check_output_path
 from winrate.leaderboard import fit
 from winrate.report import json_safe
 from winrate.variance import DEFAULT_CORRECTION
@@ -606,6 +606,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exploratory report: how much clustering inflates each model's SE on a dataset."""
+    check_output_path(args.json, "--json")
     report = explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
                              weights=args.weights, correction=args.correction)
     if args.json:
