@@ -378,6 +378,9 @@ def read_comparisons(
     without ``judge_id`` has one judge, one without ``prompt_id`` cannot be clustered by
     prompt. A column named explicitly must exist. ``weight_col`` holds frequency weights
     (a row stands for that many identical comparisons); rows of weight 0 are dropped.
+    Fractional weights are allowed and enter every formula as they are (a row of weight
+    0.5 is half a comparison; the report prints the unrounded sum); only the unclustered
+    row jackknife and bootstrap, which resample comparisons, need whole numbers.
     ``extra_cols`` are kept as further clustering axes under their own names. From a file,
     the id and model columns are read as text exactly as written (:func:`read_table`).
     """
