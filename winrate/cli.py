@@ -108,7 +108,7 @@ def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
     if used == DEFAULT_CLUSTERING:
         return used, None
     chosen = " + ".join(used) if used else "none (rows treated as independent)"
-    reasons = "; ".join(f"{problem}" for problem in problems.values() if problem)
+    reasons = "; ".join(problem for problem in problems.values() if problem)
     return used, f"default clustering prompt+judge: clustered by {chosen}, because {reasons}"
 
 

@@ -133,8 +133,8 @@ def model_like_columns(df: pd.DataFrame, question_col: str, used: Sequence[str])
         labels = df[col].nunique()
         varies = df.groupby(questions, sort=False)[col].nunique().max() > 1
         if varies and 2 * labels <= len(df):
-            found.append((not named, str(col)))
-    return [col for _, col in sorted(found)]
+            found.append((not named, col))
+    return [col for _, col in sorted(found, key=lambda item: (item[0], str(item[1])))]
 
 
 def _refuse_pooled_models(df: pd.DataFrame, question_col: str, used: Sequence[str]) -> None:
