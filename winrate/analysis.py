@@ -233,18 +233,28 @@ def incomplete_design_note(board: Leaderboard) -> str | None:
             "(never imputed), so models are scored against slightly different opponent sets.")
 
 
+def _few_clusters(axis: AxisSummary, method: str) -> str:
+    """The few-cluster warning, worded for the variance method that was run."""
+    head = (f"axis '{axis.name}' has only {axis.n_clusters} clusters (< {FEW_CLUSTERS}): "
+            f"its clustered SE rests on {axis.n_clusters} independent units")
+    if method == "sandwich":
+        return (head + " and is unreliable; use t(G - 1) critical values (--reference t; "
+                "--method jackknife does) or a bootstrap, and treat the SE as rough.")
+    if method == "jackknife":
+        return (head + "; the jackknife with t(G - 1) critical values is the few-cluster "
+                "method, but with so few clusters its SE is still rough.")
+    return (head + f"; the bootstrap can only resample these {axis.n_clusters} clusters, "
+            "so its SE is rough.")
+
+
 def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
-              not_estimable: dict[str, str], psd_repaired: bool) -> list[str]:
+              not_estimable: dict[str, str], psd_repaired: bool,
+              method: str = "sandwich") -> list[str]:
     """Plain-language warnings about what the numbers can and cannot support."""
     notes = []
     for axis in axes.values():
         if axis.n_clusters < FEW_CLUSTERS:
-            notes.append(
-                f"axis '{axis.name}' has only {axis.n_clusters} clusters (< {FEW_CLUSTERS}): "
-                f"its clustered SE rests on {axis.n_clusters} independent units and is "
-                "unreliable; use t(G - 1) critical values (--reference t; --method jackknife does) "
-                "or a bootstrap, and treat the SE as rough."
-            )
+            notes.append(_few_clusters(axis, method))
         if axis.single_cluster_pairs:
             notes.append(
                 f"axis '{axis.name}': {axis.single_cluster_pairs} of {len(board.pairs)} model "
@@ -397,7 +407,7 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
                                   choice.wild.high, float("nan"), alpha, df)
     not_estimable = not_estimable_models(board, intervals.se, axes)
     intervals = _blank(intervals, board.models, not_estimable)
-    notes = (_warnings(board, axes, not_estimable, psd_repaired) + floor_notes
+    notes = (_warnings(board, axes, not_estimable, psd_repaired, method) + floor_notes
              + resampling_notes)
     for note in notes:
         warnings.warn(note, WinrateWarning, stacklevel=2)

@@ -11,11 +11,16 @@ import importlib
 import sys
 import warnings
 
-from winrate.analysis import analyze, parse_clustering
+from winrate.analysis import analyze, clustering_problem, parse_clustering
 from winrate.bradley_terry import TIE_MODELS
 from winrate.data import DEFAULT_COLUMNS, read_comparisons, read_dataset
 from winrate.download import DataUnavailableError, DownloadError
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import (
+    WinrateInputError,
+    WinrateWarning,
+    check_output_path,
+    describe_os_error,
+)
 from winrate.estimators import ESTIMATORS
 from winrate.formats import FORMATS, read_log
 from winrate.report import format_summary, format_table, leaderboard_table, write_json
@@ -63,9 +68,10 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--discrete", action="store_true",
                         help="alpaca_eval: win / tie / loss from the preference (AlpacaEval's "
                              "discrete_win_rate) instead of the judge's probability")
-    parser.add_argument("--cluster", default="prompt+judge",
+    parser.add_argument("--cluster", default=None,
                         help="none | prompt | judge | prompt+judge | COL[+COL...] "
-                             "(default: prompt+judge)")
+                             "(default: prompt+judge, or those of the two axes the log "
+                             "has; the report says which)")
     add_estimator_arguments(parser)
     parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
     parser.add_argument("--reference", default="normal", choices=("normal", "t"),
@@ -105,11 +111,17 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the bootstrap and Monte-Carlo critical values")
 
 
+DEFAULT_CLUSTERING = ("prompt", "judge")
+
+
 def _load_log(args: argparse.Namespace, clustering):
     discrete = {"discrete": True} if getattr(args, "discrete", False) else {}
     if discrete and "alpaca_eval" not in (args.dataset, getattr(args, "format", None)):
         raise WinrateInputError("--discrete applies to --format alpaca_eval or --dataset "
                                 "alpaca_eval only")
+    if args.dataset and args.input:
+        raise WinrateInputError(f"give either an INPUT file ({args.input!r}) or --dataset "
+                                f"{args.dataset}, not both")
     if args.dataset:
         return read_dataset(args.dataset, **discrete)
     if not args.input:
@@ -137,15 +149,33 @@ def estimator_options(args: argparse.Namespace) -> dict:
             "ties": args.ties, "correction": args.correction}
 
 
+def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
+    """The axes of the default ``prompt+judge`` clustering that ``log`` can be clustered
+    by, and a note saying which were used and why the others were not (None if all)."""
+    problems = {name: clustering_problem(log, (name,)) for name in DEFAULT_CLUSTERING}
+    used = tuple(name for name, problem in problems.items() if problem is None)
+    if used == DEFAULT_CLUSTERING:
+        return used, None
+    chosen = " + ".join(used) if used else "none (rows treated as independent)"
+    reasons = "; ".join(problem for problem in problems.values() if problem)
+    return used, f"default clustering prompt+judge: clustered by {chosen}, because {reasons}"
+
+
 def run_leaderboard(args: argparse.Namespace) -> int:
     """Ranked leaderboard with naive and clustered error bars."""
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
-    clustering = parse_clustering(args.cluster)
+    for flag in ("json", "csv", "plot"):
+        check_output_path(getattr(args, flag, None), f"--{flag}")
+    joint = _joint_flags(args)
+    clustering = parse_clustering(args.cluster) if args.cluster is not None else None
     with warnings.catch_warnings(record=True) as loading:
         warnings.simplefilter("always", WinrateWarning)
-        log = _load_log(args, clustering)
-    joint = _joint_flags(args)
+        log = _load_log(args, clustering or ())
+    loaded = [str(caught.message) for caught in loading]
+    note = None
+    if clustering is None:
+        clustering, note = default_clustering(log)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         result = analyze(log, cluster=clustering, alpha=args.alpha, reference=args.reference,
@@ -158,9 +188,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         write_json(result, args.json)
     if args.csv:
         leaderboard_table(result).to_csv(args.csv, index=False)
-    _print_report(result)
-    for caught in loading:
-        print(f"warning: {caught.message}")
+    _print_report(result, loaded, [note] if note else [])
     return 0
 
 
@@ -170,20 +198,27 @@ def _joint_flags(args: argparse.Namespace) -> dict:
     reps = getattr(args, "bootstrap_reps", 999)
     if method == "bootstrap" and reps < 99:
         raise WinrateInputError(f"--bootstrap-reps must be at least 99, got {reps}")
+    seed = getattr(args, "seed", 0)
+    if seed < 0:
+        raise WinrateInputError(f"--seed must be a whole number >= 0, got {seed}")
     plot = bool(getattr(args, "plot", None))
     simultaneous = getattr(args, "simultaneous", False) or plot
     ranks = getattr(args, "ranks", False) or plot
-    return {"method": method, "bootstrap_reps": reps, "seed": getattr(args, "seed", 0),
+    return {"method": method, "bootstrap_reps": reps, "seed": seed,
             "simultaneous": simultaneous, "ranks": ranks,
             "pairwise": getattr(args, "pairwise", False) or simultaneous or ranks,
             "rank_method": getattr(args, "rank_method", "marginal")}
 
 
-def _print_report(result) -> None:
+def _print_report(result, loaded=(), notes=()) -> None:
+    """The report on stdout; on stderr, ``notes`` (e.g. the clustering chosen by default),
+    then the loader's warnings and the analysis warnings, each once."""
     print(format_summary(result))
     print(format_table(result))
-    for note in result.warnings:
-        print(f"warning: {note}")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    for warning in dict.fromkeys([*loaded, *result.warnings]):
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -264,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except (WinrateInputError, DataUnavailableError, DownloadError) as error:
         print(f"winrate {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # reading or writing a file the checks could not foresee
+        print(f"winrate {args.command}: error: {describe_os_error(error)}", file=sys.stderr)
         return 2
 
 

@@ -19,11 +19,16 @@ of the (a, b) difference for a Bradley-Terry fit with style control.
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import json
+import lzma
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas._libs.parsers import STR_NA_VALUES
 
 from winrate.errors import WinrateInputError, first_rows
 from winrate.variance import factorize_groups
@@ -167,30 +172,135 @@ def _check_feature(values: np.ndarray, name: str, n: int, index=None) -> np.ndar
     return values
 
 
-_READERS = {
-    ".csv": pd.read_csv,
-    ".tsv": lambda p: pd.read_csv(p, sep="\t"),
-    ".jsonl": lambda p: pd.read_json(p, lines=True),
-    ".ndjson": lambda p: pd.read_json(p, lines=True),
-    ".json": pd.read_json,
-    ".parquet": pd.read_parquet,
-    ".pq": pd.read_parquet,
-}
+_COMPRESSION = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+            ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def read_table(path) -> pd.DataFrame:
-    """Read a CSV/TSV, JSON Lines, JSON or Parquet file, chosen by extension (``.gz`` ok)."""
+def _read_delimited(path: Path, sep: str, text_cols) -> pd.DataFrame:
+    """CSV/TSV with ``text_cols`` as text exactly as written: ``"007"`` stays ``"007"`` and
+    ``"NA"`` / ``"None"`` are names; only an empty field is missing there. Other columns
+    keep pandas' type inference and missing-value markers."""
+    header = pd.read_csv(path, sep=sep, nrows=0).columns
+    text = [c for c in header if c in set(text_cols)]
+    if not text:
+        return pd.read_csv(path, sep=sep)
+    missing = {c: [""] if c in text else sorted(STR_NA_VALUES) for c in header}
+    return pd.read_csv(path, sep=sep, dtype=dict.fromkeys(text, str), keep_default_na=False,
+                       na_values=missing)
+
+
+def _read_json(path: Path, lines: bool, text_cols) -> pd.DataFrame:
+    """JSON (Lines) without type guessing (``"007"`` is not the number 7); ``text_cols``
+    holding JSON numbers become their text."""
+    frame = pd.read_json(path, lines=lines, dtype=False)
+    for col in (c for c in text_cols if c in frame.columns):
+        values = frame[col]
+        frame[col] = values.where(values.isna(), values.astype(str))
+    return frame
+
+
+def _read(path: Path, fmt: str, text_cols) -> pd.DataFrame:
+    if fmt in ("csv", "tsv"):
+        return _read_delimited(path, "," if fmt == "csv" else "\t", text_cols)
+    if fmt in ("json", "jsonl"):
+        return _read_json(path, fmt == "jsonl", text_cols)
+    return pd.read_parquet(path)
+
+
+def _open_binary(path: Path):
+    """The file's lines as bytes, decompressed by extension."""
+    opener = _COMPRESSION.get(path.suffix.lower(), open)
+    return opener(path, "rb")
+
+
+def _first_bad_line(path: Path, check) -> tuple[int, bytes] | None:
+    """``(line number, line)`` of the first line where ``check(line)`` raises, else None.
+
+    Only run after a reader failed, to name the line in the error message."""
+    with _open_binary(path) as handle:
+        for number, line in enumerate(handle, start=1):  # error path only
+            try:
+                check(line)
+            except ValueError:
+                return number, line
+    return None
+
+
+def _not_utf8(path: Path) -> WinrateInputError:
+    bad = _first_bad_line(path, lambda line: line.decode("utf-8"))
+    where = "" if bad is None else f" (line {bad[0]}: {bad[1][:40]!r})"
+    return WinrateInputError(f"{str(path)!r} is not UTF-8 text{where}; save it as UTF-8 "
+                             "(e.g. iconv -f latin1 -t utf-8) and retry")
+
+
+def _json_object(line: bytes) -> None:
+    """A JSON Lines line: blank, or one JSON object (ValueError otherwise)."""
+    if line.strip() and not isinstance(json.loads(line), dict):
+        raise ValueError("not a JSON object")
+
+
+def _bad_json(path: Path, fmt: str, error: Exception) -> WinrateInputError:
+    if fmt == "jsonl":
+        bad = _first_bad_line(path, _json_object)
+        if bad is not None:
+            text = bad[1].decode("utf-8", "replace").strip()
+            return WinrateInputError(f"{str(path)!r}: line {bad[0]} is not a valid JSON "
+                                     f"object: {text[:60]!r}")
+    return WinrateInputError(f"cannot read {str(path)!r} as {fmt.upper()}: "
+                             f"{_first_line(error)}")
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else error.__class__.__name__
+
+
+def table_format(path) -> str:
+    """``csv``, ``tsv``, ``jsonl``, ``json`` or ``parquet`` from the extension (``.gz``,
+    ``.bz2``, ``.xz`` ignored)."""
     path = Path(path)
-    suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".xz")]
-    reader = _READERS.get(suffixes[-1] if suffixes else "")
-    if reader is None:
+    suffixes = [s.lower() for s in path.suffixes if s.lower() not in _COMPRESSION]
+    fmt = _FORMATS.get(suffixes[-1] if suffixes else "")
+    if fmt is None:
         raise WinrateInputError(
-            f"cannot tell the format of {str(path)!r}: use one of {sorted(_READERS)} "
+            f"cannot tell the format of {str(path)!r}: use one of {sorted(_FORMATS)} "
             "(optionally .gz)"
         )
+    return fmt
+
+
+def read_table(path, text_cols=()) -> pd.DataFrame:
+    """Read a CSV/TSV, JSON Lines, JSON or Parquet file, chosen by extension (``.gz`` ok).
+
+    ``text_cols`` (id and name columns) are read as text exactly as written: in CSV, prompt
+    ids ``"007"`` and ``"7"`` stay distinct and a model named ``"NA"`` or ``"None"`` is not
+    missing (only an empty field is). JSON is read without type guessing. Any problem
+    with the file (missing, a directory, empty, not UTF-8, malformed) is a
+    :class:`WinrateInputError` naming the file, never a pandas or pyarrow exception.
+    """
+    path = Path(path)
+    fmt = table_format(path)
     if not path.exists():
         raise WinrateInputError(f"file not found: {str(path)!r}")
-    return reader(path)
+    if path.is_dir():
+        raise WinrateInputError(f"{str(path)!r} is a directory, not a {fmt.upper()} file")
+    if path.stat().st_size == 0:
+        raise WinrateInputError(f"{str(path)!r} is empty (0 bytes)")
+    try:
+        return _read(path, fmt, text_cols)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except pd.errors.EmptyDataError:
+        raise WinrateInputError(f"{str(path)!r} has no columns (an empty {fmt.upper()} "
+                                "file)") from None
+    except (ValueError, TypeError, OSError, EOFError, ImportError) as error:
+        if fmt in ("json", "jsonl") and isinstance(error, (ValueError, TypeError)):
+            raise _bad_json(path, fmt, error) from None  # pandas raises TypeError on [1, 2]
+        if isinstance(error, TypeError):
+            raise
+        raise WinrateInputError(f"cannot read {str(path)!r} as {fmt.upper()}: "
+                                f"{_first_line(error)}") from None
 
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -288,12 +398,20 @@ def read_comparisons(
     without ``judge_id`` has one judge, one without ``prompt_id`` cannot be clustered by
     prompt. A column named explicitly must exist. ``weight_col`` holds frequency weights
     (a row stands for that many identical comparisons); rows of weight 0 are dropped.
+    Fractional weights are allowed and enter every formula as they are (a row of weight
+    0.5 is half a comparison; the report prints the unrounded sum); only the unclustered
+    row jackknife and bootstrap, which resample comparisons, need whole numbers.
     ``extra_cols`` are kept as further clustering axes under their own names;
-    ``feature_cols`` are numeric per-row covariates (``ComparisonLog.features``).
+    ``feature_cols`` are numeric per-row covariates (``ComparisonLog.features``). From a
+    file, the id and model columns are read as text exactly as written (:func:`read_table`).
     """
-    frame = source if isinstance(source, pd.DataFrame) else read_table(source)
+    if isinstance(source, pd.DataFrame):
+        frame, name = source, "the comparison log"
+    else:
+        text = (prompt_col, judge_col, model_a_col, model_b_col, *extra_cols)
+        frame, name = read_table(source, text_cols=text), f"{str(source)!r}"
     if frame.empty:
-        raise WinrateInputError("the comparison log is empty")
+        raise WinrateInputError(f"{name} is empty: it has no rows")
     prompt_col = _optional_default(frame, prompt_col, "prompt")
     judge_col = _optional_default(frame, judge_col, "judge")
     _require_columns(frame, {"model_a": model_a_col, "model_b": model_b_col,

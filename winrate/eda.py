@@ -68,8 +68,9 @@ clusterings        per clustering name (``"prompt"``, ``"prompt+judge"``, ...):
 axes               per identified single axis: ``n_clusters``, ``pair_icc``, per model
                    ``m``, ``rho`` (implied), ``shared_icc`` (direct), ``predicted``
                    (``sqrt(1 + (m - 1) shared_icc)``), ``measured`` (``sqrt(DEFF)``);
-                   medians ``m_median``, ``rho_median``, ``shared_icc_median``,
-                   ``predicted_median``, ``measured_median``
+                   medians ``m_median``, ``rho_median``, ``shared_icc_median``;
+                   ``predicted_median`` and ``measured_median`` over the same
+                   ``check_models`` models (those where both are defined)
 summary            ``main`` (the clustering used for the effective n: prompt+judge if
                    identified, else the first identified one), ``effective_n_median``,
                    ``prompts_median``, ``effective_n_per_prompt_median``
@@ -96,7 +97,7 @@ from winrate.analysis import (
     parse_clustering,
 )
 from winrate.data import ComparisonLog, read_dataset
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError, WinrateWarning, check_output_path
 from winrate.estimators import fit
 from winrate.report import json_safe
 from winrate.variance import DEFAULT_CORRECTION
@@ -146,8 +147,16 @@ class AxisCheck:
 
     @property
     def predicted(self) -> np.ndarray:
-        """Kish's ``sqrt(1 + (m_a - 1) shared_icc_a)`` (module doc)."""
-        return np.sqrt(np.clip(1.0 + (self.m - 1.0) * self.shared_icc, 0.0, None))
+        """Kish's ``sqrt(1 + (m_a - 1) shared_icc_a)`` (module doc); exactly 1 where
+        ``m_a = 1`` (one comparison per cluster shares nothing, whatever the ICC, which is
+        then undefined)."""
+        kish = np.sqrt(np.clip(1.0 + (self.m - 1.0) * self.shared_icc, 0.0, None))
+        return np.where(self.m == 1.0, 1.0, kish)
+
+    def check_medians(self) -> tuple[float, float, int]:
+        """Medians of ``predicted`` and ``measured`` over the same models, those where both
+        are defined (like with like), and the number of those models."""
+        return _common_medians(self.predicted, self.measured)
 
 
 @dataclass(frozen=True)
@@ -433,6 +442,13 @@ def _median(x) -> float:
     return float(np.nanmedian(x)) if np.isfinite(x).any() else float("nan")
 
 
+def _common_medians(x: np.ndarray, y: np.ndarray) -> tuple[float, float, int]:
+    """Medians of ``x`` and ``y`` over the entries where both are defined (like with like)
+    and the number of those entries."""
+    both = np.isfinite(x) & np.isfinite(y)
+    return _median(x[both]), _median(y[both]), int(both.sum())
+
+
 def _range(x) -> tuple[float, float]:
     x = np.asarray(x, float)
     ok = np.isfinite(x)
@@ -455,8 +471,12 @@ def to_dict(report: EdaReport) -> dict:
     for name, a in report.axes.items():
         per_model = {"m": a.m, "rho": a.rho, "shared_icc": a.shared_icc,
                      "predicted": a.predicted, "measured": a.measured}
+        predicted, measured, n_both = a.check_medians()
         axes[name] = {"n_clusters": a.n_clusters, "pair_icc": a.pair_icc, **per_model,
-                      **{f"{k}_median": _median(v) for k, v in per_model.items()}}
+                      **{f"{k}_median": _median(per_model[k]) for k in ("m", "rho",
+                                                                          "shared_icc")},
+                      "predicted_median": predicted, "measured_median": measured,
+                      "check_models": n_both}
     eff = report.effective_n
     doc = {
         "schema": SCHEMA, "dataset": report.dataset, "settings": report.settings,
@@ -560,17 +580,27 @@ def format_summary(report: EdaReport) -> str:
             f"  by {a.name}: pair-level ICC {_fmt(a.pair_icc, '.4f')}; own-comparison "
             f"(shared-response) ICC median {_fmt(_median(a.shared_icc), '.3f')}; implied rho "
             f"median {_fmt(_median(a.rho), '.3f')}; m median {_fmt(_median(a.m), ',.1f')}")
+        predicted, measured, n_both = a.check_medians()
         lines.append(
-            f"    check: sqrt(1 + (m - 1) ICC_own) median {_fmt(_median(a.predicted))} vs "
-            f"measured inflation median {_fmt(_median(a.measured))}")
+            f"    check over the {n_both} of {a.m.size} models where both are defined: "
+            f"sqrt(1 + (m - 1) ICC_own) median {_fmt(predicted)} vs measured inflation "
+            f"median {_fmt(measured)}")
     if report.main is not None:
-        eff = report.effective_n
-        lines.append(
-            f"  effective n ({report.main}) median {_fmt(_median(eff), ',.0f')} vs prompts "
-            f"per model median {_fmt(_median(report.prompts), ',.0f')} (ratio "
-            f"{_fmt(_median(eff / report.prompts))}); comparisons per model median "
-            f"{_fmt(_median(report.n), ',.0f')}")
+        lines.append(_effective_n_line(report))
     return "\n".join(lines)
+
+
+def _effective_n_line(report: EdaReport) -> str:
+    """Effective n against prompts per model, both medians over the same models."""
+    eff, prompts = report.effective_n, report.prompts
+    tail = f"; comparisons per model median {_fmt(_median(report.n), ',.0f')}"
+    if not np.isfinite(prompts).any():
+        return f"  effective n ({report.main}) median {_fmt(_median(eff), ',.0f')}{tail}"
+    eff_median, prompts_median, n_both = _common_medians(eff, prompts)
+    over = "" if n_both == eff.size else f" over the {n_both} models where both are defined"
+    return (f"  effective n ({report.main}) median {_fmt(eff_median, ',.0f')} vs prompts "
+            f"per model median {_fmt(prompts_median, ',.0f')}{over} (ratio "
+            f"{_fmt(_median(eff / prompts))}){tail}")
 
 
 def format_report(report: EdaReport) -> str:
@@ -602,6 +632,7 @@ def run(args: argparse.Namespace) -> int:
     """Exploratory report: how much clustering inflates each model's SE on a dataset."""
     from winrate.cli import estimator_options
 
+    check_output_path(args.json, "--json")
     report = explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
                              **estimator_options(args))
     if args.json:

@@ -1,5 +1,7 @@
 """Exception and warning types raised by winrate, and the row list their messages quote."""
 
+from pathlib import Path
+
 import numpy as np
 
 _SHOW_ROWS = 5
@@ -20,3 +22,22 @@ def first_rows(mask, labels=None, limit: int = _SHOW_ROWS) -> str:
     shown = where if labels is None else np.asarray(labels)[where[:limit]]
     text = ", ".join(str(v) for v in shown[:limit])
     return text + (f", ... ({where.size} in total)" if where.size > limit else "")
+
+
+def check_output_path(path, flag: str) -> None:
+    """Fail early, before any work, if the output file ``path`` of option ``flag`` cannot
+    be written: its directory must exist and the path must not be a directory."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise WinrateInputError(f"{flag} {str(path)!r} is a directory; give a file name")
+    if not target.parent.is_dir():
+        raise WinrateInputError(f"{flag} {str(path)!r}: the directory "
+                                f"{str(target.parent)!r} does not exist")
+
+
+def describe_os_error(error: OSError) -> str:
+    """One line for a failed read or write: the file and the operating system's reason."""
+    where = f"{error.filename!s}: " if error.filename else ""
+    return f"{where}{error.strerror or error}"

@@ -72,6 +72,7 @@ import pandas as pd
 from winrate.analysis import LeaderboardAnalysis
 
 SCHEMA = "winrate.leaderboard/1"
+_FRACTIONAL = " (a sum of fractional frequency weights)"
 
 
 def json_safe(value):
@@ -89,6 +90,23 @@ def json_safe(value):
     if isinstance(value, np.str_):
         return str(value)
     return value
+
+
+def format_count(n: float) -> str:
+    """A number of comparisons as it is: ``1,034`` when whole, ``1,034.5`` for a sum of
+    fractional frequency weights (never rounded to a whole number)."""
+    return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.10g}"
+
+
+def format_number(value: float, spec: str) -> str:
+    """``value`` formatted by ``spec``; ``-`` when undefined (NaN or infinite)."""
+    return format(value, spec) if np.isfinite(value) else "-"
+
+
+def _median(values: np.ndarray) -> float:
+    """Median over the defined values; NaN (no RuntimeWarning) when none is defined."""
+    finite = values[np.isfinite(values)]
+    return float(np.median(finite)) if finite.size else float("nan")
 
 
 def _joint_columns(analysis: LeaderboardAnalysis) -> dict:
@@ -169,11 +187,15 @@ def format_table(analysis: LeaderboardAnalysis) -> str:
             f"{_number(row.se_naive, (unit[0], '8' + unit[1][1:]))}  "
             f"{_number(row.se, unit)}  "
             f"[{_number(row.ci_low, unit)}, {_number(row.ci_high, unit)}]  "
-            f"{_number(row.inflation, (1.0, '5.2f'))}  "
-            f"{row.n:9.0f}" + _joint_cells(row, unit)
+            f"{format_number(row.inflation, '5.2f'):>5}  "
+            f"{format_count(row.n):>9}" + _joint_cells(row, unit)
         )
-    return ("\n".join(lines[:1]) + _joint_header(table, level, num) + "\n"
-            + "\n".join(lines[1:]) + format_coefficients(analysis))
+    text = ("\n".join(lines[:1]) + _joint_header(table, level, num) + "\n"
+            + "\n".join(lines[1:]))
+    if not np.isfinite(table["inflation"]).all():
+        text += ("\n'-' = undefined: a model that is not estimable (see the warnings) has no "
+                 "SE, interval or inflation")
+    return text + format_coefficients(analysis)
 
 
 def format_coefficients(analysis: LeaderboardAnalysis) -> str:
@@ -211,7 +233,9 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
     s = analysis.settings
     ref = "normal" if s["df"] is None else f"t({s['df']})"
     lines = [
-        f"{analysis.n_comparisons:,.0f} comparisons, {len(analysis.models)} models; "
+        f"{format_count(analysis.n_comparisons)} comparisons"
+        f"{'' if float(analysis.n_comparisons).is_integer() else _FRACTIONAL}, "
+        f"{len(analysis.models)} models; "
         f"clustered by {' + '.join(s['cluster'])} ({s['correction']}), reference {ref}",
         f"estimator: {estimator_description(s)}",
     ]
@@ -227,7 +251,8 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
         lines.append(
             f"  {axis.name}: {axis.n_clusters:,} clusters, mean size "
             f"{axis.mean_cluster_size:.1f}, median SE inflation "
-            f"{np.nanmedian(np.sqrt(axis.deff)):.2f}, pair-level ICC {axis.icc:.3f}"
+            f"{format_number(_median(np.sqrt(axis.deff)), '.2f')}, pair-level ICC "
+            f"{format_number(axis.icc, '.3f')}"
         )
     return "\n".join(lines)
 

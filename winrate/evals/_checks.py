@@ -129,3 +129,48 @@ def check_correction(correction: str) -> str:
     except ValueError as exc:
         raise WinrateInputError(str(exc)) from None
     return correction
+
+
+#: Score scales: ``binary`` (0/1), ``unit`` (proportions in [0, 1]), ``other`` (any real
+#: number, reported on its own scale); ``auto`` infers binary or unit.
+SCALES = ("auto", "binary", "unit", "other")
+
+
+def _scale_hint(values: np.ndarray) -> str:
+    """The range of an out-of-scale score column, what it probably is, what to do."""
+    low, high = float(values.min()), float(values.max())
+    if low >= 0 and high <= 1:
+        return (f"values range from {low:g} to {high:g}: fix those rows, or declare "
+                "--scale unit (scale='unit') for scores in [0, 1]")
+    if low >= -1 and high <= 1:
+        looks = " (a -1..+1 scale?): map it to [0, 1] with (s + 1) / 2,"
+    elif low >= 0 and high <= 100:
+        looks = " (a 0-100 scale?): divide it by 100,"
+    else:
+        looks = ":"
+    return (f"values range from {low:g} to {high:g}{looks} fix those rows, or declare "
+            "--scale other (scale='other') to report means on the column's own scale")
+
+
+def resolve_scale(values: np.ndarray, scale: str, name: str, index=None) -> str:
+    """The scale of a score column, checked: ``binary`` or ``unit`` (``auto`` infers which
+    from the values) or ``other``. Scores outside the declared scale are a
+    WinrateInputError naming the column and the first offending rows."""
+    if scale not in SCALES:
+        raise WinrateInputError(f"scale must be one of {SCALES}, got {scale!r}")
+    if scale == "other":
+        return scale
+    if scale == "binary":
+        bad = (values != 0) & (values != 1)
+        problem = "values other than 0 and 1, declared binary"
+    else:
+        bad = (values < 0) | (values > 1)
+        problem = "values outside [0, 1]"
+    if bad.any():
+        raise WinrateInputError(
+            f"score column {name!r} has {problem} in {int(bad.sum())} row(s) "
+            f"[{first_rows(bad, index)}]; {_scale_hint(values)}"
+        )
+    if scale == "auto":
+        return "binary" if bool(np.all((values == 0) | (values == 1))) else "unit"
+    return scale

@@ -19,12 +19,14 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from winrate.data import read_table
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, check_output_path, describe_os_error
+from winrate.evals._checks import SCALES
 from winrate.evals.frame import answer_matrix, evaluate, question_scores
 from winrate.evals.power import estimate_power_inputs, minimum_detectable_effect, sample_size
 from winrate.evals.report import FORMATS, pairwise_table, report_json, score_table
@@ -41,6 +43,22 @@ def _add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> No
     parser.add_argument("--correction", choices=CORRECTIONS, default=DEFAULT_CORRECTION,
                         help="small-sample correction of clustered SEs (default: %(default)s)")
     parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
+    _add_scale_argument(parser)
+
+
+def _add_scale_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scale", choices=SCALES, default="auto",
+                        help="score scale: binary (0/1), unit (proportions in [0, 1]), other "
+                             "(any number, reported as is) or auto (default: binary or unit "
+                             "from the values; anything outside [0, 1] is an error)")
+
+
+def _read_scores(path, args: argparse.Namespace):
+    """The answer table of ``path`` as question-level scores; ids and names read as text."""
+    text = [args.question_col, args.model_col, *args.cluster_col]
+    frame = read_table(path, text_cols=[c for c in text if c])
+    return question_scores(frame, args.score_col, args.question_col, args.model_col,
+                           args.cluster_col, scale=args.scale)
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,17 +87,28 @@ def _write_json(path: Path | None, document: dict) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Score table with naive and clustered SEs, plus paired comparisons; exit code."""
-    qs = question_scores(read_table(args.file), args.score_col, args.question_col,
-                         args.model_col, args.cluster_col)
-    report = evaluate(qs, correction=args.correction, alpha=args.alpha, interval=args.interval,
-                      pairs=[tuple(p) for p in args.paired], neighbours=args.neighbours,
-                      bayes=args.bayes, seed=args.seed)
+    check_output_path(args.json, "--json")
+    if args.seed < 0:
+        raise WinrateInputError(f"--seed must be a whole number >= 0, got {args.seed}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = evaluate(_read_scores(args.file, args), correction=args.correction,
+                          alpha=args.alpha, interval=args.interval,
+                          pairs=[tuple(p) for p in args.paired], neighbours=args.neighbours,
+                          bayes=args.bayes, seed=args.seed)
     print(score_table(report, args.format, args.digits), end="")
     pairs = pairwise_table(report, args.format, args.digits)
     if pairs:
         print("\n" + pairs, end="")
     _write_json(args.json, report_json(report))
+    print_warnings(caught)
     return 0
+
+
+def print_warnings(caught) -> None:
+    """Each distinct warning once on stderr, in plain words (no file paths)."""
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        print(f"warning: {message}", file=sys.stderr)
 
 
 def add_power_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,6 +132,7 @@ def add_power_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--{name}", default=None, help="pilot column (with --pilot)")
     parser.add_argument("--cluster-col", action="append", default=[], metavar="COL",
                         help="pilot cluster column (repeat: multiway)")
+    _add_scale_argument(parser)
     parser.add_argument("--correction", choices=CORRECTIONS, default=DEFAULT_CORRECTION)
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
@@ -126,8 +156,7 @@ def _pilot_inputs(args: argparse.Namespace):
     if missing:
         flags = ", ".join("--" + m.replace("_", "-") for m in missing)
         raise WinrateInputError(f"--pilot needs {flags}")
-    qs = question_scores(read_table(args.pilot), args.score_col, args.question_col,
-                         args.model_col, args.cluster_col)
+    qs = _read_scores(args.pilot, args)
     a, b = args.models
     common = qs.scores[[a, b]].dropna().index if {a, b} <= set(qs.models) else None
     if common is None or len(common) < 2:
@@ -154,6 +183,7 @@ def _power_settings(args: argparse.Namespace) -> dict:
 
 def run_power(args: argparse.Namespace) -> int:
     """Sample size or minimum detectable effect of a paired comparison; exit code."""
+    check_output_path(args.json, "--json")
     settings = _power_settings(args)
     common = dict(settings, alpha=args.alpha, power=args.power, deff=args.deff)
     if args.delta is not None:
@@ -185,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command][1](args)
     except WinrateInputError as error:
         print(f"winrate {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"winrate {args.command}: error: {describe_os_error(error)}", file=sys.stderr)
         return 2
 
 

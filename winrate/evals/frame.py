@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.evals._checks import resolve_scale
 from winrate.evals.paired import (
     McNemarResult,
     PairedBayesResult,
@@ -34,13 +35,18 @@ from winrate.evals.summary import (
 from winrate.variance import DEFAULT_CORRECTION
 
 SINGLE_MODEL = "model"
+#: words in a column name that say it names models
+_MODEL_WORDS = ("model", "system", "llm", "agent", "submission", "engine")
+
+
 @dataclass(frozen=True)
 class QuestionScores:
     """Question-level scores of one or more models.
 
     ``scores``: questions x models, the mean of each model's answers (NaN: no answer);
     ``answers``: the same shape, the number K of answers averaged; ``clusters``: questions x
-    cluster columns; ``raw``: the validated long table (for resampling analyses).
+    cluster columns; ``raw``: the validated long table (for resampling analyses);
+    ``scale``: ``binary``, ``unit`` ([0, 1]) or ``other`` (see :func:`question_scores`).
     """
 
     scores: pd.DataFrame
@@ -50,6 +56,7 @@ class QuestionScores:
     score_col: str
     question_col: str
     model_col: str | None
+    scale: str = "unit"
 
     @property
     def models(self) -> list[str]:
@@ -105,11 +112,54 @@ def _question_clusters(df: pd.DataFrame, question_col: str, cluster_cols) -> pd.
     return grouped[list(cluster_cols)].first()
 
 
+def model_like_columns(df: pd.DataFrame, question_col: str, used: Sequence[str]) -> list[str]:
+    """Columns of a table read as one model's answers that look like a model column.
+
+    With several rows per question and no model column, the rows are read as K resampled
+    answers of one model; a column that names models would instead be pooled silently. A
+    column other than ``used`` looks like one when it takes several values within a
+    question, those values recur (each label on at least two rows on average, unlike a
+    free-text answer) and it holds text or its name says so (``model``, ``system``, ...).
+    """
+    questions = df[question_col]
+    if not questions.duplicated().any():
+        return []
+    found = []
+    for col in (c for c in df.columns if c not in used):  # a loop over columns, not rows
+        named = any(word in str(col).lower() for word in _MODEL_WORDS)
+        if not (named or pd.api.types.is_string_dtype(df[col])
+                or isinstance(df[col].dtype, pd.CategoricalDtype)):
+            continue
+        labels = df[col].nunique()
+        varies = df.groupby(questions, sort=False)[col].nunique().max() > 1
+        if varies and 2 * labels <= len(df):
+            found.append((not named, col))
+    return [col for _, col in sorted(found, key=lambda item: (item[0], str(item[1])))]
+
+
+def _refuse_pooled_models(df: pd.DataFrame, question_col: str, used: Sequence[str]) -> None:
+    suspects = model_like_columns(df, question_col, used)
+    if suspects:
+        col = suspects[0]
+        raise WinrateInputError(
+            f"no model column given, but column {col!r} looks like one ({df[col].nunique()} "
+            f"values, several per question): pass it as the model column (--model-col "
+            f"{col}); if the rows really are resampled answers of one model, drop that column"
+        )
+
+
 def question_scores(
     df: pd.DataFrame, score_col: str, question_col: str, model_col: str | None = None,
-    cluster_cols: Sequence[str] = (),
+    cluster_cols: Sequence[str] = (), scale: str = "auto",
 ) -> QuestionScores:
-    """Validate a long answer table and aggregate it to question-level scores per model."""
+    """Validate a long answer table and aggregate it to question-level scores per model.
+
+    ``scale`` (:data:`~winrate.evals._checks.SCALES`): ``binary`` (0/1), ``unit`` (in
+    [0, 1]), ``other`` (any real, reported on its own scale), or ``auto`` (default): binary
+    or unit from the values. A score outside the declared or inferred scale is an error
+    naming its rows. Without ``model_col`` every row is one model's answer; a column that
+    looks like a model column (:func:`model_like_columns`) is then an error.
+    """
     cluster_cols = list(cluster_cols)
     keys = [question_col] + ([model_col] if model_col else [])
     _require_columns(df, [score_col, *keys, *cluster_cols])
@@ -119,8 +169,11 @@ def question_scores(
     if df.empty:
         raise WinrateInputError("the score table has no rows")
     _check_no_missing(df, keys + cluster_cols)
+    if not model_col:
+        _refuse_pooled_models(df, question_col, named)
     raw = df[keys + cluster_cols].copy()
     raw[score_col] = _numeric_scores(df, score_col)
+    scale = resolve_scale(raw[score_col].to_numpy(), scale, score_col, df.index)
     if not model_col:
         model_col_used = "__model__"
         raw[model_col_used] = SINGLE_MODEL
@@ -132,7 +185,8 @@ def question_scores(
     answers = grouped.count().unstack(model_col_used).fillna(0).astype(int)
     clusters = _question_clusters(raw, question_col, cluster_cols).loc[scores.index]
     raw = raw.rename(columns={model_col_used: "__model__"})
-    return QuestionScores(scores, answers, clusters, raw, score_col, question_col, model_col)
+    return QuestionScores(scores, answers, clusters, raw, score_col, question_col, model_col,
+                          scale)
 
 
 def question_scores_from_wide(
@@ -210,18 +264,21 @@ class EvalReport:
     interval: str
     models: dict[str, ModelResult]
     comparisons: tuple[Comparison, ...]
+    scale: str = "unit"
+    warnings: tuple[str, ...] = ()
 
 
 def _model_result(qs, model, correction, alpha, interval, seed) -> ModelResult:
     column = qs.scores[model].dropna()
     clusters = qs.cluster_arrays(column.index) or None
+    name = f"model {model!r}" if qs.model_col else "the scores"
     summary = summarize_scores(
         column.to_numpy(), clusters, correction=correction, alpha=alpha, interval=interval,
-        seed=seed, name=f"model {model!r}",
+        seed=seed, name=name,
     )
     matrix = answer_matrix(qs, model)
     components = None if matrix is None else variance_components(
-        matrix, clusters, correction=correction, name=f"answers of {model!r}"
+        matrix, clusters, correction=correction, name=f"answers of {name}"
     )
     k = qs.answers[model]
     return ModelResult(summary, float(k[k > 0].mean()), components)
@@ -265,12 +322,51 @@ def evaluate(
 ) -> EvalReport:
     """Summaries of every model and the requested paired comparisons (``bayes``: add the
     Bayesian paired model to comparisons of 0/1 scores)."""
-    results = {m: _model_result(qs, m, correction, alpha, interval, seed) for m in qs.models}
+    results, caught = {}, {}
+    for m in qs.models:  # one call per model
+        results[m], caught[m] = _recording(_model_result, qs, m, correction, alpha, interval,
+                                           seed)
     wanted = list(pairs) + (neighbour_pairs(results) if neighbours else [])
-    comparisons = tuple(compare(qs, a, b, correction=correction, alpha=alpha, bayes=bayes,
-                                seed=seed) for a, b in wanted)
+    comparisons, notes = _recording(
+        lambda: tuple(compare(qs, a, b, correction=correction, alpha=alpha, bayes=bayes,
+                              seed=seed) for a, b in wanted))
+    merged = tuple(dict.fromkeys(merge_model_warnings(caught) + notes))
+    for note in merged:
+        warnings.warn(note, WinrateWarning, stacklevel=2)
     return EvalReport(
         score_col=qs.score_col, question_col=qs.question_col, model_col=qs.model_col,
         cluster_cols=tuple(qs.clusters.columns), correction=correction, alpha=alpha,
-        interval=interval, models=results, comparisons=comparisons,
+        interval=interval, models=results, comparisons=comparisons, scale=qs.scale,
+        warnings=merged,
     )
+
+
+def _recording(call, *args):
+    """``call(*args)`` and the messages of the warnings it raised (not shown)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call(*args)
+    return result, [str(w.message) for w in caught]
+
+
+_MODELS = "\0models\0"
+
+
+def merge_model_warnings(messages: dict[str, list[str]]) -> list[str]:
+    """Each distinct warning once: messages that differ only in the model they name
+    (``model 'X'``) become one message naming those models (``all 29 models``)."""
+    groups: dict[str, list[str]] = {}
+    for model, texts in messages.items():
+        for text in texts:
+            groups.setdefault(text.replace(f"model {model!r}", _MODELS), []).append(model)
+    merged = []
+    for template, models in groups.items():
+        if len(models) == 1:
+            named = f"model {models[0]!r}"
+        elif len(models) == len(messages):
+            named = f"all {len(models)} models"
+        else:
+            shown = ", ".join(repr(m) for m in models[:3])
+            named = f"{len(models)} models: {shown}{', ...' if len(models) > 3 else ''}"
+        merged.append(template.replace(_MODELS, named))
+    return merged

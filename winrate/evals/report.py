@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import pandas as pd
 
@@ -28,6 +29,15 @@ def pct(value: float | None, digits: int = 1, sign: bool = False) -> str:
     return f"{100 * value:{'+' if sign else ''}.{digits}f}%"
 
 
+def on_scale(value: float | None, digits: int = 1, sign: bool = False,
+             scale: str = "unit") -> str:
+    """A score or difference as printed: a percentage (:func:`pct`) for 0/1 and [0, 1]
+    scores; on scale ``other`` the number itself with ``digits + 2`` decimals."""
+    if scale != "other" or value is None or not math.isfinite(value):
+        return pct(value, digits, sign)
+    return f"{value:{'+' if sign else ''}.{digits + 2}f}"
+
+
 def _number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
@@ -38,16 +48,17 @@ def _clusters_text(result: ModelResult) -> str:
                                                         strict=True)) or "-"
 
 
-def score_rows(models: Mapping[str, ModelResult], digits: int = 1) -> list[dict]:
-    """Formatted rows of the score table (one per model)."""
-    rows = []
+def score_rows(models: Mapping[str, ModelResult], digits: int = 1,
+               scale: str = "unit") -> list[dict]:
+    """Formatted rows of the score table (one per model); ``scale`` as :func:`on_scale`."""
+    rows, fmt = [], partial(on_scale, digits=digits, scale=scale)
     for name, result in models.items():
         s = result.summary
         rows.append({
             "Model": name,
-            "Score (SE)": f"{pct(s.mean, digits)} ({pct(s.se, digits)})",
-            f"{100 * (1 - s.alpha):g}% CI": f"({pct(s.ci_low, digits)}, {pct(s.ci_high, digits)})",
-            "Naive SE": pct(s.se_naive, digits),
+            "Score (SE)": f"{fmt(s.mean)} ({fmt(s.se)})",
+            f"{100 * (1 - s.alpha):g}% CI": f"({fmt(s.ci_low)}, {fmt(s.ci_high)})",
+            "Naive SE": fmt(s.se_naive),
             "Questions": f"{s.n:,}",
             "Clusters": _clusters_text(result),
             "DEFF": _number(s.deff),
@@ -71,17 +82,17 @@ def score_records(models: Mapping[str, ModelResult]) -> list[dict]:
     return [_flatten({"model": name, **summary_record(r)}) for name, r in models.items()]
 
 
-def pairwise_rows(comparisons: Sequence[Comparison], digits: int = 1) -> list[dict]:
+def pairwise_rows(comparisons: Sequence[Comparison], digits: int = 1,
+                  scale: str = "unit") -> list[dict]:
     """Formatted rows of the pairwise table (Miller 2024, table 5)."""
-    rows = []
+    rows, fmt = [], partial(on_scale, digits=digits, sign=True, scale=scale)
     for c in comparisons:
         t = c.paired.test
         rows.append({
             "Model": c.model_a,
             "Baseline": c.model_b,
-            "Model - Baseline (SE)": f"{pct(t.estimate, digits, sign=True)} ({pct(t.se, digits)})",
-            f"{100 * (1 - t.alpha):g}% CI": (f"({pct(t.ci_low, digits, sign=True)}, "
-                                             f"{pct(t.ci_high, digits, sign=True)})"),
+            "Model - Baseline (SE)": f"{fmt(t.estimate)} ({fmt(t.se, sign=False)})",
+            f"{100 * (1 - t.alpha):g}% CI": f"({fmt(t.ci_low)}, {fmt(t.ci_high)})",
             "Correlation": _number(c.paired.correlation),
             "p": f"{t.p_value:.2g}",
             "Questions": f"{c.paired.n:,}",
@@ -126,14 +137,16 @@ def render(rows: list[dict], fmt: str) -> str:
 
 def score_table(report: EvalReport, fmt: str = "markdown", digits: int = 1) -> str:
     """The per-model score table of a report."""
-    rows = score_records(report.models) if fmt == "csv" else score_rows(report.models, digits)
+    rows = (score_records(report.models) if fmt == "csv"
+            else score_rows(report.models, digits, report.scale))
     return render(rows, fmt)
 
 
 def pairwise_table(report: EvalReport, fmt: str = "markdown", digits: int = 1) -> str:
     """The pairwise comparison table of a report (empty string without comparisons)."""
     comps = report.comparisons
-    rows = pairwise_records(comps) if fmt == "csv" else pairwise_rows(comps, digits)
+    rows = (pairwise_records(comps) if fmt == "csv"
+            else pairwise_rows(comps, digits, report.scale))
     return render(rows, fmt) if rows else ""
 
 
@@ -195,13 +208,15 @@ def report_json(report: EvalReport) -> dict:
     ``deff``, ``n_eff``, ``ci_low``, ``ci_high``, ``method`` (which SE), ``interval``
     (which interval), ``df``, ``alpha``, ``correction``, ``binary``,
     ``answers_per_question`` and, for balanced resampled answers, ``variance_components``.
-    Undefined numbers are ``null``.
+    ``scale`` is the score scale (``binary``, ``unit`` or ``other``) and ``warnings`` the
+    warnings in plain words, each once. Undefined numbers are ``null``.
     """
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "score_col": report.score_col, "question_col": report.question_col,
         "model_col": report.model_col, "cluster_cols": list(report.cluster_cols),
         "correction": report.correction, "alpha": report.alpha, "interval": report.interval,
+        "scale": report.scale, "warnings": list(report.warnings),
         "models": {name: summary_record(r) for name, r in report.models.items()},
         "comparisons": [comparison_record(c) for c in report.comparisons],
     }
