@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from winrate.analysis import analyze
 from winrate.cli import main
@@ -190,7 +191,7 @@ LEADERBOARD_CASES = [
     Case("numeric-outcome-2", lambda tmp: write_csv(
         tmp / "log.csv", [r[:4] + (["2"] if i == 7 else ["1"]) for i, r in
                           enumerate(comparison_rows())]),
-         r"column 'outcome': numeric outcome not in \{1, 0, 0\.5\} .*rows: 7"),
+         r"column 'outcome': numeric outcome not in \[0, 1\] .*rows: 7"),
     Case("same-model", edited("model_b", 4, "m1"), r"same model in 'model_a' and 'model_b'.*4"),
     Case("empty-model", edited("model_b", 9, ""), r"column 'model_b': missing value .*rows: 9"),
     Case("empty-prompt", edited("prompt_id", 11, ""), r"column 'prompt_id': missing value.*11"),
@@ -551,18 +552,23 @@ def test_warnings_go_to_stderr_and_jackknife_is_not_told_to_use_itself(tmp_path,
 
 
 def test_degenerate_log_prints_dashes_and_explains_them(tmp_path, capsys):
+    """60 of 60 wins: the sample variance is 0, so the Wilson floor gives the pair the SE
+    whose interval reaches the Wilson lower bound; the axis diagnostics stay undefined."""
     rows = [[f"p{i}", "j", "x", "y", "a"] for i in range(60)]
     path = write_csv(tmp_path / "degenerate.csv", rows)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no numpy RuntimeWarning leaks
         assert main(["leaderboard", str(path), "--cluster", "prompt",
                      "--method", "jackknife"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "nan" not in out.lower()
     assert "median SE inflation -, pair-level ICC -" in out
     table = out.split("infl.", 1)[1].splitlines()[1:3]
-    assert all(line.split()[-2] == "-" for line in table), table
-    assert "'-' = undefined: infl. is SE / SE naive, and the naive SE is 0" in out
+    z = 1.959963984540054  # the Wilson bound of 60/60 at 95%: 60 / (60 + z^2)
+    se = 100 * (1 - 60 / (60 + z**2)) / stats.norm.ppf(0.975)
+    assert [line.split()[4] for line in table] == [f"{se:.2f}"] * 2, table
+    assert "far Wilson bound" in captured.err
 
 
 def test_eval_warnings_once_on_stderr_in_plain_words(tmp_path, capsys):

@@ -44,7 +44,7 @@ import pandas as pd
 import scipy.sparse as sp
 from numba import njit
 
-from winrate.errors import WinrateWarning
+from winrate.errors import WinrateInputError, WinrateWarning
 
 CORRECTIONS = ("none", "cr1")
 DEFAULT_CORRECTION = "cr1"
@@ -305,6 +305,9 @@ def naive_cov(influence, correction: str = "none", frequency=None,
     freq = np.ones(infl.shape[0]) if frequency is None else np.asarray(frequency, dtype=float)
     if freq.shape != (infl.shape[0],):
         raise ValueError(f"frequency has shape {freq.shape}, expected ({infl.shape[0]},)")
+    if correction != "none" and freq.sum() <= 1:
+        raise WinrateInputError("the log holds a single comparison: no variance can be "
+                                "estimated from it")
     row_scale = 1.0 / freq
     factor = small_sample_factor(freq.sum(), correction)
     if strata is not None and correction != "none":

@@ -1,0 +1,135 @@
+"""Thin, disconnected and degenerate comparison graphs: never a confident number without
+support (issue: honest answers at the edges). Each named case failed on the old engine."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from winrate.analysis import analyze
+from winrate.data import ComparisonLog
+from winrate.errors import WinrateInputError, WinrateWarning
+
+
+def quiet(log, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return analyze(log, **kwargs)
+
+
+def round_robin(seed=0, k=4, n=300, prompts=50):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    return a, b, rng.choice([0.0, 0.5, 1.0], n), rng.integers(0, prompts, n)
+
+
+def test_single_win_is_not_ranked_first_with_certainty():
+    """Old: a model with one comparison (one win) was #1 at 100.00 [100, 100], rank set 1-1."""
+    a, b, s, p = round_robin()
+    log = ComparisonLog.from_arrays(np.append(a, 4), np.append(b, 0), np.append(s, 1.0),
+                                    prompt=np.append(p, 3))
+    result = quiet(log, cluster="prompt", ranks=True)
+    i = list(result.models).index("4")
+    assert result.scores[i] == 1.0
+    assert result.se[i] > 0.3  # Wilson floor of 1/1: (1 - 1/(1 + z^2)) / z = 0.40
+    assert result.intervals.low[i] < 0.5 < result.intervals.high[i]
+    assert result.joint.rank_low[i] == 1 and result.joint.rank_high[i] >= 4
+    assert any("far Wilson bound" in w for w in result.warnings)
+
+
+def test_disconnected_pair_is_an_error_naming_the_components():
+    """Old: a pair compared only with itself sat on the common scale with SE 0.00."""
+    a, b, s, p = round_robin()
+    log = ComparisonLog.from_arrays(np.append(a, [4, 5, 4]), np.append(b, [5, 4, 5]),
+                                    np.append(s, [1.0, 0.0, 1.0]), prompt=np.append(p, [1, 2, 3]))
+    for model in ("winrate", "bt"):
+        with pytest.raises(WinrateInputError, match=r"2 disconnected components.*\{4, 5\}"):
+            analyze(log, cluster="prompt", model=model)
+
+
+def test_opponent_set_shift_is_flagged():
+    """Old: adding one comparison of a thin model moved another model's score 15 points while
+    its SE fell, silently. Scores on different opponent sets now carry the warning."""
+    rng = np.random.default_rng(4)
+    a = np.repeat([0, 0, 1], 80)
+    b = np.repeat([1, 2, 2], 80)
+    s = np.where(np.repeat([0.5, 0.9, 0.5], 80) > rng.random(240), 1.0, 0.0)
+    before = quiet(ComparisonLog.from_arrays(a, b, s, models=list("ABCD")[:3]),
+                   cluster="none")
+    after_log = ComparisonLog.from_arrays(np.append(a, 3), np.append(b, 1), np.append(s, 1.0),
+                                          models=list("ABCD"))
+    after = quiet(after_log, cluster="none")
+    assert abs(after.scores[1] - before.scores[1]) > 0.10  # B's score moved by > 10 points
+    text = " ".join(after.warnings)
+    assert "not comparable across models" in text and "--model bt" in text
+    bt_before = quiet(ComparisonLog.from_arrays(a, b, s, models=list("ABC")), cluster="none",
+                      model="bt", prior=1.0)
+    bt_after = quiet(after_log, cluster="none", model="bt", prior=1.0)
+    contrast = lambda r: r.scores[0] - r.scores[1]  # noqa: E731
+    assert abs(contrast(bt_after) - contrast(bt_before)) < 10  # Elo points
+
+
+def test_model_in_a_single_cluster_is_not_estimable():
+    """Every comparison of model 4 is in prompt 7 (a win and a loss against each opponent):
+    its prompt-clustered variance is not identified, so it gets no interval and a rank set
+    spanning every rank."""
+    a, b, s, p = round_robin(1)
+    a = np.append(a, np.repeat(4, 8))
+    b = np.append(b, np.repeat([0, 1, 2, 3], 2))
+    log = ComparisonLog.from_arrays(a, b, np.append(s, np.tile([1.0, 0.0], 4)),
+                                    prompt=np.append(p, np.repeat(7, 8)))
+    result = quiet(log, cluster="prompt", ranks=True, simultaneous=True)
+    assert "4" in result.not_estimable
+    assert "one prompt cluster" in result.not_estimable["4"]
+    i = list(result.models).index("4")
+    assert np.isnan(result.se[i]) and np.isnan(result.intervals.low[i])
+    assert (result.joint.rank_low[i], result.joint.rank_high[i]) == (1, 5)
+    others = np.arange(5) != i
+    assert (result.joint.rank_high[others] >= 2).all()
+
+
+# ------------------------------------------------------------- hypothesis: random designs
+
+
+@st.composite
+def thin_designs(draw):
+    k = draw(st.integers(2, 6))
+    n = draw(st.integers(1, 25))
+    a = np.array(draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n)))
+    shift = np.array(draw(st.lists(st.integers(1, k - 1), min_size=n, max_size=n)))
+    score = np.array(draw(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=n,
+                                   max_size=n)))
+    prompt = np.array(draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)))
+    return a, (a + shift) % k, score, prompt
+
+
+def _honest(result) -> None:
+    """Every model: a finite SE > 0 and an interval of positive width, or an explicit
+    not-estimable marker with its reason."""
+    for i, model in enumerate(map(str, result.models)):
+        if model in result.not_estimable:
+            assert result.not_estimable[model]
+            assert np.isnan(result.se[i])
+        else:
+            assert np.isfinite(result.se[i]) and result.se[i] > 0, (model, result.se)
+            assert result.intervals.high[i] > result.intervals.low[i]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(thin_designs(), st.sampled_from(["none", "prompt"]), st.sampled_from(["winrate", "bt"]))
+def test_random_thin_designs_are_honest(design, cluster, model):
+    a, b, score, prompt = design
+    log = ComparisonLog.from_arrays(a, b, score, prompt=prompt)
+    try:
+        result = quiet(log, cluster=cluster, model=model)
+    except WinrateInputError as error:  # refused, with the reason in words
+        assert any(word in str(error) for word in (
+            "disconnected components", "not finite", "single cluster", "cannot cluster",
+            "diverge", "converge", "single comparison"))
+        return
+    _honest(result)
