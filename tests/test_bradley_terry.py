@@ -463,7 +463,7 @@ def _contrast_variances(models, cov, all_models) -> np.ndarray:
 @pytest.mark.parametrize("ties", ["half", "davidson"])
 def test_contrast_covariance_does_not_depend_on_anchor_or_baseline(ties):
     log = bt_log(10, graded=0.0)
-    settings_list = [{}] + [{"anchor": f"{m}=1234.5"} for m in log.models] + [
+    settings_list = [{}] + [{"anchor": f"{m}=1234.5"} for m in ("m0", "m3", "m5")] + [
         {"baseline": m} for m in ("m1", "m2")]
     reference = None
     for options in settings_list:
@@ -603,7 +603,7 @@ def _by_name(models, values) -> dict:
     return {str(m): v for m, v in zip(models, values, strict=True)}
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**31), perm_seed=st.integers(0, 2**31),
        with_covariate=st.booleans())
 def test_ratings_and_covariance_invariant_to_order_labels_and_sides(seed, perm_seed,
