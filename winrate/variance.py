@@ -355,7 +355,7 @@ class MultiwayCovariance:
     term_covs : ``c(G) * meat`` of every term, unsigned, in the order of ``terms``; the
         singleton terms are the one-way covariances of each dimension.
     correction : the small-sample correction used.
-    min_eigenvalue : smallest eigenvalue before repair.
+    min_eigenvalue : smallest eigenvalue before repair (of the meat when a bread is given).
     psd_repaired : True if negative eigenvalues were clipped to zero (CGM 2011, sec. 2.3).
     """
 
@@ -428,7 +428,12 @@ def multiway_cluster_cov(
     dimensions, with ``G_S`` the number of non-empty intersection clusters. One dimension
     reduces to :func:`cluster_cov`; ``[np.arange(n)]`` with ``"none"`` gives
     :func:`naive_cov`. A non-PSD result is repaired by eigenvalue clipping, with a warning.
-    ``bread``: every term is the sandwich ``B V_S B^T`` (module doc).
+    ``bread``: every term is the sandwich ``B V_S B^T`` (module doc). The repair is then
+    applied to the combined meat ``sum_S (-1)^(|S|+1) c(G_S) M_S`` before sandwiching, so the
+    repaired covariance transforms with the bread: for any map T, bread ``T B`` gives
+    ``T V T^T``. Clipping ``B V B^T`` itself would not, so a Bradley-Terry contrast's variance
+    would depend on the anchor or baseline that only changes the reporting map in B
+    (``min_eigenvalue`` is then the meat's).
     """
     _check_correction(correction)
     if len(groups) == 0:
@@ -442,14 +447,14 @@ def multiway_cluster_cov(
 
     def term(term_codes, n_range):
         meat, n_groups = _meat_from_codes(infl, term_codes, n_range)
-        return small_sample_factor(n_groups, correction) * sandwich(meat, bread), n_groups
+        return small_sample_factor(n_groups, correction) * meat, n_groups
 
-    cov, min_eig, repaired, parts = inclusion_exclusion(codes, sizes, term)
-    for dims, sign, term_cov, n_groups in parts:
+    meat, min_eig, repaired, parts = inclusion_exclusion(codes, sizes, term)
+    for dims, sign, term_meat, n_groups in parts:
         terms.append((dims, n_groups, sign))
-        term_covs.append(term_cov)
+        term_covs.append(sandwich(term_meat, bread))
     return MultiwayCovariance(
-        cov=cov, n_clusters=tuple(sizes), terms=tuple(terms), term_covs=tuple(term_covs),
-        correction=correction,
+        cov=sandwich(meat, bread), n_clusters=tuple(sizes), terms=tuple(terms),
+        term_covs=tuple(term_covs), correction=correction,
         min_eigenvalue=min_eig, psd_repaired=repaired,
     )
