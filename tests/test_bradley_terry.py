@@ -460,8 +460,11 @@ def _contrast_variances(models, cov, all_models) -> np.ndarray:
     return d[:, None] + d[None, :] - 2 * full
 
 
-@pytest.mark.parametrize("ties", ["half", "davidson"])
-def test_contrast_covariance_does_not_depend_on_anchor_or_baseline(ties):
+@pytest.mark.parametrize(("ties", "method"), [("half", "sandwich"), ("davidson", "sandwich"),
+                                              ("half", "jackknife")])
+def test_contrast_covariance_does_not_depend_on_anchor_or_baseline(ties, method):
+    """Also for the two-way jackknife, whose inclusion-exclusion needs PSD repair on this
+    log: it is combined and repaired in the canonical (centred) ratings, then mapped."""
     log = bt_log(10, graded=0.0)
     settings_list = [{}] + [{"anchor": f"{m}=1234.5"} for m in ("m0", "m3", "m5")] + [
         {"baseline": m} for m in ("m1", "m2")]
@@ -469,7 +472,9 @@ def test_contrast_covariance_does_not_depend_on_anchor_or_baseline(ties):
     for options in settings_list:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", WinrateWarning)
-            result = analyze(log, "prompt+judge", model="bt", ties=ties, **options)
+            result = analyze(log, "prompt+judge", model="bt", ties=ties, method=method,
+                             **options)
+        assert result.psd_repaired
         contrasts = _contrast_variances(result.models, result.cov, log.models)
         ratings = dict(zip(map(str, result.models), result.scores, strict=True))
         base = options.get("baseline")

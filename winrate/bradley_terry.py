@@ -299,20 +299,24 @@ def _model_code(log: ComparisonLog, name: str, flag: str) -> int:
     return int(found[0])
 
 
-def elo_map(log: ComparisonLog, anchor, keep: np.ndarray) -> tuple[np.ndarray, float]:
-    """Reporting map ``R`` (rows ``keep``) and offset: ``rating = R theta + offset`` with
-    ``400 / ln 10 (theta - mean theta) + 1000`` or, anchored at model m with rating A,
-    ``400 / ln 10 (theta - theta_m) + A``."""
+def elo_maps(log: ComparisonLog, anchor, keep: np.ndarray):
+    """Canonical and reporting maps of the Elo scale (module doc).
+
+    Canonical: the centred ratings ``c = 400 / ln 10 (theta - mean theta)`` of all L
+    models, ``c = C theta``. Reported: ``rating = A c + offset`` with ``A`` the rows
+    ``keep`` of the identity and offset 1000, or, anchored at model m with rating R,
+    ``A = I - 1 e_m'`` (rows ``keep``) and offset R, i.e. ``400 / ln 10 (theta - theta_m)
+    + R``. Returns ``(C, A, offset)``.
+    """
     k = log.n_models
-    if anchor is None:
-        R = ELO_SCALE * (np.eye(k) - 1.0 / k)
-        offset = DEFAULT_RATING
-    else:
+    C = ELO_SCALE * (np.eye(k) - 1.0 / k)
+    A = np.eye(k)
+    offset = DEFAULT_RATING
+    if anchor is not None:
         m = _model_code(log, anchor[0], "--anchor")
-        R = ELO_SCALE * np.eye(k)
-        R[:, m] -= ELO_SCALE
+        A[:, m] -= 1.0
         offset = anchor[1]
-    return R[keep], offset
+    return C, A[keep], offset
 
 
 # ------------------------------------------------------------------ fit
@@ -411,7 +415,8 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
     else:
         params, info, rows, pair, centered = _fit_logit(log, table, precision, centred)
         coef_names, moments = (), {}
-    R, offset = elo_map(log, anchor, keep)
+    C, A, offset = elo_maps(log, anchor, keep)
+    R = A @ C
     n_coef = len(coef_names)
     full_map = np.zeros((len(keep) + n_coef, k + n_coef))
     full_map[:len(keep), :k] = R
@@ -425,7 +430,8 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
         models=names[keep], scores=R @ params[:k] + offset, psi=psi, counts=counts,
         weights=None, influence=rows, pair=pair, pairs=table[3], centered=centered,
         bread=bread, estimator="bt", scale="elo", log_models=names, contestants=keep,
-        report_map=R, report_offset=offset, coef_names=coef_names, coef=params[k:],
+        canonical_map=C, reported_map=A, report_offset=offset, coef_names=coef_names,
+        coef=params[k:],
         options=options, row_level=bool(covariates) or ties == "davidson")
 
 
@@ -529,13 +535,13 @@ class PairRefit:
         return ok
 
     def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """(B, K) reported ratings of B replicates with pair totals ``wins``, ``counts``."""
+        """(B, L) canonical ratings of B replicates with pair totals ``wins``, ``counts``."""
         wins, counts = np.atleast_2d(wins), np.atleast_2d(counts)
         ok = self._identified(counts, wins)
         theta = np.full((wins.shape[0], self.k), np.nan)
         if ok.any():
             theta[ok] = self._newton(wins[ok], counts[ok])
-        return self.board.report(theta)
+        return self.board.canonical(theta)
 
     def _newton(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
         k = self.k
@@ -576,9 +582,9 @@ class RowRefit:
                        "baseline": options["baseline"]}
 
     def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """(B, K) reported ratings; ``counts`` (B, n) are the replicate row frequencies."""
+        """(B, L) canonical ratings; ``counts`` (B, n) are the replicate row frequencies."""
         counts = np.atleast_2d(counts)
-        out = np.full((counts.shape[0], len(self.board.models)), np.nan)
+        out = np.full((counts.shape[0], len(self.board.all_models)), np.nan)
         for b, freq in enumerate(counts):
             out[b] = self._refit(freq)
         return out
@@ -594,6 +600,6 @@ class RowRefit:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", WinrateWarning)
-                return fit(sub, **self.kwargs).scores
+                return self.board.canonical_map @ fit(sub, **self.kwargs).options["theta"]
         except WinrateInputError:  # not identified in this replicate
             return np.nan

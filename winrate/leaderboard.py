@@ -84,9 +84,12 @@ class Leaderboard:
     estimator : ``"winrate"`` or ``"bt"``; scale : ``"probability"`` or ``"elo"``.
     log_models : the log's L model names; ``contestants`` (K,) their codes that are
         reported (a baseline is not a contestant).
-    report_map, report_offset : replicate refits map raw per-log-model estimates ``x``
-        (L,) to reported scores ``report_map @ x + report_offset`` (None: ``x`` of the
-        contestants).
+    canonical_map, reported_map, report_offset : resampling works in a canonical
+        parameterisation that does not depend on reporting choices (anchor, baseline): a
+        refit's raw per-log-model estimates ``x`` (L,) become ``c = canonical_map @ x``
+        (None: ``x`` of the contestants) and reported scores
+        ``reported_map @ c + report_offset`` (None: ``c``). Covariances are combined and
+        PSD-repaired in ``c`` and then mapped, so contrasts do not depend on the anchor.
     coef_names, coef : further parameters (style covariates, Davidson's tie parameter).
     options : estimator settings for reports (baseline, anchor, prior, ties, covariates).
     row_level : True when the estimate depends on the rows beyond their pair totals
@@ -107,7 +110,8 @@ class Leaderboard:
     scale: str = "probability"
     log_models: np.ndarray | None = None
     contestants: np.ndarray | None = None
-    report_map: np.ndarray | None = None
+    canonical_map: np.ndarray | None = None
+    reported_map: np.ndarray | None = None
     report_offset: float = 0.0
     coef_names: tuple[str, ...] = ()
     coef: np.ndarray = field(default_factory=lambda: np.empty(0))
@@ -150,11 +154,28 @@ class Leaderboard:
         missing = np.argwhere(np.triu(sub == 0, k=1))
         return [(str(self.models[i]), str(self.models[j])) for i, j in missing]
 
-    def report(self, raw: np.ndarray) -> np.ndarray:
-        """Reported scores of (B, L) raw per-log-model replicate estimates."""
-        if self.report_map is None:
+    def canonical(self, raw: np.ndarray) -> np.ndarray:
+        """Canonical parameters of (B, L) raw per-log-model replicate estimates."""
+        if self.canonical_map is None:
             return raw if self.contestants is None else raw[:, self.contestants]
-        return raw @ self.report_map.T + self.report_offset
+        return raw @ self.canonical_map.T
+
+    def reported(self, canonical: np.ndarray) -> np.ndarray:
+        """Reported scores of (B, C) canonical parameters."""
+        if self.reported_map is None:
+            return canonical
+        return canonical @ self.reported_map.T + self.report_offset
+
+    def reported_cov(self, cov: np.ndarray) -> np.ndarray:
+        """Covariance of the reported scores from that of the canonical parameters."""
+        return cov if self.reported_map is None else self.reported_map @ cov @ self.reported_map.T
+
+    @property
+    def canonical_scores(self) -> np.ndarray:
+        """The full-sample estimate in the canonical parameterisation."""
+        if self.canonical_map is None:
+            return self.scores
+        return self.canonical_map @ self.options["theta"]
 
 
 @njit(parallel=True, cache=True)

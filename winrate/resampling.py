@@ -153,7 +153,7 @@ class PairScorer:
 
 
 class _ReportedScorer:
-    """A win-rate :class:`PairScorer` whose per-log-model scores are mapped to the reported
+    """A win-rate :class:`PairScorer` whose per-log-model scores are mapped to the canonical
     ones (a baseline is dropped)."""
 
     def __init__(self, board: Leaderboard, weights, total_counts):
@@ -161,7 +161,7 @@ class _ReportedScorer:
         self.scorer = PairScorer(board, board.weights, total_counts)
 
     def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        return self.board.report(self.scorer.scores(wins, counts))
+        return self.board.canonical(self.scorer.scores(wins, counts))
 
 
 def replicate_scorer(board: Leaderboard, weights, total_counts, log: ComparisonLog):
@@ -225,7 +225,7 @@ def jackknife_replicates(log: ComparisonLog, groups, weights="uniform",
     board = fit(log, weights=weights) if board is None else board
     totals = pair_totals(log, board, groups)
     scorer = replicate_scorer(board, weights, totals.total_counts, log)
-    return np.concatenate([s for _, s in _jackknife_blocks(totals, scorer)])
+    return board.reported(np.concatenate([s for _, s in _jackknife_blocks(totals, scorer)]))
 
 
 @dataclass(frozen=True)
@@ -252,17 +252,19 @@ def _cv3(log, board, groups, weights, center, units=None) -> tuple[np.ndarray, i
     """One jackknife term, accumulated over blocks of deleted clusters (no (G, K) array
     kept). ``units`` (see ``_jackknife_blocks``): cluster g stands for ``m_g`` identical
     units, each deleted in turn, so its replicate counts ``m_g`` times among
-    ``n = sum_g m_g`` replicates."""
+    ``n = sum_g m_g`` replicates. Computed in the canonical parameterisation
+    (:class:`winrate.leaderboard.Leaderboard`)."""
     totals = pair_totals(log, board, groups)
     scorer = replicate_scorer(board, weights, totals.total_counts, log)
-    k = len(board.models)
+    estimate = board.canonical_scores
+    k = estimate.size
     mult = np.ones(totals.n_clusters) if units is None else np.asarray(units, float)
     n_units = mult.sum()
-    full = np.nan_to_num(board.scores)
+    full = np.nan_to_num(estimate)
     sum_d, sum_dd, undefined = np.zeros(k), np.zeros((k, k)), 0
     for start, reps in _jackknife_blocks(totals, scorer, units):
         m = mult[start:start + len(reps), None]
-        missing = np.isnan(reps) & ~np.isnan(board.scores) & (m > 0)
+        missing = np.isnan(reps) & ~np.isnan(estimate) & (m > 0)
         undefined += int(missing.sum())
         d = np.where(np.isnan(reps), full, reps) - full
         sum_d += (m * d).sum(axis=0)
@@ -334,7 +336,7 @@ def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
     cov, min_eig, repaired, parts = inclusion_exclusion(
         codes, sizes, term, "multiway jackknife covariance")
     _warn_undefined(sum(info for dims, _, _, info in parts if len(dims) == 1))
-    return JackknifeCovariance(cov, tuple(sizes), min(sizes) - 1,
+    return JackknifeCovariance(board.reported_cov(cov), tuple(sizes), min(sizes) - 1,
                                sum(info for dims, _, _, info in parts if len(dims) == 1),
                                repaired, min_eig)
 
@@ -369,7 +371,8 @@ def row_jackknife_cov(log: ComparisonLog, weights="uniform", board: Leaderboard 
     board = fit(log, weights=weights) if board is None else board
     cov, undefined = _cv3(log, board, np.arange(log.n_rows), weights, center, units=freq)
     _warn_undefined(undefined)
-    return JackknifeCovariance(cov, (n_units,), n_units - 1, undefined, False, np.nan)
+    return JackknifeCovariance(board.reported_cov(cov), (n_units,), n_units - 1, undefined,
+                               False, np.nan)
 
 
 # --------------------------------------------------------- cluster / pigeonhole bootstrap
@@ -474,7 +477,7 @@ def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps:
                 for size in scorer.sizes]
 
     method = "cluster" if len(groups) == 1 else "pigeonhole"
-    out = _run_bootstrap(scorer, draw, reps, len(board.models), method, progress)
+    out = _run_bootstrap(scorer, draw, reps, board.canonical_scores.size, method, progress)
     return _bootstrap_result(board, out, method, tuple(scorer.sizes), seed)
 
 
@@ -501,7 +504,7 @@ def row_bootstrap(log: ComparisonLog, weights="uniform", reps: int = 999,
     def draw(b):
         return [rng.multinomial(n_units, freq / n_units, size=b) * inv]
 
-    out = _run_bootstrap(scorer, draw, reps, len(board.models), "row", progress)
+    out = _run_bootstrap(scorer, draw, reps, board.canonical_scores.size, "row", progress)
     return _bootstrap_result(board, out, "row", (n_units,), seed)
 
 
@@ -518,17 +521,21 @@ def _run_bootstrap(scorer: ProductWeightScorer, draw, reps: int, k: int, method:
 
 
 def _bootstrap_result(board, reps, method, sizes, seed) -> BootstrapResult:
-    defined = ~np.isnan(board.scores)
+    """Replicates (canonical, :class:`winrate.leaderboard.Leaderboard`) to the result on
+    the reported scale; the covariance is mapped from the canonical one."""
+    estimate = board.canonical_scores
+    defined = ~np.isnan(estimate)
     bad = np.isnan(reps[:, defined]).any(axis=1)
     if bad.any():
         warnings.warn(f"{int(bad.sum())} of {len(reps)} bootstrap replicates left a model "
                       "without comparisons and were dropped; the bootstrap distribution is "
                       "conditional on every model being drawn", WinrateWarning, stacklevel=3)
-    reps = np.where(np.isnan(reps), np.nan_to_num(board.scores), reps)[~bad]
+    reps = np.where(np.isnan(reps), np.nan_to_num(estimate), reps)[~bad]
     if len(reps) < 2:
         raise WinrateInputError("fewer than 2 bootstrap replicates left every model scored")
     cov = np.cov(reps, rowvar=False, ddof=1).reshape(reps.shape[1], reps.shape[1])
-    return BootstrapResult(board.scores, reps, cov, method, sizes, int(bad.sum()), seed)
+    return BootstrapResult(board.scores, board.reported(reps), board.reported_cov(cov),
+                           method, sizes, int(bad.sum()), seed)
 
 
 # ----------------------------------------------------------------- wild cluster bootstrap
