@@ -7,7 +7,10 @@ Model (Zermelo 1929; Bradley & Terry 1952). Comparison r of models (a, b) with s
 
 with ``x_r`` optional per-row covariates of the (a, b) difference ("style control", LMArena
 2024, "Does style matter?"), standardised over rows as LMArena does,
-``x = (x_raw - mean) / sd`` (population sd). Ties:
+``x = (x_raw - mean) / sd`` (population sd, frequency-weighted). As in LMArena, the
+centring acts as a hidden a-versus-b offset: relabelling a and b in *some* rows changes the
+fit slightly (relabelling every row does not). The influence treats mean and sd as fixed;
+jackknife and bootstrap refits re-standardise. Ties:
 
 * ``"half"`` (default, the LMArena convention): a tie is half a win for each side, i.e. the
   Bernoulli log-likelihood with fractional outcome,
