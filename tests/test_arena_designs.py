@@ -135,6 +135,9 @@ def test_cli_bt_prints_elo_and_coefficients(tmp_path, capsys):
     assert doc["settings"]["anchor"] == {"model": "m0", "rating": 1100.0}
     assert doc["score"][doc["models"].index("m0")] == pytest.approx(1100.0)
     assert doc["coefficients"]["names"] == ["length"]
+    assert doc["coefficients"]["names_all"] == [*doc["models"], "length"]
+    cov_all = np.array(doc["coefficients"]["cov_all"])
+    np.testing.assert_allclose(cov_all[4, 4], doc["coefficients"]["se"][0] ** 2, rtol=1e-12)
     assert len(doc["cov"]) == 4 and doc["se_naive"] and doc["se"]
 
 

@@ -38,7 +38,9 @@ not_estimable          models whose uncertainty cannot be estimated, with the re
                        se and interval are null and their rank set is every rank)
 coefficients           further parameters (style covariates per standardised unit, the
                        Davidson tie parameter): ``names``, ``estimate``, ``se``,
-                       ``se_naive``, ``ci_low``, ``ci_high``, ``cov``; null if none
+                       ``se_naive``, ``ci_low``, ``ci_high``, ``cov``, and the joint
+                       sandwich covariance ``cov_all`` of ratings and coefficients in the
+                       order ``names_all``; null if none
 warnings               plain-language warnings
 method                 variance method actually run: ``sandwich``, ``jackknife`` (CV3J),
                        ``wild bootstrap`` (ci_low/ci_high are then percentile-t),
@@ -313,7 +315,8 @@ def _coefficients_json(analysis: LeaderboardAnalysis) -> dict | None:
         return None
     return {"names": list(coef.names), "estimate": coef.estimate, "se": coef.se,
             "se_naive": coef.se_naive, "ci_low": coef.low, "ci_high": coef.high,
-            "cov": coef.cov}
+            "cov": coef.cov, "cov_all": coef.cov_full,
+            "names_all": [str(m) for m in analysis.models] + list(coef.names)}
 
 
 def _ints(values) -> list | None:
