@@ -85,7 +85,7 @@ def test_outputs_are_written(study, tmp_path):
     per_rep = pd.concat([_reps(study, study.DESIGN, 10, 2, reps=3),
                          _reps(study, study.DESIGN, 30, 3, reps=3)])
     table = study.summarise(per_rep)
-    text = study.markdown(table, 1.0, 3, study.summarise(per_rep[per_rep.prompts == 10]))
+    text = study.markdown(table, 3, study.summarise(per_rep[per_rep.prompts == 10]))
     assert "## Marginal coverage" in text and "| prompts | judges | naive |" in text
     study.figure(table, tmp_path / "c.png")
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
