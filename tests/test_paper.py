@@ -99,6 +99,8 @@ def test_render_refuses_unknown_numbers_and_marks_pending_blocks(build):
 
     with pytest.raises(TemplateError, match="number nope"):
         render("x {{nope}} y\n", {}, {}, {}, {})
+    with pytest.raises(TemplateError, match="malformed placeholder"):
+        render("x {{Nope-1}} y\n", {}, {}, {}, {})
     text = "a {{k}}\n<!-- needs: bt -->\n{{missing}}\n<!-- end needs -->\nb\n"
     out = render(text, {"k": "1.50"}, {}, {}, {"bt": "needs the estimator"})
     assert out.startswith("a 1.50\n> **PENDING") and "needs the estimator" in out

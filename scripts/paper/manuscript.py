@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z_]+))?\s*\}\}")
+PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z0-9_]+))?\s*\}\}")
 NEEDS = re.compile(r"<!-- needs: ([a-z_]+) -->\n(.*?)<!-- end needs -->\n", re.S)
 
 
@@ -66,6 +66,7 @@ def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, 
         return numbers[name]
 
     out = PLACEHOLDER.sub(substitute, text)
+    missing += [f"malformed placeholder {m}" for m in re.findall(r"\{\{.*?\}\}", out)]
     if missing:
         raise TemplateError("the template refers to what the build did not produce: "
                             + ", ".join(dict.fromkeys(missing)))
