@@ -110,9 +110,14 @@ CLAIMS = (
           lambda n: HOLDS if value(n, "llmfao_judge_share_max") > 0.5 else FAILS,
           "holds (the assumption is fragile) if a real dataset has a cluster above one half"),
     Claim("few_judges", "With few judges the judge-axis variance is a crude estimate",
-          ("prd_few_judges",),
-          lambda n: f"PRD: {n['prd_few_judges']} judges (see the few-judges table)",
-          lambda n: HOLDS, "reported with every few-cluster method (PRD)"),
+          ("prd_few_judges", "prd_width_normal", "prd_width_jackknife"),
+          lambda n: (f"PRD, {n['prd_few_judges']} judges: median 95% CI width "
+                     f"{n['prd_width_normal']} points (sandwich, normal) vs "
+                     f"{n['prd_width_jackknife']} (jackknife, t(G - 1))"),
+          lambda n: (HOLDS if value(n, "prd_width_jackknife")
+                     > 1.5 * value(n, "prd_width_normal") else FAILS),
+          "holds if the few-cluster (jackknife, t(G - 1)) interval is over 1.5 times as "
+          "wide as the normal-reference sandwich"),
 )
 
 

@@ -52,10 +52,11 @@ def few_judges(paper: Paper) -> None:
     require_dataset("prd")
     log = _read("prd")
     n_judges = log.axes["judge"].n_clusters
-    rows = []
+    rows, widths = [], []
     for label, cluster, kwargs in FEW_JUDGE_METHODS:
         result = _quiet(log, cluster=cluster, seed=0, **kwargs)
         width = result.intervals.high - result.intervals.low
+        widths.append(float(np.nanmedian(width)))
         rows.append({"method": label, "clusters": f"{log.axes[cluster].n_clusters}",
                      "median SE (points)": fmt(100 * np.nanmedian(result.se)),
                      "median 95% CI width (points)": fmt(100 * np.nanmedian(width)),
@@ -64,6 +65,8 @@ def few_judges(paper: Paper) -> None:
     paper.table("few_judges", pd.DataFrame(rows),
                 f"PRD clustered by its {n_judges} judges: what each few-cluster method gives.")
     paper.number("prd_few_judges", n_judges, "d")
+    paper.number("prd_width_normal", 100 * widths[1])
+    paper.number("prd_width_jackknife", 100 * widths[3])
 
 
 def arena(paper: Paper) -> None:
