@@ -81,7 +81,10 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     paper.number("cov_twoway_thirty", _cell(table, 30, 30, "twoway"), ".1f")
     paper.number("cov_twoway_thirty_sim", _cell(table, 30, 30, "twoway", "simultaneous"), ".1f")
     wild_two = table[(table.method == "wild") & (table.judges == 2)]
-    paper.number("cov_wild_two_inf", str(int(np.isinf(wild_two.width).sum())))
+    wild_inf = table[(table.method == "wild") & np.isinf(table.width)]
+    paper.number("cov_wild_inf_cells", " and ".join(
+        f"{p} prompts x {j} judges" for p, j in zip(wild_inf.prompts, wild_inf.judges,
+                                                    strict=True)) or "no cell")
     paper.number("cov_wild_two_median_width_max", wild_two.width_median.max(), ".2f")
     paper.number("cov_wild_two_min", wild_two.marginal.min(), ".1f")
     paper.number("cov_wild_two_max", wild_two.marginal.max(), ".1f")
