@@ -1,4 +1,5 @@
-# Two entry points: `make demo` (the main job) and `make test`.
+# Entry points: `make demo` (the main job), `make test` and `make paper` (rebuild paper/;
+# FULL=1 also reruns the coverage study, which must reproduce paper/coverage/ exactly).
 # Each creates .venv and installs the package with its dev extras on first use.
 PYTHON ?= python3
 VENV := .venv
@@ -10,7 +11,7 @@ export WINRATE_DATA := $(SHARED_DATA)
 endif
 endif
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench paper clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +31,9 @@ lint: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python scripts/bench.py
+
+paper: $(BIN)/.installed
+	$(BIN)/python scripts/paper/build.py $(if $(FULL),--full)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -58,7 +58,9 @@ class AxisSummary:
 
     ``m`` is the mean number of comparisons of each model per cluster; ``rho`` the implied
     shared-response correlation ``(deff - 1) / (m - 1)``; ``icc`` the pair-level ANOVA ICC;
-    ``single_cluster_pairs`` the number of model pairs observed within a single cluster.
+    ``single_cluster_pairs`` the number of model pairs observed within a single cluster;
+    ``largest_share`` each model's largest cluster share of its variance on this axis and
+    ``largest_cluster`` that cluster's label (:func:`winrate.diagnostics.largest_cluster_share`).
     """
 
     name: str
@@ -71,6 +73,8 @@ class AxisSummary:
     rho: np.ndarray
     icc: float
     single_cluster_pairs: int
+    largest_share: np.ndarray | None = None
+    largest_cluster: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -198,13 +202,36 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
                                             log.n_models, log.weight)[board.codes]
     lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
+    bread = None if board.bread is None else board.bread[:len(board.models)]
+    share, largest = diagnostics.largest_cluster_share(board.influence, axis.codes, bread)
     return AxisSummary(
         name=name, n_clusters=axis.n_clusters,
         mean_cluster_size=log.n_comparisons / axis.n_clusters,
         cov=cov, se=np.sqrt(np.clip(np.diag(cov), 0, None)), deff=deff, m=m,
         rho=diagnostics.shared_response_correlation(deff, m),
         icc=diagnostics.anova_icc(board.centered, axis.codes, log.frequency),
-        single_cluster_pairs=int(lonely.sum()),
+        single_cluster_pairs=int(lonely.sum()), largest_share=share,
+        largest_cluster=np.where(largest >= 0, axis.labels[np.maximum(largest, 0)], None),
+    )
+
+
+def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary) -> str | None:
+    """The Lindeberg warning: a cluster carrying more of a model's variance on an axis with
+    enough clusters than :data:`winrate.diagnostics.DOMINANT_SHARE`."""
+    if axis.largest_share is None or axis.n_clusters < FEW_CLUSTERS:
+        return None  # few clusters have their own warning
+    limit = diagnostics.DOMINANT_SHARE
+    flagged = np.flatnonzero(np.nan_to_num(axis.largest_share) > limit)
+    if not flagged.size:
+        return None
+    worst = flagged[np.argmax(axis.largest_share[flagged])]
+    return (
+        f"axis '{axis.name}': a single cluster carries more than {limit:.0%} of the clustered "
+        f"variance for {flagged.size} model(s), up to {axis.largest_share[worst]:.0%} for "
+        f"{board.models[worst]} ({axis.name} {axis.largest_cluster[worst]}); its SE then "
+        "rests on fewer than 4 effective clusters and the normal approximation on that one "
+        "cluster (Lindeberg condition), so treat the SE as rough: use --method jackknife or "
+        "t critical values, and check the result without that cluster."
     )
 
 
@@ -262,6 +289,9 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
                 "variance is not identified for them, so SEs of the models involved are "
                 "understated on that axis."
             )
+        dominant = _dominant_cluster_note(board, axis)
+        if dominant:
+            notes.append(dominant)
     if not_estimable:
         notes.append("not estimable (no score, interval or certain rank is reported): "
                      + "; ".join(f"{m}: {why}" for m, why in not_estimable.items()))

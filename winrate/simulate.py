@@ -48,6 +48,7 @@ opponents, which is the estimand when a sample misses an allowed pair).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -146,6 +147,28 @@ def population_psi(abilities: np.ndarray, design: SimulationDesign) -> np.ndarra
     return psi
 
 
+def _psi_parameters(design: SimulationDesign) -> tuple:
+    """The fields of the design that :func:`population_psi` reads (the cache key)."""
+    return (design.response_sd, design.judge_sd, design.position_bias,
+            design.position_bias_sd, design.noise_sd, design.tie_margin, design.tie_margin_sd)
+
+
+@lru_cache(maxsize=32)
+def _population_psi_cached(theta: tuple[float, ...], parameters: tuple) -> np.ndarray:
+    """:func:`population_psi`, computed once per abilities and latent parameters: the
+    quadrature takes a fraction of a second, and a coverage study draws thousands of logs
+    from one design (the result is the same array, bit for bit)."""
+    (response_sd, judge_sd, position_bias, position_bias_sd, noise_sd, tie_margin,
+     tie_margin_sd) = parameters
+    design = SimulationDesign(response_sd=response_sd, judge_sd=judge_sd,
+                              position_bias=position_bias, position_bias_sd=position_bias_sd,
+                              noise_sd=noise_sd, tie_margin=tie_margin,
+                              tie_margin_sd=tie_margin_sd)
+    psi = population_psi(np.array(theta), design)
+    psi.setflags(write=False)
+    return psi
+
+
 def _allowed_pairs(n_models: int, missing_share: float, rng) -> np.ndarray:
     """Unordered pairs in the design; drops a share of pairs but keeps the graph connected."""
     low, high = np.triu_indices(n_models, k=1)
@@ -200,7 +223,7 @@ def simulate_comparisons(design: SimulationDesign | None = None, seed=0,
     score = np.where(d > tau, 1.0, np.where(d < -tau, 0.0, 0.5))
     names = np.array([f"model-{i:02d}" for i in range(k)], dtype=object)
     log = ComparisonLog.from_arrays(a, b, score, models=names, prompt=prompt, judge=judge)
-    psi = population_psi(theta, design)
+    psi = _population_psi_cached(tuple(theta.tolist()), _psi_parameters(design)).copy()
     observed = np.zeros((k, k), bool)
     observed[allowed[:, 0], allowed[:, 1]] = True
     observed |= observed.T

@@ -1,0 +1,100 @@
+"""The coverage study in the paper: ``scripts/coverage.py``'s committed results
+(``paper/coverage/``), turned into the paper's figure, a summary table and numbers.
+
+``make paper`` reads the committed per-cell CSVs (the study takes minutes on 2 cores);
+``make paper FULL=1`` first reruns the study with its fixed seeds (``--reps 600
+--workers 2``), which must reproduce the committed files byte for byte.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from common import PAPER, ROOT, Paper
+
+REPS = 600
+WORKERS = 2
+SHOWN = ("naive", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole")
+
+
+def load_study():
+    """``scripts/coverage.py`` as a module (it declines to be imported as ``coverage``)."""
+    path = ROOT / "scripts" / "coverage.py"
+    spec = importlib.util.spec_from_file_location("coverage_study", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["coverage_study"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def rerun(out: Path = PAPER / "coverage") -> None:
+    """Rerun the full study into ``out`` (what ``FULL=1`` does)."""
+    load_study().main(["--reps", str(REPS), "--workers", str(WORKERS), "--out", str(out)])
+
+
+def _read(source: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return (pd.read_csv(source / "coverage.csv"), pd.read_csv(source / "coverage_control.csv"))
+
+
+def _cell(table, prompts, judges, method, column="marginal") -> float:
+    row = table[(table.prompts == prompts) & (table.judges == judges) & (table.method == method)]
+    return float(row[column].iloc[0])
+
+
+def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
+    """Figure ``coverage``, table ``coverage_summary`` and the numbers the text quotes."""
+    study = load_study()
+    table, control = _read(source)
+    for suffix in ("pdf", "png"):
+        path = paper.path("figures", f"coverage.{suffix}")
+        study.figure(table, path)
+        paper.written.append(path)
+    paper.figures["coverage"] = ("Coverage of nominal 95% intervals for leaderboard scores "
+                                 "against the number of judges, per prompt count (band: "
+                                 "93-97%; bars: 1.96 Monte Carlo SE).")
+    shown = table[table.method.isin(SHOWN)]
+    cells = shown.assign(cell=[f"{m:.1f} / {s:.1f}" for m, s in
+                               zip(shown.marginal, shown.simultaneous, strict=True)])
+    grid = cells.pivot_table(index=["prompts", "judges"], columns="method", values="cell",
+                             aggfunc="first")[list(SHOWN)].reset_index()
+    grid[["prompts", "judges"]] = grid[["prompts", "judges"]].astype(str)
+    paper.table("coverage_summary", grid,
+                "Coverage (%) of nominal 95% intervals, marginal / simultaneous, "
+                f"{REPS} replications per cell (scripts/coverage.py).")
+    naive = table[table.method == "naive"]
+    paper.number("cov_reps", REPS, "d")
+    paper.number("cov_seed", str(study.BASE_SEED))
+    paper.number("cov_naive_min", naive.marginal.min(), ".0f")
+    paper.number("cov_naive_max", naive.marginal.max(), ".0f")
+    paper.number("cov_naive_sim_min", naive.simultaneous.min(), ".1f")
+    paper.number("cov_naive_sim_max", naive.simultaneous.max(), ".1f")
+    paper.number("cov_control_naive", _cell(control, 100, 10, "naive"), ".1f")
+    for prompts, word in ((100, "hundred"), (300, "threehundred")):
+        for method in ("twoway_t", "jackknife"):
+            key = f"cov_{method}_{word}"
+            paper.number(key, _cell(table, prompts, 30, method), ".1f")
+            paper.number(key + "_sim", _cell(table, prompts, 30, method, "simultaneous"), ".1f")
+    paper.number("cov_twoway_thirty", _cell(table, 30, 30, "twoway"), ".1f")
+    paper.number("cov_twoway_thirty_sim", _cell(table, 30, 30, "twoway", "simultaneous"), ".1f")
+    wild_two = table[(table.method == "wild") & (table.judges == 2)]
+    wild_inf = table[(table.method == "wild") & np.isinf(table.width)]
+    paper.number("cov_wild_inf_cells", " and ".join(
+        f"{p} prompts x {j} judges" for p, j in zip(wild_inf.prompts, wild_inf.judges,
+                                                    strict=True)) or "no cell")
+    paper.number("cov_wild_two_median_width_max", wild_two.width_median.max(), ".2f")
+    paper.number("cov_wild_two_min", wild_two.marginal.min(), ".1f")
+    paper.number("cov_wild_two_max", wild_two.marginal.max(), ".1f")
+    three = table[(table.judges == 3) & (table.method == "twoway_t")]
+    paper.number("cov_three_t_min", three.marginal.min(), ".1f")
+    paper.number("cov_three_t_max", three.marginal.max(), ".1f")
+    five = table[(table.judges == 5) & (table.method == "jackknife")]
+    paper.number("cov_five_jack_min", five.marginal.min(), ".1f")
+    paper.number("cov_five_jack_max", five.marginal.max(), ".1f")
+    paper.number("cov_grid", f"{table.prompts.nunique()} x {table.judges.nunique()}")
+    paper.number("cov_many_judges", 30, "d")
+    paper.number("cov_hundred", 100, "d")
+    paper.number("cov_threehundred", 300, "d")

@@ -1,0 +1,73 @@
+"""Render ``paper/paper.template.md`` into ``paper/paper.md``.
+
+Template syntax (everything else is copied as it is):
+
+* ``{{KEY}}``: the number registered under KEY (``paper/numbers.json``); an unknown key
+  is an error, so no number can be typed in by hand and go stale unnoticed.
+* ``{{table:NAME}}``: the Markdown table ``tables/NAME.md``, its caption, and the names
+  of its LaTeX and CSV versions.
+* ``{{figure:NAME}}``: ``figures/NAME.png`` with the figure's caption and its PDF.
+* ``<!-- needs: STEP -->`` ... ``<!-- end needs -->``: a block that needs a build step
+  which is still pending (another issue has not landed); it is replaced by a PENDING
+  notice naming the missing piece, and the build fails.
+"""
+
+from __future__ import annotations
+
+import re
+
+PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z0-9_]+))?\s*\}\}")
+NEEDS = re.compile(r"<!-- needs: ([a-z_]+) -->\n(.*?)<!-- end needs -->\n", re.S)
+
+
+class TemplateError(ValueError):
+    """The template names a number, table or figure the build did not produce."""
+
+
+def _pending_blocks(text: str, pending: dict[str, str]) -> str:
+    def replace(match):
+        step = match.group(1)
+        if step in pending:
+            return (f"> **PENDING (not reproducible yet).** This part needs the build step "
+                    f"`{step}`: {pending[step]}\n\n")
+        return match.group(2)
+    return NEEDS.sub(replace, text)
+
+
+def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, str]],
+           figures: dict[str, str], pending: dict[str, str]) -> str:
+    """The manuscript: ``tables`` maps a name to (Markdown text, caption), ``figures`` a
+    name to its caption, ``pending`` a pending step to the reason."""
+    text = _pending_blocks(template, pending)
+    missing = []
+
+    def substitute(match):
+        kind, name = (match.group(1), match.group(2)) if match.group(2) else (None,
+                                                                              match.group(1))
+        if kind == "table":
+            if name not in tables:
+                missing.append(f"table {name}")
+                return match.group(0)
+            body, caption = tables[name]
+            return (f"{body.rstrip()}\n\nTable: {caption} Files: `tables/{name}.md`, "
+                    f"`tables/{name}.tex`, `tables/{name}.csv`.")
+        if kind == "figure":
+            if name not in figures:
+                missing.append(f"figure {name}")
+                return match.group(0)
+            return (f"![{figures[name]}](figures/{name}.png)\n\n*Figure: {figures[name]}* "
+                    f"Files: `figures/{name}.png`, `figures/{name}.pdf`.")
+        if kind is not None:
+            missing.append(f"unknown placeholder kind {kind}")
+            return match.group(0)
+        if name not in numbers:
+            missing.append(f"number {name}")
+            return match.group(0)
+        return numbers[name]
+
+    out = PLACEHOLDER.sub(substitute, text)
+    missing += [f"malformed placeholder {m}" for m in re.findall(r"\{\{.*?\}\}", out)]
+    if missing:
+        raise TemplateError("the template refers to what the build did not produce: "
+                            + ", ".join(dict.fromkeys(missing)))
+    return out

@@ -1,0 +1,117 @@
+"""Dominant-cluster diagnostic (largest cluster's share of the clustered variance) and its
+warning in ``analyze``, against brute-force loops and a Monte Carlo of Cochran's C."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from tests.conftest import random_log
+from winrate.analysis import analyze
+from winrate.data import ComparisonLog
+from winrate.diagnostics import DOMINANT_SHARE, largest_cluster_share
+from winrate.errors import WinrateWarning
+from winrate.leaderboard import fit
+from winrate.simulate import SimulationDesign, simulate_comparisons
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_largest_share_matches_loops_over_rows(seed):
+    log = random_log(seed)
+    board = fit(log)
+    codes = log.axes["prompt"].codes
+    dense = board.influence.toarray()
+    totals = {}
+    for r in range(log.n_rows):  # brute force: add each row's influence to its cluster
+        totals[codes[r]] = totals.get(codes[r], 0.0) + dense[r]
+    squared = np.array([totals[g] ** 2 for g in sorted(totals)])
+    labels = np.array(sorted(totals))
+    share, cluster = largest_cluster_share(board.influence, codes)
+    for a in range(log.n_models):
+        assert share[a] == pytest.approx(squared[:, a].max() / squared[:, a].sum(), rel=1e-12)
+        assert cluster[a] == labels[np.argmax(squared[:, a])]
+
+
+def test_zero_variance_model_gives_nan():
+    # model 2 only plays model 0 and always loses: its centred scores are all zero
+    log = ComparisonLog.from_arrays([0, 1, 0, 1, 2, 2], [1, 0, 1, 0, 0, 0],
+                                    [1.0, 0.0, 0.0, 1.0, 0.0, 0.0],
+                                    prompt=[0, 0, 1, 1, 0, 1])
+    share, cluster = largest_cluster_share(fit(log).influence, log.axes["prompt"].codes)
+    assert np.isnan(share[2]) and cluster[2] == -1
+    assert np.all((share[:2] > 0) & (share[:2] <= 1))
+
+
+def test_one_half_is_beyond_chance_and_leaves_under_four_effective_clusters():
+    # Monte Carlo of Cochran's C: with G = 30 equal normal clusters the largest share
+    # exceeds 1/2 with probability G P(F(1, G - 1) > G - 1) = 2.6e-4
+    rng = np.random.default_rng(7)
+    chi2 = rng.standard_normal((200_000, 30)) ** 2
+    rate = np.mean(chi2.max(axis=1) / chi2.sum(axis=1) > DOMINANT_SHARE)
+    assert rate == pytest.approx(30 * stats.f.sf(29, 1, 29), abs=4 * np.sqrt(2.6e-4 / 2e5))
+    # a share above 1/2 leaves 1 / sum s^2 (Satterthwaite df) below 4, whatever the rest
+    rest = rng.dirichlet(np.full(200, 0.3), 1000) * (1 - 0.51)
+    shares = np.column_stack([np.full(1000, 0.51), rest])
+    assert np.all(1 / (shares**2).sum(axis=1) < 4)
+
+
+def _quiet(log, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return analyze(log, **kwargs)
+
+
+def _dominant_notes(result):
+    return [w for w in result.warnings if "single cluster carries" in w]
+
+
+def test_analyze_warns_when_one_prompt_dominates():
+    sim = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=120, n_judges=3), seed=3)
+    log = sim.log
+    assert not _dominant_notes(_quiet(log, cluster="prompt"))  # 120 similar prompts
+    prompt = log.axes["prompt"].codes
+    heavy = np.where(prompt == prompt[0], 60.0, 1.0)  # one prompt worth 60 copies of itself
+    weighted = ComparisonLog.from_arrays(log.model_a, log.model_b, log.score,
+                                         models=log.models, frequency=heavy,
+                                         prompt=prompt, judge=log.axes["judge"].codes)
+    result = _quiet(weighted, cluster="prompt")
+    notes = _dominant_notes(result)
+    assert len(notes) == 1
+    share = result.axes["prompt"].largest_share
+    assert np.nanmax(share) > DOMINANT_SHARE
+    worst = int(np.nanargmax(share))
+    assert f"{result.models[worst]} (prompt {prompt[0]})" in notes[0]
+    assert f"up to {np.nanmax(share):.0%}" in notes[0]
+
+
+def test_no_dominance_warning_on_few_clusters():
+    # 3 judges: the few-cluster warning covers it; shares are large by construction
+    sim = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60, n_judges=3), seed=1)
+    result = _quiet(sim.log, cluster="judge")
+    assert np.nanmin(result.axes["judge"].largest_share) >= 1 / 3
+    assert not _dominant_notes(result)
+    assert any("only 3 clusters" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("options", [{"model": "bt"}, {"model": "bt", "anchor": "1=900"},
+                                     {"baseline": "0"}])
+def test_largest_share_of_sandwiched_estimators_matches_dense_loops(options):
+    """Bradley-Terry (score rows and a bread) and baseline designs: the share is that of the
+    reported influence ``G B'``, built densely here and summed by a loop over rows."""
+    log = random_log(1, drop_pair=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        result = analyze(log, cluster="prompt", **options)
+    board = result.leaderboard
+    dense = board.influence.toarray() @ board.bread[:len(board.models)].T
+    codes = log.axes["prompt"].codes
+    totals = np.zeros((codes.max() + 1, dense.shape[1]))
+    for r in range(log.n_rows):
+        totals[codes[r]] += dense[r]
+    squared = totals**2
+    with np.errstate(invalid="ignore"):
+        expected = squared.max(axis=0) / squared.sum(axis=0)  # NaN for an anchored model
+    np.testing.assert_allclose(result.axes["prompt"].largest_share, expected, rtol=1e-10)
