@@ -56,6 +56,8 @@ class Coefficients:
 class AxisSummary:
     """One clustering axis: cluster counts and its one-way covariance diagnostics.
 
+    ``se`` and ``deff`` are NaN for a model whose variance on this axis is not identified
+    (zero clustered variance with a positive naive one: all its comparisons in one cluster).
     ``m`` is the mean number of comparisons of each model per cluster; ``rho`` the implied
     shared-response correlation ``(deff - 1) / (m - 1)``; ``icc`` the pair-level ANOVA ICC;
     ``single_cluster_pairs`` the number of model pairs observed within a single cluster;
@@ -198,7 +200,12 @@ def parse_clustering(spec: str | tuple | list | None) -> tuple[str, ...]:
 def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.ndarray,
                   cov_naive: np.ndarray) -> AxisSummary:
     axis = log.axes[name]
-    deff = diagnostics.design_effect(cov, cov_naive)
+    var, naive = np.diag(cov), np.diag(cov_naive)
+    # a zero clustered variance next to a positive naive one is not identified on this axis
+    # (every comparison of the model in one cluster): NaN, not an SE of 0
+    unidentified = (var <= 1e-12 * naive) & (naive > 0)
+    se = np.where(unidentified, np.nan, np.sqrt(np.clip(var, 0, None)))
+    deff = np.where(unidentified, np.nan, diagnostics.design_effect(cov, cov_naive))
     m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
                                             log.n_models, log.weight)[board.codes]
     lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
@@ -207,7 +214,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     return AxisSummary(
         name=name, n_clusters=axis.n_clusters,
         mean_cluster_size=log.n_comparisons / axis.n_clusters,
-        cov=cov, se=np.sqrt(np.clip(np.diag(cov), 0, None)), deff=deff, m=m,
+        cov=cov, se=se, deff=deff, m=m,
         rho=diagnostics.shared_response_correlation(deff, m),
         icc=diagnostics.anova_icc(board.centered, axis.codes, log.frequency),
         single_cluster_pairs=int(lonely.sum()), largest_share=share,

@@ -12,8 +12,8 @@ coverage        the coverage study's figure, summary table and numbers from the 
 datasets        SE inflation, ICC paradox and dominant-cluster diagnostic on every bundled
                 dataset, ``results/<dataset>.json``, MMLU-Pro 19-model subsets
 simulations     MMLU-Pro-like and paired-design coverage simulations, naive-coverage figure
-few_judges      PRD's judge axis under every few-cluster method (pending: issue 8 reader)
-arena           Bradley-Terry clustered vs row bootstrap (pending: issue 8 estimator)
+few_judges      PRD's judge axis under every few-cluster method
+arena           Bradley-Terry clustered vs row bootstrap (QLoRA, PRD, AlpacaEval)
 claims          the claims table with verdicts
 manuscript      ``paper/paper.md`` (+ ``numbers.json``, ``numbers.tex``)
 ==============  ===========================================================================
@@ -140,13 +140,13 @@ def step_simulations(paper: Paper, full: bool) -> None:
 
 
 def step_few_judges(paper: Paper, full: bool) -> None:
-    from pending_results import few_judges
+    from judges_and_arena import few_judges
 
     few_judges(paper)
 
 
 def step_arena(paper: Paper, full: bool) -> None:
-    from pending_results import arena
+    from judges_and_arena import arena
 
     arena(paper)
 

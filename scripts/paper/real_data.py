@@ -30,7 +30,7 @@ from winrate.data import read_dataset
 from winrate.diagnostics import DOMINANT_SHARE, largest_cluster_share
 from winrate.eda import DATASET_CLUSTERINGS, DEFAULT_CLUSTERINGS, EdaReport, explore
 from winrate.errors import WinrateWarning
-from winrate.leaderboard import fit
+from winrate.estimators import fit
 
 Z = float(norm.isf(0.025))
 SUBSET_SIZE = 19
@@ -41,12 +41,14 @@ SUBSET_SEED = 20241019
 @dataclass(frozen=True)
 class Dataset:
     """A dataset the paper reports: ``name`` for :func:`read_dataset`, a label, a short
-    key for number names, and the clusterings to report."""
+    key for number names, the clusterings to report and the estimator options (a
+    baseline design is analysed as one: each model's win rate against the baseline)."""
 
     name: str
     label: str
     key: str
     clusterings: tuple[str, ...]
+    estimator: tuple[tuple[str, str], ...] = ()
 
 
 DATASETS = (
@@ -55,7 +57,8 @@ DATASETS = (
     Dataset("llmfao", "LLMFAO", "llmfao", DEFAULT_CLUSTERINGS),
     Dataset("qlora", "QLoRA Vicuna-80 (GPT-4 judge)", "qlora", DEFAULT_CLUSTERINGS),
     Dataset("prd", "PRD (5 LLM reviewers + humans)", "prd", DEFAULT_CLUSTERINGS),
-    Dataset("alpaca_eval", "AlpacaEval 2.0", "alpaca", DEFAULT_CLUSTERINGS),
+    Dataset("alpaca_eval", "AlpacaEval 2.0 (vs its baseline)", "alpaca", DEFAULT_CLUSTERINGS,
+            (("baseline", "gpt4_1106_preview"),)),
     Dataset("chatbot_arena", "Chatbot Arena (counts)", "arena", DEFAULT_CLUSTERINGS),
 )
 
@@ -87,11 +90,13 @@ def analyse(spec: Dataset) -> DatasetResult:
     """Load one dataset and run the EDA and the dominance diagnostic (cached per build)."""
     require_dataset(spec.name)
     log, notes = _quiet_read(spec.name)
-    report = explore(log, spec.clusterings, dataset=spec.name, notes=notes)
-    board = fit(log)
+    options = dict(spec.estimator)
+    report = explore(log, spec.clusterings, dataset=spec.name, notes=notes, **options)
+    board = fit(log, **options)
+    bread = None if board.bread is None else board.bread[:len(board.models)]
     dominance = {}
     for name in report.axes:
-        share, where = largest_cluster_share(board.influence, log.axes[name].codes)
+        share, where = largest_cluster_share(board.influence, log.axes[name].codes, bread)
         labels = np.where(where >= 0, log.axes[name].labels[np.maximum(where, 0)], None)
         dominance[name] = (log.axes[name].n_clusters, share, labels)
     return DatasetResult(spec, report, dominance)

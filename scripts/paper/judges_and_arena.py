@@ -1,5 +1,6 @@
-"""Results written against pieces of issue 8 that have not landed yet; each raises
-:class:`common.Pending` (the build then fails, naming the missing piece) until they do.
+"""Few judges and arena-style results: the PRD, QLoRA and AlpacaEval readers and the
+Bradley-Terry estimator. Each step raises :class:`common.Pending` (the build then fails,
+naming the missing piece) when its data or estimator is not available.
 
 * **Few judges** (:func:`few_judges`): PRD's judge axis (5 LLM reviewers, who are also the
   contestants, plus the human raters), clustered by judge with every few-cluster method:
@@ -65,8 +66,10 @@ def few_judges(paper: Paper) -> None:
     paper.table("few_judges", pd.DataFrame(rows),
                 f"PRD clustered by its {n_judges} judges: what each few-cluster method gives.")
     paper.number("prd_few_judges", n_judges, "d")
-    paper.number("prd_width_normal", 100 * widths[1])
-    paper.number("prd_width_jackknife", 100 * widths[3])
+    paper.number("prd_judge_df", n_judges - 1, "d")
+    for key, width in zip(("prompt", "normal", "t", "jackknife", "wild"), widths, strict=True):
+        paper.number(f"prd_width_{key}", 100 * width)
+    paper.number("prd_width_spread", max(widths[1:]) / min(widths[1:]), ".1f")
 
 
 def arena(paper: Paper) -> None:
