@@ -142,3 +142,13 @@ def test_small_real_datasets_rebuild_the_committed_results(build, tmp_path):
     paper = Paper(_copy_inputs(tmp_path))
     assert dataset_results(paper, small) == []
     _assert_same_bytes(paper)
+
+
+def test_readme_quotes_the_generated_numbers():
+    """Every number the README quotes in prose (``<!-- n:KEY -->V<!-- /n -->``) is the
+    generated ``paper/numbers.json[KEY]`` (scripts/readme_examples.py fills them)."""
+    readme = (PAPER.parent / "README.md").read_text()
+    numbers = __import__("json").loads((PAPER / "numbers.json").read_text())
+    quoted = re.findall(r"<!-- n:([a-z0-9_]+) -->(.*?)<!-- /n -->", readme)
+    assert len(quoted) > 20
+    assert [(key, numbers.get(key)) for key, _ in quoted] == quoted
