@@ -9,7 +9,8 @@ wall time per stage, the total, the peak resident memory of the process and, as 
 the time of one ``np.bincount`` over the same n.
 
 Usage: ``python scripts/bench.py [--n 10000000] [--models 100] [--prompts 1000000]
-[--judges 10] [--repeat 3]``. The numba kernels are compiled (or loaded from cache) by a
+[--judges 10] [--repeat 3] [--model winrate|bt]`` (``--model``: one estimator only).
+The numba kernels are compiled (or loaded from cache) by a
 small warm-up run first, so the timings measure steady-state work.
 """
 
@@ -69,10 +70,12 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=1_000_000)
     parser.add_argument("--judges", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--model", choices=ESTIMATORS, help="time one estimator only")
     args = parser.parse_args()
+    models = (args.model,) if args.model else ESTIMATORS
     warnings.simplefilter("ignore")  # random data: the two-way estimate may need PSD repair
 
-    for model in ESTIMATORS:  # numba warm-up
+    for model in models:  # numba warm-up
         run_stages(synthetic_log(10_000, args.models, 1_000, args.judges), model)
     start = time.perf_counter()
     log = synthetic_log(args.n, args.models, args.prompts, args.judges)
@@ -81,7 +84,7 @@ def main() -> None:
           f"Python {platform.python_version()}, numpy {np.__version__}")
     print(f"log: {args.n:,} comparisons, {args.models} models, {args.prompts:,} prompts, "
           f"{args.judges} judges (built in {build:.2f} s, not counted)")
-    for model in ESTIMATORS:
+    for model in models:
         _report(model, log, args.repeat)
     floor = min(_timed(lambda: np.bincount(log.model_a, minlength=args.models))
                 for _ in range(args.repeat))
