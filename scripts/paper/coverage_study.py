@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,8 +33,12 @@ def load_study():
 
 
 def rerun(out: Path = PAPER / "coverage") -> None:
-    """Rerun the full study into ``out`` (what ``FULL=1`` does)."""
-    load_study().main(["--reps", str(REPS), "--workers", str(WORKERS), "--out", str(out)])
+    """Rerun the full study into ``out`` (what ``FULL=1`` does), in a fresh process: the
+    study forks its workers, which is unsafe once this process has started numba's OpenMP
+    threads (earlier build steps do)."""
+    script = ROOT / "scripts" / "coverage.py"
+    subprocess.run([sys.executable, str(script), "--reps", str(REPS), "--workers",
+                    str(WORKERS), "--out", str(out)], check=True)
 
 
 def _read(source: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
