@@ -34,11 +34,16 @@ def _pending_blocks(text: str, pending: dict[str, str]) -> str:
     return NEEDS.sub(replace, text)
 
 
+#: The template's own note to editors (a comment starting "Template of"): not copied into
+#: the manuscript, where the generator's note says the opposite.
+TEMPLATE_NOTE = re.compile(r"<!-- Template of .*?-->\n\n?", re.S)
+
+
 def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, str]],
            figures: dict[str, str], pending: dict[str, str]) -> str:
     """The manuscript: ``tables`` maps a name to (Markdown text, caption), ``figures`` a
     name to its caption, ``pending`` a pending step to the reason."""
-    text = _pending_blocks(template, pending)
+    text = TEMPLATE_NOTE.sub("", _pending_blocks(template, pending), count=1)
     missing = []
 
     def substitute(match):
