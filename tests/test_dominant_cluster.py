@@ -98,20 +98,33 @@ def test_no_dominance_warning_on_few_clusters():
 
 @pytest.mark.parametrize("options", [{"model": "bt"}, {"model": "bt", "anchor": "1=900"},
                                      {"baseline": "0"}])
-def test_largest_share_of_sandwiched_estimators_matches_dense_loops(options):
-    """Bradley-Terry (score rows and a bread) and baseline designs: the share is that of the
-    reported influence ``G B'``, built densely here and summed by a loop over rows."""
+def test_largest_share_of_other_estimators_matches_loops(options):
+    """Bradley-Terry: the share of each model's score component (the summands of the
+    estimating equation); a baseline design: of each contestant's influence. Both against
+    a loop over rows of the dense rows."""
     log = random_log(1, drop_pair=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         result = analyze(log, cluster="prompt", **options)
     board = result.leaderboard
-    dense = board.influence.toarray() @ board.bread[:len(board.models)].T
+    dense = board.influence.toarray()[:, board.codes]
     codes = log.axes["prompt"].codes
     totals = np.zeros((codes.max() + 1, dense.shape[1]))
     for r in range(log.n_rows):
         totals[codes[r]] += dense[r]
     squared = totals**2
-    with np.errstate(invalid="ignore"):
-        expected = squared.max(axis=0) / squared.sum(axis=0)  # NaN for an anchored model
-    np.testing.assert_allclose(result.axes["prompt"].largest_share, expected, rtol=1e-10)
+    np.testing.assert_allclose(result.axes["prompt"].largest_share,
+                               squared.max(axis=0) / squared.sum(axis=0), rtol=1e-10)
+    assert (result.axes["prompt"].largest_cluster
+            == log.axes["prompt"].labels[squared.argmax(axis=0)]).all()
+
+
+def test_dense_and_sparse_influence_give_the_same_shares():
+    """The numba kernel (sparse influence) and the indicator product (dense) agree."""
+    log = random_log(2)
+    board = fit(log)
+    codes = log.axes["judge"].codes
+    sparse = largest_cluster_share(board.influence, codes)
+    dense = largest_cluster_share(board.influence.toarray(), codes)
+    np.testing.assert_allclose(sparse[0], dense[0], rtol=1e-12)
+    np.testing.assert_array_equal(sparse[1], dense[1])

@@ -28,7 +28,7 @@ from winrate.inference import (
 )
 from winrate.leaderboard import Leaderboard, degenerate_pair_cov
 from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
-from winrate.variance import DEFAULT_CORRECTION, multiway_cluster_cov, naive_cov
+from winrate.variance import DEFAULT_CORRECTION, GroupMeat, multiway_cluster_cov, naive_cov
 
 FEW_CLUSTERS = 30
 #: Share of unobserved model pairs above which the opponent-averaged win rate is declared not
@@ -61,7 +61,8 @@ class AxisSummary:
     ``m`` is the mean number of comparisons of each model per cluster; ``rho`` the implied
     shared-response correlation ``(deff - 1) / (m - 1)``; ``icc`` the pair-level ANOVA ICC;
     ``single_cluster_pairs`` the number of model pairs observed within a single cluster;
-    ``largest_share`` each model's largest cluster share of its variance on this axis and
+    ``largest_share`` each model's largest cluster share of its variance on this axis (of
+    its score component for Bradley-Terry) and
     ``largest_cluster`` that cluster's label (:func:`winrate.diagnostics.largest_cluster_share`).
     """
 
@@ -198,7 +199,9 @@ def parse_clustering(spec: str | tuple | list | None) -> tuple[str, ...]:
 
 
 def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.ndarray,
-                  cov_naive: np.ndarray) -> AxisSummary:
+                  cov_naive: np.ndarray, group: GroupMeat) -> AxisSummary:
+    """One axis' diagnostics from its one-way term of the multiway call (``cov`` and the
+    ``group`` meat with its largest cluster totals), so nothing is recomputed."""
     axis = log.axes[name]
     var, naive = np.diag(cov), np.diag(cov_naive)
     # a zero clustered variance next to a positive naive one is not identified on this axis
@@ -209,8 +212,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
                                             log.n_models, log.weight)[board.codes]
     lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
-    bread = None if board.bread is None else board.bread[:len(board.models)]
-    share, largest = diagnostics.largest_cluster_share(board.influence, axis.codes, bread)
+    share, largest = (x[board.codes] for x in diagnostics.dominant_share(group))
     return AxisSummary(
         name=name, n_clusters=axis.n_clusters,
         mean_cluster_size=log.n_comparisons / axis.n_clusters,
@@ -413,7 +415,7 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
         full, psd_repaired = result.cov, result.psd_repaired
         for i, name in enumerate(clustering):
             axes[name] = _axis_summary(log, board, name, result.term_covs[i][:k, :k],
-                                       cov_naive)
+                                       cov_naive, result.term_meats[i])
     cov = full[:k, :k]
     df = None
     if reference == "t" and clustering:

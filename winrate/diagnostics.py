@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from winrate.errors import WinrateInputError
+from winrate.variance import GroupMeat, group_meat
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
 #: Why one half (``largest_cluster_share``): for independent normal cluster totals the
@@ -133,18 +134,18 @@ def check_connected(counts: np.ndarray, names: np.ndarray) -> None:
             "components, or analyse each component separately")
 
 
-def largest_cluster_share(influence, codes: np.ndarray,
-                          bread: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def largest_cluster_share(influence, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per model a: the largest cluster's share of its clustered variance and that cluster.
 
     With cluster totals of the influence ``t_ga = sum_{r in g} u_r^(a)``, the (CR0)
     clustered variance is ``V_aa = sum_g t_ga^2`` (CR1 rescales every term alike, so the
     shares are the same), and cluster g's share is ``s_ga = t_ga^2 / V_aa``. Returns
     ``(max_g s_ga, argmax_g s_ga)`` as float and int arrays of length K; NaN and -1 for a
-    model whose clustered variance is zero. Sparse throughout: one (G, K) sparse matrix of
-    cluster totals with at most 2n non-zeros, never a dense (G, K) array. With a ``bread``
-    B (an M-estimator's score rows, :mod:`winrate.variance`) the totals are ``B t_g``,
-    formed a block of clusters at a time.
+    model whose clustered variance is zero. For an M-estimator (Bradley-Terry) pass its
+    score rows: the shares are then those of each model's score component, the summands
+    ``t_g`` of the estimating equation whose central limit theorem the sandwich relies on
+    (the bread is a fixed linear map of their sum). See :func:`dominant_share` to read it
+    off a clustering already computed.
 
     Why it matters: the clustered SE treats the cluster totals as independent summands of
     a central limit theorem; Lindeberg's condition (implied Feller condition
@@ -154,39 +155,14 @@ def largest_cluster_share(influence, codes: np.ndarray,
     size does not vanish relative to the sample). ``s_ga`` is its sample analogue; a
     share above :data:`DOMINANT_SHARE` is flagged (the threshold's justification is there).
     """
-    infl = sp.csr_array(influence)
-    counts = np.diff(infl.indptr)
-    rows = np.repeat(np.asarray(codes, np.int64), counts)
-    n_groups = int(rows.max()) + 1 if rows.size else 0
-    totals = sp.csr_array((infl.data, (rows, infl.indices)),
-                          shape=(n_groups, infl.shape[1]))  # duplicates are summed
-    if bread is not None:
-        return _largest_share_dense(totals, bread)
-    squared = totals.power(2).tocsc()
-    variance = np.asarray(squared.sum(axis=0)).ravel()
-    largest = squared.max(axis=0).toarray().ravel()
-    where = np.asarray(squared.argmax(axis=0)).ravel()
+    return dominant_share(group_meat(influence, codes))
+
+
+def dominant_share(group: GroupMeat) -> tuple[np.ndarray, np.ndarray]:
+    """``largest / diag(meat)`` and the maximising group code of a :class:`GroupMeat` (the
+    kernels of the clustered variance keep both, so this costs nothing extra)."""
+    variance = np.diag(group.meat)
     positive = variance > 0
-    share = np.divide(largest, variance, out=np.full(variance.shape, np.nan), where=positive)
-    return share, np.where(positive, where, -1)
-
-
-_SHARE_BLOCK = 1 << 22  # dense (block, K) totals stay ~32 MB
-
-
-def _largest_share_dense(totals: sp.csr_array, bread: np.ndarray):
-    """:func:`largest_cluster_share` of the totals ``B t_g``, a block of clusters at a time."""
-    k = bread.shape[0]
-    variance, largest = np.zeros(k), np.zeros(k)
-    where = np.full(k, -1)
-    step = max(1, _SHARE_BLOCK // max(k, 1))
-    for start in range(0, totals.shape[0], step):
-        block = np.asarray(totals[start:start + step] @ bread.T) ** 2
-        variance += block.sum(axis=0)
-        top = block.argmax(axis=0)
-        better = block[top, np.arange(k)] > largest
-        largest[better] = block[top, np.arange(k)][better]
-        where[better] = start + top[better]
-    positive = variance > 0
-    share = np.divide(largest, variance, out=np.full(k, np.nan), where=positive)
-    return share, np.where(positive, where, -1)
+    share = np.divide(group.largest, variance, out=np.full(variance.shape, np.nan),
+                      where=positive)
+    return share, np.where(positive, group.argmax, -1)

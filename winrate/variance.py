@@ -174,9 +174,9 @@ def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets,
 
 
 @njit(cache=True)
-def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen,
-                 touched):  # pragma: no cover - numba
-    """Add the half outer products of every group in one bucket; return its group count."""
+def _bucket_order(lo, hi, local, n_local):  # pragma: no cover - numba
+    """Counting sort of one bucket's entries by group: group g's entries are
+    ``order[start[g]:start[g + 1]]``."""
     start = np.zeros(n_local + 1, np.int64)
     for i in range(lo, hi):
         start[local[i] + 1] += 1
@@ -185,9 +185,19 @@ def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen,
     order = np.empty(hi - lo, np.int64)
     fill = start[:-1].copy()
     for i in range(lo, hi):
-        g = local[i]
-        order[fill[g]] = i
-        fill[g] += 1
+        order[fill[local[i]]] = i
+        fill[local[i]] += 1
+    return start, order
+
+
+@njit(cache=True)
+def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen, touched,
+                 top, arg, base):  # pragma: no cover - numba
+    """Add the half outer products of every group in one bucket; return its group count.
+
+    Also keeps, per column, the largest squared group total ``top`` and its group code
+    ``arg`` (group g of this bucket has code ``base + g``)."""
+    start, order = _bucket_order(lo, hi, local, n_local)
     n_nonempty = 0
     for g in range(n_local):
         if start[g + 1] == start[g]:
@@ -206,6 +216,9 @@ def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen,
             vi = scratch[ti]
             for j in range(i, m):
                 meat[ti, touched[j]] += vi * scratch[touched[j]]
+            if vi * vi > top[ti]:
+                top[ti] = vi * vi
+                arg[ti] = base + g
         for i in range(m):
             scratch[touched[i]] = 0.0
             seen[touched[i]] = False
@@ -215,7 +228,8 @@ def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen,
 @njit(parallel=True, cache=True)
 def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
                         n_chunks):  # pragma: no cover
-    """``sum_g t_g t_g^T`` and the number of non-empty groups, buckets split over threads.
+    """``sum_g t_g t_g^T``, the number of non-empty groups, and per column the largest
+    ``t_g^2`` with its group code; buckets split over threads.
 
     Each thread adds every unordered column pair of a group once into its own half-filled
     matrix M; the result is ``M + M^T - diag(M)``.
@@ -223,15 +237,25 @@ def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
     n_buckets = bucket_start.shape[0] - 1
     partial = np.zeros((n_chunks, k, k))
     nonempty = np.zeros(n_chunks, np.int64)
+    tops = np.zeros((n_chunks, k))
+    args = np.full((n_chunks, k), -1, np.int64)
     for c in numba.prange(n_chunks):
         scratch = np.zeros(k)
         seen = np.zeros(k, np.bool_)
         touched = np.empty(k, np.int64)
         for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
             nonempty[c] += _bucket_meat(bucket_start[b], bucket_start[b + 1], local, columns,
-                                        values, 1 << shift, partial[c], scratch, seen, touched)
+                                        values, 1 << shift, partial[c], scratch, seen, touched,
+                                        tops[c], args[c], b << shift)
     half = partial.sum(axis=0)
-    return half + half.T - np.diag(np.diag(half)), nonempty.sum()
+    top = np.zeros(k)
+    arg = np.full(k, -1, np.int64)
+    for c in range(n_chunks):
+        for a in range(k):
+            if tops[c, a] > top[a]:
+                top[a] = tops[c, a]
+                arg[a] = args[c, a]
+    return half + half.T - np.diag(np.diag(half)), nonempty.sum(), top, arg
 
 
 @njit(parallel=True, cache=True)
@@ -249,30 +273,60 @@ def _csr_row_meat(indptr, indices, data, row_scale, k, n_chunks):  # pragma: no 
     return partial.sum(axis=0)
 
 
+def _buckets(infl, codes: np.ndarray, n_range: int):
+    """The radix pass (:func:`_scatter_to_buckets`) with about :data:`_TARGET_BUCKETS`
+    buckets of groups; returns its output and the bucket shift."""
+    shift = max(0, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
+    n_buckets = ((max(n_range, 1) - 1) >> shift) + 1
+    buckets = _scatter_to_buckets(*_csr_parts(infl), codes, shift, n_buckets,
+                                  numba.get_num_threads())
+    return buckets, shift
+
+
 def _csr_parts(infl):
     return infl.indptr, infl.indices, infl.data.astype(np.float64, copy=False)
 
 
-def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> tuple[np.ndarray, int]:
-    """Meat ``sum_g t_g t_g^T`` for integer codes in ``[0, n_range)``; also the number G of
-    non-empty groups (codes need not be dense)."""
+@dataclass(frozen=True)
+class GroupMeat:
+    """``meat = sum_g t_g t_g^T`` of one clustering, its number of non-empty groups, and per
+    column the largest squared group total ``largest`` with that group's code ``argmax``
+    (-1 for a column no group touches): the numerator of the dominant-cluster share
+    ``largest / diag(meat)`` (:func:`winrate.diagnostics.largest_cluster_share`)."""
+
+    meat: np.ndarray
+    n_groups: int
+    largest: np.ndarray
+    argmax: np.ndarray
+
+
+def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
+    """:class:`GroupMeat` for integer codes in ``[0, n_range)`` (codes need not be dense)."""
     if codes.shape[0] != infl.shape[0]:
         raise ValueError(
             f"groups has {codes.shape[0]} entries but influence has {infl.shape[0]} rows"
         )
     if sp.issparse(infl):
-        shift = max(0, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
-        n_buckets = ((max(n_range, 1) - 1) >> shift) + 1
-        threads = numba.get_num_threads()
-        buckets = _scatter_to_buckets(*_csr_parts(infl), codes, shift, n_buckets, threads)
-        meat, n_groups = _bucketed_outer_sum(*buckets, shift, infl.shape[1], threads)
-        return meat, int(n_groups)
+        buckets, shift = _buckets(infl, codes, n_range)
+        meat, n_groups, top, arg = _bucketed_outer_sum(*buckets, shift, infl.shape[1],
+                                                       numba.get_num_threads())
+        return GroupMeat(meat, int(n_groups), top, arg)
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
         shape=(n_range, codes.shape[0]),
     )
     totals = indicator @ infl
-    return totals.T @ totals, int(np.count_nonzero(np.bincount(codes, minlength=n_range)))
+    squared = totals**2
+    touched = squared.max(axis=0, initial=0.0) > 0
+    return GroupMeat(totals.T @ totals,
+                     int(np.count_nonzero(np.bincount(codes, minlength=n_range))),
+                     squared.max(axis=0, initial=0.0),
+                     np.where(touched, squared.argmax(axis=0), -1))
+
+
+def group_meat(influence, groups) -> GroupMeat:
+    """:class:`GroupMeat` of the influence (or score rows) clustered by ``groups``."""
+    return _meat_from_codes(_as_influence(influence), *group_codes(groups))
 
 
 def _cluster_meat(influence, groups) -> np.ndarray:
@@ -283,7 +337,7 @@ def _cluster_meat(influence, groups) -> np.ndarray:
     columns a group touches; a dense ``(n, K)`` array is never built.
     Dense influence is group-summed by a sparse indicator product.
     """
-    return _meat_from_codes(_as_influence(influence), *group_codes(groups))[0]
+    return group_meat(influence, groups).meat
 
 
 def naive_cov(influence, correction: str = "none", frequency=None,
@@ -339,7 +393,7 @@ def cluster_cov(influence, groups, correction: str = DEFAULT_CORRECTION,
     _check_correction(correction)
     codes, n_groups = group_codes(groups)
     _require_two_clusters(n_groups)
-    meat, _ = _meat_from_codes(_as_influence(influence), codes, n_groups)
+    meat = _meat_from_codes(_as_influence(influence), codes, n_groups).meat
     return small_sample_factor(n_groups, correction) * sandwich(meat, bread)
 
 
@@ -357,6 +411,8 @@ class MultiwayCovariance:
     correction : the small-sample correction used.
     min_eigenvalue : smallest eigenvalue before repair (of the meat when a bread is given).
     psd_repaired : True if negative eigenvalues were clipped to zero (CGM 2011, sec. 2.3).
+    term_meats : the :class:`GroupMeat` of every term (uncorrected, before the bread), in
+        the order of ``terms``: the dominant-cluster diagnostic reads them.
     """
 
     cov: np.ndarray
@@ -366,6 +422,7 @@ class MultiwayCovariance:
     correction: str
     min_eigenvalue: float
     psd_repaired: bool
+    term_meats: tuple[GroupMeat, ...] = ()
 
 
 def repair_psd(cov: np.ndarray) -> tuple[np.ndarray, float, bool]:
@@ -446,15 +503,16 @@ def multiway_cluster_cov(
     terms, term_covs = [], []
 
     def term(term_codes, n_range):
-        meat, n_groups = _meat_from_codes(infl, term_codes, n_range)
-        return small_sample_factor(n_groups, correction) * meat, n_groups
+        group = _meat_from_codes(infl, term_codes, n_range)
+        return small_sample_factor(group.n_groups, correction) * group.meat, group
 
     meat, min_eig, repaired, parts = inclusion_exclusion(codes, sizes, term)
-    for dims, sign, term_meat, n_groups in parts:
-        terms.append((dims, n_groups, sign))
+    for dims, sign, term_meat, group in parts:
+        terms.append((dims, group.n_groups, sign))
         term_covs.append(sandwich(term_meat, bread))
     return MultiwayCovariance(
         cov=sandwich(meat, bread), n_clusters=tuple(sizes), terms=tuple(terms),
         term_covs=tuple(term_covs), correction=correction,
         min_eigenvalue=min_eig, psd_repaired=repaired,
+        term_meats=tuple(group for *_, group in parts),
     )

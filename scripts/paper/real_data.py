@@ -93,10 +93,10 @@ def analyse(spec: Dataset) -> DatasetResult:
     options = dict(spec.estimator)
     report = explore(log, spec.clusterings, dataset=spec.name, notes=notes, **options)
     board = fit(log, **options)
-    bread = None if board.bread is None else board.bread[:len(board.models)]
     dominance = {}
     for name in report.axes:
-        share, where = largest_cluster_share(board.influence, log.axes[name].codes, bread)
+        share, where = (x[board.codes] for x in
+                        largest_cluster_share(board.influence, log.axes[name].codes))
         labels = np.where(where >= 0, log.axes[name].labels[np.maximum(where, 0)], None)
         dominance[name] = (log.axes[name].n_clusters, share, labels)
     return DatasetResult(spec, report, dominance)
