@@ -59,7 +59,13 @@ from scipy.special import expit
 from winrate.data import ComparisonLog
 from winrate.diagnostics import check_connected
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.leaderboard import Leaderboard, baseline_code, influence_matrix, pairwise_table
+from winrate.leaderboard import (
+    Leaderboard,
+    baseline_code,
+    influence_matrix,
+    model_code,
+    pairwise_table,
+)
 
 ELO_SCALE = 400.0 / np.log(10.0)
 DEFAULT_RATING = 1000.0
@@ -295,13 +301,6 @@ def parse_anchor(anchor) -> tuple[str, float] | None:
     return str(model), value
 
 
-def _model_code(log: ComparisonLog, name: str, flag: str) -> int:
-    found = np.flatnonzero(log.models.astype(str) == name)
-    if found.size == 0:
-        raise WinrateInputError(f"{flag} names {name!r}, which is not a model of the log")
-    return int(found[0])
-
-
 def elo_maps(log: ComparisonLog, anchor, keep: np.ndarray):
     """Canonical and reporting maps of the Elo scale (module doc).
 
@@ -316,7 +315,7 @@ def elo_maps(log: ComparisonLog, anchor, keep: np.ndarray):
     A = np.eye(k)
     offset = DEFAULT_RATING
     if anchor is not None:
-        m = _model_code(log, anchor[0], "--anchor")
+        m = model_code(log, anchor[0], "--anchor")
         A[:, m] -= 1.0
         offset = anchor[1]
     return C, A[keep], offset

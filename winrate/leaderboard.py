@@ -340,21 +340,26 @@ def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
     centre = (psi + z**2 / (2 * n)) / (1 + z**2 / n)
     half = z / (1 + z**2 / n) * np.sqrt(psi * (1 - psi) / n + z**2 / (4 * n**2))
     var = (np.maximum(psi - (centre - half), centre + half - psi) / z) ** 2
-    push = np.zeros((d.size, len(board.all_models)))
-    push[np.arange(d.size), lo] = board.weights[lo, hi]
-    push[np.arange(d.size), hi] = -board.weights[hi, lo]
-    push = push[:, board.codes]
-    return (push * var[:, None]).T @ push, degenerate
+    rows = np.concatenate([np.arange(d.size)] * 2)
+    push = sp.csr_array((np.concatenate([board.weights[lo, hi], -board.weights[hi, lo]]),
+                         (rows, np.concatenate([lo, hi]))),
+                        shape=(d.size, len(board.all_models)))[:, board.codes]
+    return np.asarray((push.T @ (push.multiply(var[:, None]))).todense()), degenerate
+
+
+def model_code(log: ComparisonLog, name: str, flag: str) -> int:
+    """Code of the model called ``name``; an error naming ``flag`` and the models if none."""
+    found = np.flatnonzero(log.models.astype(str) == str(name))
+    if found.size == 0:
+        raise WinrateInputError(f"{flag} {name!r} is not a model of the log (models: "
+                                f"{', '.join(map(str, log.models[:10]))}"
+                                f"{', ...' if log.n_models > 10 else ''})")
+    return int(found[0])
 
 
 def baseline_code(log: ComparisonLog, baseline: str, counts: np.ndarray) -> int:
     """Code of the baseline model; every other model must have met it."""
-    found = np.flatnonzero(log.models.astype(str) == str(baseline))
-    if found.size == 0:
-        raise WinrateInputError(f"--baseline {baseline!r} is not a model of the log (models: "
-                                f"{', '.join(map(str, log.models[:10]))}"
-                                f"{', ...' if log.n_models > 10 else ''})")
-    base = int(found[0])
+    base = model_code(log, baseline, "--baseline")
     never = [str(m) for i, m in enumerate(log.models) if i != base and counts[i, base] == 0]
     if never:
         raise WinrateInputError(

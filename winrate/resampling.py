@@ -152,7 +152,7 @@ class PairScorer:
         return scale * self._spread(psi * self.w_lo, observed * (1 - psi) * self.w_hi)
 
 
-class _ReportedScorer:
+class _ContestantScorer:
     """A win-rate :class:`PairScorer` whose per-log-model scores are mapped to the canonical
     ones (a baseline is dropped)."""
 
@@ -174,7 +174,7 @@ def replicate_scorer(board: Leaderboard, weights, total_counts, log: ComparisonL
         return RowRefit(board, log) if board.row_level else PairRefit(board, total_counts)
     if board.contestants is None:
         return PairScorer(board, weights, total_counts)
-    return _ReportedScorer(board, weights, total_counts)
+    return _ContestantScorer(board, weights, total_counts)
 
 
 def _coded_axes(log: ComparisonLog, groups: list) -> tuple[list[np.ndarray], list[int]]:
