@@ -94,7 +94,11 @@ def test_warnings_are_returned_and_emitted():
     assert "1 of 4 model pairs are observed within a single judge" in text
     assert "2 model pair(s) had the same outcome in every comparison" in text
     assert "far Wilson bound" in text
-    assert (result.se > 0).all() and not result.not_estimable
+    # model 2's two comparisons (a win and a loss) are both in prompt 0: the prompt part of
+    # its two-way variance is not identified, so it is not estimable (no interval)
+    assert list(result.not_estimable) == ["2"]
+    assert "one prompt cluster" in result.not_estimable["2"]
+    assert np.isnan(result.se[2]) and (result.se[[0, 1, 3]] > 0).all()
     assert len(record) == len(result.warnings)
 
 

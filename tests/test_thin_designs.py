@@ -74,20 +74,23 @@ def test_opponent_set_shift_is_flagged():
     assert abs(contrast(bt_after) - contrast(bt_before)) < 10  # Elo points
 
 
-def test_model_in_a_single_cluster_is_not_estimable():
+@pytest.mark.parametrize("model", ["winrate", "bt"])
+def test_model_in_a_single_cluster_is_not_estimable(model):
     """Every comparison of model 4 is in prompt 7 (a win and a loss against each opponent):
     its prompt-clustered variance is not identified, so it gets no interval and a rank set
-    spanning every rank."""
+    spanning every rank. Bradley-Terry too, although its sandwich lends the model a tiny
+    SE through the centring of the ratings."""
     a, b, s, p = round_robin(1)
     a = np.append(a, np.repeat(4, 8))
     b = np.append(b, np.repeat([0, 1, 2, 3], 2))
     log = ComparisonLog.from_arrays(a, b, np.append(s, np.tile([1.0, 0.0], 4)),
                                     prompt=np.append(p, np.repeat(7, 8)))
-    result = quiet(log, cluster="prompt", ranks=True, simultaneous=True)
+    result = quiet(log, cluster="prompt", ranks=True, simultaneous=True, model=model)
     assert "4" in result.not_estimable
     assert "one prompt cluster" in result.not_estimable["4"]
     i = list(result.models).index("4")
     assert np.isnan(result.se[i]) and np.isnan(result.intervals.low[i])
+    assert np.isnan(result.deff[i]) and np.isnan(result.axes["prompt"].deff[i])
     assert (result.joint.rank_low[i], result.joint.rank_high[i]) == (1, 5)
     others = np.arange(5) != i
     assert (result.joint.rank_high[others] >= 2).all()

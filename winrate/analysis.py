@@ -199,14 +199,19 @@ def parse_clustering(spec: str | tuple | list | None) -> tuple[str, ...]:
 
 
 def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.ndarray,
-                  cov_naive: np.ndarray, group: GroupMeat) -> AxisSummary:
+                  cov_naive: np.ndarray, group: GroupMeat, row_ss: np.ndarray) -> AxisSummary:
     """One axis' diagnostics from its one-way term of the multiway call (``cov`` and the
-    ``group`` meat with its largest cluster totals), so nothing is recomputed."""
+    ``group`` meat with its largest cluster totals), so nothing is recomputed.
+
+    A model's variance on the axis is not identified when its own column of the meat is
+    zero while its rows are not (``row_ss``: each column's sum of squared rows): every
+    comparison of the model lies in one cluster, where its influence (or, for
+    Bradley-Terry, its score) sums to zero. Its SE and DEFF are then NaN, not 0 -- for
+    Bradley-Terry the sandwich would otherwise lend it a small SE through the centring."""
     axis = log.axes[name]
-    var, naive = np.diag(cov), np.diag(cov_naive)
-    # a zero clustered variance next to a positive naive one is not identified on this axis
-    # (every comparison of the model in one cluster): NaN, not an SE of 0
-    unidentified = (var <= 1e-12 * naive) & (naive > 0)
+    own = np.diag(group.meat)[board.codes]
+    unidentified = (own <= 1e-12 * row_ss[board.codes]) & (row_ss[board.codes] > 0)
+    var = np.diag(cov)
     se = np.where(unidentified, np.nan, np.sqrt(np.clip(var, 0, None)))
     deff = np.where(unidentified, np.nan, diagnostics.design_effect(cov, cov_naive))
     m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
@@ -321,9 +326,10 @@ def not_estimable_models(board: Leaderboard, se: np.ndarray,
     """Models whose uncertainty cannot be estimated, with the reason in words.
 
     A model with no comparisons has no score. A zero (or undefined) SE after the
-    small-sample floor (:func:`winrate.leaderboard.degenerate_pair_cov`) means a clustered
-    variance is not identified for the model: all of its comparisons fall in a single
-    cluster of an axis, so their influence sums to zero there. Such a model gets no interval
+    small-sample floor (:func:`winrate.leaderboard.degenerate_pair_cov`), or an axis on
+    which its variance is not identified (:func:`_axis_summary`), means all of its
+    comparisons fall in a single cluster of an axis, so their influence sums to zero
+    there. Such a model gets no interval
     and a rank set spanning every rank. An anchor's rating is fixed by definition and is
     not listed.
     """
@@ -334,7 +340,8 @@ def not_estimable_models(board: Leaderboard, se: np.ndarray,
     for i, model in enumerate(map(str, board.models)):
         if n[i] == 0:
             reasons[model] = "no comparisons"
-        elif not se[i] > 1e-12 * scale and model != anchor:
+        elif model != anchor and (not se[i] > 1e-12 * scale
+                                  or any(np.isnan(a.se[i]) for a in axes.values())):
             single = [a.name for a in axes.values() if np.isclose(a.m[i], n[i])]
             reasons[model] = (
                 f"all of its {n[i]:g} comparisons fall in one {' and one '.join(single)} "
@@ -413,9 +420,11 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     if clustering:
         result = _clustered_cov(log, board, clustering, correction)
         full, psd_repaired = result.cov, result.psd_repaired
+        infl = board.influence
+        row_ss = np.bincount(infl.indices, weights=infl.data**2, minlength=infl.shape[1])
         for i, name in enumerate(clustering):
             axes[name] = _axis_summary(log, board, name, result.term_covs[i][:k, :k],
-                                       cov_naive, result.term_meats[i])
+                                       cov_naive, result.term_meats[i], row_ss)
     cov = full[:k, :k]
     df = None
     if reference == "t" and clustering:
@@ -466,7 +475,9 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
                                 estimable=~np.isnan(intervals.se))
     return LeaderboardAnalysis(
         leaderboard=board, clustering=clustering, cov=cov, cov_naive=cov_naive,
-        intervals=intervals, deff=diagnostics.design_effect(cov, cov_naive), axes=axes,
+        intervals=intervals, deff=np.where(np.isnan(intervals.se), np.nan,
+                                           diagnostics.design_effect(cov, cov_naive)),
+        axes=axes,
         psd_repaired=psd_repaired, n_comparisons=log.n_comparisons, n_rows=log.n_rows,
         settings=settings, warnings=notes, method=choice.method if choice else "sandwich",
         method_note=method_note, joint=joint,
