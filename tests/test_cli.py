@@ -216,3 +216,18 @@ def test_printed_bt_table_and_json_equal_statsmodels(tmp_path, capsys):
     np.testing.assert_allclose([float(v) for v in line.groups()],
                                [est, oracle["se_naive"][4], se, est - z * se, est + z * se],
                                atol=5.1e-5)
+
+
+def test_coefficient_block_columns_line_up(tmp_path, capsys):
+    """Each header of the coefficient block ends where its column's values end, also when
+    the covariate name is shorter than the word 'coefficient'."""
+    path = tmp_path / "bt.csv"
+    _bt_log_frame().to_csv(path, index=False)
+    assert main(["leaderboard", str(path), "--model", "bt", "--cluster", "prompt",
+                 "--covariates", "length"]) == 0
+    block = capsys.readouterr().out.split("\ncoefficient")[1]
+    header, row = ("coefficient" + block).splitlines()[:2]
+    assert len(header) == len(row)
+    for word in ("estimate", "SE naive", "SE  "):
+        end = header.index(word) + len(word.rstrip())
+        assert row[end - 1] != " " and (end == len(row) or row[end] == " "), (header, row)

@@ -206,12 +206,14 @@ def format_coefficients(analysis: LeaderboardAnalysis) -> str:
     if coef is None:
         return ""
     level = round(100 * (1 - analysis.intervals.alpha))
-    width = max(len(n) for n in coef.names)
+    width = max(len("coefficient"), *(len(n) for n in coef.names))
     lines = ["", f"{'coefficient':<{width}}  {'estimate':>9}  {'SE naive':>8}  {'SE':>8}  "
-             f"{f'{level}% CI':>21}"]
+             f"{f'{level}% CI':>22}"]
     for i, name in enumerate(coef.names):
-        lines.append(f"{name:<{width}}  {coef.estimate[i]:9.4f}  {coef.se_naive[i]:8.4f}  "
-                     f"{coef.se[i]:8.4f}  [{coef.low[i]:9.4f}, {coef.high[i]:9.4f}]")
+        lines.append(
+            f"{name:<{width}}  {format_number(coef.estimate[i], '9.4f')}  "
+            f"{format_number(coef.se_naive[i], '8.4f')}  {format_number(coef.se[i], '8.4f')}  "
+            f"[{format_number(coef.low[i], '9.4f')}, {format_number(coef.high[i], '9.4f')}]")
     return "\n".join(lines)
 
 
