@@ -145,6 +145,12 @@ def pairwise_records(analysis: LeaderboardAnalysis) -> list[dict] | None:
     return frame.to_dict(orient="records")
 
 
+def inflation(analysis: LeaderboardAnalysis) -> np.ndarray:
+    """SE inflation ``sqrt(DEFF)``; NaN for a model without a clustered SE (not estimable:
+    its zero clustered variance is not an inflation of 0)."""
+    return np.where(np.isnan(analysis.intervals.se), np.nan, np.sqrt(analysis.deff))
+
+
 def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
     """One row per model, best score first."""
     iv = analysis.intervals
@@ -155,7 +161,7 @@ def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
         "se": iv.se,
         "ci_low": iv.low,
         "ci_high": iv.high,
-        "inflation": np.sqrt(analysis.deff),
+        "inflation": inflation(analysis),
         "n": analysis.leaderboard.comparisons_per_model,
         **_joint_columns(analysis),
     })
@@ -299,7 +305,7 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
         "n_comparisons": analysis.n_comparisons, "n_rows": analysis.n_rows,
         "models": [str(m) for m in analysis.models], "score": analysis.scores,
         "se": iv.se, "se_naive": analysis.se_naive, "ci_low": iv.low, "ci_high": iv.high,
-        "inflation": np.sqrt(analysis.deff), "deff": analysis.deff,
+        "inflation": inflation(analysis), "deff": analysis.deff,
         "effective_n": analysis.effective_n, "n": analysis.leaderboard.comparisons_per_model,
         "cov": analysis.cov, "axes": axes,
         "unobserved_pairs": [list(p) for p in analysis.leaderboard.unobserved_pairs],
