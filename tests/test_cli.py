@@ -231,3 +231,14 @@ def test_coefficient_block_columns_line_up(tmp_path, capsys):
     for word in ("estimate", "SE naive", "SE  "):
         end = header.index(word) + len(word.rstrip())
         assert row[end - 1] != " " and (end == len(row) or row[end] == " "), (header, row)
+
+
+@pytest.mark.parametrize("command", ["leaderboard", "eda"])
+def test_dataset_help_names_every_bundled_dataset(command, capsys):
+    from winrate.datasets import NAMES
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    options = " ".join(capsys.readouterr().out.split("options:")[1].split())
+    listed = re.search(r"--dataset DATASET (.*?) --", options).group(1)
+    assert all(name in listed for name in NAMES), listed

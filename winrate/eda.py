@@ -611,10 +611,9 @@ def format_report(report: EdaReport) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from winrate.cli import add_estimator_arguments
+    from winrate.cli import DATASET_HELP, add_estimator_arguments
 
-    parser.add_argument("--dataset", required=True,
-                        help="mmlu_pro | llmfao | pandalm | chatbot_arena")
+    parser.add_argument("--dataset", required=True, help=DATASET_HELP)
     parser.add_argument("--models", nargs="+", metavar="MODEL",
                         help="keep only comparisons between these models")
     parser.add_argument("--cluster", nargs="+", metavar="SPEC", dest="clusterings",
