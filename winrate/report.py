@@ -280,12 +280,12 @@ def estimator_description(settings: dict) -> str:
             text += f"; ridge prior theta ~ N(0, {settings['prior']:g})"
         if settings.get("covariates"):
             text += f"; controlled for {', '.join(settings['covariates'])} (standardised)"
+    elif settings.get("baseline"):
+        text = "half-tie win rate in % against the baseline"
     else:
         text = f"half-tie win rate in %, opponent weights {settings.get('weights')}"
     if settings.get("baseline"):
         text += f"; baseline {settings['baseline']} (the reference, not ranked)"
-        if settings.get("estimator") != "bt":
-            text = "half-tie win rate in % against the baseline" + text[text.index(";"):]
     return text
 
 
