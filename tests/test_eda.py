@@ -317,3 +317,9 @@ def test_estimator_options_report_what_analyze_reports(frame, options):
     scale = 1.0 if options.get("model") == "bt" else 100.0
     best = int(np.nanargmax(first.scores))
     assert table.iloc[0]["score"] == pytest.approx(scale * first.scores[best])
+
+
+def test_bt_table_note_names_the_estimator():
+    report = _explore(_log(_frame()), ("prompt",), model="bt")
+    assert eda.format_table(report).splitlines()[-1].startswith(
+        "Bradley-Terry ratings and SEs in Elo points;")

@@ -522,7 +522,7 @@ def format_structure(report: EdaReport) -> str:
 def _unit(report: EdaReport) -> tuple[float, str]:
     """Printed scale: win rates in percent, Bradley-Terry ratings in Elo points."""
     if report.settings.get("model") == "bt":
-        return 1.0, "ratings and SEs in Elo points"
+        return 1.0, "Bradley-Terry ratings and SEs in Elo points"
     return 100.0, "score and SEs in percent"
 
 
