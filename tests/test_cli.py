@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -107,3 +108,137 @@ def test_missing_data_exits_2_with_where_it_looked(argv, monkeypatch, tmp_path, 
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Looked in" in err and str(tmp_path / "data") in err
+
+
+# ------------------------------------------- printed Bradley-Terry report vs statsmodels
+
+
+def _bt_log_frame(seed: int = 7, n: int = 900, k: int = 4) -> pd.DataFrame:
+    """Decisive BT comparisons (no ties) with a style covariate and shared prompt effects."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    prompt = rng.integers(0, 45, n)
+    length = rng.normal(1.0, 2.0, n)
+    eta = (np.linspace(-0.8, 0.8, k)[a] - np.linspace(-0.8, 0.8, k)[b] + 0.3 * length
+           + rng.normal(0, 0.8, 45)[prompt])
+    win = rng.random(n) < 1 / (1 + np.exp(-eta))
+    return pd.DataFrame({"prompt_id": prompt, "model_a": [f"m{i}" for i in a],
+                         "model_b": [f"m{i}" for i in b], "outcome": np.where(win, "a", "b"),
+                         "length": length})
+
+
+def _statsmodels_bt(frame: pd.DataFrame, k: int = 4) -> dict:
+    """Independent oracle: the binomial GLM on the difference design (model m0 dropped as
+    reference) plus the population-standardised covariate; Elo = 400/ln 10 (theta - mean)
+    + 1000. Clustered CR1 = statsmodels' CR0 times G/(G-1); naive CR1 = HC0 times
+    n/(n-1) (the conventions of tests/test_bradley_terry.py)."""
+    import statsmodels.api as sm
+
+    n = len(frame)
+    a = frame["model_a"].str[1:].astype(int).to_numpy()
+    b = frame["model_b"].str[1:].astype(int).to_numpy()
+    z = np.zeros((n, k))
+    z[np.arange(n), a] += 1.0
+    z[np.arange(n), b] -= 1.0
+    x = frame["length"].to_numpy()
+    exog = np.column_stack([z[:, 1:], (x - x.mean()) / x.std()])
+    y = (frame["outcome"] == "a").to_numpy(float)
+    glm = sm.GLM(y, exog, family=sm.families.Binomial())
+    groups = frame["prompt_id"].to_numpy()
+    g = len(np.unique(groups))
+    clustered = glm.fit(cov_type="cluster", cov_kwds={"groups": groups,
+                                                      "use_correction": False})
+    hc0 = glm.fit(cov_type="HC0")
+    elo = 400 / np.log(10)
+    to_elo = np.zeros((k + 1, k))  # (centred ratings, coefficient) from (theta_1.., beta)
+    to_elo[:k, :k - 1] = elo * (np.eye(k) - 1 / k)[:, 1:]
+    to_elo[k, k - 1] = 1.0
+    est = to_elo @ clustered.params
+    est[:k] += 1000.0
+    cov = to_elo @ np.asarray(clustered.cov_params()) @ to_elo.T * g / (g - 1)
+    cov_naive = to_elo @ np.asarray(hc0.cov_params()) @ to_elo.T * n / (n - 1)
+    return {"estimate": est, "se": np.sqrt(np.diag(cov)),
+            "se_naive": np.sqrt(np.diag(cov_naive)), "cov": cov}
+
+
+_NUMBER = r"-?\d[\d,]*\.?\d*"
+
+
+def test_printed_bt_table_and_json_equal_statsmodels(tmp_path, capsys):
+    """Every number of ``leaderboard --model bt --covariates`` (the Elo table in Elo points,
+    its interval, inflation and count columns, the coefficient block and the JSON) against
+    the independent statsmodels computation."""
+    from scipy.stats import norm
+
+    frame = _bt_log_frame()
+    path, out = tmp_path / "bt.csv", tmp_path / "bt.json"
+    frame.to_csv(path, index=False)
+    assert main(["leaderboard", str(path), "--model", "bt", "--cluster", "prompt",
+                 "--covariates", "length", "--ranks", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    oracle = _statsmodels_bt(frame)
+    z = norm.ppf(0.975)
+    doc = json.loads(out.read_text())
+    order = [doc["models"].index(f"m{i}") for i in range(4)]
+    np.testing.assert_allclose(np.array(doc["score"])[order], oracle["estimate"][:4],
+                               atol=1e-6)
+    np.testing.assert_allclose(np.array(doc["se"])[order], oracle["se"][:4], rtol=1e-6)
+    np.testing.assert_allclose(np.array(doc["se_naive"])[order], oracle["se_naive"][:4],
+                               rtol=1e-6)
+    np.testing.assert_allclose(np.array(doc["cov"])[np.ix_(order, order)],
+                               oracle["cov"][:4, :4], rtol=1e-6, atol=1e-9)
+    coef = doc["coefficients"]
+    assert coef["names"] == ["length"]
+    assert coef["estimate"][0] == pytest.approx(oracle["estimate"][4], abs=1e-7)
+    assert coef["se"][0] == pytest.approx(oracle["se"][4], rel=1e-6)
+    assert coef["ci_low"][0] == pytest.approx(oracle["estimate"][4] - z * oracle["se"][4],
+                                              abs=1e-6)
+
+    rows = re.findall(rf"^\s*(\d)\s+(m\d)\s+({_NUMBER})\s+({_NUMBER})\s+({_NUMBER})\s+"
+                      rf"\[\s*({_NUMBER}),\s+({_NUMBER})\]\s+({_NUMBER})\s+({_NUMBER})\s+"
+                      rf"(\d)-(\d)$", printed, re.M)
+    assert [int(r[0]) for r in rows] == [1, 2, 3, 4]
+    for _, model, *cells, rank_low, rank_high in rows:
+        i = int(model[1:])
+        est, se, naive = oracle["estimate"][i], oracle["se"][i], oracle["se_naive"][i]
+        expected = [est, naive, se, est - z * se, est + z * se]
+        np.testing.assert_allclose([float(c) for c in cells[:5]], expected, atol=0.051)
+        assert float(cells[5]) == pytest.approx(se / naive, abs=0.0051)
+        assert int(cells[6].replace(",", "")) == (frame[["model_a", "model_b"]] == model).sum(
+            axis=None)
+        j = doc["models"].index(model)
+        assert (int(rank_low), int(rank_high)) == (doc["rank_low"][j], doc["rank_high"][j])
+    assert [r[1] for r in rows] == [f"m{i}" for i in np.argsort(-oracle["estimate"][:4])]
+    line = re.search(rf"^length\s+({_NUMBER})\s+({_NUMBER})\s+({_NUMBER})\s+"
+                     rf"\[\s*({_NUMBER}),\s+({_NUMBER})\]$", printed, re.M)
+    est, se = oracle["estimate"][4], oracle["se"][4]
+    np.testing.assert_allclose([float(v) for v in line.groups()],
+                               [est, oracle["se_naive"][4], se, est - z * se, est + z * se],
+                               atol=5.1e-5)
+
+
+def test_coefficient_block_columns_line_up(tmp_path, capsys):
+    """Each header of the coefficient block ends where its column's values end, also when
+    the covariate name is shorter than the word 'coefficient'."""
+    path = tmp_path / "bt.csv"
+    _bt_log_frame().to_csv(path, index=False)
+    assert main(["leaderboard", str(path), "--model", "bt", "--cluster", "prompt",
+                 "--covariates", "length"]) == 0
+    block = capsys.readouterr().out.split("\ncoefficient")[1]
+    header, row = ("coefficient" + block).splitlines()[:2]
+    assert len(header) == len(row)
+    for word in ("estimate", "SE naive", "SE  "):
+        end = header.index(word) + len(word.rstrip())
+        assert row[end - 1] != " " and (end == len(row) or row[end] == " "), (header, row)
+
+
+@pytest.mark.parametrize("command", ["leaderboard", "eda"])
+def test_dataset_help_names_every_bundled_dataset(command, capsys):
+    from winrate.datasets import NAMES
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    options = " ".join(capsys.readouterr().out.split("options:")[1].split())
+    listed = re.search(r"--dataset DATASET (.*?) --", options).group(1)
+    assert all(name in listed for name in NAMES), listed

@@ -261,3 +261,65 @@ def test_real_mmlu_pro_script_subset(tmp_path):
     prompt = doc["axes"]["prompt"]
     np.testing.assert_allclose(prompt["predicted"], prompt["measured"], rtol=0.1)
     assert "not identified" in done.stdout
+
+
+def _star_frame(seed: int = 8, prompts: int = 50, judges: int = 5, k: int = 4):
+    """Every model 1..k answers every prompt once against the baseline 0, judged by a
+    random judge; the baseline answer's quality is shared within a prompt."""
+    rng = np.random.default_rng(seed)
+    a = np.repeat(np.arange(1, k + 1), prompts)
+    prompt = np.tile(np.arange(prompts), k)
+    eta = 0.3 * a - 0.7 - rng.normal(0, 1.2, prompts)[prompt]
+    score = (rng.random(a.size) < 1 / (1 + np.exp(-eta))).astype(float)
+    score[rng.random(a.size) < 0.1] = 0.5
+    return pd.DataFrame({"model_a": a, "model_b": 0, "score": score, "prompt": prompt,
+                         "judge": rng.integers(0, judges, a.size), "category": prompt % 4})
+
+
+@pytest.mark.parametrize("frame, options", [
+    (_frame(), {"model": "bt"}),
+    (_frame(), {"model": "bt", "ties": "davidson", "anchor": "2=1200"}),
+    (_star_frame(), {"baseline": "0"}),
+    (_star_frame(), {"model": "bt", "baseline": "0"}),
+], ids=["bt", "bt-davidson-anchor", "baseline", "bt-baseline"])
+def test_estimator_options_report_what_analyze_reports(frame, options):
+    """``explore(..., model=..., baseline=...)``: the models (the baseline is not one), their
+    scores, naive and per-clustering SEs, inflations and effective n are those of
+    ``analyze`` with the same options; n, prompts and m per model are counted by pandas."""
+    from winrate.analysis import analyze
+
+    log = _log(frame)
+    report = _explore(log, ("prompt", "judge", "prompt+judge"), **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        runs = {spec: analyze(log, cluster=spec, **options)
+                for spec in ("prompt", "judge", "prompt+judge")}
+    first = runs["prompt"]
+    assert list(map(str, report.models)) == list(map(str, first.models))
+    assert "0" not in list(map(str, report.models)) or "baseline" not in options
+    np.testing.assert_allclose(report.score, first.scores, rtol=1e-12)
+    np.testing.assert_allclose(report.se_naive, first.se_naive, rtol=1e-10)
+    for spec, run in runs.items():
+        result = report.clusterings[spec]
+        np.testing.assert_allclose(result.se, run.se, rtol=1e-9)
+        with np.errstate(invalid="ignore"):  # the anchor: 0 / 0
+            np.testing.assert_allclose(result.inflation, run.se / run.se_naive, rtol=1e-9)
+    np.testing.assert_allclose(report.effective_n, runs["prompt+judge"].effective_n,
+                               rtol=1e-9)
+    long = pd.concat([frame.assign(model=frame["model_a"]), frame.assign(model=frame["model_b"])])
+    names = [int(m) for m in report.models]
+    count = long.groupby("model").size().loc[names].to_numpy()
+    prompts = long.groupby("model")["prompt"].nunique().loc[names].to_numpy()
+    np.testing.assert_array_equal(report.n, count)
+    np.testing.assert_allclose(report.prompts, prompts, rtol=1e-12)
+    np.testing.assert_allclose(report.axes["prompt"].m, count / prompts, rtol=1e-12)
+    table = eda.model_table(report)
+    scale = 1.0 if options.get("model") == "bt" else 100.0
+    best = int(np.nanargmax(first.scores))
+    assert table.iloc[0]["score"] == pytest.approx(scale * first.scores[best])
+
+
+def test_bt_table_note_names_the_estimator():
+    report = _explore(_log(_frame()), ("prompt",), model="bt")
+    assert eda.format_table(report).splitlines()[-1].startswith(
+        "Bradley-Terry ratings and SEs in Elo points;")

@@ -3,6 +3,7 @@ support (issue: honest answers at the edges). Each named case failed on the old 
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -136,3 +137,32 @@ def test_random_thin_designs_are_honest(design, cluster, model):
             "diverge", "converge", "single comparison"))
         return
     _honest(result)
+
+
+def test_printed_table_and_json_leave_a_not_estimable_model_blank(tmp_path, capsys):
+    """The single-cluster model of the test above: its SE, interval and inflation print as
+    '-' (not an inflation of 0.00 from its zero clustered variance) with the footnote
+    saying why, and they are null in the JSON."""
+    import json
+
+    import pandas as pd
+
+    from winrate.cli import main
+
+    a, b, s, p = round_robin(1)
+    a = np.append(a, np.repeat(4, 8))
+    b = np.append(b, np.repeat([0, 1, 2, 3], 2))
+    s = np.append(s, np.tile([1.0, 0.0], 4))
+    path, out = tmp_path / "log.csv", tmp_path / "out.json"
+    pd.DataFrame({"prompt_id": np.append(p, np.repeat(7, 8)), "model_a": a, "model_b": b,
+                  "outcome": np.select([s == 1.0, s == 0.0], ["a", "b"], "tie")}).to_csv(
+        path, index=False)
+    assert main(["leaderboard", str(path), "--cluster", "prompt", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    row = next(line for line in printed.splitlines() if line.split()[1:2] == ["4"])
+    assert re.search(r" - +\[ +-, +- *\] +- +8$", row), row  # SE, interval, inflation, n
+    assert "'-' = undefined" in printed
+    doc = json.loads(out.read_text())
+    i = doc["models"].index("4")
+    assert doc["se"][i] is None and doc["inflation"][i] is None
+    assert doc["inflation"][1 - (i == 1)] > 0

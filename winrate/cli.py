@@ -14,6 +14,7 @@ import warnings
 from winrate.analysis import analyze, clustering_problem, parse_clustering
 from winrate.bradley_terry import TIE_MODELS
 from winrate.data import DEFAULT_COLUMNS, read_comparisons, read_dataset
+from winrate.datasets import NAMES as DATASET_NAMES
 from winrate.download import DataUnavailableError, DownloadError
 from winrate.errors import (
     WinrateInputError,
@@ -29,6 +30,9 @@ from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
 _COMMAND_MODULES = ("winrate.evals.cli", "winrate.eda")
+
+
+DATASET_HELP = " | ".join(DATASET_NAMES)
 
 
 def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +65,7 @@ def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
 def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet), "
                                                  "or with --format a file or folder")
-    parser.add_argument("--dataset", help="a bundled dataset name instead of INPUT")
+    parser.add_argument("--dataset", help=f"a bundled dataset instead of INPUT: {DATASET_HELP}")
     parser.add_argument("--format", choices=FORMATS,
                         help="read INPUT (a file, or a folder searched recursively for "
                              ".json/.jsonl[.gz]) as a leaderboard's published files")

@@ -99,7 +99,7 @@ from winrate.analysis import (
 from winrate.data import ComparisonLog, read_dataset
 from winrate.errors import WinrateInputError, WinrateWarning, check_output_path
 from winrate.estimators import fit
-from winrate.report import json_safe
+from winrate.report import defined_median, json_safe
 from winrate.variance import DEFAULT_CORRECTION
 
 SCHEMA = "winrate.eda/1"
@@ -368,7 +368,7 @@ def _structure(log: ComparisonLog, base: _Base, m_prompt: np.ndarray) -> dict:
         "n_judges": log.axes["judge"].n_clusters if "judge" in log.axes else None,
         "tie_share": float((w * (log.score == 0.5)).sum() / w.sum()),
         "m_prompt": None if prompts is None else {
-            "median": _median(m_prompt), "min": _range(m_prompt)[0],
+            "median": defined_median(m_prompt), "min": _range(m_prompt)[0],
             "max": _range(m_prompt)[1]},
         "axes": {name: {"n_clusters": a.n_clusters,
                         "mean_cluster_size": log.n_comparisons / a.n_clusters}
@@ -437,16 +437,11 @@ def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaRe
 # --------------------------------------------------------------------------- output
 
 
-def _median(x) -> float:
-    x = np.asarray(x, float)
-    return float(np.nanmedian(x)) if np.isfinite(x).any() else float("nan")
-
-
 def _common_medians(x: np.ndarray, y: np.ndarray) -> tuple[float, float, int]:
     """Medians of ``x`` and ``y`` over the entries where both are defined (like with like)
     and the number of those entries."""
     both = np.isfinite(x) & np.isfinite(y)
-    return _median(x[both]), _median(y[both]), int(both.sum())
+    return defined_median(x[both]), defined_median(y[both]), int(both.sum())
 
 
 def _range(x) -> tuple[float, float]:
@@ -464,7 +459,7 @@ def to_dict(report: EdaReport) -> dict:
             "axes": list(r.axes), "identified": r.identified, "reason": r.reason,
             "n_clusters": list(r.n_clusters), "se": r.se, "inflation": r.inflation,
             "deff": r.deff, "effective_n": r.effective_n,
-            "inflation_median": _median(r.inflation), "inflation_min": low,
+            "inflation_median": defined_median(r.inflation), "inflation_min": low,
             "inflation_max": high,
         }
     axes = {}
@@ -473,8 +468,8 @@ def to_dict(report: EdaReport) -> dict:
                      "predicted": a.predicted, "measured": a.measured}
         predicted, measured, n_both = a.check_medians()
         axes[name] = {"n_clusters": a.n_clusters, "pair_icc": a.pair_icc, **per_model,
-                      **{f"{k}_median": _median(per_model[k]) for k in ("m", "rho",
-                                                                          "shared_icc")},
+                      **{f"{k}_median": defined_median(per_model[k])
+                         for k in ("m", "rho", "shared_icc")},
                       "predicted_median": predicted, "measured_median": measured,
                       "check_models": n_both}
     eff = report.effective_n
@@ -483,9 +478,9 @@ def to_dict(report: EdaReport) -> dict:
         "structure": report.structure, "models": [str(m) for m in report.models],
         "n": report.n, "prompts": report.prompts, "score": report.score,
         "se_naive": report.se_naive, "clusterings": clusterings, "axes": axes,
-        "summary": {"main": report.main, "effective_n_median": _median(eff),
-                    "prompts_median": _median(report.prompts),
-                    "effective_n_per_prompt_median": _median(eff / report.prompts)},
+        "summary": {"main": report.main, "effective_n_median": defined_median(eff),
+                    "prompts_median": defined_median(report.prompts),
+                    "effective_n_per_prompt_median": defined_median(eff / report.prompts)},
         "warnings": report.warnings,
     }
     return json_safe(doc)
@@ -527,7 +522,7 @@ def format_structure(report: EdaReport) -> str:
 def _unit(report: EdaReport) -> tuple[float, str]:
     """Printed scale: win rates in percent, Bradley-Terry ratings in Elo points."""
     if report.settings.get("model") == "bt":
-        return 1.0, "ratings and SEs in Elo points"
+        return 1.0, "Bradley-Terry ratings and SEs in Elo points"
     return 100.0, "score and SEs in percent"
 
 
@@ -574,12 +569,13 @@ def format_summary(report: EdaReport) -> str:
         low, high = _range(r.inflation)
         clusters = " x ".join(f"{g:,}" for g in r.n_clusters)
         lines.append(f"  {r.name} ({clusters} clusters): SE inflation median "
-                     f"{_fmt(_median(r.inflation))} [{_fmt(low)}, {_fmt(high)}]")
+                     f"{_fmt(defined_median(r.inflation))} [{_fmt(low)}, {_fmt(high)}]")
     for a in report.axes.values():
         lines.append(
             f"  by {a.name}: pair-level ICC {_fmt(a.pair_icc, '.4f')}; own-comparison "
-            f"(shared-response) ICC median {_fmt(_median(a.shared_icc), '.3f')}; implied rho "
-            f"median {_fmt(_median(a.rho), '.3f')}; m median {_fmt(_median(a.m), ',.1f')}")
+            f"(shared-response) ICC median {_fmt(defined_median(a.shared_icc), '.3f')}; "
+            f"implied rho median {_fmt(defined_median(a.rho), '.3f')}; m median "
+            f"{_fmt(defined_median(a.m), ',.1f')}")
         predicted, measured, n_both = a.check_medians()
         lines.append(
             f"    check over the {n_both} of {a.m.size} models where both are defined: "
@@ -593,14 +589,14 @@ def format_summary(report: EdaReport) -> str:
 def _effective_n_line(report: EdaReport) -> str:
     """Effective n against prompts per model, both medians over the same models."""
     eff, prompts = report.effective_n, report.prompts
-    tail = f"; comparisons per model median {_fmt(_median(report.n), ',.0f')}"
+    tail = f"; comparisons per model median {_fmt(defined_median(report.n), ',.0f')}"
     if not np.isfinite(prompts).any():
-        return f"  effective n ({report.main}) median {_fmt(_median(eff), ',.0f')}{tail}"
+        return f"  effective n ({report.main}) median {_fmt(defined_median(eff), ',.0f')}{tail}"
     eff_median, prompts_median, n_both = _common_medians(eff, prompts)
     over = "" if n_both == eff.size else f" over the {n_both} models where both are defined"
     return (f"  effective n ({report.main}) median {_fmt(eff_median, ',.0f')} vs prompts "
             f"per model median {_fmt(prompts_median, ',.0f')}{over} (ratio "
-            f"{_fmt(_median(eff / prompts))}){tail}")
+            f"{_fmt(defined_median(eff / prompts))}){tail}")
 
 
 def format_report(report: EdaReport) -> str:
@@ -615,10 +611,9 @@ def format_report(report: EdaReport) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from winrate.cli import add_estimator_arguments
+    from winrate.cli import DATASET_HELP, add_estimator_arguments
 
-    parser.add_argument("--dataset", required=True,
-                        help="mmlu_pro | llmfao | pandalm | chatbot_arena")
+    parser.add_argument("--dataset", required=True, help=DATASET_HELP)
     parser.add_argument("--models", nargs="+", metavar="MODEL",
                         help="keep only comparisons between these models")
     parser.add_argument("--cluster", nargs="+", metavar="SPEC", dest="clusterings",

@@ -67,11 +67,11 @@ def forest_plot(ax, analysis: LeaderboardAnalysis, joint=None) -> None:
         ("naive", analysis.scores - naive_half, analysis.scores + naive_half, 2,
          f"{level}% naive (rows independent)"),
     ]
-    factor = display_unit(analysis)[0]
+    scale = display_unit(analysis)[0]
     for key, low, high, width, label in bars:
-        ax.hlines(y, factor * low[order], factor * high[order], color=_COLORS[key], lw=width,
+        ax.hlines(y, scale * low[order], scale * high[order], color=_COLORS[key], lw=width,
                   alpha=0.55 if key == "simultaneous" else 0.9, label=label)
-    ax.plot(factor * analysis.scores[order], y, "o", color=_COLORS["point"], ms=3.5,
+    ax.plot(scale * analysis.scores[order], y, "o", color=_COLORS["point"], ms=3.5,
             label="score", zorder=3)
     _labels(ax, analysis, order)
     ax.set_xlabel("rating (Elo scale)" if analysis.settings.get("scale") == "elo"

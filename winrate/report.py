@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -100,13 +101,18 @@ def format_count(n: float) -> str:
     return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.10g}"
 
 
-def format_number(value: float, spec: str) -> str:
-    """``value`` formatted by ``spec``; ``-`` when undefined (NaN or infinite)."""
-    return format(value, spec) if np.isfinite(value) else "-"
+def format_number(value: float, spec: str, scale: float = 1.0) -> str:
+    """``scale * value`` formatted by ``spec``; where it is undefined (NaN or infinite),
+    ``-`` right-aligned to the width of ``spec``."""
+    if np.isfinite(value):
+        return format(scale * value, spec)
+    width = re.match(r"\d*", spec).group()
+    return "-".rjust(int(width or 0))
 
 
-def _median(values: np.ndarray) -> float:
-    """Median over the defined values; NaN (no RuntimeWarning) when none is defined."""
+def defined_median(values) -> float:
+    """Median over the defined (finite) values; NaN (no RuntimeWarning) when none is."""
+    values = np.asarray(values, float)
     finite = values[np.isfinite(values)]
     return float(np.median(finite)) if finite.size else float("nan")
 
@@ -139,6 +145,12 @@ def pairwise_records(analysis: LeaderboardAnalysis) -> list[dict] | None:
     return frame.to_dict(orient="records")
 
 
+def inflation(analysis: LeaderboardAnalysis) -> np.ndarray:
+    """SE inflation ``sqrt(DEFF)``; NaN for a model without a clustered SE (not estimable:
+    its zero clustered variance is not an inflation of 0)."""
+    return np.where(np.isnan(analysis.intervals.se), np.nan, np.sqrt(analysis.deff))
+
+
 def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
     """One row per model, best score first."""
     iv = analysis.intervals
@@ -149,7 +161,7 @@ def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
         "se": iv.se,
         "ci_low": iv.low,
         "ci_high": iv.high,
-        "inflation": np.sqrt(analysis.deff),
+        "inflation": inflation(analysis),
         "n": analysis.leaderboard.comparisons_per_model,
         **_joint_columns(analysis),
     })
@@ -158,26 +170,22 @@ def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def display_unit(analysis: LeaderboardAnalysis) -> tuple[float, str]:
-    """Multiplier and number format of printed scores: percentage points for win rates,
-    Elo points for ratings."""
-    return (1.0, "7.1f") if analysis.settings.get("scale") == "elo" else (100.0, "6.2f")
-
-
-def _number(value: float, unit: tuple[float, str]) -> str:
-    """A printed number, ``-`` where it is undefined."""
-    factor, spec = unit
-    width = int(spec.split(".")[0])
-    return f"{'-':>{width}}" if not np.isfinite(value) else format(factor * value, spec)
+def display_unit(analysis: LeaderboardAnalysis) -> tuple[float, int, int]:
+    """Scale, width and decimals of printed scores: percentage points for win rates, Elo
+    points for ratings."""
+    return (1.0, 7, 1) if analysis.settings.get("scale") == "elo" else (100.0, 6, 2)
 
 
 def format_table(analysis: LeaderboardAnalysis) -> str:
     """Plain-text leaderboard: win rates and SEs in percentage points, ratings in Elo points."""
     table = leaderboard_table(analysis)
-    unit = display_unit(analysis)
-    num = int(unit[1].split(".")[0])
+    scale, num, decimals = display_unit(analysis)
     level = round(100 * (1 - analysis.intervals.alpha))
     width = max(5, table["model"].str.len().max())
+
+    def cell(value: float, size: int = num) -> str:
+        return format_number(value, f"{size}.{decimals}f", scale)
+
     lines = [
         f"{'#':>3}  {'model':<{width}}  {'score':>{num}}  "
         f"{'SE naive':>8}  {'SE':>{num}}  {f'{level}% CI':>{2 * num + 4}}  {'infl.':>5}  "
@@ -185,12 +193,10 @@ def format_table(analysis: LeaderboardAnalysis) -> str:
     ]
     for row in table.itertuples():
         lines.append(
-            f"{row.rank:>3}  {row.model:<{width}}  {_number(row.score, unit)}  "
-            f"{_number(row.se_naive, (unit[0], '8' + unit[1][1:]))}  "
-            f"{_number(row.se, unit)}  "
-            f"[{_number(row.ci_low, unit)}, {_number(row.ci_high, unit)}]  "
-            f"{format_number(row.inflation, '5.2f'):>5}  "
-            f"{format_count(row.n):>9}" + _joint_cells(row, unit)
+            f"{row.rank:>3}  {row.model:<{width}}  {cell(row.score)}  {cell(row.se_naive, 8)}  "
+            f"{cell(row.se)}  [{cell(row.ci_low)}, {cell(row.ci_high)}]  "
+            f"{format_number(row.inflation, '5.2f')}  "
+            f"{format_count(row.n):>9}" + _joint_cells(row, cell)
         )
     text = ("\n".join(lines[:1]) + _joint_header(table, level, num) + "\n"
             + "\n".join(lines[1:]))
@@ -206,12 +212,14 @@ def format_coefficients(analysis: LeaderboardAnalysis) -> str:
     if coef is None:
         return ""
     level = round(100 * (1 - analysis.intervals.alpha))
-    width = max(len(n) for n in coef.names)
+    width = max(len("coefficient"), *(len(n) for n in coef.names))
     lines = ["", f"{'coefficient':<{width}}  {'estimate':>9}  {'SE naive':>8}  {'SE':>8}  "
-             f"{f'{level}% CI':>21}"]
+             f"{f'{level}% CI':>22}"]
     for i, name in enumerate(coef.names):
-        lines.append(f"{name:<{width}}  {coef.estimate[i]:9.4f}  {coef.se_naive[i]:8.4f}  "
-                     f"{coef.se[i]:8.4f}  [{coef.low[i]:9.4f}, {coef.high[i]:9.4f}]")
+        lines.append(
+            f"{name:<{width}}  {format_number(coef.estimate[i], '9.4f')}  "
+            f"{format_number(coef.se_naive[i], '8.4f')}  {format_number(coef.se[i], '8.4f')}  "
+            f"[{format_number(coef.low[i], '9.4f')}, {format_number(coef.high[i], '9.4f')}]")
     return "\n".join(lines)
 
 
@@ -220,10 +228,10 @@ def _joint_header(table: pd.DataFrame, level: int, num: int) -> str:
     return head + (f"  {'rank set':>8}" if "rank_low" in table else "")
 
 
-def _joint_cells(row, unit) -> str:
+def _joint_cells(row, cell) -> str:
     cells = ""
     if hasattr(row, "sim_low"):
-        cells += f"  [{_number(row.sim_low, unit)}, {_number(row.sim_high, unit)}]"
+        cells += f"  [{cell(row.sim_low)}, {cell(row.sim_high)}]"
     if hasattr(row, "rank_low"):
         ranks = "" if np.isnan(row.rank_low) else f"{row.rank_low:.0f}-{row.rank_high:.0f}"
         cells += f"  {ranks:>8}"
@@ -253,7 +261,7 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
         lines.append(
             f"  {axis.name}: {axis.n_clusters:,} clusters, mean size "
             f"{axis.mean_cluster_size:.1f}, median SE inflation "
-            f"{format_number(_median(np.sqrt(axis.deff)), '.2f')}, pair-level ICC "
+            f"{format_number(defined_median(np.sqrt(axis.deff)), '.2f')}, pair-level ICC "
             f"{format_number(axis.icc, '.3f')}"
         )
     return "\n".join(lines)
@@ -272,12 +280,12 @@ def estimator_description(settings: dict) -> str:
             text += f"; ridge prior theta ~ N(0, {settings['prior']:g})"
         if settings.get("covariates"):
             text += f"; controlled for {', '.join(settings['covariates'])} (standardised)"
+    elif settings.get("baseline"):
+        text = "half-tie win rate in % against the baseline"
     else:
         text = f"half-tie win rate in %, opponent weights {settings.get('weights')}"
     if settings.get("baseline"):
         text += f"; baseline {settings['baseline']} (the reference, not ranked)"
-        if settings.get("estimator") != "bt":
-            text = "half-tie win rate in % against the baseline" + text[text.index(";"):]
     return text
 
 
@@ -297,7 +305,7 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
         "n_comparisons": analysis.n_comparisons, "n_rows": analysis.n_rows,
         "models": [str(m) for m in analysis.models], "score": analysis.scores,
         "se": iv.se, "se_naive": analysis.se_naive, "ci_low": iv.low, "ci_high": iv.high,
-        "inflation": np.sqrt(analysis.deff), "deff": analysis.deff,
+        "inflation": inflation(analysis), "deff": analysis.deff,
         "effective_n": analysis.effective_n, "n": analysis.leaderboard.comparisons_per_model,
         "cov": analysis.cov, "axes": axes,
         "unobserved_pairs": [list(p) for p in analysis.leaderboard.unobserved_pairs],
