@@ -295,19 +295,19 @@ def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
         raise WinrateInputError(f"format {name!r}: no comparison rows were read")
     same = (frame["model_a"].astype(str) == frame["model_b"].astype(str)).to_numpy()
     if same.any():
-        models = sorted(set(frame.loc[same, "model_a"].astype(str)))
+        models = sorted(frame.loc[same, "model_a"].astype(str).unique())
         warnings.warn(f"{name}: dropped {int(same.sum())} row(s) comparing a model with "
                       f"itself ({', '.join(models[:5])})", WinrateWarning, stacklevel=3)
         frame = frame.loc[~same].reset_index(drop=True)
         if frame.empty:
             raise WinrateInputError(f"format {name!r}: every row compares a model with itself")
-    models = sorted(set(frame["model_a"].astype(str)) | set(frame["model_b"].astype(str)))
-    coded = {col: pd.Categorical(frame[col].astype(str), categories=models)
-             for col in ("model_a", "model_b")}
+    names = {col: frame[col].astype(str) for col in ("model_a", "model_b")}
+    models = sorted(set(names["model_a"].unique()) | set(names["model_b"].unique()))
+    coded = {col: pd.Categorical(values, categories=models) for col, values in names.items()}
     for col in ("prompt_id", "judge_id"):
         if col in frame.columns:
             values = frame[col].astype(str)
-            coded[col] = pd.Categorical(values, categories=sorted(set(values), key=_natural))
+            coded[col] = pd.Categorical(values, categories=sorted(values.unique(), key=_natural))
     out = frame.assign(**coded, outcome=frame["outcome"].astype(float))
     first = [c for c in _OUT if c in out.columns]
     rest = [c for c in out.columns if c not in first]
