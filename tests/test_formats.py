@@ -504,3 +504,17 @@ def test_folder_datasets_absent(tmp_path, monkeypatch):
                                                        "on this machine"):
             datasets.load(name)
     assert main(["leaderboard", "--dataset", "prd"]) == 2
+
+
+# --------------------------------------------------------------------------- review fixes
+
+
+@pytest.mark.parametrize("field", ["generator_1", "generator_2", "annotator"])
+def test_alpaca_eval_null_name_is_an_error_naming_the_record(tmp_path, field):
+    records = [alpaca_record(1.7, instruction="q0"), alpaca_record(1.2, instruction="q1")]
+    records[1][field] = None
+    write_json(tmp_path / "m1.json", records)
+    with pytest.raises(WinrateInputError, match=rf"m1\.json: field '{field}' is null in "
+                                                rf"record\(s\) 1"):
+        read_format(tmp_path / "m1.json", "alpaca_eval")
+

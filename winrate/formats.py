@@ -361,12 +361,13 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
             if not text.all():
                 raise WinrateInputError(f"{path}: {col!r} is not a string in {what}(s) "
                                         f"{first_rows(~text.to_numpy(), positions[valid])}")
+        text = {key: _text_ids(rows[key], path, key, positions[valid], what).to_numpy()
+                for key in ("instruction", "annotator", "generator_1", "generator_2")}
         parts.append(pd.DataFrame({
-            "prompt_id": _text_ids(rows["instruction"], path, "instruction",
-                                   positions[valid], what).to_numpy(),
-            "judge_id": rows["annotator"].astype(str).to_numpy(),
-            "model_a": rows["generator_2"].astype(str).to_numpy(),
-            "model_b": rows["generator_1"].astype(str).to_numpy(),
+            "prompt_id": text["instruction"],
+            "judge_id": text["annotator"],
+            "model_a": text["generator_2"],
+            "model_b": text["generator_1"],
             "outcome": outcome,
             "style_length": style_difference(rows["output_2"].str.len().to_numpy(float),
                                              rows["output_1"].str.len().to_numpy(float)),
