@@ -518,3 +518,10 @@ def test_alpaca_eval_null_name_is_an_error_naming_the_record(tmp_path, field):
                                                 rf"record\(s\) 1"):
         read_format(tmp_path / "m1.json", "alpaca_eval")
 
+
+def test_ids_of_unicode_digits_sort_without_crashing(tmp_path):
+    # "²".isdigit() is True but int("²") fails: such an id is text, sorted after numbers
+    write_jsonl(tmp_path / "ratings-gpt4" / "answer_a-vs-answer_b-gpt4-reviewer.jsonl",
+                [{"question_id": q, "score": 1} for q in ("²", 10, 9, "٣")])
+    frame = read_format(tmp_path, "prd")
+    assert list(frame["prompt_id"].cat.categories) == ["٣", "9", "10", "²"]

@@ -110,6 +110,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from winrate.data import ComparisonLog, read_comparisons
+from winrate.datasets import natural_key
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 
 __all__ = ["ARENA_HARD_BASELINE", "FORMATS", "STYLE_PREFIX", "clean_model_name", "find_files",
@@ -307,16 +308,11 @@ def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
     for col in ("prompt_id", "judge_id"):
         if col in frame.columns:
             values = frame[col].astype(str)
-            coded[col] = pd.Categorical(values, categories=sorted(values.unique(), key=_natural))
+            coded[col] = pd.Categorical(values, categories=sorted(values.unique(), key=natural_key))
     out = frame.assign(**coded, outcome=frame["outcome"].astype(float))
     first = [c for c in _OUT if c in out.columns]
     rest = [c for c in out.columns if c not in first]
     return out[first + rest]
-
-
-def _natural(text: str):
-    """Sort key: integers numerically first, then other strings."""
-    return (0, int(text), "") if text.isdigit() else (1, 0, text)
 
 
 def _text_ids(values: pd.Series, path: Path, field: str, positions, what: str) -> pd.Series:
