@@ -525,3 +525,16 @@ def test_ids_of_unicode_digits_sort_without_crashing(tmp_path):
                 [{"question_id": q, "score": 1} for q in ("²", 10, 9, "٣")])
     frame = read_format(tmp_path, "prd")
     assert list(frame["prompt_id"].cat.categories) == ["٣", "9", "10", "²"]
+
+def test_clean_battle_prompt_or_judge_missing_in_some_records_is_an_error(tmp_path):
+    records = [battle("x", "y", "tie", 1), battle("x", "y", "model_a", 2),
+               battle("y", "x", "model_b", 3)]
+    del records[1]["question_id"]
+    with pytest.raises(WinrateInputError, match=r"q\.jsonl: field 'question_id' missing in "
+                                                r"line\(s\) 2 .*present in the others"):
+        read_format(write_jsonl(tmp_path / "q.jsonl", records), "clean_battle")
+    records = [battle("x", "y", "tie", 1), battle("x", "y", "model_a", 2)]
+    del records[0]["judge"]
+    with pytest.raises(WinrateInputError, match=r"j\.json: field 'judge' missing in "
+                                                r"record\(s\) 0 .*present in the others"):
+        read_format(write_json(tmp_path / "j.json", records), "clean_battle")

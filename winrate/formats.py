@@ -72,8 +72,9 @@ Formats (:data:`FORMATS`)
     ``fastchat/serve/monitor/clean_battle_data.py``): a JSON list or JSONL of records
     ``model_a, model_b, winner`` (``model_a``, ``model_b``, ``tie``, ``tie (bothbad)``),
     ``judge`` and ``question_id`` (or ``conv_id`` / ``conversation_id``); outcome 1 / 0 /
-    0.5; ``both_bad="drop"`` drops the both-bad ties. A missing judge or prompt field
-    leaves that column out (no clustering on it). With ``conv_metadata`` (FastChat's
+    0.5; ``both_bad="drop"`` drops the both-bad ties. A judge or prompt field missing
+    in every record of a file leaves that column out (no clustering on it); missing in
+    only some records is an error. With ``conv_metadata`` (FastChat's
     ``add_markdown_info.py``: ``sum_assistant_a_tokens``, ``header_count_a``,
     ``list_count_a``, ``bold_count_a`` and the ``_b`` twins; a count may be a dict of
     counts, summed as in ``rating_systems.preprocess_for_style``) the features
@@ -265,6 +266,19 @@ def _first_present(records: list[dict], keys: Sequence[str]) -> str | None:
         if records and all(key in r for r in records):
             return key
     return None
+
+
+def _in_every_record(records: list[dict], key: str, path: Path, positions: np.ndarray,
+                     what: str) -> bool:
+    """Whether every record has the optional field ``key`` (False for no records); some
+    but not all is an error naming the records without it (their rows would otherwise
+    lose the field's column, e.g. the prompt clustering, silently)."""
+    has = np.array([key in r for r in records], dtype=bool)
+    if has.any() and not has.all():
+        raise WinrateInputError(f"{path}: field {key!r} missing in {what}(s) "
+                                f"{first_rows(~has, positions)} but present in the others; "
+                                "give it in every record or in none")
+    return bool(has.any())
 
 
 class _Dropped:
@@ -501,7 +515,9 @@ def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
     parts = []
     for path in _progress(files, "clean_battle"):
         records, positions, what = _read_records(path)
-        prompt_key = _first_present(records, _BATTLE_PROMPT_KEYS)
+        prompt_key = next((key for key in _BATTLE_PROMPT_KEYS
+                           if _in_every_record(records, key, path, positions, what)), None)
+        has_judge = _in_every_record(records, "judge", path, positions, what)
         keys = ("model_a", "model_b", "winner", "judge", *filter(None, [prompt_key]))
         rows = _fields(records, keys, path, positions, what,
                        required=("model_a", "model_b", "winner"))
@@ -515,8 +531,8 @@ def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
                 f"{first_rows(unknown, positions)} (expected model_a, model_b, tie or "
                 "'tie (bothbad)')")
         text = {key: _text_ids(rows[key], path, key, positions, what)
-                for key in ("model_a", "model_b", prompt_key, "judge")
-                if key is not None and all(key in r for r in records)}
+                for key in ("model_a", "model_b", prompt_key, "judge" if has_judge else None)
+                if key is not None}
         part = pd.DataFrame({"model_a": text["model_a"], "model_b": text["model_b"],
                              "outcome": outcome})
         if prompt_key is not None:
