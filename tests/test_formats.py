@@ -538,3 +538,11 @@ def test_clean_battle_prompt_or_judge_missing_in_some_records_is_an_error(tmp_pa
     with pytest.raises(WinrateInputError, match=r"j\.json: field 'judge' missing in "
                                                 r"record\(s\) 0 .*present in the others"):
         read_format(write_json(tmp_path / "j.json", records), "clean_battle")
+
+def test_clean_battle_style_count_of_text_is_an_error(tmp_path):
+    meta = style_meta(3, 1, lists_a={"ordered": "2", "unordered": 0})
+    path = write_json(tmp_path / "s.json", [battle("x", "y", "tie", 1, meta=meta)])
+    with pytest.raises(WinrateInputError, match=r"s\.json: conv_metadata list_count_a/"
+                                                r"list_count_b is not a count >= 0 in "
+                                                r"record\(s\) 0"):
+        read_format(path, "clean_battle")

@@ -562,9 +562,9 @@ def _battle_style(records: list[dict], path: Path, positions: np.ndarray, what: 
                                 f"{first_rows(lacking, positions)} (needed for style=True)")
 
     def count(value) -> float:  # FastChat: an int, or a dict of sub-counts to add up
-        if isinstance(value, dict):
-            value = sum(value.values())
-        return float(value) if isinstance(value, (int, float)) else np.nan
+        parts = list(value.values()) if isinstance(value, dict) else [value]
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts)
+        return float(sum(parts)) if numbers else np.nan
 
     columns = {}
     for feature, key_a, key_b in _BATTLE_STYLE:
