@@ -526,6 +526,7 @@ def test_ids_of_unicode_digits_sort_without_crashing(tmp_path):
     frame = read_format(tmp_path, "prd")
     assert list(frame["prompt_id"].cat.categories) == ["٣", "9", "10", "²"]
 
+
 def test_clean_battle_prompt_or_judge_missing_in_some_records_is_an_error(tmp_path):
     records = [battle("x", "y", "tie", 1), battle("x", "y", "model_a", 2),
                battle("y", "x", "model_b", 3)]
@@ -538,6 +539,7 @@ def test_clean_battle_prompt_or_judge_missing_in_some_records_is_an_error(tmp_pa
     with pytest.raises(WinrateInputError, match=r"j\.json: field 'judge' missing in "
                                                 r"record\(s\) 0 .*present in the others"):
         read_format(write_json(tmp_path / "j.json", records), "clean_battle")
+
 
 def test_clean_battle_style_count_of_text_is_an_error(tmp_path):
     meta = style_meta(3, 1, lists_a={"ordered": "2", "unordered": 0})
