@@ -548,3 +548,75 @@ def test_clean_battle_style_count_of_text_is_an_error(tmp_path):
                                                 r"list_count_b is not a count >= 0 in "
                                                 r"record\(s\) 0"):
         read_format(path, "clean_battle")
+
+
+_OUT_KEYS = ("prompt_id", "judge_id", "model_a", "model_b")
+
+
+def plain_model_name(raw: str) -> str:
+    """The model-name rule of the module docstring, written out with str methods."""
+    for prefix in ("answer-", "answer_"):
+        raw = raw.removeprefix(prefix)
+    if "-vicuna-generations" in raw:
+        size, rest = raw.split("-", 1)
+        return rest.split("-vicuna-generations")[0] + "-" + size
+    return raw
+
+
+def plain_verdict(score):
+    """1 / 2 / 3 -> 1 / 0 / 0.5; two grades -> who got more; None when unparsed."""
+    if isinstance(score, list):
+        return None if min(score) < 0 else 0.5 + 0.5 * ((score[0] > score[1])
+                                                        - (score[0] < score[1]))
+    return {1: 1.0, 2: 0.0, 3: 0.5}.get(score)
+
+
+@needs_real
+@pytest.mark.parametrize("name", ["qlora", "prd"])
+def test_real_pair_folders_outcomes_by_plain_loops(name):
+    """Count and outcome sum of every (question, judge, model_a, model_b), from the files
+    read with plain json and the file names split with str methods."""
+    expected = {}
+    for path, records in plain_records(Path(REAL) / name):
+        left, right = path.name.split("-vs-", 1)
+        if name == "prd":
+            judge = reviewer = path.parent.name.removeprefix("ratings-")
+        else:
+            reviewer = "gpt-4" if path.parent.name == "pairwise" else "gpt4"
+            judge = "gpt-4" if reviewer == "gpt-4" else "gpt4-scores"
+        right = right[:right.rindex("-reviewer")].removesuffix("-" + reviewer)
+        for r in records:
+            outcome = plain_verdict(r["score"])
+            if outcome is not None:
+                key = (str(r["question_id"]), judge, plain_model_name(left),
+                       plain_model_name(right))
+                n, total = expected.get(key, (0, 0.0))
+                expected[key] = (n + 1, total + outcome)
+    frame = quiet(read_format, Path(REAL) / name, name)
+    got = {}
+    for key, outcome in zip(zip(*(frame[c].astype(str) for c in _OUT_KEYS), strict=True),
+                            frame["outcome"], strict=True):
+        n, total = got.get(key, (0, 0.0))
+        got[key] = (n + 1, total + outcome)
+    assert got == expected
+
+
+@needs_real
+def test_real_alpaca_eval_style_length_by_plain_loops():
+    """Per model: the sum of (len(output_2) - len(output_1)) / (sum of lengths) over the
+    kept records, computed from the files with plain json."""
+    folder = Path(REAL) / "alpaca_eval" / "weighted_alpaca_eval_gpt4_turbo"
+    expected = Counter()
+    for _, records in plain_records(folder):
+        for r in records:
+            p = r["preference"]
+            if r["generator_1"] != r["generator_2"] and p is not None \
+                    and (p == 0 or 1 <= p <= 2):
+                long_2, long_1 = len(r["output_2"]), len(r["output_1"])
+                expected[r["generator_2"]] += ((long_2 - long_1) / (long_2 + long_1)
+                                               if long_2 + long_1 else 0.0)
+    frame = quiet(read_format, folder, "alpaca_eval")
+    got = frame.groupby(frame["model_a"].astype(str))["style_length"].sum()
+    assert sorted(got.index) == sorted(expected)
+    for model, total in expected.items():
+        assert got[model] == pytest.approx(total, rel=1e-12, abs=1e-9), model
