@@ -620,3 +620,25 @@ def test_real_alpaca_eval_style_length_by_plain_loops():
     assert sorted(got.index) == sorted(expected)
     for model, total in expected.items():
         assert got[model] == pytest.approx(total, rel=1e-12, abs=1e-9), model
+
+
+@pytest.mark.parametrize("fmt, name, records, field, where", [
+    ("alpaca_eval", "a.json", [alpaca_record(1.7, instruction=["q"])], "instruction",
+     r"record\(s\) 0"),
+    ("alpaca_eval", "a.json", [alpaca_record(1.7), alpaca_record(1.2, model={"m": 1})],
+     "generator_2", r"record\(s\) 1"),
+    ("clean_battle", "b.jsonl", [battle(["x"], "y", "tie", 1)], "model_a", r"line\(s\) 1"),
+    ("clean_battle", "b.jsonl", [battle("x", "y", "tie", True)], "question_id",
+     r"line\(s\) 1"),
+    ("arena_hard", "c.jsonl", [judgment(1, "m", "A>B", "A>B", baseline={"name": "b"})],
+     "baseline", r"line\(s\) 1"),
+    ("arena_hard", "c.jsonl", [judgment(1, "m", "A>B", "A>B", judge=["j"])], "judge",
+     r"line\(s\) 1"),
+])
+def test_id_or_name_that_is_not_text_or_number_is_an_error(tmp_path, fmt, name, records,
+                                                            field, where):
+    """A list or object where an id or a name belongs was turned into its repr ("['x']")."""
+    path = (write_json if name.endswith(".json") else write_jsonl)(tmp_path / name, records)
+    with pytest.raises(WinrateInputError, match=rf"{name}: field '{field}' is not a string "
+                                                rf"or a number in {where}"):
+        read_format(path, fmt)

@@ -330,11 +330,16 @@ def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
 
 
 def _text_ids(values: pd.Series, path: Path, field: str, positions, what: str) -> pd.Series:
-    """Ids and names as strings (``70`` and ``"70"`` alike); a null is an error."""
+    """Ids and names as strings (``70`` and ``"70"`` alike); a null, or a value that is
+    not a string or a number (a list, an object, true / false), is an error."""
     missing = values.isna().to_numpy()
     if missing.any():
         raise WinrateInputError(f"{path}: field {field!r} is null in {what}(s) "
                                 f"{first_rows(missing, positions)}")
+    other = values.map(lambda v: isinstance(v, bool) or not isinstance(v, (str, int, float)))
+    if other.any():
+        raise WinrateInputError(f"{path}: field {field!r} is not a string or a number in "
+                                f"{what}(s) {first_rows(other.to_numpy(), positions)}")
     return values.map(lambda v: str(v) if not isinstance(v, float) or not v.is_integer()
                       else str(int(v)))
 
@@ -629,8 +634,10 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
             raise WinrateInputError(f"{path}: {what}(s) {first_rows(clash, positions)} name "
                                     f"the baseline {rows['baseline'][clash].iloc[0]!r}, not "
                                     f"baseline={baseline!r}")
-        base = rows["baseline"].where(named, _baseline(baseline))
-        judge = rows["judge"].where(rows["judge"].notna(), path.parent.name).astype(str)
+        base = _text_ids(rows["baseline"].where(named, _baseline(baseline)), path,
+                         "baseline", positions, what)
+        judge = _text_ids(rows["judge"].where(rows["judge"].notna(), path.parent.name),
+                          path, "judge", positions, what)
         prompt = _text_ids(rows[prompt_key], path, prompt_key, positions, what)
         model = _text_ids(rows["model"], path, "model", positions, what)
         for game, model_is_a in ((0, False), (1, True)):
@@ -666,8 +673,8 @@ def _arena_game(verdict: pd.Series, model_is_a: bool, prompt, judge, model, base
     part = pd.DataFrame({
         "prompt_id": prompt[kept].to_numpy(),
         "judge_id": judge[kept].to_numpy(),
-        "model_a": model[kept].astype(str).to_numpy(),
-        "model_b": base[kept].astype(str).to_numpy(),
+        "model_a": model[kept].to_numpy(),
+        "model_b": base[kept].to_numpy(),
         "outcome": a_score if model_is_a else 1.0 - a_score,
     })
     if strong_weight != 1:
