@@ -642,3 +642,17 @@ def test_id_or_name_that_is_not_text_or_number_is_an_error(tmp_path, fmt, name, 
     with pytest.raises(WinrateInputError, match=rf"{name}: field '{field}' is not a string "
                                                 rf"or a number in {where}"):
         read_format(path, fmt)
+
+
+def test_true_preference_or_list_winner_is_an_error(tmp_path):
+    """``true`` was read as preference 1 (the baseline wins); a list winner raised
+    TypeError (unhashable)."""
+    path = write_json(tmp_path / "a.json", [alpaca_record(1.7), alpaca_record(True)])
+    with pytest.raises(WinrateInputError, match=r"a\.json: non-numeric preference in "
+                                                r"record\(s\) 1"):
+        read_format(path, "alpaca_eval")
+    path = write_jsonl(tmp_path / "b.jsonl", [battle("x", "y", "tie", 1),
+                                              battle("x", "y", ["model_a"], 2)])
+    with pytest.raises(WinrateInputError, match=r"b\.jsonl: unknown winner \['model_a'\] in "
+                                                r"line\(s\) 2"):
+        read_format(path, "clean_battle")

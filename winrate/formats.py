@@ -358,7 +358,8 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
                 "output_1", "output_2")
         rows = _fields(records, keys, path, positions, what, required=keys)
         preference = pd.to_numeric(rows["preference"], errors="coerce").to_numpy(float)
-        garbled = np.isnan(preference) & rows["preference"].notna().to_numpy()
+        flags = rows["preference"].map(lambda v: isinstance(v, bool)).to_numpy(bool)
+        garbled = (np.isnan(preference) & rows["preference"].notna().to_numpy()) | flags
         if garbled.any():
             raise WinrateInputError(
                 f"{path}: non-numeric preference in {what}(s) "
@@ -526,7 +527,7 @@ def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
         keys = ("model_a", "model_b", "winner", "judge", *filter(None, [prompt_key]))
         rows = _fields(records, keys, path, positions, what,
                        required=("model_a", "model_b", "winner"))
-        label = rows["winner"].map(lambda v: v.strip().lower() if isinstance(v, str) else v)
+        label = rows["winner"].map(lambda v: v.strip().lower() if isinstance(v, str) else "")
         outcome = label.map(_BATTLE_WINNER).to_numpy(float)
         unknown = np.isnan(outcome)
         if unknown.any():
