@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -124,3 +126,22 @@ def test_graded_preferences_and_features_are_kept():
     frame.loc[2, "style_length"] = np.nan
     with pytest.raises(WinrateInputError, match=r"'style_length': feature .* first rows: 2"):
         read_comparisons(frame, feature_cols=("style_length",))
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"model_a": ["x"]}, r"ids\.jsonl': column 'model_a' holds a list, object or true/false "
+                         r"where a name or id belongs, in row\(s\) 1 \(counted from 0\)"),
+    ({"prompt_id": {"a": 1}}, r"column 'prompt_id' holds a list, object"),
+    ({"judge_id": True}, r"column 'judge_id' holds a list, object or true/false"),
+    ({"outcome": [1]}, r"column 'outcome': a list or object, not an outcome in 1 row"),
+])
+def test_json_list_object_or_bool_id_is_an_error(tmp_path, change, match):
+    """A JSON list / object / true where a name, id or outcome belongs was a model named
+    "['x']", a prompt "True", or (outcome) a TypeError traceback."""
+    rows = [{"prompt_id": "p0", "judge_id": "j", "model_a": "x", "model_b": "y",
+             "outcome": "a"}]
+    rows.append({**rows[0], "prompt_id": "p1", **change})
+    path = tmp_path / "ids.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(WinrateInputError, match=match):
+        read_comparisons(path)

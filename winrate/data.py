@@ -192,12 +192,22 @@ def _read_delimited(path: Path, sep: str, text_cols) -> pd.DataFrame:
 
 def _read_json(path: Path, lines: bool, text_cols) -> pd.DataFrame:
     """JSON (Lines) without type guessing (``"007"`` is not the number 7); ``text_cols``
-    holding JSON numbers become their text."""
+    holding JSON numbers become their text; a list, object or true / false there is an
+    error (its Python repr is no name)."""
     frame = pd.read_json(path, lines=lines, dtype=False)
     for col in (c for c in text_cols if c in frame.columns):
         values = frame[col]
+        nested = values.map(_not_a_name).to_numpy(bool)
+        if nested.any():
+            raise WinrateInputError(f"{str(path)!r}: column {col!r} holds a list, object or "
+                                    "true/false where a name or id belongs, in row(s) "
+                                    f"{first_rows(nested)} (counted from 0)")
         frame[col] = values.where(values.isna(), values.astype(str))
     return frame
+
+
+def _not_a_name(value) -> bool:
+    return isinstance(value, (list, dict, bool, np.bool_))
 
 
 def _read(path: Path, fmt: str, text_cols) -> pd.DataFrame:
@@ -289,6 +299,8 @@ def read_table(path, text_cols=()) -> pd.DataFrame:
         raise WinrateInputError(f"{str(path)!r} is empty (0 bytes)")
     try:
         return _read(path, fmt, text_cols)
+    except WinrateInputError:
+        raise
     except UnicodeDecodeError:
         raise _not_utf8(path) from None
     except pd.errors.EmptyDataError:
@@ -365,6 +377,8 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models) -> np.ndarray
                     "numeric outcome not in [0, 1] (1 win of model_a, 0 loss, 0.5 tie)",
                     frame.index)
         return score
+    _check_rows(series.map(lambda v: isinstance(v, (list, dict))).to_numpy(bool), column,
+                "a list or object, not an outcome", frame.index)
     score = _score_from_labels(series, a, b, models)
     _check_rows(np.isnan(score), column,
                 "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "
