@@ -145,3 +145,34 @@ def test_json_list_object_or_bool_id_is_an_error(tmp_path, change, match):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(WinrateInputError, match=match):
         read_comparisons(path)
+
+
+def test_text_outcomes_mixed_labels_numbers_and_winner_names_by_plain_rules():
+    """Every text outcome against a row-by-row reading of the module docstring's rules."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    pool = ["a", " B ", "Tie", "model_a", "MODEL_B", "x", "y", "z", "0.25", "1", "0",
+            *np.round(rng.random(200), 3).astype(str)]
+    model_a = rng.choice(["x", "y"], n)
+    model_b = np.where(model_a == "x", "y", "z")
+    outcome = rng.choice(pool, n)
+    winner_ok = (outcome == model_a) | (outcome == model_b)
+    keep = winner_ok | ~np.isin(outcome, ["x", "y", "z"])  # a third model's name is an error
+    frame = pd.DataFrame({"model_a": model_a, "model_b": model_b, "outcome": outcome})[keep]
+
+    def plain(label: str, a: str, b: str) -> float:
+        word = label.strip().lower()
+        named = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
+        if word in named:
+            return named[word]
+        if label == a or label == b:
+            return 1.0 if label == a else 0.0
+        return float(label)
+
+    expected = [plain(o, a, b) for a, b, o in frame.itertuples(index=False)]
+    log = read_comparisons(frame)
+    assert (log.models[log.model_a] == frame["model_a"].to_numpy()).all()
+    np.testing.assert_allclose(log.score, expected, atol=0)
+    bad = frame.assign(outcome=["x" if a == "y" else "w" for a in frame["model_a"]])
+    with pytest.raises(WinrateInputError, match="unknown outcome"):
+        read_comparisons(bad)

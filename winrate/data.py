@@ -349,19 +349,13 @@ def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
                        models: np.ndarray) -> np.ndarray:
     """Map each distinct outcome label once; winner names are matched against the row."""
     codes, uniques = _factorize(series)
-    label_score = np.full(len(uniques), np.nan)
-    label_model = np.full(len(uniques), -1, dtype=np.int64)
-    model_index = pd.Index(models.astype(str))
-    for i, value in enumerate(uniques):
-        text = str(value).strip()
-        if text.lower() in _LABEL_SCORES:
-            label_score[i] = _LABEL_SCORES[text.lower()]
-            continue
-        number = pd.to_numeric(pd.Series([text]), errors="coerce").iloc[0]
-        if 0 <= number <= 1:
-            label_score[i] = number
-        elif text in model_index:
-            label_model[i] = model_index.get_loc(text)
+    text = pd.Series([str(value).strip() for value in uniques], dtype=object)
+    label_score = np.array(text.str.lower().map(_LABEL_SCORES), dtype=float)
+    number = pd.to_numeric(text, errors="coerce").to_numpy(float)
+    numeric = np.isnan(label_score) & (number >= 0) & (number <= 1)
+    label_score[numeric] = number[numeric]
+    label_model = pd.Index(models.astype(str)).get_indexer(text)
+    label_model[~np.isnan(label_score)] = -1  # a label or number, not a winner's name
     score = np.where(codes >= 0, label_score[codes], np.nan)
     winner = np.where(codes >= 0, label_model[codes], -1)
     score = np.where(winner == a, 1.0, np.where(winner == b, 0.0, score))
