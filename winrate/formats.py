@@ -635,8 +635,9 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
             raise WinrateInputError(f"{path}: {what}(s) {first_rows(clash, positions)} name "
                                     f"the baseline {rows['baseline'][clash].iloc[0]!r}, not "
                                     f"baseline={baseline!r}")
-        base = _text_ids(rows["baseline"].where(named, _baseline(baseline)), path,
-                         "baseline", positions, what)
+        default = ARENA_HARD_BASELINE if baseline is None else baseline
+        base = _text_ids(rows["baseline"].where(named, default), path, "baseline",
+                         positions, what)
         judge = _text_ids(rows["judge"].where(rows["judge"].notna(), path.parent.name),
                           path, "judge", positions, what)
         prompt = _text_ids(rows[prompt_key], path, prompt_key, positions, what)
@@ -648,10 +649,6 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
                                      strong_weight, path, positions, what, game, dropped))
     dropped.warn()
     return _assemble(parts, "arena_hard")
-
-
-def _baseline(baseline: str | None) -> str:
-    return ARENA_HARD_BASELINE if baseline is None else baseline
 
 
 def _arena_game(verdict: pd.Series, model_is_a: bool, prompt, judge, model, base,
