@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -124,3 +126,53 @@ def test_graded_preferences_and_features_are_kept():
     frame.loc[2, "style_length"] = np.nan
     with pytest.raises(WinrateInputError, match=r"'style_length': feature .* first rows: 2"):
         read_comparisons(frame, feature_cols=("style_length",))
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"model_a": ["x"]}, r"ids\.jsonl': column 'model_a' holds a list, object or true/false "
+                         r"where a name or id belongs, in row\(s\) 1 \(counted from 0\)"),
+    ({"prompt_id": {"a": 1}}, r"column 'prompt_id' holds a list, object"),
+    ({"judge_id": True}, r"column 'judge_id' holds a list, object or true/false"),
+    ({"outcome": [1]}, r"column 'outcome': a list or object, not an outcome in 1 row"),
+])
+def test_json_list_object_or_bool_id_is_an_error(tmp_path, change, match):
+    """A JSON list / object / true where a name, id or outcome belongs was a model named
+    "['x']", a prompt "True", or (outcome) a TypeError traceback."""
+    rows = [{"prompt_id": "p0", "judge_id": "j", "model_a": "x", "model_b": "y",
+             "outcome": "a"}]
+    rows.append({**rows[0], "prompt_id": "p1", **change})
+    path = tmp_path / "ids.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(WinrateInputError, match=match):
+        read_comparisons(path)
+
+
+def test_text_outcomes_mixed_labels_numbers_and_winner_names_by_plain_rules():
+    """Every text outcome against a row-by-row reading of the module docstring's rules."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    pool = ["a", " B ", "Tie", "model_a", "MODEL_B", "x", "y", "z", "0.25", "1", "0",
+            *np.round(rng.random(200), 3).astype(str)]
+    model_a = rng.choice(["x", "y"], n)
+    model_b = np.where(model_a == "x", "y", "z")
+    outcome = rng.choice(pool, n)
+    winner_ok = (outcome == model_a) | (outcome == model_b)
+    keep = winner_ok | ~np.isin(outcome, ["x", "y", "z"])  # a third model's name is an error
+    frame = pd.DataFrame({"model_a": model_a, "model_b": model_b, "outcome": outcome})[keep]
+
+    def plain(label: str, a: str, b: str) -> float:
+        word = label.strip().lower()
+        named = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
+        if word in named:
+            return named[word]
+        if label == a or label == b:
+            return 1.0 if label == a else 0.0
+        return float(label)
+
+    expected = [plain(o, a, b) for a, b, o in frame.itertuples(index=False)]
+    log = read_comparisons(frame)
+    assert (log.models[log.model_a] == frame["model_a"].to_numpy()).all()
+    np.testing.assert_allclose(log.score, expected, atol=0)
+    bad = frame.assign(outcome=["x" if a == "y" else "w" for a in frame["model_a"]])
+    with pytest.raises(WinrateInputError, match="unknown outcome"):
+        read_comparisons(bad)

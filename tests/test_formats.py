@@ -504,3 +504,155 @@ def test_folder_datasets_absent(tmp_path, monkeypatch):
                                                        "on this machine"):
             datasets.load(name)
     assert main(["leaderboard", "--dataset", "prd"]) == 2
+
+
+# --------------------------------------------------------------------------- review fixes
+
+
+@pytest.mark.parametrize("field", ["generator_1", "generator_2", "annotator"])
+def test_alpaca_eval_null_name_is_an_error_naming_the_record(tmp_path, field):
+    records = [alpaca_record(1.7, instruction="q0"), alpaca_record(1.2, instruction="q1")]
+    records[1][field] = None
+    write_json(tmp_path / "m1.json", records)
+    with pytest.raises(WinrateInputError, match=rf"m1\.json: field '{field}' is null in "
+                                                rf"record\(s\) 1"):
+        read_format(tmp_path / "m1.json", "alpaca_eval")
+
+
+def test_ids_of_unicode_digits_sort_without_crashing(tmp_path):
+    # "²".isdigit() is True but int("²") fails: such an id is text, sorted after numbers
+    write_jsonl(tmp_path / "ratings-gpt4" / "answer_a-vs-answer_b-gpt4-reviewer.jsonl",
+                [{"question_id": q, "score": 1} for q in ("²", 10, 9, "٣")])
+    frame = read_format(tmp_path, "prd")
+    assert list(frame["prompt_id"].cat.categories) == ["٣", "9", "10", "²"]
+
+
+def test_clean_battle_prompt_or_judge_missing_in_some_records_is_an_error(tmp_path):
+    records = [battle("x", "y", "tie", 1), battle("x", "y", "model_a", 2),
+               battle("y", "x", "model_b", 3)]
+    del records[1]["question_id"]
+    with pytest.raises(WinrateInputError, match=r"q\.jsonl: field 'question_id' missing in "
+                                                r"line\(s\) 2 .*present in the others"):
+        read_format(write_jsonl(tmp_path / "q.jsonl", records), "clean_battle")
+    records = [battle("x", "y", "tie", 1), battle("x", "y", "model_a", 2)]
+    del records[0]["judge"]
+    with pytest.raises(WinrateInputError, match=r"j\.json: field 'judge' missing in "
+                                                r"record\(s\) 0 .*present in the others"):
+        read_format(write_json(tmp_path / "j.json", records), "clean_battle")
+
+
+def test_clean_battle_style_count_of_text_is_an_error(tmp_path):
+    meta = style_meta(3, 1, lists_a={"ordered": "2", "unordered": 0})
+    path = write_json(tmp_path / "s.json", [battle("x", "y", "tie", 1, meta=meta)])
+    with pytest.raises(WinrateInputError, match=r"s\.json: conv_metadata list_count_a/"
+                                                r"list_count_b is not a count >= 0 in "
+                                                r"record\(s\) 0"):
+        read_format(path, "clean_battle")
+
+
+_OUT_KEYS = ("prompt_id", "judge_id", "model_a", "model_b")
+
+
+def plain_model_name(raw: str) -> str:
+    """The model-name rule of the module docstring, written out with str methods."""
+    for prefix in ("answer-", "answer_"):
+        raw = raw.removeprefix(prefix)
+    if "-vicuna-generations" in raw:
+        size, rest = raw.split("-", 1)
+        return rest.split("-vicuna-generations")[0] + "-" + size
+    return raw
+
+
+def plain_verdict(score):
+    """1 / 2 / 3 -> 1 / 0 / 0.5; two grades -> who got more; None when unparsed."""
+    if isinstance(score, list):
+        return None if min(score) < 0 else 0.5 + 0.5 * ((score[0] > score[1])
+                                                        - (score[0] < score[1]))
+    return {1: 1.0, 2: 0.0, 3: 0.5}.get(score)
+
+
+@needs_real
+@pytest.mark.parametrize("name", ["qlora", "prd"])
+def test_real_pair_folders_outcomes_by_plain_loops(name):
+    """Count and outcome sum of every (question, judge, model_a, model_b), from the files
+    read with plain json and the file names split with str methods."""
+    expected = {}
+    for path, records in plain_records(Path(REAL) / name):
+        left, right = path.name.split("-vs-", 1)
+        if name == "prd":
+            judge = reviewer = path.parent.name.removeprefix("ratings-")
+        else:
+            reviewer = "gpt-4" if path.parent.name == "pairwise" else "gpt4"
+            judge = "gpt-4" if reviewer == "gpt-4" else "gpt4-scores"
+        right = right[:right.rindex("-reviewer")].removesuffix("-" + reviewer)
+        for r in records:
+            outcome = plain_verdict(r["score"])
+            if outcome is not None:
+                key = (str(r["question_id"]), judge, plain_model_name(left),
+                       plain_model_name(right))
+                n, total = expected.get(key, (0, 0.0))
+                expected[key] = (n + 1, total + outcome)
+    frame = quiet(read_format, Path(REAL) / name, name)
+    got = {}
+    for key, outcome in zip(zip(*(frame[c].astype(str) for c in _OUT_KEYS), strict=True),
+                            frame["outcome"], strict=True):
+        n, total = got.get(key, (0, 0.0))
+        got[key] = (n + 1, total + outcome)
+    assert got == expected
+
+
+@needs_real
+def test_real_alpaca_eval_style_length_by_plain_loops():
+    """Per model: the sum of (len(output_2) - len(output_1)) / (sum of lengths) over the
+    kept records, computed from the files with plain json."""
+    folder = Path(REAL) / "alpaca_eval" / "weighted_alpaca_eval_gpt4_turbo"
+    expected = Counter()
+    for _, records in plain_records(folder):
+        for r in records:
+            p = r["preference"]
+            if r["generator_1"] != r["generator_2"] and p is not None \
+                    and (p == 0 or 1 <= p <= 2):
+                long_2, long_1 = len(r["output_2"]), len(r["output_1"])
+                expected[r["generator_2"]] += ((long_2 - long_1) / (long_2 + long_1)
+                                               if long_2 + long_1 else 0.0)
+    frame = quiet(read_format, folder, "alpaca_eval")
+    got = frame.groupby(frame["model_a"].astype(str))["style_length"].sum()
+    assert sorted(got.index) == sorted(expected)
+    for model, total in expected.items():
+        assert got[model] == pytest.approx(total, rel=1e-12, abs=1e-9), model
+
+
+@pytest.mark.parametrize("fmt, name, records, field, where", [
+    ("alpaca_eval", "a.json", [alpaca_record(1.7, instruction=["q"])], "instruction",
+     r"record\(s\) 0"),
+    ("alpaca_eval", "a.json", [alpaca_record(1.7), alpaca_record(1.2, model={"m": 1})],
+     "generator_2", r"record\(s\) 1"),
+    ("clean_battle", "b.jsonl", [battle(["x"], "y", "tie", 1)], "model_a", r"line\(s\) 1"),
+    ("clean_battle", "b.jsonl", [battle("x", "y", "tie", True)], "question_id",
+     r"line\(s\) 1"),
+    ("arena_hard", "c.jsonl", [judgment(1, "m", "A>B", "A>B", baseline={"name": "b"})],
+     "baseline", r"line\(s\) 1"),
+    ("arena_hard", "c.jsonl", [judgment(1, "m", "A>B", "A>B", judge=["j"])], "judge",
+     r"line\(s\) 1"),
+])
+def test_id_or_name_that_is_not_text_or_number_is_an_error(tmp_path, fmt, name, records,
+                                                            field, where):
+    """A list or object where an id or a name belongs was turned into its repr ("['x']")."""
+    path = (write_json if name.endswith(".json") else write_jsonl)(tmp_path / name, records)
+    with pytest.raises(WinrateInputError, match=rf"{name}: field '{field}' is not a string "
+                                                rf"or a number in {where}"):
+        read_format(path, fmt)
+
+
+def test_true_preference_or_list_winner_is_an_error(tmp_path):
+    """``true`` was read as preference 1 (the baseline wins); a list winner raised
+    TypeError (unhashable)."""
+    path = write_json(tmp_path / "a.json", [alpaca_record(1.7), alpaca_record(True)])
+    with pytest.raises(WinrateInputError, match=r"a\.json: non-numeric preference in "
+                                                r"record\(s\) 1"):
+        read_format(path, "alpaca_eval")
+    path = write_jsonl(tmp_path / "b.jsonl", [battle("x", "y", "tie", 1),
+                                              battle("x", "y", ["model_a"], 2)])
+    with pytest.raises(WinrateInputError, match=r"b\.jsonl: unknown winner \['model_a'\] in "
+                                                r"line\(s\) 2"):
+        read_format(path, "clean_battle")

@@ -192,12 +192,22 @@ def _read_delimited(path: Path, sep: str, text_cols) -> pd.DataFrame:
 
 def _read_json(path: Path, lines: bool, text_cols) -> pd.DataFrame:
     """JSON (Lines) without type guessing (``"007"`` is not the number 7); ``text_cols``
-    holding JSON numbers become their text."""
+    holding JSON numbers become their text; a list, object or true / false there is an
+    error (its Python repr is no name)."""
     frame = pd.read_json(path, lines=lines, dtype=False)
     for col in (c for c in text_cols if c in frame.columns):
         values = frame[col]
+        nested = values.map(_not_a_name).to_numpy(bool)
+        if nested.any():
+            raise WinrateInputError(f"{str(path)!r}: column {col!r} holds a list, object or "
+                                    "true/false where a name or id belongs, in row(s) "
+                                    f"{first_rows(nested)} (counted from 0)")
         frame[col] = values.where(values.isna(), values.astype(str))
     return frame
+
+
+def _not_a_name(value) -> bool:
+    return isinstance(value, (list, dict, bool, np.bool_))
 
 
 def _read(path: Path, fmt: str, text_cols) -> pd.DataFrame:
@@ -289,6 +299,8 @@ def read_table(path, text_cols=()) -> pd.DataFrame:
         raise WinrateInputError(f"{str(path)!r} is empty (0 bytes)")
     try:
         return _read(path, fmt, text_cols)
+    except WinrateInputError:
+        raise
     except UnicodeDecodeError:
         raise _not_utf8(path) from None
     except pd.errors.EmptyDataError:
@@ -337,19 +349,13 @@ def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
                        models: np.ndarray) -> np.ndarray:
     """Map each distinct outcome label once; winner names are matched against the row."""
     codes, uniques = _factorize(series)
-    label_score = np.full(len(uniques), np.nan)
-    label_model = np.full(len(uniques), -1, dtype=np.int64)
-    model_index = pd.Index(models.astype(str))
-    for i, value in enumerate(uniques):
-        text = str(value).strip()
-        if text.lower() in _LABEL_SCORES:
-            label_score[i] = _LABEL_SCORES[text.lower()]
-            continue
-        number = pd.to_numeric(pd.Series([text]), errors="coerce").iloc[0]
-        if 0 <= number <= 1:
-            label_score[i] = number
-        elif text in model_index:
-            label_model[i] = model_index.get_loc(text)
+    text = pd.Series([str(value).strip() for value in uniques], dtype=object)
+    label_score = np.array(text.str.lower().map(_LABEL_SCORES), dtype=float)
+    number = pd.to_numeric(text, errors="coerce").to_numpy(float)
+    numeric = np.isnan(label_score) & (number >= 0) & (number <= 1)
+    label_score[numeric] = number[numeric]
+    label_model = pd.Index(models.astype(str)).get_indexer(text)
+    label_model[~np.isnan(label_score)] = -1  # a label or number, not a winner's name
     score = np.where(codes >= 0, label_score[codes], np.nan)
     winner = np.where(codes >= 0, label_model[codes], -1)
     score = np.where(winner == a, 1.0, np.where(winner == b, 0.0, score))
@@ -365,6 +371,8 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models) -> np.ndarray
                     "numeric outcome not in [0, 1] (1 win of model_a, 0 loss, 0.5 tie)",
                     frame.index)
         return score
+    _check_rows(series.map(lambda v: isinstance(v, (list, dict))).to_numpy(bool), column,
+                "a list or object, not an outcome", frame.index)
     score = _score_from_labels(series, a, b, models)
     _check_rows(np.isnan(score), column,
                 "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "

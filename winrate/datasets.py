@@ -70,6 +70,7 @@ __all__ = [
     "load",
     "mmlu_pro_correctness",
     "mmlu_pro_questions",
+    "natural_key",
     "read_mmlu_pro",
 ]
 
@@ -616,7 +617,7 @@ def _load_llmfao(fetch: dict, models: Sequence[str] | None, *,
                                 f"{sorted(set(log['prompt'][unknown]))[:_SHOW]} are not "
                                 "listed")
     model_names = sorted(set(log["left"]) | set(log["right"]))
-    prompt_ids = sorted(set(log["prompt"]), key=_natural)
+    prompt_ids = sorted(set(log["prompt"]), key=natural_key)
     out = pd.DataFrame({
         "prompt_id": pd.Categorical(log["prompt"], categories=prompt_ids),
         "judge_id": pd.Categorical(log["judge_id"],
@@ -625,21 +626,22 @@ def _load_llmfao(fetch: dict, models: Sequence[str] | None, *,
         "model_b": pd.Categorical(log["right"], categories=model_names),
         "outcome": _categorical(log["code"].to_numpy(np.int8), OUTCOMES),
         "category": pd.Categorical(ptype.astype(str)),
-        "item_id": pd.Categorical(log["id"], categories=sorted(set(log["id"]), key=_natural)),
+        "item_id": pd.Categorical(log["id"], categories=sorted(set(log["id"]), key=natural_key)),
     })
     return _select_models(out, models, "llmfao")
 
 
-def _natural(text: str):
-    """Sort key: numbers numerically, then anything else as text."""
-    return (0, int(text), "") if text.isdigit() else (1, 0, text)
+def natural_key(text: str):
+    """Sort key: whole numbers (decimal digits only) numerically, then anything else as
+    text. ``str.isdecimal``, not ``isdigit``: ``"²"`` is a digit that ``int`` rejects."""
+    return (0, int(text), "") if text.isdecimal() else (1, 0, text)
 
 
 def _judge_order(judge_ids: pd.Series) -> list[str]:
     """Crowd workers by number, then the model judges."""
     names = set(judge_ids)
     crowd = sorted((j for j in names if j.startswith("crowd:")),
-                   key=lambda j: _natural(j.split(":", 1)[1]))
+                   key=lambda j: natural_key(j.split(":", 1)[1]))
     return crowd + sorted(names - set(crowd))
 
 

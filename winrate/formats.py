@@ -72,8 +72,9 @@ Formats (:data:`FORMATS`)
     ``fastchat/serve/monitor/clean_battle_data.py``): a JSON list or JSONL of records
     ``model_a, model_b, winner`` (``model_a``, ``model_b``, ``tie``, ``tie (bothbad)``),
     ``judge`` and ``question_id`` (or ``conv_id`` / ``conversation_id``); outcome 1 / 0 /
-    0.5; ``both_bad="drop"`` drops the both-bad ties. A missing judge or prompt field
-    leaves that column out (no clustering on it). With ``conv_metadata`` (FastChat's
+    0.5; ``both_bad="drop"`` drops the both-bad ties. A judge or prompt field missing
+    in every record of a file leaves that column out (no clustering on it); missing in
+    only some records is an error. With ``conv_metadata`` (FastChat's
     ``add_markdown_info.py``: ``sum_assistant_a_tokens``, ``header_count_a``,
     ``list_count_a``, ``bold_count_a`` and the ``_b`` twins; a count may be a dict of
     counts, summed as in ``rating_systems.preprocess_for_style``) the features
@@ -110,6 +111,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from winrate.data import ComparisonLog, read_comparisons
+from winrate.datasets import natural_key
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 
 __all__ = ["ARENA_HARD_BASELINE", "FORMATS", "STYLE_PREFIX", "clean_model_name", "find_files",
@@ -266,6 +268,19 @@ def _first_present(records: list[dict], keys: Sequence[str]) -> str | None:
     return None
 
 
+def _in_every_record(records: list[dict], key: str, path: Path, positions: np.ndarray,
+                     what: str) -> bool:
+    """Whether every record has the optional field ``key`` (False for no records); some
+    but not all is an error naming the records without it (their rows would otherwise
+    lose the field's column, e.g. the prompt clustering, silently)."""
+    has = np.array([key in r for r in records], dtype=bool)
+    if has.any() and not has.all():
+        raise WinrateInputError(f"{path}: field {key!r} missing in {what}(s) "
+                                f"{first_rows(~has, positions)} but present in the others; "
+                                "give it in every record or in none")
+    return bool(has.any())
+
+
 class _Dropped:
     """Rows dropped per file for one reason, reported in one warning at the end."""
 
@@ -295,36 +310,36 @@ def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
         raise WinrateInputError(f"format {name!r}: no comparison rows were read")
     same = (frame["model_a"].astype(str) == frame["model_b"].astype(str)).to_numpy()
     if same.any():
-        models = sorted(set(frame.loc[same, "model_a"].astype(str)))
+        models = sorted(frame.loc[same, "model_a"].astype(str).unique())
         warnings.warn(f"{name}: dropped {int(same.sum())} row(s) comparing a model with "
                       f"itself ({', '.join(models[:5])})", WinrateWarning, stacklevel=3)
         frame = frame.loc[~same].reset_index(drop=True)
         if frame.empty:
             raise WinrateInputError(f"format {name!r}: every row compares a model with itself")
-    models = sorted(set(frame["model_a"].astype(str)) | set(frame["model_b"].astype(str)))
-    coded = {col: pd.Categorical(frame[col].astype(str), categories=models)
-             for col in ("model_a", "model_b")}
+    names = {col: frame[col].astype(str) for col in ("model_a", "model_b")}
+    models = sorted(set(names["model_a"].unique()) | set(names["model_b"].unique()))
+    coded = {col: pd.Categorical(values, categories=models) for col, values in names.items()}
     for col in ("prompt_id", "judge_id"):
         if col in frame.columns:
             values = frame[col].astype(str)
-            coded[col] = pd.Categorical(values, categories=sorted(set(values), key=_natural))
+            coded[col] = pd.Categorical(values, categories=sorted(values.unique(), key=natural_key))
     out = frame.assign(**coded, outcome=frame["outcome"].astype(float))
     first = [c for c in _OUT if c in out.columns]
     rest = [c for c in out.columns if c not in first]
     return out[first + rest]
 
 
-def _natural(text: str):
-    """Sort key: integers numerically first, then other strings."""
-    return (0, int(text), "") if text.isdigit() else (1, 0, text)
-
-
 def _text_ids(values: pd.Series, path: Path, field: str, positions, what: str) -> pd.Series:
-    """Ids and names as strings (``70`` and ``"70"`` alike); a null is an error."""
+    """Ids and names as strings (``70`` and ``"70"`` alike); a null, or a value that is
+    not a string or a number (a list, an object, true / false), is an error."""
     missing = values.isna().to_numpy()
     if missing.any():
         raise WinrateInputError(f"{path}: field {field!r} is null in {what}(s) "
                                 f"{first_rows(missing, positions)}")
+    other = values.map(lambda v: isinstance(v, bool) or not isinstance(v, (str, int, float)))
+    if other.any():
+        raise WinrateInputError(f"{path}: field {field!r} is not a string or a number in "
+                                f"{what}(s) {first_rows(other.to_numpy(), positions)}")
     return values.map(lambda v: str(v) if not isinstance(v, float) or not v.is_integer()
                       else str(int(v)))
 
@@ -343,7 +358,8 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
                 "output_1", "output_2")
         rows = _fields(records, keys, path, positions, what, required=keys)
         preference = pd.to_numeric(rows["preference"], errors="coerce").to_numpy(float)
-        garbled = np.isnan(preference) & rows["preference"].notna().to_numpy()
+        flags = rows["preference"].map(lambda v: isinstance(v, bool)).to_numpy(bool)
+        garbled = (np.isnan(preference) & rows["preference"].notna().to_numpy()) | flags
         if garbled.any():
             raise WinrateInputError(
                 f"{path}: non-numeric preference in {what}(s) "
@@ -361,12 +377,13 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
             if not text.all():
                 raise WinrateInputError(f"{path}: {col!r} is not a string in {what}(s) "
                                         f"{first_rows(~text.to_numpy(), positions[valid])}")
+        text = {key: _text_ids(rows[key], path, key, positions[valid], what).to_numpy()
+                for key in ("instruction", "annotator", "generator_1", "generator_2")}
         parts.append(pd.DataFrame({
-            "prompt_id": _text_ids(rows["instruction"], path, "instruction",
-                                   positions[valid], what).to_numpy(),
-            "judge_id": rows["annotator"].astype(str).to_numpy(),
-            "model_a": rows["generator_2"].astype(str).to_numpy(),
-            "model_b": rows["generator_1"].astype(str).to_numpy(),
+            "prompt_id": text["instruction"],
+            "judge_id": text["annotator"],
+            "model_a": text["generator_2"],
+            "model_b": text["generator_1"],
             "outcome": outcome,
             "style_length": style_difference(rows["output_2"].str.len().to_numpy(float),
                                              rows["output_1"].str.len().to_numpy(float)),
@@ -504,11 +521,13 @@ def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
     parts = []
     for path in _progress(files, "clean_battle"):
         records, positions, what = _read_records(path)
-        prompt_key = _first_present(records, _BATTLE_PROMPT_KEYS)
+        prompt_key = next((key for key in _BATTLE_PROMPT_KEYS
+                           if _in_every_record(records, key, path, positions, what)), None)
+        has_judge = _in_every_record(records, "judge", path, positions, what)
         keys = ("model_a", "model_b", "winner", "judge", *filter(None, [prompt_key]))
         rows = _fields(records, keys, path, positions, what,
                        required=("model_a", "model_b", "winner"))
-        label = rows["winner"].map(lambda v: v.strip().lower() if isinstance(v, str) else v)
+        label = rows["winner"].map(lambda v: v.strip().lower() if isinstance(v, str) else "")
         outcome = label.map(_BATTLE_WINNER).to_numpy(float)
         unknown = np.isnan(outcome)
         if unknown.any():
@@ -518,8 +537,8 @@ def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
                 f"{first_rows(unknown, positions)} (expected model_a, model_b, tie or "
                 "'tie (bothbad)')")
         text = {key: _text_ids(rows[key], path, key, positions, what)
-                for key in ("model_a", "model_b", prompt_key, "judge")
-                if key is not None and all(key in r for r in records)}
+                for key in ("model_a", "model_b", prompt_key, "judge" if has_judge else None)
+                if key is not None}
         part = pd.DataFrame({"model_a": text["model_a"], "model_b": text["model_b"],
                              "outcome": outcome})
         if prompt_key is not None:
@@ -549,9 +568,9 @@ def _battle_style(records: list[dict], path: Path, positions: np.ndarray, what: 
                                 f"{first_rows(lacking, positions)} (needed for style=True)")
 
     def count(value) -> float:  # FastChat: an int, or a dict of sub-counts to add up
-        if isinstance(value, dict):
-            value = sum(value.values())
-        return float(value) if isinstance(value, (int, float)) else np.nan
+        parts = list(value.values()) if isinstance(value, dict) else [value]
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts)
+        return float(sum(parts)) if numbers else np.nan
 
     columns = {}
     for feature, key_a, key_b in _BATTLE_STYLE:
@@ -616,8 +635,11 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
             raise WinrateInputError(f"{path}: {what}(s) {first_rows(clash, positions)} name "
                                     f"the baseline {rows['baseline'][clash].iloc[0]!r}, not "
                                     f"baseline={baseline!r}")
-        base = rows["baseline"].where(named, _baseline(baseline))
-        judge = rows["judge"].where(rows["judge"].notna(), path.parent.name).astype(str)
+        default = ARENA_HARD_BASELINE if baseline is None else baseline
+        base = _text_ids(rows["baseline"].where(named, default), path, "baseline",
+                         positions, what)
+        judge = _text_ids(rows["judge"].where(rows["judge"].notna(), path.parent.name),
+                          path, "judge", positions, what)
         prompt = _text_ids(rows[prompt_key], path, prompt_key, positions, what)
         model = _text_ids(rows["model"], path, "model", positions, what)
         for game, model_is_a in ((0, False), (1, True)):
@@ -627,10 +649,6 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
                                      strong_weight, path, positions, what, game, dropped))
     dropped.warn()
     return _assemble(parts, "arena_hard")
-
-
-def _baseline(baseline: str | None) -> str:
-    return ARENA_HARD_BASELINE if baseline is None else baseline
 
 
 def _arena_game(verdict: pd.Series, model_is_a: bool, prompt, judge, model, base,
@@ -653,8 +671,8 @@ def _arena_game(verdict: pd.Series, model_is_a: bool, prompt, judge, model, base
     part = pd.DataFrame({
         "prompt_id": prompt[kept].to_numpy(),
         "judge_id": judge[kept].to_numpy(),
-        "model_a": model[kept].astype(str).to_numpy(),
-        "model_b": base[kept].astype(str).to_numpy(),
+        "model_a": model[kept].to_numpy(),
+        "model_b": base[kept].to_numpy(),
         "outcome": a_score if model_is_a else 1.0 - a_score,
     })
     if strong_weight != 1:
