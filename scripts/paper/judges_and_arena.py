@@ -1,16 +1,14 @@
-"""Few judges and arena-style results: the PRD, QLoRA and AlpacaEval readers and the
-Bradley-Terry estimator. Each step raises :class:`common.Pending` (the build then fails,
-naming the missing piece) when its data or estimator is not available.
+"""Few judges and arena-style results on PRD, QLoRA and AlpacaEval.
 
 * **Few judges** (:func:`few_judges`): PRD's judge axis (5 LLM reviewers, who are also the
   contestants, plus the human raters), clustered by judge with every few-cluster method:
   the CR1 sandwich with a normal and a t(G - 1) reference, the delete-one-judge jackknife
   (CV3J) with t(G - 1), and the wild cluster bootstrap (Webb weights), next to the
-  prompt-only clustering that conditions on the judges. Needs ``read_dataset("prd")``.
+  prompt-only clustering that conditions on the judges.
 * **Arena-style** (:func:`arena`): Bradley-Terry ratings with prompt-clustered intervals
   against the row bootstrap that treats comparisons as independent (what arena
-  leaderboards publish), on QLoRA, PRD and AlpacaEval. Needs ``analyze(log, model="bt")``
-  (and ``baseline=`` for AlpacaEval's one-baseline design) and the three readers.
+  leaderboards publish), on QLoRA, PRD and AlpacaEval (``baseline=`` for AlpacaEval's
+  one-baseline design).
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from common import Paper, fmt, require_dataset, require_estimator
+from common import Paper, fmt
 
 from winrate.analysis import analyze
 from winrate.data import read_dataset
@@ -50,7 +48,6 @@ def _read(name: str):
 
 def few_judges(paper: Paper) -> None:
     """Table ``few_judges``: PRD's judge axis under every few-cluster method."""
-    require_dataset("prd")
     log = _read("prd")
     n_judges = log.axes["judge"].n_clusters
     rows, widths = [], []
@@ -74,9 +71,6 @@ def few_judges(paper: Paper) -> None:
 
 def arena(paper: Paper) -> None:
     """Table ``arena_bt``: Bradley-Terry SEs clustered by prompt vs the row bootstrap."""
-    require_estimator("bt")
-    for name in ARENA_DATASETS:
-        require_dataset(name)
     rows = []
     for name, baseline in ARENA_DATASETS.items():
         log = _read(name)

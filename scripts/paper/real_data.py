@@ -10,9 +10,7 @@ sec. 8.2). A naive 95% interval whose SE is too small by the factor ``infl`` cov
 ``2 Phi(z / infl) - 1`` (z = 1.96) if the estimate is normal with the clustered SE.
 The dominant-cluster diagnostic is :func:`winrate.diagnostics.largest_cluster_share`.
 
-``DATASETS`` lists what the paper reports. QLoRA, PRD and AlpacaEval need the readers of
-issue 8 (``winrate.formats``); until ``read_dataset`` knows them, their rows say PENDING
-and the build fails. Enabling them needs no change here.
+``DATASETS`` lists what the paper reports.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from functools import cache
 
 import numpy as np
 import pandas as pd
-from common import Paper, Pending, add_number, fmt, pct, require_dataset
+from common import Paper, add_number, fmt, pct
 from scipy.stats import norm
 
 from winrate.data import read_dataset
@@ -88,7 +86,6 @@ class DatasetResult:
 @cache
 def analyse(spec: Dataset) -> DatasetResult:
     """Load one dataset and run the EDA and the dominance diagnostic (cached per build)."""
-    require_dataset(spec.name)
     log, notes = _quiet_read(spec.name)
     options = dict(spec.estimator)
     report = explore(log, spec.clusterings, dataset=spec.name, notes=notes, **options)
@@ -113,13 +110,6 @@ def _spread(x) -> str:
     if not x.size:
         return "n/a"
     return f"{fmt(np.median(x))} [{fmt(x.min())}, {fmt(x.max())}]"
-
-
-def _pending_row(spec: Dataset, reason: str, columns) -> dict:
-    row = dict.fromkeys(columns, "")
-    row[columns[0]] = spec.label
-    row[columns[1]] = f"PENDING: {reason}"
-    return row
 
 
 INFLATION_COLUMNS = ("dataset", "clustering", "clusters", "SE inflation median [range]",
@@ -238,38 +228,25 @@ def dataset_numbers(result: DatasetResult) -> dict[str, str]:
     return numbers
 
 
+@cache
 def dataset_document(spec: Dataset) -> dict:
-    """One dataset's results (numbers and table rows), or why it is pending."""
-    try:
-        result = analyse(spec)
-    except Pending as why:
-        reason = str(why)
-        return {"dataset": spec.name, "pending": reason,
-                "inflation": [_pending_row(spec, reason, INFLATION_COLUMNS)],
-                "icc": [_pending_row(spec, reason, ICC_COLUMNS)],
-                "dominance": [_pending_row(spec, reason, DOMINANCE_COLUMNS)], "numbers": {}}
-    return {"dataset": spec.name, "pending": None, "inflation": inflation_rows(result),
+    """One dataset's results: numbers and table rows (cached per build)."""
+    result = analyse(spec)
+    return {"dataset": spec.name, "inflation": inflation_rows(result),
             "icc": icc_rows(result), "dominance": dominance_rows(result),
             "numbers": dataset_numbers(result)}
 
 
-def dataset_results(paper: Paper, specs=DATASETS) -> list[str]:
-    """Write ``results/<dataset>.json`` for each dataset and register its numbers; returns
-    the reasons of the pending ones. A pending dataset writes no file."""
-    pending = []
+def dataset_results(paper: Paper, specs=DATASETS) -> None:
+    """Write ``results/<dataset>.json`` for each dataset and register its numbers."""
     for spec in specs:
         doc = dataset_document(spec)
-        if doc["pending"]:
-            pending.append(doc["pending"])
-            continue
         paper.write_json(doc, "results", f"{spec.name}.json")
         paper.merge(doc["numbers"])
-    return pending
 
 
 def real_data_tables(paper: Paper, specs=DATASETS) -> None:
-    """Inflation, ICC-paradox and dominance tables over ``specs`` from their results
-    (recomputed in this build; pending datasets get PENDING rows)."""
+    """Inflation, ICC-paradox and dominance tables over ``specs`` from their results."""
     docs = [dataset_document(spec) for spec in specs]
     tables = (("inflation", "inflation", INFLATION_COLUMNS,
                "SE inflation (clustered SE / naive SE) per dataset and clustering, with the "
