@@ -129,10 +129,16 @@ def pct(value, digits: int = 1) -> str:
     return fmt(None if value is None else 100 * float(value), f".{digits}f")
 
 
+def markdown_cell(text) -> str:
+    """A table cell on one line with its ``|`` escaped, so a row stays a row."""
+    return " ".join(str(text).split("\n")).replace("|", "\\|")
+
+
 def markdown_table(cells: pd.DataFrame) -> str:
     head = "| " + " | ".join(map(str, cells.columns)) + " |"
     rule = "|" + "|".join("---" for _ in cells.columns) + "|"
-    body = ["| " + " | ".join(row) + " |" for row in cells.itertuples(index=False)]
+    body = ["| " + " | ".join(map(markdown_cell, row)) + " |"
+            for row in cells.itertuples(index=False)]
     return "\n".join([head, rule, *body])
 
 
