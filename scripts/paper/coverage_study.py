@@ -83,8 +83,6 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
             key = f"cov_{method}_{word}"
             paper.number(key, _cell(table, prompts, 30, method), ".1f")
             paper.number(key + "_sim", _cell(table, prompts, 30, method, "simultaneous"), ".1f")
-    paper.number("cov_twoway_thirty", _cell(table, 30, 30, "twoway"), ".1f")
-    paper.number("cov_twoway_thirty_sim", _cell(table, 30, 30, "twoway", "simultaneous"), ".1f")
     wild_two = table[(table.method == "wild") & (table.judges == 2)]
     wild_inf = table[(table.method == "wild") & np.isinf(table.width)]
     paper.number("cov_wild_inf_cells", " and ".join(
