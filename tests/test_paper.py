@@ -298,3 +298,34 @@ def test_paired_design_truth_and_draws(build):
     np.add.at(count, (log.model_b, log.model_a), 1)
     mean = total[off] / count[off]
     assert np.abs(mean - expected[off]).max() < 4 * 0.5 / np.sqrt(2 * design.n_prompts)
+
+
+def test_table_cells_with_line_breaks_and_bars_stay_one_row(build):
+    import pandas as pd
+    from common import markdown_table
+    from real_data import short_label
+
+    text = markdown_table(pd.DataFrame({"a": ["x\n\n<code>y</code>"], "b": ["p|q"]}))
+    assert text.splitlines()[2] == "| x  <code>y</code> | p\\|q |"
+    assert short_label("Convert the given HTML into Markdown format.\n\n<code>Use") == (
+        "Convert the given HTML into Markdown...")
+    assert short_label("gpt-4") == "gpt-4"
+
+
+def test_rating_dependence_matches_loops_over_pairs(build):
+    from judges_and_arena import rating_dependence
+
+    rng = np.random.default_rng(3)
+    root = rng.normal(size=(5, 5)) + 1.5  # positively correlated ratings
+    cov = np.zeros((6, 6))
+    cov[1:, 1:] = root @ root.T  # model 0: a fixed baseline with no variance
+    correlations, ratios = [], []
+    for a in range(1, 6):
+        for b in range(a + 1, 6):
+            correlations.append(cov[a, b] / (cov[a, a] * cov[b, b]) ** 0.5)
+            var_difference = cov[a, a] + cov[b, b] - 2 * cov[a, b]
+            ratios.append((var_difference / (cov[a, a] + cov[b, b])) ** 0.5)
+    correlation, ratio = rating_dependence(cov)
+    assert correlation == pytest.approx(statistics.median(correlations), rel=1e-12)
+    assert ratio == pytest.approx(statistics.median(ratios), rel=1e-12)
+    assert correlation > 0 and ratio < 1

@@ -69,6 +69,21 @@ def few_judges(paper: Paper) -> None:
     paper.number("prd_width_spread", max(widths[1:]) / min(widths[1:]), ".1f")
 
 
+def rating_dependence(cov: np.ndarray) -> tuple[float, float]:
+    """Medians over model pairs of the correlation of two ratings, ``V_ab / sqrt(V_aa V_bb)``,
+    and of ``SE(r_a - r_b) / sqrt(V_aa + V_bb)`` (1 if the errors were independent, below 1
+    when they are positively correlated), over the models with a positive variance (a
+    fixed baseline or anchor has none)."""
+    var = np.diag(cov)
+    keep = var > 0
+    sub, var = cov[np.ix_(keep, keep)], var[keep]
+    low, high = np.triu_indices(var.size, 1)
+    covariance, independent = sub[low, high], var[low] + var[high]
+    correlation = covariance / np.sqrt(var[low] * var[high])
+    return (float(np.median(correlation)),
+            float(np.median(np.sqrt((independent - 2 * covariance) / independent))))
+
+
 def arena(paper: Paper) -> None:
     """Table ``arena_bt``: Bradley-Terry SEs clustered by prompt vs the row bootstrap."""
     rows = []
@@ -84,7 +99,12 @@ def arena(paper: Paper) -> None:
                      "median SE, clustered by prompt": fmt(np.nanmedian(clustered.se)),
                      "ratio median [range]": f"{fmt(np.nanmedian(ratio))} "
                      f"[{fmt(np.nanmin(ratio))}, {fmt(np.nanmax(ratio))}]"})
-        paper.number(f"arena_{name.replace('alpaca_eval', 'alpaca')}_ratio",
-                     np.nanmedian(ratio))
+        key = f"arena_{name.replace('alpaca_eval', 'alpaca')}"
+        paper.number(f"{key}_ratio", np.nanmedian(ratio))
+        if baseline is not None:  # the shared baseline answer correlates the ratings
+            correlation, difference = rating_dependence(clustered.cov)
+            paper.number(f"{key}_corr", correlation)
+            paper.number(f"{key}_corr_rows", rating_dependence(rows_boot.cov)[0])
+            paper.number(f"{key}_diff_ratio", difference)
     paper.table("arena_bt", pd.DataFrame(rows),
                 "Bradley-Terry ratings: prompt-clustered SE against the row bootstrap.")

@@ -8,7 +8,9 @@ ANOVA ICC, the own-comparison (shared-response) ICC ``rho_a``, the comparisons o
 per cluster ``m_a`` and Kish's prediction ``sqrt(1 + (m_a - 1) rho_a)`` (Kish 1965,
 sec. 8.2). A naive 95% interval whose SE is too small by the factor ``infl`` covers
 ``2 Phi(z / infl) - 1`` (z = 1.96) if the estimate is normal with the clustered SE.
-The dominant-cluster diagnostic is :func:`winrate.diagnostics.largest_cluster_share`.
+The dominant-cluster diagnostic is :func:`winrate.diagnostics.largest_cluster_share`; the
+model pairs whose comparisons all fall in one cluster of an axis (no variance identified
+for them there) are :func:`winrate.diagnostics.single_cluster_pairs`.
 
 ``DATASETS`` lists what the paper reports.
 """
@@ -25,7 +27,7 @@ from common import Paper, add_number, fmt, pct
 from scipy.stats import norm
 
 from winrate.data import read_dataset
-from winrate.diagnostics import DOMINANT_SHARE, largest_cluster_share
+from winrate.diagnostics import DOMINANT_SHARE, largest_cluster_share, single_cluster_pairs
 from winrate.eda import DATASET_CLUSTERINGS, DEFAULT_CLUSTERINGS, EdaReport, explore
 from winrate.errors import WinrateWarning
 from winrate.estimators import fit
@@ -76,11 +78,13 @@ def _quiet_read(name: str, models=None):
 
 @dataclass(frozen=True)
 class DatasetResult:
-    """The EDA report of one dataset plus its dominant-cluster diagnostic per axis."""
+    """The EDA report of one dataset plus, per axis, its dominant-cluster diagnostic and
+    the number of model pairs compared within a single cluster."""
 
     spec: Dataset
     report: EdaReport
     dominance: dict[str, tuple[int, np.ndarray, np.ndarray]]  # axis -> (G, share, label)
+    single_pairs: dict[str, int]
 
 
 @cache
@@ -91,17 +95,26 @@ def analyse(spec: Dataset) -> DatasetResult:
     report = explore(log, spec.clusterings, dataset=spec.name, notes=notes, **options)
     board = fit(log, **options)
     bread = None if board.bread is None else board.bread[:len(board.models)]
-    dominance = {}
+    dominance, single_pairs = {}, {}
     for name in report.axes:
-        share, where = largest_cluster_share(board.influence, log.axes[name].codes, bread)
+        codes = log.axes[name].codes
+        share, where = largest_cluster_share(board.influence, codes, bread)
         labels = np.where(where >= 0, log.axes[name].labels[np.maximum(where, 0)], None)
         dominance[name] = (log.axes[name].n_clusters, share, labels)
-    return DatasetResult(spec, report, dominance)
+        single_pairs[name] = int(single_cluster_pairs(board.pair, codes, len(board.pairs)).sum())
+    return DatasetResult(spec, report, dominance, single_pairs)
 
 
 def _median(x) -> float:
     x = np.asarray(x, float)
     return float(np.nanmedian(x)) if np.isfinite(x).any() else float("nan")
+
+
+def short_label(label, width: int = 40) -> str:
+    """A cluster label on one line of at most ``width`` characters (AlpacaEval's prompt ids
+    are whole instructions, with line breaks)."""
+    text = " ".join(str(label).split())
+    return text if len(text) <= width else text[:width - 3].rstrip() + "..."
 
 
 def _spread(x) -> str:
@@ -177,7 +190,7 @@ def dominance_rows(result: DatasetResult) -> list[dict]:
             "largest share median": fmt(_median(share), ".3f"),
             "largest share max": fmt(np.nanmax(share) if worst is not None else None, ".3f"),
             "model": "" if worst is None else str(models[worst]),
-            "cluster": "" if worst is None else str(labels[worst]),
+            "cluster": "" if worst is None else short_label(labels[worst]),
             f"models > {DOMINANT_SHARE:g}": str(int(np.sum(np.nan_to_num(share) > DOMINANT_SHARE))),
         })
     return rows
@@ -194,6 +207,7 @@ def dataset_numbers(result: DatasetResult) -> dict[str, str]:
     s = report.structure
     put(f"{key}_comparisons", s["n_comparisons"], ",.0f")
     put(f"{key}_models", s["n_models"], "d")
+    put(f"{key}_pairs", s["n_pairs"], ",d")
     if s["n_prompts"] is not None:
         put(f"{key}_prompts", s["n_prompts"], ",d")
     if s["n_judges"] is not None:
@@ -213,11 +227,12 @@ def dataset_numbers(result: DatasetResult) -> dict[str, str]:
         put(f"{key}_{name}_own_icc", _median(a.shared_icc), ".2f")
         put(f"{key}_{name}_m", _median(a.m), ".1f")
         put(f"{key}_{name}_sqrtm", np.sqrt(_median(a.m)))
+        put(f"{key}_{name}_single_pairs", result.single_pairs[name], ",d")
         put(f"{key}_{name}_kish", _median(a.predicted))
         n_clusters, share, labels = result.dominance[name]
         put(f"{key}_{name}_share_max", np.nanmax(share), ".3f")
         put(f"{key}_{name}_share_median", _median(share), ".3f")
-        put(f"{key}_{name}_share_cluster", str(labels[int(np.nanargmax(share))]))
+        put(f"{key}_{name}_share_cluster", short_label(labels[int(np.nanargmax(share))]))
         put(f"{key}_{name}_dominated",
                       str(int(np.sum(np.nan_to_num(share) > DOMINANT_SHARE))))
     if report.main is not None:
