@@ -134,6 +134,8 @@ def test_fast_steps_rebuild_the_committed_files(build, tmp_path):
     paper = Paper(_copy_inputs(tmp_path))
     build.run_steps(paper, [s.name for s in build.STEPS if s.fast])
     _assert_same_bytes(paper)
+    assert hasattr(sys.modules["coverage_study"], "coverage_results")  # not shadowed by
+    # scripts/coverage.py, which the coverage step loads as a module of its own
 
 
 @needs_real

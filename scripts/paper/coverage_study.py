@@ -23,11 +23,12 @@ SHOWN = ("naive", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole")
 
 
 def load_study():
-    """``scripts/coverage.py`` as a module (it declines to be imported as ``coverage``)."""
+    """``scripts/coverage.py`` as the module ``coverage_script`` (it declines to be imported
+    as ``coverage``; ``coverage_study`` is this module's own name)."""
     path = ROOT / "scripts" / "coverage.py"
-    spec = importlib.util.spec_from_file_location("coverage_study", path)
+    spec = importlib.util.spec_from_file_location("coverage_script", path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["coverage_study"] = module
+    sys.modules["coverage_script"] = module
     spec.loader.exec_module(module)
     return module
 
