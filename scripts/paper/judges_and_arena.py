@@ -18,9 +18,9 @@ import warnings
 import numpy as np
 import pandas as pd
 from common import Paper, fmt
+from real_data import read_log
 
 from winrate.analysis import analyze
-from winrate.data import read_dataset
 from winrate.errors import WinrateWarning
 
 FEW_JUDGE_METHODS = (  # (label, clustering, analyze keyword arguments)
@@ -40,15 +40,9 @@ def _quiet(log, **kwargs):
         return analyze(log, **kwargs)
 
 
-def _read(name: str):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
-        return read_dataset(name, progress=False)
-
-
 def few_judges(paper: Paper) -> None:
     """Table ``few_judges``: PRD's judge axis under every few-cluster method."""
-    log = _read("prd")
+    log, _ = read_log("prd")
     n_judges = log.axes["judge"].n_clusters
     rows, widths = [], []
     for label, cluster, kwargs in FEW_JUDGE_METHODS:
@@ -88,7 +82,7 @@ def arena(paper: Paper) -> None:
     """Table ``arena_bt``: Bradley-Terry SEs clustered by prompt vs the row bootstrap."""
     rows = []
     for name, baseline in ARENA_DATASETS.items():
-        log = _read(name)
+        log, _ = read_log(name)
         extra = {} if baseline is None else {"baseline": baseline}
         clustered = _quiet(log, model="bt", cluster="prompt", **extra)
         rows_boot = _quiet(log, model="bt", cluster="none", method="bootstrap",

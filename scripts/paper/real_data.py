@@ -76,6 +76,13 @@ def _quiet_read(name: str, models=None):
     return log, tuple(dict.fromkeys(str(w.message) for w in caught))
 
 
+@cache
+def read_log(name: str):
+    """A bundled dataset's log and its loader warnings, read once per build (the few-judge
+    and arena steps reuse PRD, QLoRA and AlpacaEval; AlpacaEval takes seconds to parse)."""
+    return _quiet_read(name)
+
+
 @dataclass(frozen=True)
 class DatasetResult:
     """The EDA report of one dataset plus, per axis, its dominant-cluster diagnostic and
@@ -90,7 +97,7 @@ class DatasetResult:
 @cache
 def analyse(spec: Dataset) -> DatasetResult:
     """Load one dataset and run the EDA and the dominance diagnostic (cached per build)."""
-    log, notes = _quiet_read(spec.name)
+    log, notes = read_log(spec.name)
     options = dict(spec.estimator)
     report = explore(log, spec.clusterings, dataset=spec.name, notes=notes, **options)
     board = fit(log, **options)
