@@ -149,3 +149,19 @@ def test_defaults_draw_nothing_extra():
     shifted = simulate_comparisons(replace(base, position_bias=0.4), 9)
     np.testing.assert_array_equal(a.log.model_a, shifted.log.model_a)
     assert np.mean(shifted.log.score) > np.mean(a.log.score)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("response_sd", 0.4), ("judge_sd", 0.8), ("position_bias", 0.3),
+    ("position_bias_sd", 0.5), ("noise_sd", 1.2), ("tie_margin", 0.6), ("tie_margin_sd", 0.7)])
+def test_cached_truth_is_recomputed_when_any_latent_parameter_changes(field, value):
+    """simulate_comparisons caches psi per abilities and latent parameters: with the same
+    seed (same abilities) a change of any parameter population_psi reads must give that
+    design's psi, bit for bit, not the cached psi of the base design."""
+    base = SimulationDesign(n_models=4, n_prompts=10, n_judges=2, tie_margin_sd=0.2)
+    first = simulate_comparisons(base, seed=0)
+    changed = replace(base, **{field: value})
+    second = simulate_comparisons(changed, seed=0)
+    np.testing.assert_array_equal(first.abilities, second.abilities)
+    np.testing.assert_array_equal(second.true_psi, population_psi(second.abilities, changed))
+    assert not np.allclose(np.nan_to_num(first.true_psi), np.nan_to_num(second.true_psi))

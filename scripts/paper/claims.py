@@ -2,7 +2,7 @@
 measured here, and a verdict decided by a stated rule (never typed by hand).
 
 Verdicts: ``holds``, ``holds with a correction`` (the direction holds, the size does not)
-and ``does not hold here``; ``pending`` when its data has not landed. Each rule is in
+and ``does not hold here``. Each rule is in
 :data:`CLAIMS` next to the claim. The lesson's own figures (4-6x, sqrt(18), 0.03, 5.4x,
 "about half") are quoted as the claims, not as results.
 """
@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 from common import Paper
 
-HOLDS, CORRECTED, FAILS, PENDING = ("holds", "holds with a correction", "does not hold here",
-                                    "pending")
+HOLDS, CORRECTED, FAILS = "holds", "holds with a correction", "does not hold here"
 
 
 def value(numbers: dict[str, str], key: str) -> float:
@@ -121,20 +120,17 @@ CLAIMS = (
 )
 
 
-def claims_table(paper: Paper) -> list[str]:
-    """Table ``claims`` from the registered numbers; returns the claims left pending."""
-    rows, pending = [], []
+def claims_table(paper: Paper) -> None:
+    """Table ``claims`` from the numbers the earlier steps registered."""
+    rows = []
     for claim in CLAIMS:
         missing = [k for k in claim.needs if k not in paper.numbers]
         if missing:
-            pending.append(f"claim '{claim.key}' needs {missing}")
-            rows.append({"claim": claim.claim, "measured here": f"PENDING: needs {missing}",
-                         "verdict": PENDING, "rule": claim.rule})
-            continue
+            raise KeyError(f"claim '{claim.key}' needs the numbers {missing} of the earlier "
+                           "build steps: run them too")
         verdict = claim.verdict(paper.numbers)
         rows.append({"claim": claim.claim, "measured here": claim.measured(paper.numbers),
                      "verdict": verdict, "rule": claim.rule})
         paper.number(f"claim_{claim.key}", verdict)
     paper.table("claims", pd.DataFrame(rows),
                 "The lesson's claims, the value measured here, and the verdict.")
-    return pending

@@ -1,5 +1,5 @@
 """Shared machinery of the paper build: where files go, how tables, figures and numbers
-are written so that a rerun gives byte-identical files, and how missing pieces fail.
+are written so that a rerun gives byte-identical files.
 
 * Tables: one ``pandas.DataFrame`` of already formatted strings, written as Markdown
   (``tables/NAME.md``), LaTeX (``tables/NAME.tex``, booktabs) and CSV (``tables/NAME.csv``).
@@ -10,9 +10,6 @@ are written so that a rerun gives byte-identical files, and how missing pieces f
 * Numbers: every number the manuscript quotes is registered by name with its formatted
   text (:meth:`Paper.number`), written to ``numbers.json`` and, as LaTeX macros
   ``\\wrName``, to ``numbers.tex``; the manuscript template refers to them by name.
-* :class:`Pending`: raised by a step whose input has not landed yet (an estimator or a
-  dataset reader of another issue). The build runs every other step, marks the pending
-  sections of the manuscript, and exits non-zero naming what is missing.
 """
 
 from __future__ import annotations
@@ -33,10 +30,6 @@ PDF_METADATA = {"CreationDate": None, "ModDate": None, "Creator": None, "Produce
 PNG_METADATA = {"Software": None}
 PNG_DPI = 150
 _KEY = re.compile(r"^[a-z][a-z_]*$")
-
-
-class Pending(Exception):  # noqa: N818 - a state, not an error of the code
-    """A result needs a piece of another issue that has not landed (message says which)."""
 
 
 @dataclass
@@ -136,10 +129,16 @@ def pct(value, digits: int = 1) -> str:
     return fmt(None if value is None else 100 * float(value), f".{digits}f")
 
 
+def markdown_cell(text) -> str:
+    """A table cell on one line with its ``|`` escaped, so a row stays a row."""
+    return " ".join(str(text).split("\n")).replace("|", "\\|")
+
+
 def markdown_table(cells: pd.DataFrame) -> str:
     head = "| " + " | ".join(map(str, cells.columns)) + " |"
     rule = "|" + "|".join("---" for _ in cells.columns) + "|"
-    body = ["| " + " | ".join(row) + " |" for row in cells.itertuples(index=False)]
+    body = ["| " + " | ".join(map(markdown_cell, row)) + " |"
+            for row in cells.itertuples(index=False)]
     return "\n".join([head, rule, *body])
 
 
@@ -165,27 +164,8 @@ def latex_table(cells: pd.DataFrame, caption: str, label: str) -> str:
 
 
 def new_figure(width: float, height: float) -> Figure:
-    """A figure on the Agg canvas (no pyplot state), fixed font for stable output."""
+    """A figure on the Agg canvas (no pyplot state)."""
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
     return fig
 
-
-def require_dataset(name: str, issue: str = "issue 8") -> None:
-    """Raise :class:`Pending` when ``read_dataset(name)`` is not supported yet."""
-    from winrate import datasets
-
-    if name not in datasets.NAMES:
-        raise Pending(f"dataset {name!r} needs winrate.formats and its bundled reader "
-                      f"({issue}): winrate.data.read_dataset({name!r}) is not available yet")
-
-
-def require_estimator(model: str = "bt") -> None:
-    """Raise :class:`Pending` when ``analyze(log, model=...)`` does not exist yet."""
-    import inspect
-
-    from winrate.analysis import analyze
-
-    if "model" not in inspect.signature(analyze).parameters:
-        raise Pending(f"analyze(log, model={model!r}) needs the Bradley-Terry estimator "
-                      "(issue 8, being written by the lead)")

@@ -1,16 +1,14 @@
-"""Few judges and arena-style results: the PRD, QLoRA and AlpacaEval readers and the
-Bradley-Terry estimator. Each step raises :class:`common.Pending` (the build then fails,
-naming the missing piece) when its data or estimator is not available.
+"""Few judges and arena-style results on PRD, QLoRA and AlpacaEval.
 
 * **Few judges** (:func:`few_judges`): PRD's judge axis (5 LLM reviewers, who are also the
   contestants, plus the human raters), clustered by judge with every few-cluster method:
   the CR1 sandwich with a normal and a t(G - 1) reference, the delete-one-judge jackknife
   (CV3J) with t(G - 1), and the wild cluster bootstrap (Webb weights), next to the
-  prompt-only clustering that conditions on the judges. Needs ``read_dataset("prd")``.
+  prompt-only clustering that conditions on the judges.
 * **Arena-style** (:func:`arena`): Bradley-Terry ratings with prompt-clustered intervals
   against the row bootstrap that treats comparisons as independent (what arena
-  leaderboards publish), on QLoRA, PRD and AlpacaEval. Needs ``analyze(log, model="bt")``
-  (and ``baseline=`` for AlpacaEval's one-baseline design) and the three readers.
+  leaderboards publish), on QLoRA, PRD and AlpacaEval (``baseline=`` for AlpacaEval's
+  one-baseline design).
 """
 
 from __future__ import annotations
@@ -19,10 +17,10 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from common import Paper, fmt, require_dataset, require_estimator
+from common import Paper, fmt
+from real_data import read_log
 
 from winrate.analysis import analyze
-from winrate.data import read_dataset
 from winrate.errors import WinrateWarning
 
 FEW_JUDGE_METHODS = (  # (label, clustering, analyze keyword arguments)
@@ -42,16 +40,9 @@ def _quiet(log, **kwargs):
         return analyze(log, **kwargs)
 
 
-def _read(name: str):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
-        return read_dataset(name, progress=False)
-
-
 def few_judges(paper: Paper) -> None:
     """Table ``few_judges``: PRD's judge axis under every few-cluster method."""
-    require_dataset("prd")
-    log = _read("prd")
+    log, _ = read_log("prd")
     n_judges = log.axes["judge"].n_clusters
     rows, widths = [], []
     for label, cluster, kwargs in FEW_JUDGE_METHODS:
@@ -72,14 +63,26 @@ def few_judges(paper: Paper) -> None:
     paper.number("prd_width_spread", max(widths[1:]) / min(widths[1:]), ".1f")
 
 
+def rating_dependence(cov: np.ndarray) -> tuple[float, float]:
+    """Medians over model pairs of the correlation of two ratings, ``V_ab / sqrt(V_aa V_bb)``,
+    and of ``SE(r_a - r_b) / sqrt(V_aa + V_bb)`` (1 if the errors were independent, below 1
+    when they are positively correlated), over the models with a positive variance (a
+    fixed baseline or anchor has none)."""
+    var = np.diag(cov)
+    keep = var > 0
+    sub, var = cov[np.ix_(keep, keep)], var[keep]
+    low, high = np.triu_indices(var.size, 1)
+    covariance, independent = sub[low, high], var[low] + var[high]
+    correlation = covariance / np.sqrt(var[low] * var[high])
+    return (float(np.median(correlation)),
+            float(np.median(np.sqrt((independent - 2 * covariance) / independent))))
+
+
 def arena(paper: Paper) -> None:
     """Table ``arena_bt``: Bradley-Terry SEs clustered by prompt vs the row bootstrap."""
-    require_estimator("bt")
-    for name in ARENA_DATASETS:
-        require_dataset(name)
     rows = []
     for name, baseline in ARENA_DATASETS.items():
-        log = _read(name)
+        log, _ = read_log(name)
         extra = {} if baseline is None else {"baseline": baseline}
         clustered = _quiet(log, model="bt", cluster="prompt", **extra)
         rows_boot = _quiet(log, model="bt", cluster="none", method="bootstrap",
@@ -90,7 +93,12 @@ def arena(paper: Paper) -> None:
                      "median SE, clustered by prompt": fmt(np.nanmedian(clustered.se)),
                      "ratio median [range]": f"{fmt(np.nanmedian(ratio))} "
                      f"[{fmt(np.nanmin(ratio))}, {fmt(np.nanmax(ratio))}]"})
-        paper.number(f"arena_{name.replace('alpaca_eval', 'alpaca')}_ratio",
-                     np.nanmedian(ratio))
+        key = f"arena_{name.replace('alpaca_eval', 'alpaca')}"
+        paper.number(f"{key}_ratio", np.nanmedian(ratio))
+        if baseline is not None:  # the shared baseline answer correlates the ratings
+            correlation, difference = rating_dependence(clustered.cov)
+            paper.number(f"{key}_corr", correlation)
+            paper.number(f"{key}_corr_rows", rating_dependence(rows_boot.cov)[0])
+            paper.number(f"{key}_diff_ratio", difference)
     paper.table("arena_bt", pd.DataFrame(rows),
                 "Bradley-Terry ratings: prompt-clustered SE against the row bootstrap.")

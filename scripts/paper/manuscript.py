@@ -7,9 +7,6 @@ Template syntax (everything else is copied as it is):
 * ``{{table:NAME}}``: the Markdown table ``tables/NAME.md``, its caption, and the names
   of its LaTeX and CSV versions.
 * ``{{figure:NAME}}``: ``figures/NAME.png`` with the figure's caption and its PDF.
-* ``<!-- needs: STEP -->`` ... ``<!-- end needs -->``: a block that needs a build step
-  which is still pending (another issue has not landed); it is replaced by a PENDING
-  notice naming the missing piece, and the build fails.
 """
 
 from __future__ import annotations
@@ -17,21 +14,10 @@ from __future__ import annotations
 import re
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z0-9_]+))?\s*\}\}")
-NEEDS = re.compile(r"<!-- needs: ([a-z_]+) -->\n(.*?)<!-- end needs -->\n", re.S)
 
 
 class TemplateError(ValueError):
     """The template names a number, table or figure the build did not produce."""
-
-
-def _pending_blocks(text: str, pending: dict[str, str]) -> str:
-    def replace(match):
-        step = match.group(1)
-        if step in pending:
-            return (f"> **PENDING (not reproducible yet).** This part needs the build step "
-                    f"`{step}`: {pending[step]}\n\n")
-        return match.group(2)
-    return NEEDS.sub(replace, text)
 
 
 #: The template's own note to editors (a comment starting "Template of"): not copied into
@@ -40,10 +26,10 @@ TEMPLATE_NOTE = re.compile(r"<!-- Template of .*?-->\n\n?", re.S)
 
 
 def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, str]],
-           figures: dict[str, str], pending: dict[str, str]) -> str:
+           figures: dict[str, str]) -> str:
     """The manuscript: ``tables`` maps a name to (Markdown text, caption), ``figures`` a
-    name to its caption, ``pending`` a pending step to the reason."""
-    text = TEMPLATE_NOTE.sub("", _pending_blocks(template, pending), count=1)
+    name to its caption."""
+    text = TEMPLATE_NOTE.sub("", template, count=1)
     missing = []
 
     def substitute(match):

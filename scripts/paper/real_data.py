@@ -8,11 +8,11 @@ ANOVA ICC, the own-comparison (shared-response) ICC ``rho_a``, the comparisons o
 per cluster ``m_a`` and Kish's prediction ``sqrt(1 + (m_a - 1) rho_a)`` (Kish 1965,
 sec. 8.2). A naive 95% interval whose SE is too small by the factor ``infl`` covers
 ``2 Phi(z / infl) - 1`` (z = 1.96) if the estimate is normal with the clustered SE.
-The dominant-cluster diagnostic is :func:`winrate.diagnostics.largest_cluster_share`.
+The dominant-cluster diagnostic is :func:`winrate.diagnostics.largest_cluster_share`; the
+model pairs whose comparisons all fall in one cluster of an axis (no variance identified
+for them there) are :func:`winrate.diagnostics.single_cluster_pairs`.
 
-``DATASETS`` lists what the paper reports. QLoRA, PRD and AlpacaEval need the readers of
-issue 8 (``winrate.formats``); until ``read_dataset`` knows them, their rows say PENDING
-and the build fails. Enabling them needs no change here.
+``DATASETS`` lists what the paper reports.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from functools import cache
 
 import numpy as np
 import pandas as pd
-from common import Paper, Pending, add_number, fmt, pct, require_dataset
+from common import Paper, add_number, fmt, pct
 from scipy.stats import norm
 
 from winrate.data import read_dataset
-from winrate.diagnostics import DOMINANT_SHARE, largest_cluster_share
+from winrate.diagnostics import DOMINANT_SHARE, largest_cluster_share, single_cluster_pairs
 from winrate.eda import DATASET_CLUSTERINGS, DEFAULT_CLUSTERINGS, EdaReport, explore
 from winrate.errors import WinrateWarning
 from winrate.estimators import fit
@@ -76,35 +76,51 @@ def _quiet_read(name: str, models=None):
     return log, tuple(dict.fromkeys(str(w.message) for w in caught))
 
 
+@cache
+def read_log(name: str):
+    """A bundled dataset's log and its loader warnings, read once per build (the few-judge
+    and arena steps reuse PRD, QLoRA and AlpacaEval; AlpacaEval takes seconds to parse)."""
+    return _quiet_read(name)
+
+
 @dataclass(frozen=True)
 class DatasetResult:
-    """The EDA report of one dataset plus its dominant-cluster diagnostic per axis."""
+    """The EDA report of one dataset plus, per axis, its dominant-cluster diagnostic and
+    the number of model pairs compared within a single cluster."""
 
     spec: Dataset
     report: EdaReport
     dominance: dict[str, tuple[int, np.ndarray, np.ndarray]]  # axis -> (G, share, label)
+    single_pairs: dict[str, int]
 
 
 @cache
 def analyse(spec: Dataset) -> DatasetResult:
     """Load one dataset and run the EDA and the dominance diagnostic (cached per build)."""
-    require_dataset(spec.name)
-    log, notes = _quiet_read(spec.name)
+    log, notes = read_log(spec.name)
     options = dict(spec.estimator)
     report = explore(log, spec.clusterings, dataset=spec.name, notes=notes, **options)
     board = fit(log, **options)
-    dominance = {}
+    dominance, single_pairs = {}, {}
     for name in report.axes:
-        share, where = (x[board.codes] for x in
-                        largest_cluster_share(board.influence, log.axes[name].codes))
+        codes = log.axes[name].codes
+        share, where = (x[board.codes] for x in largest_cluster_share(board.influence, codes))
         labels = np.where(where >= 0, log.axes[name].labels[np.maximum(where, 0)], None)
         dominance[name] = (log.axes[name].n_clusters, share, labels)
-    return DatasetResult(spec, report, dominance)
+        single_pairs[name] = int(single_cluster_pairs(board.pair, codes, len(board.pairs)).sum())
+    return DatasetResult(spec, report, dominance, single_pairs)
 
 
 def _median(x) -> float:
     x = np.asarray(x, float)
     return float(np.nanmedian(x)) if np.isfinite(x).any() else float("nan")
+
+
+def short_label(label, width: int = 40) -> str:
+    """A cluster label on one line of at most ``width`` characters (AlpacaEval's prompt ids
+    are whole instructions, with line breaks)."""
+    text = " ".join(str(label).split())
+    return text if len(text) <= width else text[:width - 3].rstrip() + "..."
 
 
 def _spread(x) -> str:
@@ -113,13 +129,6 @@ def _spread(x) -> str:
     if not x.size:
         return "n/a"
     return f"{fmt(np.median(x))} [{fmt(x.min())}, {fmt(x.max())}]"
-
-
-def _pending_row(spec: Dataset, reason: str, columns) -> dict:
-    row = dict.fromkeys(columns, "")
-    row[columns[0]] = spec.label
-    row[columns[1]] = f"PENDING: {reason}"
-    return row
 
 
 INFLATION_COLUMNS = ("dataset", "clustering", "clusters", "SE inflation median [range]",
@@ -187,7 +196,7 @@ def dominance_rows(result: DatasetResult) -> list[dict]:
             "largest share median": fmt(_median(share), ".3f"),
             "largest share max": fmt(np.nanmax(share) if worst is not None else None, ".3f"),
             "model": "" if worst is None else str(models[worst]),
-            "cluster": "" if worst is None else str(labels[worst]),
+            "cluster": "" if worst is None else short_label(labels[worst]),
             f"models > {DOMINANT_SHARE:g}": str(int(np.sum(np.nan_to_num(share) > DOMINANT_SHARE))),
         })
     return rows
@@ -204,6 +213,7 @@ def dataset_numbers(result: DatasetResult) -> dict[str, str]:
     s = report.structure
     put(f"{key}_comparisons", s["n_comparisons"], ",.0f")
     put(f"{key}_models", s["n_models"], "d")
+    put(f"{key}_pairs", s["n_pairs"], ",d")
     if s["n_prompts"] is not None:
         put(f"{key}_prompts", s["n_prompts"], ",d")
     if s["n_judges"] is not None:
@@ -223,11 +233,12 @@ def dataset_numbers(result: DatasetResult) -> dict[str, str]:
         put(f"{key}_{name}_own_icc", _median(a.shared_icc), ".2f")
         put(f"{key}_{name}_m", _median(a.m), ".1f")
         put(f"{key}_{name}_sqrtm", np.sqrt(_median(a.m)))
+        put(f"{key}_{name}_single_pairs", result.single_pairs[name], ",d")
         put(f"{key}_{name}_kish", _median(a.predicted))
         n_clusters, share, labels = result.dominance[name]
         put(f"{key}_{name}_share_max", np.nanmax(share), ".3f")
         put(f"{key}_{name}_share_median", _median(share), ".3f")
-        put(f"{key}_{name}_share_cluster", str(labels[int(np.nanargmax(share))]))
+        put(f"{key}_{name}_share_cluster", short_label(labels[int(np.nanargmax(share))]))
         put(f"{key}_{name}_dominated",
                       str(int(np.sum(np.nan_to_num(share) > DOMINANT_SHARE))))
     if report.main is not None:
@@ -238,38 +249,25 @@ def dataset_numbers(result: DatasetResult) -> dict[str, str]:
     return numbers
 
 
+@cache
 def dataset_document(spec: Dataset) -> dict:
-    """One dataset's results (numbers and table rows), or why it is pending."""
-    try:
-        result = analyse(spec)
-    except Pending as why:
-        reason = str(why)
-        return {"dataset": spec.name, "pending": reason,
-                "inflation": [_pending_row(spec, reason, INFLATION_COLUMNS)],
-                "icc": [_pending_row(spec, reason, ICC_COLUMNS)],
-                "dominance": [_pending_row(spec, reason, DOMINANCE_COLUMNS)], "numbers": {}}
-    return {"dataset": spec.name, "pending": None, "inflation": inflation_rows(result),
+    """One dataset's results: numbers and table rows (cached per build)."""
+    result = analyse(spec)
+    return {"dataset": spec.name, "inflation": inflation_rows(result),
             "icc": icc_rows(result), "dominance": dominance_rows(result),
             "numbers": dataset_numbers(result)}
 
 
-def dataset_results(paper: Paper, specs=DATASETS) -> list[str]:
-    """Write ``results/<dataset>.json`` for each dataset and register its numbers; returns
-    the reasons of the pending ones. A pending dataset writes no file."""
-    pending = []
+def dataset_results(paper: Paper, specs=DATASETS) -> None:
+    """Write ``results/<dataset>.json`` for each dataset and register its numbers."""
     for spec in specs:
         doc = dataset_document(spec)
-        if doc["pending"]:
-            pending.append(doc["pending"])
-            continue
         paper.write_json(doc, "results", f"{spec.name}.json")
         paper.merge(doc["numbers"])
-    return pending
 
 
 def real_data_tables(paper: Paper, specs=DATASETS) -> None:
-    """Inflation, ICC-paradox and dominance tables over ``specs`` from their results
-    (recomputed in this build; pending datasets get PENDING rows)."""
+    """Inflation, ICC-paradox and dominance tables over ``specs`` from their results."""
     docs = [dataset_document(spec) for spec in specs]
     tables = (("inflation", "inflation", INFLATION_COLUMNS,
                "SE inflation (clustered SE / naive SE) per dataset and clustering, with the "

@@ -26,7 +26,7 @@ of models covered / sqrt(reps), as in ``scripts/coverage.py``.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -200,14 +200,12 @@ def coverage_figure(paper: Paper, runs: dict[str, CoverageRun], measured: dict[s
 
 
 def calibration_check(design: SimulationDesign = MMLU_LIKE, seed: int = 0) -> dict:
-    """Structure of one MMLU-like log (m, own-comparison ICC, inflation), for the text."""
+    """Structure of one MMLU-like log (median m and own-comparison ICC), for the text."""
     from winrate.eda import explore
 
-    sim = simulate_comparisons(replace(design), _seed(3, seed))
+    sim = simulate_comparisons(design, _seed(3, seed))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         report = explore(sim.log, ("prompt",))
     axis = report.axes["prompt"]
-    return {"m": float(np.median(axis.m)), "own_icc": float(np.median(axis.shared_icc)),
-            "inflation": float(np.median(axis.measured)),
-            "ties": float(np.mean(sim.log.score == 0.5))}
+    return {"m": float(np.median(axis.m)), "own_icc": float(np.median(axis.shared_icc))}
