@@ -20,7 +20,15 @@ jackknife      two-way jackknife CV3J (mean-centred, inclusion-exclusion) with t
 wild           wild cluster bootstrap (Webb weights, percentile-t) on the axis with fewer
                clusters (one-way; ignores the other axis)
 pigeonhole     Owen's pigeonhole bootstrap covariance (prompts x judges), normal
+auto           the default, ``method="auto"``: by its rule one of the methods above in
+               each cell (:func:`auto_method`), so its row repeats that method's
 =============  ===========================================================================
+
+Design cells beyond the grid (``--part designs``, :func:`design_cells`): thin designs
+(20-50 models, 1-5 pairs per prompt, rare models, clustered by prompt), strong judge
+effects (30-60 prompts x 30 judges), and a design judging each pair in both orders; each
+analysed by ``analyze`` as a user would, with rank-set errors. Results in
+``coverage_designs.{csv,md,png}``.
 
 Monte Carlo error: marginal coverage is the mean over reps of the per-rep share of models
 covered; its SE is the SD of those per-rep shares / sqrt(reps) (models within a rep are
@@ -41,17 +49,21 @@ if __name__ == "coverage":
 import argparse
 import time
 import warnings
+import zlib
 from dataclasses import asdict, replace
 from multiprocessing import Pool
 from pathlib import Path
+from typing import NamedTuple
 
 import numba
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.inference import critical_value, simultaneous_intervals
+from winrate.method_choice import SMALL_AXIS, choose
 from winrate.leaderboard import fit
 from winrate.resampling import cluster_bootstrap, multiway_jackknife_cov, wild_cluster_bootstrap
 from winrate.simulate import SimulationDesign, simulate_comparisons
@@ -68,7 +80,8 @@ PIGEONHOLE_REPS = 199
 # there the naive interval should be right, isolating response sharing as the cause of its
 # under-coverage in the main design.
 CONTROL_CELL = (100, 10)
-METHODS = ("naive", "prompt", "judge", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole")
+METHODS = ("naive", "prompt", "judge", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole",
+           "auto")
 
 # A realistic crossed design: 8 models, ~20 comparisons per prompt (gamma-Poisson sizes),
 # each model's response to a prompt reused by ~5 comparisons with a strong response effect,
@@ -135,6 +148,207 @@ def one_rep(n_prompts: int, n_judges: int, rep: int, design: SimulationDesign = 
     return rows
 
 
+# --------------------------------------------------------------- designs beyond the grid
+#
+# Cells where the overall cluster count hides how little informs each estimate (issue:
+# valid by default). Every cell is analysed as a user would (``winrate.analysis.analyze``)
+# by the naive interval, the old default (the CR1 sandwich, normal reference), ``auto``
+# (the default; with its rank sets), and where two axes are clustered the jackknife and
+# the pigeonhole bootstrap.
+
+THIN = replace(DESIGN, n_judges=1, judge_sd=0.0, position_bias=0.0, position_bias_sd=0.0,
+               tie_margin_sd=0.0, judge_size_dispersion=None, missing_pair_share=0.0,
+               rare_weight=0.2)
+STRONG_JUDGES = replace(DESIGN, judge_sd=1.0)
+# Each pair judged in both orders on a prompt with a strong position bias and little
+# response sharing: the two rows pull in opposite directions, so rows are negatively
+# correlated within a prompt and the naive interval is too wide.
+BOTH_ORDERS = replace(THIN, both_orders=True, position_bias=1.0, response_sd=0.3,
+                      noise_sd=0.5, rare_models=0)
+
+
+class Cell(NamedTuple):
+    """One design cell: its kind, label, design and the clustering the analysis uses."""
+
+    kind: str
+    label: str
+    design: SimulationDesign
+    cluster: str
+
+
+def design_cells() -> list[Cell]:
+    """The thin, strong-judge and both-orders cells (module doc)."""
+    cells = [Cell("thin", f"{k} models, {p} pairs/prompt, {n} prompts",
+                  replace(THIN, n_models=k, pairs_per_prompt=p, n_prompts=n,
+                          rare_models=k // 5), "prompt")
+             for k, n, p in ((20, 300, 1), (20, 300, 3), (20, 1200, 5), (50, 1200, 3))]
+    cells += [Cell("strong judges", f"{n} prompts x 30 judges, judge_sd 1",
+                   replace(STRONG_JUDGES, n_prompts=n, n_judges=30), "prompt+judge")
+              for n in (30, 60)]
+    cells += [Cell("both orders", f"20 models, {p} pairs/prompt in both orders, 300 prompts",
+                   replace(BOTH_ORDERS, n_models=20, pairs_per_prompt=p, n_prompts=300),
+                   "prompt") for p in (3,)]
+    return cells
+
+
+DESIGN_METHODS = ("naive", "sandwich", "jackknife", "pigeonhole", "auto")
+
+
+def _design_analyses(log, cell: Cell, seed: int):
+    """``{method: analysis}`` of one log: every method of :data:`DESIGN_METHODS` that
+    applies (the pigeonhole bootstrap needs two axes)."""
+    common = {"cluster": cell.cluster, "seed": seed, "n_draws": SIM_DRAWS,
+              "bootstrap_reps": PIGEONHOLE_REPS, "simultaneous": True}
+    runs = {
+        "naive": analyze(log, **{**common, "cluster": "none"}, method="sandwich"),
+        "sandwich": analyze(log, **common, method="sandwich"),
+        "auto": analyze(log, **common, ranks=True),
+    }
+    if "+" in cell.cluster:  # the few-cluster alternatives (cheap with few clusters)
+        runs["jackknife"] = analyze(log, **common, method="jackknife")
+        runs["pigeonhole"] = analyze(log, **common, method="bootstrap")
+    return runs
+
+
+def one_design_rep(cell: Cell, rep: int) -> list[dict]:
+    """Coverage, widths and rank-set errors of every method on one simulated log.
+
+    A model that is not estimable (no interval) counts as covered -- its interval is the
+    whole scale -- and the share of such models is reported; the population truth is that
+    of the fit's opponent weights, as in the grid."""
+    seed = int(np.random.SeedSequence([BASE_SEED, zlib.crc32(cell.label.encode()), rep])
+               .generate_state(1)[0])
+    sim = simulate_comparisons(cell.design, seed)
+    rows = []
+    for method, run in _design_analyses(sim.log, cell, seed).items():
+        truth = sim.population_scores(run.leaderboard.weights)
+        scored = ~np.isnan(run.scores)
+        blank = np.isnan(run.intervals.se) & scored
+        low, high = run.intervals.low, run.intervals.high
+        covered = np.where(blank, True, (low <= truth) & (truth <= high))[scored]
+        sim_covered = np.where(blank, True, (run.joint.sim_low <= truth)
+                               & (truth <= run.joint.sim_high))[scored]
+        row = {"cell": cell.label, "kind": cell.kind, "rep": rep, "method": method,
+               "marginal": float(covered.mean()), "simultaneous": bool(sim_covered.all()),
+               "width": float(np.nanmean((high - low)[scored & ~blank])),
+               "not_estimable": float(blank[scored].mean()),
+               "singletons": 0, "wrong_singletons": 0, "max_wrong_share": np.nan}
+        if run.joint.rank_low is not None:
+            true_rank = 1 + (truth[scored][None, :] > truth[scored][:, None]).sum(axis=1)
+            single = (run.joint.rank_low == run.joint.rank_high)[scored]
+            wrong = single & (run.joint.rank_low[scored] != true_rank)
+            row.update(singletons=int(single.sum()), wrong_singletons=int(wrong.sum()),
+                       wrong_models=",".join(map(str, np.flatnonzero(wrong))))
+        rows.append(row)
+    return rows
+
+
+def _design_task(args):
+    cell, reps = args
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return [row for rep in reps for row in one_design_rep(cell, rep)]
+
+
+def run_design_study(cells: list[Cell], reps: int = 400, workers: int = 2, chunk: int = 20,
+                     progress: bool | None = None) -> pd.DataFrame:
+    """Per-rep results of every design cell and method."""
+    tasks = [(cell, range(s, min(s + chunk, reps))) for cell in cells
+             for s in range(0, reps, chunk)]
+    rows = []
+    with tqdm(total=len(tasks), desc="design cells",
+              disable=None if progress is None else not progress) as bar:
+        if workers > 1:
+            with Pool(workers, initializer=_single_threaded) as pool:
+                for part in pool.imap_unordered(_design_task, tasks):
+                    rows.extend(part)
+                    bar.update()
+        else:
+            for task in tasks:
+                rows.extend(_design_task(task))
+                bar.update()
+    order = {c.label: i for i, c in enumerate(cells)}
+    frame = pd.DataFrame(rows)
+    frame["order"] = frame["cell"].map(order)
+    return frame.sort_values(["order", "method", "rep"], kind="stable",
+                             ignore_index=True).drop(columns="order")
+
+
+def _worst_model_share(part: pd.DataFrame) -> float:
+    """The largest share of replications in which one model got a wrong singleton rank."""
+    counts = part["wrong_models"].fillna("").str.split(",").explode()
+    counts = counts[counts != ""].value_counts()
+    return float(counts.max() / len(part)) if len(counts) else 0.0
+
+
+def summarise_designs(per_rep: pd.DataFrame) -> pd.DataFrame:
+    """Coverage (percent) with Monte Carlo SEs, widths, not-estimable share and rank-set
+    errors per design cell and method (SEs as in :func:`summarise`)."""
+    grouped = per_rep.groupby(["kind", "cell", "method"], sort=False)
+    table = grouped.agg(
+        reps=("rep", "size"), marginal=("marginal", "mean"), marginal_sd=("marginal", "std"),
+        simultaneous=("simultaneous", "mean"), width=("width", "mean"),
+        not_estimable=("not_estimable", "mean"), singletons=("singletons", "sum"),
+        wrong_singletons=("wrong_singletons", "sum"),
+    ).reset_index()
+    table["worst_model_wrong_share"] = [
+        _worst_model_share(part) if "wrong_models" in part else np.nan
+        for _, part in grouped]
+    table["marginal_mcse"] = 100 * table["marginal_sd"] / np.sqrt(table["reps"])
+    p = table["simultaneous"]
+    table["simultaneous_mcse"] = 100 * np.sqrt(p * (1 - p) / table["reps"])
+    for column in ("marginal", "simultaneous", "not_estimable", "worst_model_wrong_share"):
+        table[column] *= 100
+    cols = ["kind", "cell", "method", "reps", "marginal", "marginal_mcse", "simultaneous",
+            "simultaneous_mcse", "width", "not_estimable", "singletons", "wrong_singletons",
+            "worst_model_wrong_share"]
+    return table[cols]
+
+
+def designs_markdown(table: pd.DataFrame, reps: int) -> str:
+    """The committed report of the design cells (no timings, so a rerun reproduces it)."""
+    lines = [
+        "# Coverage in thin, strong-judge and both-orders designs",
+        "",
+        f"Generated by `scripts/coverage.py` ({reps} replications per cell, base seed "
+        f"{BASE_SEED}). Coverage in percent with its Monte Carlo SE in parentheses; nominal "
+        "95. `sandwich` is the old default (CR1, normal reference); `auto` is the default. "
+        "Models that are not estimable count as covered (their interval is the whole "
+        "scale); `not_estimable` is their share (%). Rank sets (marginal, from auto's "
+        "covariance): "
+        "`wrong / singletons` counts singleton rank sets that missed the true rank, and "
+        "`worst` is the largest share of replications in which one model got a wrong "
+        "singleton.",
+        "",
+        "Designs: thin = " + _design_text(THIN) + "; strong judges = "
+        + _design_text(STRONG_JUDGES) + "; both orders = " + _design_text(BOTH_ORDERS) + ".",
+        "",
+    ]
+    cell = (table["marginal"].map("{:.1f}".format) + " (" + table["marginal_mcse"]
+            .map("{:.1f}".format) + ") / " + table["simultaneous"].map("{:.1f}".format)
+            + " (" + table["simultaneous_mcse"].map("{:.1f}".format) + ")")
+    wide = table.assign(coverage=cell).pivot_table(
+        index=["kind", "cell"], columns="method", values="coverage", aggfunc="first",
+        sort=False)
+    lines += ["## Marginal / simultaneous coverage", "",
+              _md_table(wide[[m for m in DESIGN_METHODS if m in wide]].fillna("")
+                        .reset_index()), ""]
+    ranks = table[table["method"] == "auto"].assign(
+        ranks=lambda t: t["wrong_singletons"].astype(str) + " / " + t["singletons"]
+        .astype(str) + ", worst " + t["worst_model_wrong_share"].map("{:.1f}%".format))
+    lines += ["## Rank sets and not-estimable models", "",
+              _md_table(ranks[["cell", "method", "ranks", "not_estimable", "width"]]
+                        .round({"not_estimable": 1, "width": 3})), ""]
+    return "\n".join(lines)
+
+
+def _design_text(design: SimulationDesign) -> str:
+    base = asdict(DESIGN)
+    return ", ".join(f"{k}={v}" for k, v in asdict(design).items()
+                     if base[k] != v and k not in ("n_prompts", "n_judges", "n_models",
+                                                   "pairs_per_prompt", "rare_models"))
+
+
 def _task(args):
     n_prompts, n_judges, reps, design = args
     with warnings.catch_warnings():
@@ -196,6 +410,38 @@ def summarise(per_rep: pd.DataFrame) -> pd.DataFrame:
     cols = ["prompts", "judges", "method", "reps", "marginal", "marginal_mcse", "simultaneous",
             "simultaneous_mcse", "width", "width_median", "sim_width"]
     return table[cols].reset_index(drop=True)
+
+
+def auto_method(n_prompts: int, n_judges: int, design: SimulationDesign = DESIGN) -> str:
+    """The grid method that ``method="auto"`` (:func:`winrate.method_choice.choose`) runs in
+    a prompts x judges cell of this design: the pigeonhole bootstrap when both axes have
+    fewer than ``SMALL_AXIS`` clusters, else the two-way CR1 sandwich with t(G_min - 1)
+    (normal from ``SMALL_AXIS`` clusters). The design's pairs hold ~20 comparisons per
+    prompt over 25 allowed pairs, so from 100 prompts the median pair is far above
+    ``THIN_PAIR`` and CR2 never applies (checked). ``tests/test_coverage.py`` checks on a cell of
+    each kind that analyze's auto intervals are exactly this method's."""
+    allowed = design.n_models * (design.n_models - 1) / 2 * (1 - design.missing_pair_share)
+    pair_size = design.comparisons_per_prompt * n_prompts / allowed
+    choice = choose(("prompt", "judge"), [n_prompts, n_judges], "winrate", pair_size)
+    if choice.method == "bootstrap":
+        return "pigeonhole"
+    if choice.correction != "cr1":
+        raise ValueError(f"auto picks {choice.correction} at {n_prompts} x {n_judges}: no "
+                         "grid method is that")
+    return "twoway_t" if min(n_prompts, n_judges) < SMALL_AXIS else "twoway"
+
+
+def with_auto(table: pd.DataFrame) -> pd.DataFrame:
+    """The summary with an ``auto`` row per cell: a copy of :func:`auto_method`'s row."""
+    picked = [auto_method(p, j) for p, j in zip(table["prompts"], table["judges"],
+                                                 strict=True)]
+    auto = table[table["method"] == pd.Series(picked, index=table.index)].assign(
+        method="auto")
+    merged = pd.concat([table[table["method"] != "auto"], auto], ignore_index=True)
+    order = {m: i for i, m in enumerate(METHODS)}
+    return merged.sort_values(["prompts", "judges", "method"], kind="stable",
+                              key=lambda c: c.map(order) if c.name == "method" else c,
+                              ignore_index=True)
 
 
 def closest_to_nominal(table: pd.DataFrame, column: str = "marginal") -> pd.DataFrame:
@@ -327,6 +573,52 @@ def save_figure(fig, path: Path) -> None:
         fig.savefig(path, dpi=130, metadata={"Software": None})
 
 
+def run_designs(out: Path, reps: int, workers: int, quick: bool = False) -> None:
+    """The design cells: per-cell table (CSV), report (markdown) and figure."""
+    cells = design_cells()[:2] if quick else design_cells()
+    start = time.time()
+    table = summarise_designs(run_design_study(cells, reps, workers))
+    table.to_csv(out / "coverage_designs.csv", index=False, float_format="%.4f")
+    (out / "coverage_designs.md").write_text(designs_markdown(table, reps))
+    designs_figure(table, out / "coverage_designs.png")
+    print(f"design cells: {len(cells)} x {reps} reps in {(time.time() - start) / 60:.1f} min")
+
+
+def designs_figure(table: pd.DataFrame, path: Path) -> None:
+    """Marginal and simultaneous coverage of each method in every design cell."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = list(dict.fromkeys(table["cell"]))
+    methods = [m for m in DESIGN_METHODS if m in set(table["method"])]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 0.42 * len(cells) + 2.2), sharey=True)
+    colors = plt.get_cmap("tab10")
+    y = np.arange(len(cells))
+    for ax, column in zip(axes, ("marginal", "simultaneous"), strict=True):
+        ax.axvspan(93, 97, color="0.9", zorder=0)
+        ax.axvline(95, color="0.5", lw=0.8)
+        for i, method in enumerate(methods):
+            sub = table[table["method"] == method].set_index("cell").reindex(cells)
+            ax.errorbar(sub[column], y + (i - len(methods) / 2) * 0.12,
+                        xerr=1.96 * sub[f"{column}_mcse"], fmt="o", ms=3.5, capsize=2,
+                        color=colors(i), label=method)
+        ax.set_title(f"{column} coverage (%)", fontsize=10)
+        ax.set_xlim(max(0, table[column].min() - 3), 101)
+    axes[0].set_yticks(y)
+    axes[0].set_yticklabels(cells, fontsize=8)
+    axes[0].invert_yaxis()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(methods), fontsize=9,
+               frameon=False)
+    fig.suptitle("Coverage in thin, strong-judge and both-orders designs "
+                 "(band 93-97%, bars +/-1.96 MC SE)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    save_figure(fig, path)
+    plt.close(fig)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=600)
@@ -335,6 +627,9 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="tiny grid, few reps")
     parser.add_argument("--replot", action="store_true",
                         help="only redraw the figure from OUT/coverage.csv")
+    parser.add_argument("--part", choices=("all", "grid", "designs"), default="all",
+                        help="the prompts x judges grid, the design cells, or both")
+    parser.add_argument("--design-reps", type=int, default=400)
     args = parser.parse_args(argv)
     if args.replot:
         figure(pd.read_csv(Path(args.out) / "coverage.csv"), Path(args.out) / "coverage.png")
@@ -344,12 +639,16 @@ def main(argv=None) -> None:
         prompts, judges, reps = (10, 30), (3, 10), min(args.reps, 20)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.part in ("all", "designs"):
+        run_designs(out, 10 if args.quick else args.design_reps, args.workers, args.quick)
+    if args.part == "designs":
+        return
     start = time.time()
     per_rep = run_study(prompts, judges, reps, args.workers)
     control = summarise(run_study((CONTROL_CELL[0],), (CONTROL_CELL[1],), reps, args.workers,
                                   CONTROL))
     elapsed = time.time() - start
-    table = summarise(per_rep)
+    table = with_auto(summarise(per_rep))
     table.to_csv(out / "coverage.csv", index=False, float_format="%.4f")
     control.to_csv(out / "coverage_control.csv", index=False, float_format="%.4f")
     (out / "coverage.md").write_text(markdown(table, reps, control))

@@ -106,13 +106,46 @@ def test_study_intervals_are_the_ones_analyze_reports(study):
         halves = study.interval_half_widths(sim.log, board, seed=5)
         kwargs = dict(cluster="prompt+judge", simultaneous=True, n_draws=study.SIM_DRAWS,
                       seed=5)
-        runs = {"twoway": analyze(sim.log, **kwargs),
-                "twoway_t": analyze(sim.log, reference="t", **kwargs),
-                "jackknife": analyze(sim.log, method="jackknife", **kwargs)}
+        runs = {"twoway": analyze(sim.log, method="sandwich", **kwargs),
+                "twoway_t": analyze(sim.log, method="sandwich", reference="t", **kwargs),
+                "jackknife": analyze(sim.log, method="jackknife", **kwargs),
+                "pigeonhole": analyze(sim.log, method="bootstrap",
+                                      bootstrap_reps=study.PIGEONHOLE_REPS, **kwargs)}
     for method, run in runs.items():
         marginal, simultaneous = halves[method]
         np.testing.assert_allclose(marginal, run.intervals.high - run.scores, rtol=1e-10)
         np.testing.assert_allclose(simultaneous, run.joint.sim_high - run.scores, rtol=1e-10)
+
+
+@pytest.mark.parametrize("n_prompts, n_judges", [(40, 12), (100, 5)])
+def test_the_grid_auto_row_is_what_analyze_runs_by_default(study, n_prompts, n_judges):
+    """The coverage grid's ``auto`` rows copy the method :func:`auto_method` names; the
+    default ``analyze`` gives exactly that method's intervals in a cell of each kind."""
+    from winrate.analysis import analyze
+    from winrate.leaderboard import fit
+    from winrate.simulate import simulate_comparisons
+
+    sim = simulate_comparisons(replace(study.DESIGN, n_prompts=n_prompts, n_judges=n_judges),
+                               seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        halves = study.interval_half_widths(sim.log, fit(sim.log), seed=3)
+        run = analyze(sim.log, simultaneous=True, n_draws=study.SIM_DRAWS, seed=3,
+                      bootstrap_reps=study.PIGEONHOLE_REPS)
+    marginal, simultaneous = halves[study.auto_method(n_prompts, n_judges)]
+    np.testing.assert_allclose(marginal, run.intervals.high - run.scores, rtol=1e-10)
+    np.testing.assert_allclose(simultaneous, run.joint.sim_high - run.scores, rtol=1e-10)
+
+
+def test_with_auto_copies_the_chosen_rows(study):
+    committed = pd.read_csv(Path(__file__).resolve().parents[1] / "paper" / "coverage"
+                            / "coverage.csv")
+    for (p, j), cell in committed.groupby(["prompts", "judges"]):
+        auto = cell[cell.method == "auto"].drop(columns="method").squeeze()
+        chosen = cell[cell.method == study.auto_method(p, j)].drop(columns="method").squeeze()
+        pd.testing.assert_series_equal(auto, chosen, check_names=False)
+    assert study.auto_method(30, 30) == "pigeonhole"
+    assert study.auto_method(100, 30) == "twoway_t"
 
 
 def test_a_cheap_cell_reproduces_the_committed_study(study):
@@ -121,7 +154,8 @@ def test_a_cheap_cell_reproduces_the_committed_study(study):
     including the wild bootstrap's infinite mean widths."""
     committed = (Path(__file__).resolve().parents[1] / "paper" / "coverage"
                  / "coverage.csv").read_text().splitlines()
-    table = study.summarise(study.run_study((10,), (2,), reps=600, workers=1, progress=False))
+    table = study.with_auto(study.summarise(study.run_study((10,), (2,), reps=600, workers=1,
+                                                            progress=False)))
     ours = table.to_csv(index=False, float_format="%.4f").splitlines()
     assert ours[0] == committed[0]
     assert ours[1:] == [line for line in committed if line.startswith("10,2,")]

@@ -106,7 +106,7 @@ def test_t_reference_uses_smallest_axis():
     log = random_log(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        result = analyze(log, cluster="prompt+judge", reference="t")
+        result = analyze(log, cluster="prompt+judge", reference="t", method="sandwich")
     assert result.settings["df"] == log.axes["judge"].n_clusters - 1
     from scipy import stats
 

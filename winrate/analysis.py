@@ -500,10 +500,10 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     if reference not in (None, "normal", "t"):
         raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
     clustering = parse_clustering(cluster)
-    _check_clustering(log, clustering)
     if board is None:
         board = estimators.fit(log, model, weights=weights, baseline=baseline, anchor=anchor,
                                covariates=covariates, prior=prior, ties=ties)
+    _check_clustering(log, clustering)
     requested, auto = method, None
     if method == "auto":
         auto = _auto_choice(log, board, clustering)

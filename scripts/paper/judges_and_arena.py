@@ -24,9 +24,9 @@ from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 
 FEW_JUDGE_METHODS = (  # (label, clustering, analyze keyword arguments)
-    ("prompt only (conditional on the judges)", "prompt", {}),
-    ("sandwich CR1, normal", "judge", {}),
-    ("sandwich CR1, t(G - 1)", "judge", {"reference": "t"}),
+    ("prompt only (conditional on the judges)", "prompt", {"method": "sandwich"}),
+    ("sandwich CR1, normal", "judge", {"method": "sandwich"}),
+    ("sandwich CR1, t(G - 1)", "judge", {"method": "sandwich", "reference": "t"}),
     ("jackknife CV3J, t(G - 1)", "judge", {"method": "jackknife"}),
     ("wild cluster bootstrap (Webb)", "judge", {"method": "bootstrap"}),
 )

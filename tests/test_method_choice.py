@@ -1,0 +1,225 @@
+"""Valid by default: effective clusters G*, the CR2 leverage correction, ``method="auto"``
+and the design notes (issue: intervals that cover in thin, few-cluster and few-judge
+designs)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.linalg import eigh
+
+from winrate.analysis import analyze
+from winrate.diagnostics import effective_clusters
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.leaderboard import fit
+from winrate.method_choice import SMALL_AXIS, THIN_PAIR, choose, median_pair_size
+from winrate.simulate import SimulationDesign, simulate_comparisons
+from winrate.variance import cluster_cov, group_meat, multiway_cluster_cov
+
+THIN = SimulationDesign(n_models=8, n_prompts=60, n_judges=1, pairs_per_prompt=3,
+                        judge_sd=0.0, missing_pair_share=0.0, rare_models=2, rare_weight=0.3)
+
+
+def quiet(log, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return analyze(log, **kwargs)
+
+
+# ---------------------------------------------------------------------- G*
+
+
+def test_effective_clusters_match_a_loop_over_clusters():
+    rng = np.random.default_rng(3)
+    infl = rng.normal(size=(400, 3)) * rng.exponential(size=(400, 1))
+    codes = rng.integers(0, 25, 400)
+    gamma = np.array([[(infl[codes == g, k] ** 2).sum() for k in range(3)]
+                      for g in range(25)])
+    expected = gamma.sum(0) ** 2 / (gamma**2).sum(0)
+    np.testing.assert_allclose(effective_clusters(group_meat(infl, codes)), expected)
+    import scipy.sparse as sp
+    np.testing.assert_allclose(effective_clusters(group_meat(sp.csr_array(infl), codes)),
+                               expected)
+
+
+def test_effective_clusters_equal_g_for_balanced_clusters_and_one_for_a_single():
+    infl = np.ones((40, 2))
+    codes = np.repeat(np.arange(8), 5)
+    np.testing.assert_allclose(effective_clusters(group_meat(infl, codes)), [8, 8])
+    infl[5:, 1] = 0.0  # column 1 lives in cluster 0 only
+    assert effective_clusters(group_meat(infl, codes))[1] == pytest.approx(1.0)
+
+
+def test_analysis_reports_the_smallest_g_star_over_axes():
+    sim = simulate_comparisons(SimulationDesign(n_prompts=80, n_judges=6), seed=2)
+    run = quiet(sim.log, method="sandwich")
+    per_axis = np.vstack([a.effective_clusters for a in run.axes.values()])
+    np.testing.assert_allclose(run.effective_clusters, per_axis.min(axis=0))
+    assert (run.axes["judge"].effective_clusters <= 6 + 1e-9).all()
+
+
+def test_few_effective_clusters_warning_names_the_rare_models():
+    design = SimulationDesign(n_models=12, n_prompts=300, n_judges=1, pairs_per_prompt=2,
+                              judge_sd=0.0, missing_pair_share=0.0, rare_models=2,
+                              rare_weight=0.05)
+    run = quiet(simulate_comparisons(design, seed=1).log, cluster="prompt")
+    note = next(w for w in run.warnings if "effective prompt clusters" in w)
+    g_star = run.effective_clusters
+    for i in np.flatnonzero(g_star < 10):
+        assert str(run.models[i]) in note
+
+
+# ---------------------------------------------------------------------- CR2
+
+
+def _bell_mccaffrey_meat(log, board, codes):
+    """CR2 by its definition: hat matrix of the pair means, ``(I - H_gg)^{-1/2}`` per
+    cluster by eigendecomposition, applied to the residuals; loadings from the weights."""
+    a, b = log.model_a, log.model_b
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    y = np.where(a < b, log.score, 1.0 - log.score)  # oriented for the lower model
+    pair = lo * log.n_models + hi
+    _, pair_code = np.unique(pair, return_inverse=True)
+    x = np.eye(pair_code.max() + 1)[pair_code]
+    hat = x @ np.linalg.inv(x.T @ x) @ x.T
+    e = y - hat @ y
+    n_pair = x.sum(axis=0)[pair_code]
+    w = board.weights
+    k = len(board.models)
+    loading = np.zeros((log.n_rows, k))
+    loading[np.arange(log.n_rows), lo] = w[lo, hi] / n_pair
+    loading[np.arange(log.n_rows), hi] = -w[hi, lo] / n_pair
+    meat = np.zeros((k, k))
+    for g in np.unique(codes):
+        rows = codes == g
+        vals, vecs = eigh(np.eye(rows.sum()) - hat[np.ix_(rows, rows)])
+        inv_sqrt = vecs @ np.diag(np.where(vals > 1e-10, vals, np.inf) ** -0.5) @ vecs.T
+        t = loading[rows].T @ (inv_sqrt @ e[rows])
+        meat += np.outer(t, t)
+    return meat
+
+
+def test_cr2_equals_bell_mccaffrey_from_the_hat_matrix():
+    sim = simulate_comparisons(THIN, seed=4)
+    log, board = sim.log, fit(sim.log)
+    codes = log.axes["prompt"].codes
+    expected = _bell_mccaffrey_meat(log, board, codes)
+    got = cluster_cov(board.influence, codes, "cr2", strata=board.pair)
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+    # and it is larger than CR0, by the leverage
+    assert (np.diag(got) >= np.diag(cluster_cov(board.influence, codes, "none")) - 1e-15).all()
+
+
+def test_cr2_with_every_row_its_own_cluster_is_cochrans_stratified_variance():
+    from winrate.variance import naive_cov
+    sim = simulate_comparisons(THIN, seed=5)
+    board = fit(sim.log)
+    rows = np.arange(sim.log.n_rows)
+    np.testing.assert_allclose(
+        cluster_cov(board.influence, rows, "cr2", strata=board.pair),
+        naive_cov(board.influence, "cr1", strata=board.pair), atol=1e-14)
+
+
+def test_cr2_needs_strata_and_bradley_terry_gets_a_clear_error():
+    sim = simulate_comparisons(THIN, seed=6)
+    board = fit(sim.log)
+    with pytest.raises(ValueError, match="strata"):
+        multiway_cluster_cov(board.influence, [sim.log.axes["prompt"].codes], "cr2")
+    with pytest.raises(WinrateInputError, match="cr1"):
+        quiet(sim.log, cluster="prompt", model="bt", correction="cr2")
+
+
+# ---------------------------------------------------------------------- auto
+
+
+def test_choose_follows_the_documented_rule():
+    assert choose((), [], "winrate", 100).method == "sandwich"
+    both_small = choose(("prompt", "judge"), [30, 30], "winrate", 100)
+    assert (both_small.method, both_small.reference) == ("bootstrap", "normal")
+    big = choose(("prompt", "judge"), [SMALL_AXIS, 30], "winrate", 100)
+    assert (big.method, big.correction, big.reference) == ("sandwich", "cr1", "t")
+    thin = choose(("prompt",), [300], "winrate", THIN_PAIR - 1)
+    assert thin.correction == "cr2" and "leverage" in thin.reason
+    assert choose(("prompt",), [300], "bt", 1).correction == "cr1"
+
+
+def test_median_pair_size_reads_observed_pairs_only():
+    counts = np.array([[0, 4, 0], [4, 0, 10], [0, 10, 0]])
+    assert median_pair_size(counts) == 7.0
+
+
+def test_auto_is_the_sandwich_it_names():
+    sim = simulate_comparisons(THIN, seed=7)
+    auto = quiet(sim.log, cluster="prompt")
+    assert auto.settings["method"] == "auto" and auto.method == "sandwich"
+    assert auto.settings["correction"] == "cr2"
+    explicit = quiet(sim.log, cluster="prompt", method="sandwich", correction="cr2")
+    np.testing.assert_array_equal(auto.cov, explicit.cov)
+    assert auto.method_note.startswith("auto: the median model pair rests on")
+
+
+def test_auto_uses_t_below_50_clusters_and_normal_above():
+    few = simulate_comparisons(SimulationDesign(n_prompts=120, n_judges=5), seed=1)
+    run = quiet(few.log)
+    assert run.settings["df"] == 4 and run.settings["reference"] == "t"
+    many = quiet(few.log, cluster="prompt")
+    assert many.settings["df"] is None
+    # the default changes nothing where the design needs nothing: same as the CR1 sandwich
+    np.testing.assert_array_equal(many.cov, quiet(few.log, cluster="prompt",
+                                                  method="sandwich").cov)
+
+
+def test_auto_picks_the_pigeonhole_bootstrap_when_every_axis_is_small():
+    sim = simulate_comparisons(SimulationDesign(n_prompts=20, n_judges=8), seed=3)
+    run = quiet(sim.log, bootstrap_reps=49)
+    assert run.method == "pigeonhole bootstrap"
+    assert "fewer than 50 clusters" in run.method_note
+
+
+def test_explicit_choices_override_auto():
+    sim = simulate_comparisons(THIN, seed=8)
+    run = quiet(sim.log, cluster="prompt", correction="cr1", reference="normal")
+    assert run.settings["correction"] == "cr1" and run.settings["df"] is None
+
+
+# ---------------------------------------------------------------------- notes
+
+
+def test_prompt_only_clustering_with_few_judges_says_it_is_conditional():
+    sim = simulate_comparisons(SimulationDesign(n_prompts=60, n_judges=4), seed=2)
+    prompt_only = quiet(sim.log, cluster="prompt")
+    assert any("conditional on these 4 judges" in w for w in prompt_only.warnings)
+    both = quiet(sim.log, cluster="prompt+judge")
+    assert not any("conditional on these" in w for w in both.warnings)
+
+
+def test_two_judges_get_the_no_reliable_method_caveat():
+    sim = simulate_comparisons(SimulationDesign(n_prompts=60, n_judges=2), seed=2)
+    run = quiet(sim.log)
+    assert any("no interval method covers" in w for w in run.warnings)
+    ten = simulate_comparisons(SimulationDesign(n_prompts=10, n_judges=30,
+                                                comparisons_per_prompt=30), seed=2)
+    assert any("no interval method covers" in w for w in quiet(ten.log, bootstrap_reps=49)
+               .warnings)
+    fine = simulate_comparisons(SimulationDesign(n_prompts=100, n_judges=30), seed=2)
+    assert not any("no interval method covers" in w for w in quiet(fine.log).warnings)
+
+
+# ---------------------------------------------------------------------- simulator
+
+
+def test_simulator_thin_rare_and_both_orders_designs():
+    thin = simulate_comparisons(THIN, seed=1).log
+    assert (np.bincount(thin.axes["prompt"].codes) == 3).all()
+    rare = np.isin(thin.model_a, [6, 7]) | np.isin(thin.model_b, [6, 7])
+    assert rare.mean() < 0.3  # 2 of 8 models at weight 0.3
+    paired = simulate_comparisons(
+        SimulationDesign(n_models=6, n_prompts=40, n_judges=3, pairs_per_prompt=2,
+                         both_orders=True), seed=1).log
+    a, b = paired.model_a.reshape(-1, 2), paired.model_b.reshape(-1, 2)
+    np.testing.assert_array_equal(a[:, 0], b[:, 1])
+    np.testing.assert_array_equal(a[:, 1], b[:, 0])
+    judge = paired.axes["judge"].codes.reshape(-1, 2)
+    np.testing.assert_array_equal(judge[:, 0], judge[:, 1])
