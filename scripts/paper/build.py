@@ -97,11 +97,12 @@ def constants(paper: Paper) -> None:
 
 
 def step_coverage(paper: Paper, full: bool) -> None:
-    from coverage_study import coverage_results, rerun
+    from coverage_study import coverage_results, design_results, rerun
 
     if full:
         rerun(paper.root / "coverage")
     coverage_results(paper, paper.root / "coverage")
+    design_results(paper, paper.root / "coverage")
 
 
 def step_datasets(paper: Paper, full: bool) -> None:

@@ -19,7 +19,9 @@ from common import PAPER, ROOT, Paper
 
 REPS = 600
 WORKERS = 2
-SHOWN = ("naive", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole")
+SHOWN = ("naive", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole", "auto")
+#: Short keys of the design cells, in the order of ``scripts/coverage.py``'s design_cells.
+DESIGN_KEYS = ("thin_a", "thin_b", "thin_c", "thin_d", "strong_a", "strong_b", "both")
 
 
 def load_study():
@@ -98,7 +100,45 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     five = table[(table.judges == 5) & (table.method == "jackknife")]
     paper.number("cov_five_jack_min", five.marginal.min(), ".1f")
     paper.number("cov_five_jack_max", five.marginal.max(), ".1f")
+    for prompts, judges in ((30, 30), (100, 30), (300, 30)):
+        for column in ("marginal", "simultaneous"):
+            paper.number(f"cov_auto_{prompts}x{judges}_{column[:3]}",
+                         _cell(table, prompts, judges, "auto", column), ".1f")
+            paper.number(f"cov_auto_{prompts}x{judges}_twoway_{column[:3]}",
+                         _cell(table, prompts, judges, "twoway", column), ".1f")
     paper.number("cov_grid", f"{table.prompts.nunique()} x {table.judges.nunique()}")
     paper.number("cov_many_judges", 30, "d")
     paper.number("cov_hundred", 100, "d")
     paper.number("cov_threehundred", 300, "d")
+
+
+def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
+    """Table ``design_coverage`` and the numbers of the thin, strong-judge and both-orders
+    cells (``coverage_designs.csv``): each cell's coverage by method under short keys
+    (:data:`DESIGN_KEYS`), and the ranges the text quotes for ``auto``."""
+    table = pd.read_csv(source / "coverage_designs.csv")
+    cells = list(dict.fromkeys(table.cell))
+    for key, cell in zip(DESIGN_KEYS, cells, strict=True):
+        paper.number(f"cov_{key}_label", cell)
+        for row in table[table.cell == cell].itertuples():
+            for column in ("marginal", "simultaneous"):
+                paper.number(f"cov_{key}_{row.method}_{column[:3]}", getattr(row, column),
+                             ".1f")
+    auto = table[table.method == "auto"]
+    thin = auto[auto.kind == "thin"]
+    for column in ("marginal", "simultaneous"):
+        paper.number(f"cov_auto_thin_{column[:3]}_min", thin[column].min(), ".1f")
+        paper.number(f"cov_auto_thin_{column[:3]}_max", thin[column].max(), ".1f")
+    paper.number("cov_auto_thin_worst_wrong", thin.worst_model_wrong_share.max(), ".1f")
+    paper.number("cov_design_reps", int(table.reps.min()), "d")
+    shown = table.assign(coverage=[f"{m:.1f} / {s:.1f}" for m, s in
+                                   zip(table.marginal, table.simultaneous, strict=True)])
+    grid = shown.pivot_table(index=["kind", "cell"], columns="method", values="coverage",
+                             aggfunc="first", sort=False)
+    methods = [m for m in ("naive", "sandwich", "jackknife", "pigeonhole", "auto")
+               if m in grid]
+    paper.table("design_coverage", grid[methods].fillna("").reset_index(),
+                "Coverage (%) of nominal 95% intervals, marginal / simultaneous, in thin, "
+                "strong-judge and both-orders designs; `sandwich` is the old default (CR1, "
+                f"normal), `auto` the default ({int(table.reps.min())} replications per "
+                "cell, scripts/coverage.py).")
