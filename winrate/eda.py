@@ -80,7 +80,6 @@ warnings           every warning, in plain words
 
 from __future__ import annotations
 
-import argparse
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -97,7 +96,7 @@ from winrate.analysis import (
     parse_clustering,
 )
 from winrate.data import ComparisonLog, read_dataset
-from winrate.errors import WinrateInputError, WinrateWarning, check_output_path
+from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
 from winrate.report import defined_median, json_safe
 from winrate.variance import DEFAULT_CORRECTION
@@ -605,35 +604,3 @@ def format_report(report: EdaReport) -> str:
     if report.warnings:
         parts.append("Warnings\n" + "\n".join(f"  - {w}" for w in report.warnings))
     return "\n\n".join(parts)
-
-
-# --------------------------------------------------------------------------- command
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from winrate.cli import DATASET_HELP, add_estimator_arguments
-
-    parser.add_argument("--dataset", required=True, help=DATASET_HELP)
-    parser.add_argument("--models", nargs="+", metavar="MODEL",
-                        help="keep only comparisons between these models")
-    parser.add_argument("--cluster", nargs="+", metavar="SPEC", dest="clusterings",
-                        help="clusterings to report, e.g. prompt judge prompt+judge "
-                             "(default: the dataset's own set)")
-    add_estimator_arguments(parser)
-    parser.add_argument("--json", metavar="PATH", help="write the report as JSON here")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Exploratory report: how much clustering inflates each model's SE on a dataset."""
-    from winrate.cli import estimator_options
-
-    check_output_path(args.json, "--json")
-    report = explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
-                             **estimator_options(args))
-    if args.json:
-        write_json(report, args.json)
-    print(format_report(report))
-    return 0
-
-
-COMMANDS = {"eda": (add_arguments, run)}

@@ -44,10 +44,9 @@ import pandas as pd
 import scipy.sparse as sp
 from numba import njit
 
+from winrate.constants import CORRECTIONS, DEFAULT_CORRECTION
 from winrate.errors import WinrateInputError, WinrateWarning
 
-CORRECTIONS = ("none", "cr1")
-DEFAULT_CORRECTION = "cr1"
 _PSD_TOLERANCE = 1e-10
 
 

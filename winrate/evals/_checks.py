@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from winrate.constants import SCALES
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 from winrate.inference import _check_alpha
 from winrate.variance import _check_correction
@@ -133,7 +134,6 @@ def check_correction(correction: str) -> str:
 
 #: Score scales: ``binary`` (0/1), ``unit`` (proportions in [0, 1]), ``other`` (any real
 #: number, reported on its own scale); ``auto`` infers binary or unit.
-SCALES = ("auto", "binary", "unit", "other")
 
 
 def _scale_hint(values: np.ndarray) -> str:
