@@ -331,8 +331,9 @@ class _Version(argparse.Action):
     """``--version``: print the installed version and exit (the package metadata is read
     only when asked, so the parser stays light)."""
 
-    def __init__(self, option_strings, dest, **kwargs):
-        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+    def __init__(self, option_strings, dest):
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0,
+                         help="print the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
         import winrate
