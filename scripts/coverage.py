@@ -63,8 +63,8 @@ from tqdm.auto import tqdm
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.inference import critical_value, simultaneous_intervals
-from winrate.method_choice import SMALL_AXIS, choose
 from winrate.leaderboard import fit
+from winrate.method_choice import SMALL_AXIS, choose
 from winrate.resampling import cluster_bootstrap, multiway_jackknife_cov, wild_cluster_bootstrap
 from winrate.simulate import SimulationDesign, simulate_comparisons
 from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov

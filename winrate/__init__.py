@@ -1,3 +1,92 @@
-"""winrate: honest, cluster-robust error bars for LLM evaluation results."""
+"""winrate: honest, cluster-robust error bars for LLM evaluation results.
 
-__version__ = "0.1.0"
+The main job takes three calls::
+
+    import winrate
+
+    log = winrate.read_comparisons("example.csv")      # or a DataFrame, or read_dataset(NAME)
+    result = winrate.analyze(log, cluster="prompt+judge")
+    print(result.summary())                            # also to_frame(), conf_int(alpha)
+
+``winrate.explore(log)`` reports how much each clustering inflates the SEs;
+``winrate.evaluate(winrate.question_scores(...))`` gives the eval statistics of per-question
+scores. Every public name is imported on first use (PEP 562), so ``import winrate`` is
+instant and loads no numerical library.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from winrate._lazy import lazy_attributes, public_names
+
+if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_api checks)
+    from winrate.analysis import LeaderboardAnalysis as LeaderboardAnalysis
+    from winrate.analysis import analyze as analyze
+    from winrate.constants import CORRECTIONS as CORRECTIONS
+    from winrate.constants import DATASET_NAMES as DATASET_NAMES
+    from winrate.constants import ESTIMATORS as ESTIMATORS
+    from winrate.constants import LOG_FORMATS as LOG_FORMATS
+    from winrate.constants import VARIANCE_METHODS as VARIANCE_METHODS
+    from winrate.data import ComparisonLog as ComparisonLog
+    from winrate.data import read_comparisons as read_comparisons
+    from winrate.data import read_dataset as read_dataset
+    from winrate.data import read_table as read_table
+    from winrate.eda import EdaReport as EdaReport
+    from winrate.eda import explore as explore
+    from winrate.eda import explore_dataset as explore_dataset
+    from winrate.errors import WinrateInputError as WinrateInputError
+    from winrate.errors import WinrateWarning as WinrateWarning
+    from winrate.estimators import fit as fit
+    from winrate.evals.frame import EvalReport as EvalReport
+    from winrate.evals.frame import evaluate as evaluate
+    from winrate.evals.frame import question_scores as question_scores
+    from winrate.evals.intervals import binomial_interval as binomial_interval
+    from winrate.evals.paired import mcnemar as mcnemar
+    from winrate.evals.paired import paired_difference as paired_difference
+    from winrate.evals.power import minimum_detectable_effect as minimum_detectable_effect
+    from winrate.evals.power import sample_size as sample_size
+    from winrate.evals.summary import summarize_scores as summarize_scores
+    from winrate.formats import read_log as read_log
+    from winrate.inference import pairwise_differences as pairwise_differences
+    from winrate.inference import rank_sets as rank_sets
+    from winrate.inference import simultaneous_intervals as simultaneous_intervals
+    from winrate.simulate import SimulationDesign as SimulationDesign
+    from winrate.simulate import simulate_comparisons as simulate_comparisons
+
+#: Module -> its public names; a module is imported when one of its names is first used.
+_EXPORTS = {
+    # reading comparison logs and score tables
+    "winrate.data": ("ComparisonLog", "read_comparisons", "read_dataset", "read_table"),
+    "winrate.formats": ("read_log",),
+    "winrate.constants": ("ESTIMATORS", "VARIANCE_METHODS", "CORRECTIONS", "DATASET_NAMES",
+                          "LOG_FORMATS"),
+    # leaderboards: estimator, covariance, intervals, diagnostics
+    "winrate.estimators": ("fit",),
+    "winrate.analysis": ("analyze", "LeaderboardAnalysis"),
+    "winrate.eda": ("explore", "explore_dataset", "EdaReport"),
+    # joint inference from any estimate and covariance
+    "winrate.inference": ("simultaneous_intervals", "pairwise_differences", "rank_sets"),
+    # eval statistics of per-question scores
+    "winrate.evals.frame": ("question_scores", "evaluate", "EvalReport"),
+    "winrate.evals.summary": ("summarize_scores",),
+    "winrate.evals.paired": ("paired_difference", "mcnemar"),
+    "winrate.evals.intervals": ("binomial_interval",),
+    "winrate.evals.power": ("sample_size", "minimum_detectable_effect"),
+    # simulated crossed logs with known scores
+    "winrate.simulate": ("SimulationDesign", "simulate_comparisons"),
+    "winrate.errors": ("WinrateInputError", "WinrateWarning"),
+}
+
+__all__ = ["__version__", *public_names(_EXPORTS)]
+
+_public_getattr, __dir__ = lazy_attributes(__name__, _EXPORTS)
+
+
+def __getattr__(name: str):
+    """A public name on first use; ``__version__`` from the installed package's metadata."""
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version(__name__)
+    return _public_getattr(name)

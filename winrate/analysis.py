@@ -11,6 +11,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from winrate import diagnostics, estimators, method_choice
 from winrate.data import ComparisonLog
@@ -28,6 +29,7 @@ from winrate.inference import (
 )
 from winrate.leaderboard import Leaderboard, degenerate_pair_cov
 from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
+from winrate.results import Summary, bounds_frame, simultaneous_bounds, text_block, wald_bounds
 from winrate.variance import (
     CORRECTIONS,
     DEFAULT_CORRECTION,
@@ -44,7 +46,7 @@ FEW_EFFECTIVE = 10
 INCOMPLETE_SHARE = 0.10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Coefficients:
     """Further parameters of an estimator (style covariates, Davidson's tie parameter) with
     their clustered and naive SEs and marginal intervals (``cov`` is their joint covariance,
@@ -60,7 +62,7 @@ class Coefficients:
     cov_full: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AxisSummary:
     """One clustering axis: cluster counts and its one-way covariance diagnostics.
 
@@ -91,9 +93,13 @@ class AxisSummary:
     effective_clusters: np.ndarray | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LeaderboardAnalysis:
-    """Scores, joint covariance, intervals and diagnostics of one leaderboard."""
+    """Scores, joint covariance, intervals and diagnostics of one leaderboard.
+
+    ``to_frame()`` is the ranked table, ``conf_int(alpha, joint)`` the intervals at any
+    level, ``summary()`` the report the command line prints. ``==`` is identity.
+    """
 
     leaderboard: Leaderboard
     clustering: tuple[str, ...]
@@ -147,8 +153,63 @@ class LeaderboardAnalysis:
         """``n_a / DEFF_a``: the number of independent comparisons the data is worth."""
         return diagnostics.effective_n(self.leaderboard.comparisons_per_model, self.deff)
 
+    @property
+    def alpha(self) -> float:
+        """1 - the confidence level of the intervals computed by :func:`analyze`."""
+        return self.intervals.alpha
 
-@dataclass(frozen=True)
+    def to_frame(self) -> pd.DataFrame:
+        """One row per model, indexed by model, best score first: rank, score, se_naive,
+        se, ci_low, ci_high, inflation, n, and the simultaneous intervals and rank sets
+        when computed (:func:`winrate.report.leaderboard_table`; on the scale of
+        ``scores``, e.g. win probabilities in [0, 1])."""
+        from winrate.report import leaderboard_table
+
+        return leaderboard_table(self).set_index("model")
+
+    def conf_int(self, alpha: float = 0.05, joint: bool = False) -> pd.DataFrame:
+        """Confidence intervals ``lower``, ``upper`` at level 1 - ``alpha``, indexed by model
+        in the order of :meth:`to_frame` (NaN for a model that is not estimable).
+
+        Marginal: ``score -/+ q se``, ``q`` the normal or t critical value with the
+        degrees of freedom the analysis used. ``joint=True``: intervals covering all scores
+        together, ``score -/+ c se`` with ``c`` the max-|T| critical value of the
+        covariance (:func:`winrate.inference.simultaneous_intervals`, seeded with the
+        analysis' seed); at the analysis' own alpha these are the intervals it reported.
+        The wild bootstrap's intervals are percentile-t, available at its alpha only.
+        """
+        stored = self.joint.sim_low is not None if self.joint is not None else False
+        if joint and stored and alpha == self.alpha:
+            low, high = self.joint.sim_low, self.joint.sim_high
+        elif self.method == "wild bootstrap":
+            if alpha != self.alpha or joint:
+                raise WinrateInputError(
+                    f"the wild bootstrap's intervals are percentile-t from its draws: rerun "
+                    f"analyze(..., alpha={alpha}{', simultaneous=True' if joint else ''})")
+            low, high = self.intervals.low, self.intervals.high
+        elif joint:
+            low, high = simultaneous_bounds(self.scores, self.cov, alpha, self.intervals.df,
+                                            keep=~np.isnan(self.se), seed=self.settings["seed"])
+        else:
+            low, high = wald_bounds(self.scores, self.se, alpha, self.intervals.df)
+        return bounds_frame(self.models, low, high, self.to_frame().index)
+
+    def summary(self) -> Summary:
+        """The report as ``winrate leaderboard`` prints it (settings, per-axis diagnostics,
+        ranked table), statsmodels style, with the warnings numbered below."""
+        from winrate.report import format_summary, format_table
+
+        return text_block("Leaderboard analysis", [format_summary(self), format_table(self)],
+                          self.warnings)
+
+    def __repr__(self) -> str:
+        s = self.settings
+        return (f"LeaderboardAnalysis(estimator={s['estimator']!r}, models={len(self.models)}, "
+                f"comparisons={self.n_comparisons:g}, cluster={'+'.join(s['cluster'])!r}, "
+                f"method={self.method!r}, alpha={self.alpha:g})")
+
+
+@dataclass(frozen=True, eq=False)
 class JointInference:
     """Joint inference from the analysis covariance (each part None unless requested).
 

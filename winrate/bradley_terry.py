@@ -56,6 +56,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
+from winrate.constants import TIE_MODELS
 from winrate.data import ComparisonLog
 from winrate.diagnostics import check_connected
 from winrate.errors import WinrateInputError, WinrateWarning
@@ -69,7 +70,6 @@ from winrate.leaderboard import (
 
 ELO_SCALE = 400.0 / np.log(10.0)
 DEFAULT_RATING = 1000.0
-TIE_MODELS = ("half", "davidson")
 _STEP_TOL = 1e-10  # Newton stops when no parameter moves more than this (logit units)
 _MAX_ITER = 200
 _DIVERGED = 40.0  # |theta| beyond this (e^40 odds) means the MLE is not finite

@@ -2,6 +2,10 @@
 
 Each command is a pair ``(add_arguments(parser), run(args) -> exit code)``. Bad input
 (:class:`WinrateInputError`) ends with a one-line error on stderr and exit code 2.
+
+The parser is built from light modules only (:mod:`winrate.constants`,
+:mod:`winrate.errors`): each runner imports the numerical modules it needs, so ``winrate
+--help`` and ``winrate --version`` load no numpy, pandas, scipy or numba.
 """
 
 from __future__ import annotations
@@ -11,25 +15,25 @@ import importlib
 import sys
 import warnings
 
-from winrate.analysis import analyze, clustering_problem, parse_clustering
-from winrate.bradley_terry import TIE_MODELS
-from winrate.data import DEFAULT_COLUMNS, read_comparisons, read_dataset
-from winrate.datasets import NAMES as DATASET_NAMES
-from winrate.download import DataUnavailableError, DownloadError
+from winrate.constants import (
+    CORRECTIONS,
+    DATASET_NAMES,
+    DEFAULT_COLUMNS,
+    DEFAULT_CORRECTION,
+    ESTIMATORS,
+    LOG_FORMATS,
+    TIE_MODELS,
+    VARIANCE_METHODS,
+)
 from winrate.errors import (
     WinrateInputError,
     WinrateWarning,
     check_output_path,
     describe_os_error,
 )
-from winrate.estimators import ESTIMATORS
-from winrate.formats import FORMATS, read_log
-from winrate.report import format_summary, format_table, leaderboard_table, write_json
-from winrate.resampling import VARIANCE_METHODS
-from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
-_COMMAND_MODULES = ("winrate.evals.cli", "winrate.eda")
+_COMMAND_MODULES = ("winrate.evals.cli",)
 
 
 DATASET_HELP = " | ".join(DATASET_NAMES)
@@ -68,7 +72,7 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet), "
                                                  "or with --format a file or folder")
     parser.add_argument("--dataset", help=f"a bundled dataset instead of INPUT: {DATASET_HELP}")
-    parser.add_argument("--format", choices=FORMATS,
+    parser.add_argument("--format", choices=LOG_FORMATS,
                         help="read INPUT (a file, or a folder searched recursively for "
                              ".json/.jsonl[.gz]) as a leaderboard's published files")
     parser.add_argument("--discrete", action="store_true",
@@ -123,6 +127,9 @@ DEFAULT_CLUSTERING = ("prompt", "judge")
 
 
 def _load_log(args: argparse.Namespace, clustering):
+    from winrate.data import read_comparisons, read_dataset
+    from winrate.formats import read_log
+
     discrete = {"discrete": True} if getattr(args, "discrete", False) else {}
     if discrete and "alpaca_eval" not in (args.dataset, getattr(args, "format", None)):
         raise WinrateInputError("--discrete applies to --format alpaca_eval or --dataset "
@@ -160,6 +167,8 @@ def estimator_options(args: argparse.Namespace) -> dict:
 def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
     """The axes of the default ``prompt+judge`` clustering that ``log`` can be clustered
     by, and a note saying which were used and why the others were not (None if all)."""
+    from winrate.analysis import clustering_problem
+
     problems = {name: clustering_problem(log, (name,)) for name in DEFAULT_CLUSTERING}
     used = tuple(name for name, problem in problems.items() if problem is None)
     if used == DEFAULT_CLUSTERING:
@@ -171,6 +180,9 @@ def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
 
 def run_leaderboard(args: argparse.Namespace) -> int:
     """Ranked leaderboard with naive and clustered error bars."""
+    from winrate.analysis import analyze, parse_clustering
+    from winrate.report import leaderboard_table, write_json
+
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
     for flag in ("json", "csv", "plot"):
@@ -221,6 +233,8 @@ def _joint_flags(args: argparse.Namespace) -> dict:
 def _print_report(result, loaded=(), notes=()) -> None:
     """The report on stdout; on stderr, ``notes`` (e.g. the clustering chosen by default),
     then the loader's warnings and the analysis warnings, each once."""
+    from winrate.report import format_summary, format_table
+
     print(format_summary(result))
     print(format_table(result))
     for note in notes:
@@ -236,6 +250,10 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     """MMLU-Pro leaderboard clustered by question (a simulated log if the data is absent)."""
+    from winrate.analysis import analyze
+    from winrate.data import read_dataset
+    from winrate.download import DataUnavailableError, DownloadError
+
     try:
         log = read_dataset("mmlu_pro", download=False, progress=False)
     except (DataUnavailableError, DownloadError) as error:
@@ -254,6 +272,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def _simulated_demo(seed: int) -> int:
+    from winrate.analysis import analyze
     from winrate.simulate import SimulationDesign, simulate_comparisons
 
     design = SimulationDesign(n_models=8, n_prompts=300, n_judges=40)
@@ -268,9 +287,34 @@ def _simulated_demo(seed: int) -> int:
     return 0
 
 
+def add_eda_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", required=True, help=DATASET_HELP)
+    parser.add_argument("--models", nargs="+", metavar="MODEL",
+                        help="keep only comparisons between these models")
+    parser.add_argument("--cluster", nargs="+", metavar="SPEC", dest="clusterings",
+                        help="clusterings to report, e.g. prompt judge prompt+judge "
+                             "(default: the dataset's own set)")
+    add_estimator_arguments(parser)
+    parser.add_argument("--json", metavar="PATH", help="write the report as JSON here")
+
+
+def run_eda(args: argparse.Namespace) -> int:
+    """Exploratory report: how much clustering inflates each model's SE on a dataset."""
+    from winrate.eda import explore_dataset, format_report, write_json
+
+    check_output_path(args.json, "--json")
+    report = explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
+                             **estimator_options(args))
+    if args.json:
+        write_json(report, args.json)
+    print(format_report(report))
+    return 0
+
+
 COMMANDS = {
     "leaderboard": (add_leaderboard_arguments, run_leaderboard),
     "demo": (add_demo_arguments, run_demo),
+    "eda": (add_eda_arguments, run_eda),
 }
 
 
@@ -287,10 +331,26 @@ def _all_commands() -> dict:
     return commands
 
 
+class _Version(argparse.Action):
+    """``--version``: print the installed version and exit (the package metadata is read
+    only when asked, so the parser stays light)."""
+
+    def __init__(self, option_strings, dest):
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0,
+                         help="print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import winrate
+
+        print(f"{parser.prog} {winrate.__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="winrate", description="Honest, cluster-robust error bars for LLM evaluations."
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (add_arguments, run) in _all_commands().items():
         doc = (run.__doc__ or "").strip().splitlines()
@@ -303,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from winrate.download import DataUnavailableError, DownloadError  # after parsing: light
+
     try:
         return args.run(args)
     except (WinrateInputError, DataUnavailableError, DownloadError) as error:

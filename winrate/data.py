@@ -30,16 +30,10 @@ import numpy as np
 import pandas as pd
 from pandas._libs.parsers import STR_NA_VALUES
 
+from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError, first_rows
 from winrate.variance import factorize_groups
 
-DEFAULT_COLUMNS = {
-    "prompt": "prompt_id",
-    "judge": "judge_id",
-    "model_a": "model_a",
-    "model_b": "model_b",
-    "outcome": "outcome",
-}
 _LABEL_SCORES = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
 
 

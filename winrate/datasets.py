@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from winrate.constants import DATASET_NAMES as NAMES
 from winrate.download import (
     MMLU_PRO_MODELS,
     ChecksumError,
@@ -74,9 +75,6 @@ __all__ = [
     "read_mmlu_pro",
 ]
 
-#: Names accepted by :func:`load`.
-NAMES: tuple[str, ...] = ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena", "alpaca_eval",
-                          "qlora", "prd")
 #: Categories of the ``outcome`` column, in code order (0 = a, 1 = b, 2 = tie).
 OUTCOMES: tuple[str, ...] = ("a", "b", "tie")
 _A, _B, _TIE = 0, 1, 2

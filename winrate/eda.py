@@ -82,7 +82,6 @@ warnings           every warning, in plain words
 
 from __future__ import annotations
 
-import argparse
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -99,9 +98,10 @@ from winrate.analysis import (
     parse_clustering,
 )
 from winrate.data import ComparisonLog, read_dataset
-from winrate.errors import WinrateInputError, WinrateWarning, check_output_path
+from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
 from winrate.report import defined_median, json_safe
+from winrate.results import Summary, bounds_frame, simultaneous_bounds, text_block, wald_bounds
 from winrate.variance import DEFAULT_CORRECTION
 
 SCHEMA = "winrate.eda/1"
@@ -116,9 +116,10 @@ DATASET_CLUSTERINGS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ClusteringResult:
-    """Per-model SEs of one clustering, or why it cannot be estimated."""
+    """Per-model SEs of one clustering, or why it cannot be estimated; ``cov`` is the
+    clustered covariance of the scores (None when not identified)."""
 
     name: str
     axes: tuple[str, ...]
@@ -128,6 +129,7 @@ class ClusteringResult:
     se: np.ndarray
     deff: np.ndarray
     effective_n: np.ndarray
+    cov: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def inflation(self) -> np.ndarray:
@@ -135,7 +137,7 @@ class ClusteringResult:
         return np.sqrt(self.deff)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AxisCheck:
     """One identified axis: pair-level ICC, m_a, implied and direct rho, Kish check."""
 
@@ -162,9 +164,13 @@ class AxisCheck:
         return _common_medians(self.predicted, self.measured)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EdaReport:
-    """Everything :func:`format_report` prints and :func:`to_dict` writes."""
+    """Everything :func:`format_report` prints and :func:`to_dict` writes.
+
+    ``to_frame()`` is the per-model table, ``conf_int(alpha, joint, clustering)`` the
+    intervals under one clustering, ``summary()`` the printed report. ``==`` is identity.
+    """
 
     dataset: str | None
     settings: dict
@@ -185,6 +191,41 @@ class EdaReport:
         if self.main is None:
             return np.full(self.n.shape, np.nan)
         return self.clusterings[self.main].effective_n
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per model, indexed by model, best score first: n, prompts, score, se_naive, the
+        SE and inflation under every identified clustering and eff_n (:func:`model_table`,
+        on the scale of ``score``: win probabilities in [0, 1], or Elo points)."""
+        return model_table(self, scale=1.0).set_index("model")
+
+    def conf_int(self, alpha: float = 0.05, joint: bool = False,
+                 clustering: str | None = None) -> pd.DataFrame:
+        """Intervals ``lower``, ``upper`` at level 1 - ``alpha`` under ``clustering`` (default:
+        the main one, ``main``), indexed by model in the order of :meth:`to_frame`, with the
+        normal reference the report uses: ``score -/+ z se``, or with ``joint=True`` the
+        simultaneous ``score -/+ c se`` from that clustering's covariance
+        (:func:`winrate.inference.simultaneous_intervals`, seed 0)."""
+        name = clustering or self.main
+        result = self.clusterings.get(name) if name else None
+        if result is None or not result.identified:
+            identified = [r.name for r in self.clusterings.values() if r.identified]
+            raise WinrateInputError(f"clustering {name!r} has no SEs; identified: {identified}")
+        if joint:
+            low, high = simultaneous_bounds(self.score, result.cov, alpha,
+                                            keep=np.isfinite(result.se))
+        else:
+            low, high = wald_bounds(self.score, result.se, alpha)
+        return bounds_frame(self.models, low, high, self.to_frame().index)
+
+    def summary(self) -> Summary:
+        """The report as ``winrate eda`` prints it, statsmodels style, warnings numbered."""
+        return text_block("Exploratory report", [format_structure(self), format_table(self),
+                                                 format_summary(self)], self.warnings)
+
+    def __repr__(self) -> str:
+        return (f"EdaReport(dataset={self.dataset!r}, models={len(self.models)}, "
+                f"comparisons={self.structure['n_comparisons']:g}, "
+                f"clusterings={list(self.clusterings)}, main={self.main!r})")
 
 
 # --------------------------------------------------------------------------- loading
@@ -275,6 +316,7 @@ class _Run:
 
     se: np.ndarray
     deff: np.ndarray
+    cov: np.ndarray
     summaries: dict[str, AxisSummary]
     warnings: list[str]
 
@@ -313,10 +355,10 @@ def _run_analyses(log, specs, weights, correction, estimator: dict):
         for name in singles.intersection(run.axes).difference(checks):
             layout = layout or _ByModel.of(log, run)
             checks[name] = _axis_check(log, run, name, layout)
-        runs[spec] = _Run(run.se, run.deff, dict(run.axes), run.warnings)
+        runs[spec] = _Run(run.se, run.deff, run.cov, dict(run.axes), run.warnings)
     if base is None:
         run = _quiet_analyze(log, (), weights, correction, board)
-        base, runs[()] = _Base.of(run), _Run(run.se, run.deff, {}, run.warnings)
+        base, runs[()] = _Base.of(run), _Run(run.se, run.deff, run.cov, {}, run.warnings)
     return runs, checks, base
 
 
@@ -328,13 +370,13 @@ def _clustering_result(log, spec, runs: dict[tuple, _Run], n_a) -> ClusteringRes
         counts = tuple(log.axes[a].n_clusters if a in log.axes else 0 for a in spec)
         return ClusteringResult(name, spec, False, reason, counts, nan, nan, nan)
     if spec in runs:
-        se, deff = runs[spec].se, runs[spec].deff
+        se, deff, cov = runs[spec].se, runs[spec].deff, runs[spec].cov
     else:
         axis = next(r.summaries[spec[0]] for r in runs.values() if spec[0] in r.summaries)
-        se, deff = axis.se, axis.deff
+        se, deff, cov = axis.se, axis.deff, axis.cov
     counts = tuple(log.axes[a].n_clusters for a in spec)
     return ClusteringResult(name, spec, True, None, counts, se, deff,
-                            diagnostics.effective_n(n_a, deff))
+                            diagnostics.effective_n(n_a, deff), cov)
 
 
 def _axis_check(log, run: LeaderboardAnalysis, name: str, layout: _ByModel) -> AxisCheck:
@@ -531,10 +573,10 @@ def _unit(report: EdaReport) -> tuple[float, str]:
     return 100.0, "score and SEs in percent"
 
 
-def model_table(report: EdaReport) -> pd.DataFrame:
+def model_table(report: EdaReport, scale: float | None = None) -> pd.DataFrame:
     """Per model (best score first): score and SEs in percent (Elo points for
-    Bradley-Terry), inflations, effective n."""
-    factor = _unit(report)[0]
+    Bradley-Terry; times ``scale`` when given), inflations, effective n."""
+    factor = _unit(report)[0] if scale is None else scale
     table = {"model": [str(m) for m in report.models], "n": report.n,
              "prompts": report.prompts, "score": factor * report.score,
              "se_naive": factor * report.se_naive}
@@ -612,35 +654,3 @@ def format_report(report: EdaReport) -> str:
     if report.warnings:
         parts.append("Warnings\n" + "\n".join(f"  - {w}" for w in report.warnings))
     return "\n\n".join(parts)
-
-
-# --------------------------------------------------------------------------- command
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from winrate.cli import DATASET_HELP, add_estimator_arguments
-
-    parser.add_argument("--dataset", required=True, help=DATASET_HELP)
-    parser.add_argument("--models", nargs="+", metavar="MODEL",
-                        help="keep only comparisons between these models")
-    parser.add_argument("--cluster", nargs="+", metavar="SPEC", dest="clusterings",
-                        help="clusterings to report, e.g. prompt judge prompt+judge "
-                             "(default: the dataset's own set)")
-    add_estimator_arguments(parser)
-    parser.add_argument("--json", metavar="PATH", help="write the report as JSON here")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Exploratory report: how much clustering inflates each model's SE on a dataset."""
-    from winrate.cli import estimator_options
-
-    check_output_path(args.json, "--json")
-    report = explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
-                             **estimator_options(args))
-    if args.json:
-        write_json(report, args.json)
-    print(format_report(report))
-    return 0
-
-
-COMMANDS = {"eda": (add_arguments, run)}

@@ -2,8 +2,6 @@
 
 from pathlib import Path
 
-import numpy as np
-
 _SHOW_ROWS = 5
 
 
@@ -18,6 +16,8 @@ class WinrateWarning(UserWarning):
 def first_rows(mask, labels=None, limit: int = _SHOW_ROWS) -> str:
     """The first offending rows of a boolean mask for an error message: ``'3, 7, 9'``, or
     ``'3, 7, 9, 12, 20, ... (41 in total)'``. ``labels`` maps positions to row labels."""
+    import numpy as np  # here, so that importing the error types (the CLI's start) stays light
+
     where = np.flatnonzero(np.asarray(mask))
     shown = where if labels is None else np.asarray(labels)[where[:limit]]
     text = ", ".join(str(v) for v in shown[:limit])

@@ -14,11 +14,10 @@ inference, diagnostics, reports -- reads only that object:
 from __future__ import annotations
 
 from winrate import bradley_terry, leaderboard
+from winrate.constants import ESTIMATORS
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError
 from winrate.leaderboard import Leaderboard
-
-ESTIMATORS = ("winrate", "bt")
 
 
 def fit(log: ComparisonLog, model: str = "winrate", *, weights="uniform",

@@ -110,6 +110,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from winrate.constants import LOG_FORMATS as FORMATS
 from winrate.data import ComparisonLog, read_comparisons
 from winrate.datasets import natural_key
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
@@ -117,8 +118,6 @@ from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 __all__ = ["ARENA_HARD_BASELINE", "FORMATS", "STYLE_PREFIX", "clean_model_name", "find_files",
            "read_format", "read_log", "style_difference"]
 
-#: Names accepted by :func:`read_format` (and ``winrate leaderboard --format``).
-FORMATS: tuple[str, ...] = ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard")
 #: Prefix of the style feature columns.
 STYLE_PREFIX = "style_"
 _SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz")

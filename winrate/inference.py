@@ -313,7 +313,7 @@ def critical_value(alpha: float, df: float | None = None) -> float:
     return float(stats.t.ppf(1 - alpha / 2, df))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class WaldIntervals:
     """Marginal Wald intervals ``estimate +/- crit * se``.
 
@@ -348,7 +348,7 @@ def wald_intervals(estimate, cov, alpha: float = 0.05, df: float | None = None) 
 # -------------------------------------------------------------- simultaneous intervals
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SimultaneousIntervals:
     """Intervals ``estimate +/- c * se`` covering all K scores jointly with prob. 1 - alpha.
 
@@ -447,7 +447,7 @@ def _zero_pairs(V, se) -> np.ndarray:
     return se**2 <= _ZERO_VAR_RTOL * np.diag(V).max(initial=0.0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PairwiseDifferences:
     """All differences ``S_i - S_j`` over unordered pairs ``i < j`` (``np.triu_indices``).
 
@@ -535,7 +535,7 @@ def pairwise_differences(
 # ------------------------------------------------------------------------- rank sets
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RankSets:
     """Confidence sets ``{low_j, ..., high_j}`` for the rank of each model (1 = best).
 
@@ -674,7 +674,7 @@ def rank_sets(
     return RankSets(est, low, high, method, stepdown, crit, mc_se, n_steps, alpha, df, mc.n_draws)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TauBest:
     """Confidence set for the tau-best models: ``P({j: r_j <= tau} subset of selected)
     >= 1 - alpha``. ``selected`` is a boolean mask over models, ``indices`` its positions;

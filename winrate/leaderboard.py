@@ -56,7 +56,7 @@ from winrate.errors import WinrateInputError
 WEIGHT_SCHEMES = ("uniform", "count")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Leaderboard:
     """Estimates and influence of a comparison log: the seam every estimator fills.
 

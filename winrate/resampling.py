@@ -44,6 +44,7 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from winrate.bradley_terry import PairRefit, RowRefit
+from winrate.constants import VARIANCE_METHODS
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
@@ -715,7 +716,6 @@ def _warn_coarse_support(distribution: str, n_groups: int, alpha: float) -> None
 
 # ------------------------------------------------------------ method choice for reports
 
-VARIANCE_METHODS = ("auto", "sandwich", "jackknife", "bootstrap")
 WILD_MAX_CLUSTERS = 50  # one axis with at most this many clusters: wild cluster bootstrap
 WEBB_MAX_CLUSTERS = 12  # ... with Webb weights up to here, Rademacher above
 FEW_CLUSTERS = 30

@@ -57,12 +57,9 @@ import pandas as pd
 import scipy.sparse as sp
 from numba import njit
 
+from winrate.constants import CORRECTIONS, DEFAULT_CORRECTION
 from winrate.errors import WinrateInputError, WinrateWarning
 
-CORRECTIONS = ("none", "cr1", "cr2")
-#: The corrections that need no strata (CR2 needs the rows' strata; module doc).
-SCALAR_CORRECTIONS = ("none", "cr1")
-DEFAULT_CORRECTION = "cr1"
 _PSD_TOLERANCE = 1e-10
 
 

@@ -11,9 +11,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from winrate.constants import SCALAR_CORRECTIONS, SCALES
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 from winrate.inference import _check_alpha
-from winrate.variance import SCALAR_CORRECTIONS
 
 #: Below this many clusters the cluster-robust SE is biased down and its normal reference
 #: is unreliable (rule of thumb in Cameron & Miller 2015, sec. VI; clustered-se primer).
@@ -133,7 +133,6 @@ def check_correction(correction: str) -> str:
 
 #: Score scales: ``binary`` (0/1), ``unit`` (proportions in [0, 1]), ``other`` (any real
 #: number, reported on its own scale); ``auto`` infers binary or unit.
-SCALES = ("auto", "binary", "unit", "other")
 
 
 def _scale_hint(values: np.ndarray) -> str:

@@ -11,6 +11,8 @@ table (``65.5% (0.7%)``, questions, clusters, design effect) and the pairwise ta
 [--deff] [--alpha] [--power]`` gives the sample size (Miller 2024, eq. 9) or the minimum
 detectable effect (eq. 10); with ``--pilot FILE ... --models A B`` the variances are
 estimated from pilot answers (clustered with ``--cluster-col``).
+
+The parsers use only :mod:`winrate.constants`; each runner imports the statistics it needs.
 """
 
 from __future__ import annotations
@@ -22,16 +24,14 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
-
-from winrate.data import read_table
+from winrate.constants import (
+    DEFAULT_CORRECTION,
+    EVAL_FORMATS,
+    INTERVALS,
+    SCALAR_CORRECTIONS,
+    SCALES,
+)
 from winrate.errors import WinrateInputError, check_output_path, describe_os_error
-from winrate.evals._checks import SCALES
-from winrate.evals.frame import answer_matrix, evaluate, question_scores
-from winrate.evals.power import estimate_power_inputs, minimum_detectable_effect, sample_size
-from winrate.evals.report import FORMATS, pairwise_table, report_json, score_table
-from winrate.evals.summary import INTERVALS
-from winrate.variance import DEFAULT_CORRECTION, SCALAR_CORRECTIONS
 
 
 def _add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
@@ -55,6 +55,9 @@ def _add_scale_argument(parser: argparse.ArgumentParser) -> None:
 
 def _read_scores(path, args: argparse.Namespace):
     """The answer table of ``path`` as question-level scores; ids and names read as text."""
+    from winrate.data import read_table
+    from winrate.evals.frame import question_scores
+
     text = [args.question_col, args.model_col, *args.cluster_col]
     frame = read_table(path, text_cols=[c for c in text if c])
     return question_scores(frame, args.score_col, args.question_col, args.model_col,
@@ -73,7 +76,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also compare models that are adjacent in the ranking")
     parser.add_argument("--bayes", action="store_true",
                         help="add P(A > B) from the Bayesian paired model (0/1 scores)")
-    parser.add_argument("--format", choices=FORMATS, default="markdown", help="table format")
+    parser.add_argument("--format", choices=EVAL_FORMATS, default="markdown",
+                        help="table format")
     parser.add_argument("--digits", type=int, default=1, help="decimals of percentages")
     parser.add_argument("--seed", type=int, default=0, help="seed of Monte-Carlo intervals")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
@@ -87,6 +91,9 @@ def _write_json(path: Path | None, document: dict) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Score table with naive and clustered SEs, plus paired comparisons; exit code."""
+    from winrate.evals.frame import evaluate
+    from winrate.evals.report import pairwise_table, report_json, score_table
+
     check_output_path(args.json, "--json")
     if args.seed < 0:
         raise WinrateInputError(f"--seed must be a whole number >= 0, got {args.seed}")
@@ -139,9 +146,11 @@ def add_power_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write inputs and result as JSON")
 
 
-def _pilot_matrix(qs, model, questions) -> np.ndarray:
+def _pilot_matrix(qs, model, questions):
     """(n, K) answers of one pilot model on the common questions, in that order; balanced K
     (over those questions) only."""
+    from winrate.evals.frame import answer_matrix
+
     matrix = answer_matrix(qs, model, questions, min_k=1)
     if matrix is None:
         k = qs.answers.loc[questions, model]
@@ -151,6 +160,8 @@ def _pilot_matrix(qs, model, questions) -> np.ndarray:
 
 
 def _pilot_inputs(args: argparse.Namespace):
+    from winrate.evals.power import estimate_power_inputs
+
     missing = [n for n in ("score_col", "question_col", "model_col", "models")
                if getattr(args, n) is None]
     if missing:
@@ -183,6 +194,8 @@ def _power_settings(args: argparse.Namespace) -> dict:
 
 def run_power(args: argparse.Namespace) -> int:
     """Sample size or minimum detectable effect of a paired comparison; exit code."""
+    from winrate.evals.power import minimum_detectable_effect, sample_size
+
     check_output_path(args.json, "--json")
     settings = _power_settings(args)
     common = dict(settings, alpha=args.alpha, power=args.power, deff=args.deff)

@@ -32,14 +32,15 @@ from winrate.evals.summary import (
     summarize_scores,
     variance_components,
 )
-from winrate.variance import DEFAULT_CORRECTION
+from winrate.results import Summary, bounds_frame, simultaneous_bounds, text_block
+from winrate.variance import DEFAULT_CORRECTION, multiway_cluster_cov
 
 SINGLE_MODEL = "model"
 #: words in a column name that say it names models
 _MODEL_WORDS = ("model", "system", "llm", "agent", "submission", "engine")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class QuestionScores:
     """Question-level scores of one or more models.
 
@@ -64,6 +65,26 @@ class QuestionScores:
 
     def cluster_arrays(self, questions) -> dict[str, np.ndarray]:
         return {c: self.clusters.loc[questions, c].to_numpy() for c in self.clusters.columns}
+
+    def mean_covariance(self, correction: str = DEFAULT_CORRECTION) -> np.ndarray:
+        """(K, K) covariance of the models' mean scores across questions.
+
+        Question q moves model m's mean by ``u_qm = (x_qm - xbar_m) / n_m`` when m answered
+        it (0 otherwise, ``n_m`` the questions m answered); the covariance is
+        ``sum_g t_g t_g^T`` of the cluster totals ``t_g = sum_{q in g} u_q`` by the cluster
+        columns (multiway, :func:`winrate.variance.multiway_cluster_cov` with
+        ``correction``) or, without clusters, by question (``U^T U``, questions
+        independent; Miller 2024, sec. 4.2, for two models).
+        """
+        x = self.scores.to_numpy(dtype=float)
+        answered = ~np.isnan(x)
+        u = np.where(answered, (x - np.nanmean(x, axis=0)) / answered.sum(axis=0), 0.0)
+        groups = [self.clusters[c].to_numpy() for c in self.clusters.columns]
+        if not groups:
+            return u.T @ u
+        with warnings.catch_warnings():  # a PSD repair is reported per model already
+            warnings.simplefilter("ignore", WinrateWarning)
+            return multiway_cluster_cov(u, groups, correction).cov
 
 
 def _require_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
@@ -251,9 +272,14 @@ class Comparison:
     bayes: PairedBayesResult | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EvalReport:
-    """Everything ``winrate eval`` computes: settings, per-model results and comparisons."""
+    """Everything ``winrate eval`` computes: settings, per-model results and comparisons.
+
+    ``to_frame()`` is the score table, ``conf_int(alpha, joint)`` the intervals at any level
+    (recomputed from ``scores``, the question-level scores of :func:`evaluate`),
+    ``summary()`` the printed report. ``==`` is identity.
+    """
 
     score_col: str
     question_col: str
@@ -266,19 +292,103 @@ class EvalReport:
     comparisons: tuple[Comparison, ...]
     scale: str = "unit"
     warnings: tuple[str, ...] = ()
+    scores: QuestionScores | None = field(default=None, repr=False)
+    seed: int = 0
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per model, indexed by model, in the order of the score table: the raw
+        numbers of :func:`winrate.evals.report.score_records` (mean, SEs, interval, n,
+        clusters, design effect, ...)."""
+        from winrate.evals.report import score_records
+
+        return pd.DataFrame(score_records(self.models)).set_index("model")
+
+    def conf_int(self, alpha: float = 0.05, joint: bool = False) -> pd.DataFrame:
+        """Intervals ``lower``, ``upper`` of every model's mean at level 1 - ``alpha``, indexed
+        by model in the order of :meth:`to_frame`.
+
+        Marginal: the report's interval method (``interval``) at this alpha; at the
+        report's own alpha, the reported intervals. ``joint=True``: Wald-type intervals
+        ``mean -/+ c se`` covering every model together, whatever the marginal method:
+        ``c`` is the max-|T| critical value (:func:`winrate.inference.simultaneous_intervals`,
+        t(G - 1) with the fewest clusters G when clustered) of the correlation of the means
+        (:meth:`QuestionScores.mean_covariance`), scaled to each model's ``se``.
+        """
+        names = list(self.models)
+        if joint:
+            low, high = self._joint_bounds(alpha)
+        elif alpha == self.alpha:
+            low = [r.summary.ci_low for r in self.models.values()]
+            high = [r.summary.ci_high for r in self.models.values()]
+        else:
+            qs = self._question_scores()
+            with warnings.catch_warnings():  # the report carries these warnings already
+                warnings.simplefilter("ignore", WinrateWarning)
+                summaries = [model_summary(qs, m, self.correction, alpha, self.interval,
+                                           self.seed) for m in names]
+            low, high = [s.ci_low for s in summaries], [s.ci_high for s in summaries]
+        return bounds_frame(names, low, high)
+
+    def _joint_bounds(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        summaries = [r.summary for r in self.models.values()]
+        mean = np.array([s.mean for s in summaries])
+        se = np.array([s.se for s in summaries])
+        cov = self._question_scores().mean_covariance(self.correction)
+        sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        scale = np.divide(se, sd, out=np.zeros_like(se), where=sd > 0)
+        df = min((min(s.n_clusters) - 1 for s in summaries if s.n_clusters), default=None)
+        return simultaneous_bounds(mean, cov * np.outer(scale, scale), alpha, df,
+                                   seed=self.seed)
+
+    def _question_scores(self) -> QuestionScores:
+        if self.scores is None:
+            raise WinrateInputError("this report has no question scores to recompute "
+                                    "intervals from; build it with evaluate()")
+        return self.scores
+
+    def summary(self) -> Summary:
+        """The score and pairwise tables as ``winrate eval`` prints them, under the settings,
+        statsmodels style, warnings numbered."""
+        from winrate.evals.report import pairwise_table, score_table
+
+        clusters = ", ".join(self.cluster_cols) or "none (questions independent)"
+        settings = "\n".join([
+            f"scores: {self.score_col} by question {self.question_col}"
+            + (f" and model {self.model_col}" if self.model_col else "")
+            + f"; scale {self.scale}",
+            f"clusters: {clusters}; correction {self.correction}",
+            f"interval: {self.interval}, alpha {self.alpha:g}",
+        ])
+        return text_block("Eval statistics", [settings, score_table(self),
+                                              pairwise_table(self)], self.warnings)
+
+    def __repr__(self) -> str:
+        return (f"EvalReport(models={len(self.models)}, comparisons={len(self.comparisons)}, "
+                f"clusters={list(self.cluster_cols)}, interval={self.interval!r}, "
+                f"alpha={self.alpha:g})")
+
+
+def _model_name(qs: QuestionScores, model: str) -> str:
+    return f"model {model!r}" if qs.model_col else "the scores"
+
+
+def model_summary(qs: QuestionScores, model: str, correction: str, alpha: float,
+                  interval: str, seed: int) -> ScoreSummary:
+    """:func:`summarize_scores` of one model's question-level scores (the questions it
+    answered) with their cluster labels."""
+    column = qs.scores[model].dropna()
+    return summarize_scores(
+        column.to_numpy(), qs.cluster_arrays(column.index) or None, correction=correction,
+        alpha=alpha, interval=interval, seed=seed, name=_model_name(qs, model),
+    )
 
 
 def _model_result(qs, model, correction, alpha, interval, seed) -> ModelResult:
-    column = qs.scores[model].dropna()
-    clusters = qs.cluster_arrays(column.index) or None
-    name = f"model {model!r}" if qs.model_col else "the scores"
-    summary = summarize_scores(
-        column.to_numpy(), clusters, correction=correction, alpha=alpha, interval=interval,
-        seed=seed, name=name,
-    )
+    summary = model_summary(qs, model, correction, alpha, interval, seed)
     matrix = answer_matrix(qs, model)
+    clusters = qs.cluster_arrays(qs.scores[model].dropna().index) or None
     components = None if matrix is None else variance_components(
-        matrix, clusters, correction=correction, name=f"answers of {name}"
+        matrix, clusters, correction=correction, name=f"answers of {_model_name(qs, model)}"
     )
     k = qs.answers[model]
     return ModelResult(summary, float(k[k > 0].mean()), components)
@@ -337,7 +447,7 @@ def evaluate(
         score_col=qs.score_col, question_col=qs.question_col, model_col=qs.model_col,
         cluster_cols=tuple(qs.clusters.columns), correction=correction, alpha=alpha,
         interval=interval, models=results, comparisons=comparisons, scale=qs.scale,
-        warnings=merged,
+        warnings=merged, scores=qs, seed=seed,
     )
 
 

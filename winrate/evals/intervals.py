@@ -22,12 +22,12 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit, logit
 
+from winrate.constants import BINOMIAL_METHODS
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals._checks import check_alpha
 from winrate.evals._importance import importance_sample, log_gamma_logpdf, logit_beta_logpdf
 from winrate.inference import critical_value
 
-BINOMIAL_METHODS = ("wald", "wilson", "clopper-pearson", "jeffreys", "bayes")
 #: below this importance-sampling effective sample size the posterior is poorly represented
 MIN_ESS = 200
 

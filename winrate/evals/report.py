@@ -14,11 +14,11 @@ from functools import partial
 
 import pandas as pd
 
+from winrate.constants import EVAL_FORMATS as FORMATS
 from winrate.errors import WinrateInputError
 from winrate.evals.frame import Comparison, EvalReport, ModelResult
 from winrate.report import json_safe
 
-FORMATS = ("markdown", "latex", "csv")
 JSON_SCHEMA_VERSION = 1
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from winrate.constants import INTERVALS
 from winrate.diagnostics import anova_icc
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals._checks import (
@@ -31,7 +32,7 @@ from winrate.evals._checks import (
     check_cluster_counts,
     check_correction,
 )
-from winrate.evals.intervals import BINOMIAL_METHODS, binomial_interval, clustered_bayes_interval
+from winrate.evals.intervals import binomial_interval, clustered_bayes_interval
 from winrate.inference import wald_intervals
 from winrate.variance import (
     DEFAULT_CORRECTION,
@@ -43,7 +44,6 @@ from winrate.variance import (
 
 #: below this many binary questions "auto" uses the Bayes interval (Bowyer et al. 2025)
 SMALL_N = 300
-INTERVALS = ("auto", *BINOMIAL_METHODS)
 
 
 def clustered_mean_ses(values: np.ndarray, cluster_list) -> tuple[dict[str, float], bool]:

@@ -1,0 +1,63 @@
+"""Startup stays light: the parser, ``--help`` and ``--version`` load no numerical library.
+
+Checked through ``sys.modules`` in a fresh interpreter rather than by timing, so the tests
+hold on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+HEAVY = ("numpy", "pandas", "scipy", "numba", "pyarrow", "matplotlib", "tqdm")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _loaded_after(code: str) -> tuple[list[str], str]:
+    """Run ``code`` in a fresh interpreter; the heavy top-level packages it imported and
+    what it printed before."""
+    probe = (f"import sys\n{code}\n"
+             f"print('LOADED', *sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=ROOT)
+    head, _, loaded = done.stdout.rpartition("LOADED")
+    return loaded.split(), head
+
+
+def _cli(argv: list[str]) -> str:
+    return ("from winrate.cli import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit as stop:\n    assert stop.code == 0\n")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["leaderboard", "--help"],
+                                  ["eda", "--help"], ["eval", "--help"], ["power", "--help"],
+                                  ["demo", "--help"]])
+def test_help_and_version_import_no_numerical_library(argv):
+    loaded, printed = _loaded_after(_cli(argv))
+    assert loaded == []
+    assert printed.strip()
+
+
+def test_import_winrate_is_light_and_names_load_on_use():
+    loaded, _ = _loaded_after("import winrate, winrate.evals, winrate.constants")
+    assert loaded == []
+    loaded, _ = _loaded_after("import winrate\nwinrate.analyze")
+    assert {"numpy", "scipy", "numba"} <= set(loaded)
+
+
+def test_version_is_the_project_version():
+    expected = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    _, printed = _loaded_after(_cli(["--version"]))
+    assert printed.strip() == f"winrate {expected}"
+    _, printed = _loaded_after("import winrate\nprint(winrate.__version__)")
+    assert printed.strip() == expected
+
+
+def test_every_command_is_listed_in_help():
+    _, printed = _loaded_after(_cli(["--help"]))
+    for command in ("leaderboard", "demo", "eda", "eval", "power"):
+        assert command in printed

@@ -1,0 +1,41 @@
+"""The option values of winrate's estimators, variance methods, readers and eval statistics.
+
+Plain tuples in a module that imports nothing, so that the command line can offer them as
+``choices`` without loading numpy, pandas, scipy or numba (``winrate --help`` stays
+instant). The module that implements each option re-exports its tuple under its
+historical name (``winrate.variance.CORRECTIONS``, ``winrate.formats.FORMATS``, ...).
+"""
+
+#: Estimators of :func:`winrate.estimators.fit`: the half-tie win rate, Bradley-Terry.
+ESTIMATORS = ("winrate", "bt")
+#: Bradley-Terry tie models: ties as half wins, or Davidson's tie parameter.
+TIE_MODELS = ("half", "davidson")
+#: Small-sample corrections of clustered covariances: CR0, G/(G-1) per term, or CR2 (the
+#: win rate's leverage correction, which needs the rows' strata).
+CORRECTIONS = ("none", "cr1", "cr2")
+#: The corrections that need no strata (per-question eval scores have none).
+SCALAR_CORRECTIONS = ("none", "cr1")
+DEFAULT_CORRECTION = "cr1"
+#: Variance methods of :func:`winrate.analysis.analyze`; ``auto`` chooses from the design.
+VARIANCE_METHODS = ("auto", "sandwich", "jackknife", "bootstrap")
+#: Default column of each role in a comparison log.
+DEFAULT_COLUMNS = {
+    "prompt": "prompt_id",
+    "judge": "judge_id",
+    "model_a": "model_a",
+    "model_b": "model_b",
+    "outcome": "outcome",
+}
+#: Bundled datasets of :func:`winrate.datasets.load`.
+DATASET_NAMES = ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena", "alpaca_eval", "qlora",
+                 "prd")
+#: Published leaderboard formats of :func:`winrate.formats.read_log`.
+LOG_FORMATS = ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard")
+#: Score scales of :func:`winrate.evals.question_scores`.
+SCALES = ("auto", "binary", "unit", "other")
+#: Interval methods for a binomial proportion (:func:`winrate.evals.binomial_interval`).
+BINOMIAL_METHODS = ("wald", "wilson", "clopper-pearson", "jeffreys", "bayes")
+#: Interval choices of :func:`winrate.evals.summarize_scores`.
+INTERVALS = ("auto", *BINOMIAL_METHODS)
+#: Table formats of the eval-statistics reports (:mod:`winrate.evals.report`).
+EVAL_FORMATS = ("markdown", "latex", "csv")

@@ -1,0 +1,73 @@
+"""What the result objects share: interval frames, statsmodels-style text blocks.
+
+:class:`~winrate.analysis.LeaderboardAnalysis`, :class:`~winrate.eda.EdaReport` and
+:class:`~winrate.evals.frame.EvalReport` each offer ``to_frame()``, ``conf_int(alpha,
+joint)`` and ``summary()``; the pieces they have in common live here. Every interval is
+computed by :mod:`winrate.inference`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from winrate.inference import critical_value, simultaneous_intervals
+
+
+class Summary(str):
+    """A text report that shows as itself at the prompt (``result.summary()``), like
+    statsmodels' ``Summary``, and is a plain ``str`` everywhere else."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def text_block(title: str, parts, notes=()) -> Summary:
+    """``parts`` (blocks of text) under a centred ``title`` between rules, as statsmodels'
+    ``summary()`` lays them out; ``notes`` (warnings) numbered below."""
+    parts = [part for part in parts if part]
+    width = max(len(line) for part in [title, *parts] for line in part.splitlines())
+    lines = ["=" * width, title.center(width).rstrip(), "=" * width]
+    for i, part in enumerate(parts):
+        if i:
+            lines.append("-" * width)
+        lines.extend(part.splitlines())
+    lines.append("=" * width)
+    if notes:
+        lines.append("Warnings:")
+        lines.extend(f"[{i}] {note}" for i, note in enumerate(notes, 1))
+    return Summary("\n".join(lines))
+
+
+def bounds_frame(names, low, high, order=None) -> pd.DataFrame:
+    """Columns ``lower`` and ``upper`` indexed by model name (statsmodels' ``conf_int``
+    layout), rows in ``order`` (model names) when given."""
+    index = pd.Index([str(name) for name in names], name="model")
+    frame = pd.DataFrame({"lower": np.asarray(low, float), "upper": np.asarray(high, float)},
+                         index=index)
+    return frame if order is None else frame.reindex(order)
+
+
+def wald_bounds(estimate, se, alpha: float, df=None) -> tuple[np.ndarray, np.ndarray]:
+    """Marginal ``estimate -/+ q se`` with ``q`` the normal or t(df) critical value
+    (:func:`winrate.inference.critical_value`); NaN where the SE is undefined."""
+    q = critical_value(alpha, df)
+    estimate, se = np.asarray(estimate, float), np.asarray(se, float)
+    return estimate - q * se, estimate + q * se
+
+
+def simultaneous_bounds(estimate, cov, alpha: float, df=None, *, keep=None,
+                        seed=0) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals covering the ``keep`` estimates jointly (default: every finite one):
+    ``estimate -/+ c se``, ``c`` the max-|T| critical value of their covariance
+    (:func:`winrate.inference.simultaneous_intervals`); NaN for the others."""
+    estimate, cov = np.asarray(estimate, float), np.asarray(cov, float)
+    keep = np.isfinite(estimate) & (True if keep is None else np.asarray(keep, bool))
+    low, high = np.full(estimate.shape, np.nan), np.full(estimate.shape, np.nan)
+    if keep.any():
+        sim = simultaneous_intervals(estimate[keep], cov[np.ix_(keep, keep)], alpha, df,
+                                     seed=seed)
+        low[keep], high[keep] = sim.low, sim.high
+    return low, high
