@@ -24,8 +24,9 @@ from winrate.errors import (
 )
 from winrate.estimators import ESTIMATORS
 from winrate.formats import FORMATS, read_log
-from winrate.report import format_summary, format_table, leaderboard_table, write_json
+from winrate.report import format_report, leaderboard_table, write_json
 from winrate.resampling import VARIANCE_METHODS
+from winrate.tables import TABLE_FORMATS
 from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
@@ -62,7 +63,8 @@ def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"small-sample correction (default: {DEFAULT_CORRECTION})")
 
 
-def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """The comparison log: INPUT (with its --format and column names) or --dataset."""
     parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet), "
                                                  "or with --format a file or folder")
     parser.add_argument("--dataset", help=f"a bundled dataset instead of INPUT: {DATASET_HELP}")
@@ -72,6 +74,26 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--discrete", action="store_true",
                         help="alpaca_eval: win / tie / loss from the preference (AlpacaEval's "
                              "discrete_win_rate) instead of the judge's probability")
+    for role, default in DEFAULT_COLUMNS.items():
+        flag = role.replace("_", "-")
+        parser.add_argument(f"--{flag}-col", dest=f"{role}_col", default=default,
+                            help=f"column of the {role.replace('_', ' ')} (default: {default})")
+    parser.add_argument("--weight-col", default=None,
+                        help="column of frequency weights (a row stands for that many)")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """How tables are printed, and progress bars."""
+    parser.add_argument("--table-format", choices=TABLE_FORMATS, default="text",
+                        help="text (default), markdown (a pipe table) or latex (a booktabs "
+                             "tabular); the report's other lines become a comment above it")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bars on stderr for steps that take more than a few "
+                             "seconds (default: only when stderr is a terminal)")
+
+
+def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_arguments(parser)
     parser.add_argument("--cluster", default=None,
                         help="none | prompt | judge | prompt+judge | COL[+COL...] "
                              "(default: prompt+judge, or those of the two axes the log "
@@ -82,12 +104,7 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
                         help="critical values: normal, or t with G - 1 df")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--csv", metavar="PATH", help="write the ranked table here")
-    for role, default in DEFAULT_COLUMNS.items():
-        flag = role.replace("_", "-")
-        parser.add_argument(f"--{flag}-col", dest=f"{role}_col", default=default,
-                            help=f"column of the {role.replace('_', ' ')} (default: {default})")
-    parser.add_argument("--weight-col", default=None,
-                        help="column of frequency weights (a row stands for that many)")
+    add_output_arguments(parser)
     _add_inference_arguments(parser)
 
 
@@ -118,7 +135,19 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
 DEFAULT_CLUSTERING = ("prompt", "judge")
 
 
-def _load_log(args: argparse.Namespace, clustering):
+def load_log(args: argparse.Namespace, clustering) -> tuple:
+    """The log of INPUT or --dataset (with the extra axes ``clustering`` names) and the
+    loader's warnings; a progress bar shows while it loads (that can take seconds)."""
+    from winrate.progress import stage
+
+    with warnings.catch_warnings(record=True) as loading, \
+            stage(f"reading {args.dataset or args.input}"):
+        warnings.simplefilter("always", WinrateWarning)
+        log = _read_log(args, clustering)
+    return log, [str(caught.message) for caught in loading]
+
+
+def _read_log(args: argparse.Namespace, clustering):
     discrete = {"discrete": True} if getattr(args, "discrete", False) else {}
     if discrete and "alpaca_eval" not in (args.dataset, getattr(args, "format", None)):
         raise WinrateInputError("--discrete applies to --format alpaca_eval or --dataset "
@@ -167,16 +196,20 @@ def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
 
 def run_leaderboard(args: argparse.Namespace) -> int:
     """Ranked leaderboard with naive and clustered error bars."""
+    from winrate.progress import preference
+
+    with preference(args.progress):
+        return _leaderboard(args)
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
     for flag in ("json", "csv", "plot"):
         check_output_path(getattr(args, flag, None), f"--{flag}")
     joint = _joint_flags(args)
     clustering = parse_clustering(args.cluster) if args.cluster is not None else None
-    with warnings.catch_warnings(record=True) as loading:
-        warnings.simplefilter("always", WinrateWarning)
-        log = _load_log(args, clustering or ())
-    loaded = [str(caught.message) for caught in loading]
+    log, loaded = load_log(args, clustering or ())
     note = None
     if clustering is None:
         clustering, note = default_clustering(log)
@@ -186,13 +219,15 @@ def run_leaderboard(args: argparse.Namespace) -> int:
                          **estimator_options(args), **joint)
     if getattr(args, "plot", None):
         from winrate.plots import plot_leaderboard
+        from winrate.progress import stage
 
-        plot_leaderboard(result, args.plot)
+        with stage("drawing the plot"):
+            plot_leaderboard(result, args.plot)
     if args.json:
         write_json(result, args.json)
     if args.csv:
         leaderboard_table(result).to_csv(args.csv, index=False)
-    _print_report(result, loaded, [note] if note else [])
+    _print_report(result, loaded, [note] if note else [], args.table_format)
     return 0
 
 
@@ -214,11 +249,11 @@ def _joint_flags(args: argparse.Namespace) -> dict:
             "rank_method": getattr(args, "rank_method", "marginal")}
 
 
-def _print_report(result, loaded=(), notes=()) -> None:
-    """The report on stdout; on stderr, ``notes`` (e.g. the clustering chosen by default),
-    then the loader's warnings and the analysis warnings, each once."""
-    print(format_summary(result))
-    print(format_table(result))
+def _print_report(result, loaded=(), notes=(), table_format: str = "text") -> None:
+    """The report on stdout (:func:`winrate.report.format_report`); on stderr, ``notes``
+    (e.g. the clustering chosen by default), then the loader's warnings and the analysis
+    warnings, each once."""
+    print(format_report(result, table_format))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     for warning in dict.fromkeys([*loaded, *result.warnings]):
