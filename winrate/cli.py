@@ -30,7 +30,7 @@ from winrate.tables import TABLE_FORMATS
 from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
-_COMMAND_MODULES = ("winrate.evals.cli", "winrate.eda")
+_COMMAND_MODULES = ("winrate.evals.cli", "winrate.eda", "winrate.examples")
 
 
 DATASET_HELP = " | ".join(DATASET_NAMES)

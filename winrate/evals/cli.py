@@ -189,7 +189,10 @@ def _power_settings(args: argparse.Namespace) -> dict:
 def run_power(args: argparse.Namespace) -> int:
     """Sample size or minimum detectable effect of a paired comparison; exit code."""
     check_output_path(args.json, "--json")
-    settings = _power_settings(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        settings = _power_settings(args)
+    print_warnings(caught)
     common = dict(settings, alpha=args.alpha, power=args.power, deff=args.deff)
     if args.delta is not None:
         n = sample_size(args.delta, **common)
