@@ -252,3 +252,37 @@ def test_bars_wait_before_they_appear(monkeypatch):
     for _ in progress.bar(range(3), desc="quick loop", progress=True):
         pass
     assert "quick" not in "".join(shown)
+
+
+# --------------------------------------------------------------------------- winrate example
+
+
+def test_example_files_are_deterministic_and_shaped_as_the_readme_says(tmp_path, capsys):
+    first, second = tmp_path / "a", tmp_path / "b"
+    out = _stdout(capsys, "example", first)
+    _stdout(capsys, "example", second)
+    for name in ("example.csv", "scores.csv", "pilot.csv"):
+        assert (first / name).read_bytes() == (second / name).read_bytes()
+        assert f"wrote {first / name}: " in out
+    comparisons = pd.read_csv(first / "example.csv")
+    assert list(comparisons.columns) == ["prompt_id", "judge_id", "model_a", "model_b",
+                                         "outcome"]
+    assert (comparisons.nunique()[["prompt_id", "judge_id"]] == [120, 30]).all()
+    scores = pd.read_csv(first / "scores.csv")
+    assert scores.groupby("model").size().to_dict() == {f"model-{m}": 400 for m in "abc"}
+    assert set(scores["correct"]) == {0, 1}
+    assert scores.groupby("src")["category"].nunique().max() == 1  # subjects nest in categories
+    assert scores.groupby("question_id")[["src", "category"]].nunique().max().max() == 1
+    pilot = pd.read_csv(first / "pilot.csv")
+    assert (pilot.groupby(["m", "q"]).size() == 4).all() and set(pilot["m"]) == {"A", "B"}
+    assert pilot.groupby("q")["topic"].nunique().max() == 1
+
+
+def test_example_does_not_overwrite_other_files_without_force(tmp_path, capsys):
+    (tmp_path / "scores.csv").write_text("mine\n")
+    assert main(["example", str(tmp_path)]) == 2
+    assert "scores.csv already exist(s) with other content" in capsys.readouterr().err
+    assert (tmp_path / "scores.csv").read_text() == "mine\n"
+    assert not (tmp_path / "example.csv").exists()  # nothing written
+    assert main(["example", str(tmp_path), "--force"]) == 0
+    assert (tmp_path / "scores.csv").read_text().startswith("question_id,")

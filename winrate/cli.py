@@ -267,8 +267,11 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     """MMLU-Pro leaderboard clustered by question (a simulated log if the data is absent)."""
+    from winrate.progress import stage
+
     try:
-        log = read_dataset("mmlu_pro", download=False, progress=False)
+        with stage("reading mmlu_pro"):
+            log = read_dataset("mmlu_pro", download=False, progress=False)
     except (DataUnavailableError, DownloadError) as error:
         print(f"MMLU-Pro data not found ({error.__class__.__name__}); set WINRATE_DATA to "
               "the data directory to run the real demo. Showing a simulated log instead.\n")

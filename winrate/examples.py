@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from winrate.errors import WinrateInputError
-
 WORKED_SEED = 7
 _SCORES_SEED = 11
 _PILOT_SEED = 13
@@ -107,6 +105,8 @@ EXAMPLES = {"example.csv": _comparisons, "scores.csv": _scores, "pilot.csv": _pi
 def write_examples(folder=".", force: bool = False) -> dict[Path, str]:
     """Write every example file into ``folder`` (created if missing); returns each path
     with its description. A different file already there is an error unless ``force``."""
+    from winrate.errors import WinrateInputError
+
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise WinrateInputError(f"{folder} is not a folder")

@@ -194,8 +194,10 @@ def caption(analysis: LeaderboardAnalysis, joint) -> str:
     note = analysis.method_note or analysis.method
     crit = joint.simultaneous_critical_value
     sim = "" if crit is None else f" (critical value {crit:.3f})"
-    return (f"{format_count(analysis.n_comparisons)} comparisons; clustered by "
-            f"{' + '.join(analysis.settings['cluster'])}. Variance: {note}. Bars: {level}% "
+    clusters = " + ".join(analysis.clustering)
+    return (f"{format_count(analysis.n_comparisons)} comparisons; "
+            f"{f'clustered by {clusters}' if clusters else 'not clustered'}. Variance: "
+            f"{note}. Bars: {level}% "
             f"naive (rows independent), clustered and simultaneous{sim} intervals; rank sets "
             f"{joint.ranks.method}, 1 = best.")
 
