@@ -19,7 +19,7 @@ SPECIAL_NAME = r"a_b & c% $d #e ~f ^g \h {i}"
 
 
 def test_latex_escape_oracle_on_every_special_character():
-    # written out by hand from the LaTeX Companion's table of text-mode specials
+    # written out by hand, one special character at a time
     expected = (r"a\_b \& c\% \$d \#e \textasciitilde{}f \textasciicircum{}g "
                 r"\textbackslash{}h \{i\}")
     assert latex_escape(SPECIAL_NAME) == expected

@@ -7,11 +7,13 @@ cell through one escaping function per format, so a model named ``a_b & c~d`` or
 * Markdown (GFM pipe tables): a cell is one line (line breaks become spaces), with ``\\``
   and ``|`` backslash-escaped (a bare ``|`` would split the cell; CommonMark reads ``\\\\``
   as one backslash and GFM's table rows read ``\\|`` as a pipe inside a cell).
-* LaTeX (``tabular`` with booktabs rules, ``\\usepackage{booktabs}``): the ten special
-  characters ``# $ % & _ { } ~ ^ \\`` in text mode, ``\\`` as ``\\textbackslash{}``, ``~`` as
-  ``\\textasciitilde{}`` and ``^`` as ``\\textasciicircum{}`` (the LaTeX Companion, 2nd ed.,
-  table 7.31; plain ``\\~{}`` and ``\\^{}`` are accent commands), the others with a
-  backslash. The translation is one pass over the characters, so nothing is escaped twice.
+* LaTeX (``tabular`` with booktabs rules, ``\\usepackage{booktabs}``): the ten characters
+  LaTeX reserves, ``# $ % & _ { } ~ ^ \\`` (Lamport, "LaTeX: A Document Preparation
+  System", 2nd ed.), in text mode: ``\\`` as ``\\textbackslash{}`` (``\\\\`` would be a line
+  break), ``~`` as ``\\textasciitilde{}`` and ``^`` as ``\\textasciicircum{}`` (``\\~{}`` and
+  ``\\^{}`` are accent commands; all three are in Pakin's "Comprehensive LaTeX Symbol
+  List"), the other seven with a backslash. The translation is one pass over the
+  characters, so nothing is escaped twice.
 
 :func:`comment_block` carries the report around a table (clustering, method, notes) as a
 comment of the format, so the output pastes into a document as the table alone.
