@@ -7,8 +7,14 @@
   is replaced by ``paper/numbers.json[KEY]``, the numbers ``make paper`` generates.
 
 So every real-data number the README shows comes from a command or a generated file, and a
-rerun leaves README.md unchanged when nothing changed. The worked example writes a
-simulated log (fixed seed) to a temporary folder and runs there.
+rerun leaves README.md unchanged when nothing changed. Every example runs in a temporary
+folder holding the example inputs of ``winrate example`` (simulated, fixed seeds), so the
+README's commands run as written there.
+
+:func:`command_blocks` reads the command blocks back out of the README (every fenced block
+whose first line is ``$ COMMAND``) and :func:`mismatch` compares what a command prints with
+what the README shows (``...`` stands for lines left out); ``tests/test_readme.py`` runs
+every block that way.
 
 Usage: ``python scripts/readme_examples.py [--check]`` (needs the data: ``WINRATE_DATA``;
 run ``make paper`` first for the numbers). ``--check`` exits 1 if README.md is stale.
@@ -22,9 +28,13 @@ import io
 import json
 import os
 import re
+import shlex
+import subprocess
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from winrate.cli import main as winrate_main
@@ -32,7 +42,6 @@ from winrate.cli import main as winrate_main
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 NUMBERS = ROOT / "paper" / "numbers.json"
-WORKED_SEED = 7
 
 
 def run(argv: list[str]) -> list[str]:
@@ -57,51 +66,126 @@ def trim_table(lines: list[str], head: int = 6, tail: int = 3) -> list[str]:
     return lines[:start + 1] + rows[:head] + ["..."] + rows[-tail:] + lines[stop:]
 
 
-def command(argv: list[str], lines: int | None = None, trim: bool = False) -> str:
-    shown = run(argv)
+def output(line: str) -> list[str]:
+    """What one command line prints on stdout: ``winrate ...`` in this process, anything
+    else (``head``) through the system's shell."""
+    argv = shlex.split(line, comments=True)
+    if argv[0] == "winrate":
+        return run(argv[1:])
+    return subprocess.run(line, shell=True, check=True, capture_output=True,
+                          text=True).stdout.splitlines()
+
+
+def command(line: str, lines: int | None = None, trim: bool = False) -> str:
+    """``$ line`` and its output: all of it, its first ``lines``, or the EDA table trimmed."""
+    shown = output(line)
     shown = trim_table(shown) if trim else shown
     if lines is not None:
         shown = [*shown[:lines], "..."]
-    return "\n".join(["$ winrate " + " ".join(argv), *shown])
+    return "\n".join(["$ " + line, *shown])
 
 
-def worked_example() -> str:
-    """``head -5 example.csv`` and the leaderboard of a simulated crossed log."""
-    from winrate.simulate import SimulationDesign, simulate_comparisons
+def in_example_folder(make: Callable[[], str]) -> str:
+    """``make()`` run in a temporary folder that holds the example inputs."""
+    from winrate.examples import write_examples
 
-    design = SimulationDesign(n_models=5, n_prompts=120, n_judges=30)
-    frame = simulate_comparisons(design, seed=WORKED_SEED).frame()
+    previous = Path.cwd()
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "example.csv"
-        frame.to_csv(path, index=False)
-        head = path.read_text().splitlines()[:5]
-        previous = Path.cwd()
+        write_examples(folder)
         os.chdir(folder)
         try:
-            board = command(["leaderboard", "example.csv", "--cluster", "prompt+judge",
-                             "--json", "example.json"])
+            return make()
         finally:
             os.chdir(previous)
-    return "\n".join([f"$ head -5 example.csv          # simulated: {design.n_models} models, "
-                      f"{design.n_prompts} prompts, {design.n_judges} judges", *head, "",
-                      board])
 
+
+def session(*lines: str) -> Callable[[], str]:
+    """An example of several commands, run one after the other in the example folder."""
+    return lambda: in_example_folder(lambda: "\n\n".join(map(command, lines)))
+
+
+EVAL = ("winrate eval scores.csv --score-col correct --question-col question_id --model-col "
+        "model --cluster-col src --cluster-col category --paired model-a model-b --json out.json")
+POWER_PILOT = ("winrate power --n 1000 --pilot pilot.csv --score-col s --question-col q "
+               "--model-col m --models A B --cluster-col topic")
 
 EXAMPLES = {
-    "worked": worked_example,
-    "demo-mmlu": lambda: command(["leaderboard", "--dataset", "mmlu_pro", "--cluster",
-                                  "prompt"], lines=9),
-    "eda-mmlu": lambda: command(["eda", "--dataset", "mmlu_pro"], trim=True),
-    "eda-llmfao": lambda: command(["eda", "--dataset", "llmfao"], trim=True),
-    "eda-pandalm": lambda: command(["eda", "--dataset", "pandalm"], trim=True),
-    "arena-bt": lambda: command(["leaderboard", "--dataset", "chatbot_arena", "--model", "bt",
-                                 "--cluster", "none", "--ranks", "--seed", "0"], lines=16),
-    "qlora-bt": lambda: command(["leaderboard", "--dataset", "qlora", "--model", "bt",
-                                 "--cluster", "prompt", "--ranks", "--seed", "0"]),
-    "alpaca-baseline": lambda: command(["leaderboard", "--dataset", "alpaca_eval",
-                                        "--baseline", "gpt4_1106_preview", "--cluster",
-                                        "prompt"], lines=12),
+    "worked": session("winrate example",
+                      "head -5 example.csv          # simulated: 5 models, 120 prompts, 30 judges",
+                      "winrate leaderboard example.csv --cluster prompt+judge "
+                      "--json example.json"),
+    "demo-mmlu": lambda: command("winrate leaderboard --dataset mmlu_pro --cluster prompt",
+                                 lines=9),
+    "eda-mmlu": lambda: command("winrate eda --dataset mmlu_pro", trim=True),
+    "eda-llmfao": lambda: command("winrate eda --dataset llmfao", trim=True),
+    "eda-pandalm": lambda: command("winrate eda --dataset pandalm", trim=True),
+    "arena-bt": lambda: command("winrate leaderboard --dataset chatbot_arena --model bt "
+                                "--cluster none --ranks --seed 0", lines=16),
+    "qlora-bt": lambda: command("winrate leaderboard --dataset qlora --model bt --cluster prompt "
+                                "--ranks --seed 0"),
+    "alpaca-baseline": lambda: command("winrate leaderboard --dataset alpaca_eval --baseline "
+                                       "gpt4_1106_preview --cluster prompt", lines=12),
+    "pandalm-jackknife": session("winrate leaderboard --dataset pandalm --method jackknife "
+                                 "--simultaneous --ranks --plot pandalm.png"),
+    "eval": session(EVAL, "winrate power --delta 0.03 --omega2 0.1111",
+                    "winrate power --n 198 --omega2 0.1111 --sigma2-a 0.1667 --sigma2-b 0.1667 "
+                    "--k-a 10 --k-b 10", POWER_PILOT),
 }
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``$ line`` of a README block and the output shown under it."""
+
+    line: str
+    shown: tuple[str, ...]
+
+
+def command_blocks(text: str) -> list[list[Command]]:
+    """The README's command blocks: fenced blocks whose first line starts with ``$ ``; a
+    line ending in a backslash continues on the next one."""
+    blocks = []
+    for body in re.findall(r"^```\n(\$ .*?)^```$", text, re.S | re.M):
+        commands: list[tuple[str, list[str]]] = []
+        lines = body.splitlines()
+        while lines:
+            line = lines.pop(0)
+            if not line.startswith("$ "):
+                commands[-1][1].append(line)
+                continue
+            while line.endswith("\\"):
+                line = line[:-1] + " " + lines.pop(0).strip()
+            commands.append((line[2:].strip(), []))
+        blocks.append([Command(line, tuple("\n".join(shown).rstrip().splitlines()))
+                       for line, shown in commands])
+    return blocks
+
+
+def mismatch(shown, actual: list[str]) -> str | None:
+    """Why the ``actual`` output does not show as ``shown`` (None if it does). ``...`` in
+    ``shown`` stands for any number of left-out lines; the runs between them must appear in
+    ``actual`` in order, line for line (trailing white space aside), the first at its start
+    and, unless ``shown`` ends in ``...``, the last at its end."""
+    actual = [line.rstrip() for line in actual]
+    runs: list[list[str]] = [[]]
+    for line in shown:
+        if line.strip() == "...":
+            runs.append([])
+        else:
+            runs[-1].append(line.rstrip())
+    at = 0
+    for i, part in enumerate(runs):
+        if not part:
+            continue
+        end = len(actual) - len(part)
+        starts = [s for s in range(at, end + 1)
+                  if (i > 0 or s == 0) and (i < len(runs) - 1 or s == end)]
+        found = next((s for s in starts if actual[s:s + len(part)] == part), None)
+        if found is None:
+            return (f"the README shows {part} but the command prints "
+                    f"{actual[at:at + len(part) + 2]}")
+        at = found + len(part)
+    return None
 
 
 def render_examples(text: str) -> str:

@@ -9,11 +9,20 @@ import numpy as np
 import pytest
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from winrate.analysis import analyze
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.inference import critical_value
-from winrate.plots import forest_plot, leaderboard_figure, plot_leaderboard, rank_plot
+from winrate.plots import (
+    DPI,
+    FONT_SIZE,
+    column_blocks,
+    forest_plot,
+    leaderboard_figure,
+    plot_leaderboard,
+    rank_plot,
+)
 from winrate.simulate import SimulationDesign, simulate_comparisons
 
 
@@ -70,8 +79,50 @@ def test_figure_computes_missing_joint_inference_and_writes_png(tmp_path):
         warnings.simplefilter("ignore", WinrateWarning)
         plain = analyze(sim.log, "prompt")
     fig = leaderboard_figure(plain)
-    assert len(fig.axes) == 2 and "sandwich" in fig._suptitle.get_text()
+    assert len(fig.axes) == 2 and fig._suptitle.get_text() == "Win rates of 4 models"
+    captions = [t.get_text() for t in fig.texts if t is not fig._suptitle]
+    assert len(captions) == 1 and "Variance: sandwich" in captions[0]
     path = plot_leaderboard(plain, tmp_path / "lb.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(WinrateInputError, match="not found"):
         plot_leaderboard(plain, tmp_path / "missing" / "lb.png")
+
+
+def _visible_texts(fig):
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+def test_150_models_fit_a_bounded_figure_in_columns_with_readable_labels():
+    """150 models: three columns of 50, the saved PNG (figure inches x DPI, no tight bbox)
+    bounded in size, every text at least 8 pt, each model labelled once in rank order, and
+    no two labels of a column overlapping (rows at least as tall as the labels)."""
+    sim = simulate_comparisons(SimulationDesign(n_models=150, n_prompts=60, n_judges=5), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        big = analyze(sim.log, "prompt", simultaneous=True, ranks=True, n_draws=1000)
+    fig = leaderboard_figure(big)
+    assert column_blocks(150) == [slice(0, 50), slice(50, 100), slice(100, 150)]
+    width, height = fig.get_size_inches() * DPI
+    assert height <= 1600 and width <= 2600  # pixels (the old layout: 1430 x 5317 at 129)
+    fig.canvas.draw()
+    texts = _visible_texts(fig)
+    assert min(t.get_fontsize() for t in texts) >= FONT_SIZE == 8
+    forests = fig.axes[::2]
+    labels = [[t.get_text() for t in ax.get_yticklabels()] for ax in forests]
+    order = np.argsort(-big.scores, kind="stable")
+    assert sum(labels, []) == [str(m) for m in big.models[order]]
+    renderer = fig.canvas.get_renderer()
+    for ax in forests:
+        boxes = sorted((t.get_window_extent(renderer) for t in ax.get_yticklabels()),
+                       key=lambda box: box.y0)
+        assert all(low.y1 <= high.y0 + 0.5 for low, high in zip(boxes, boxes[1:], strict=False))
+    assert len({ax.get_xlim() for ax in forests}) == 1  # one score scale for all columns
+
+
+def test_column_blocks_are_balanced_and_cover_every_rank():
+    for n in (1, 5, 50, 51, 129, 150, 301):
+        blocks = column_blocks(n)
+        sizes = [b.stop - b.start for b in blocks]
+        assert sum(sizes) == n and max(sizes) <= 50 and blocks[0].start == 0
+        assert all(a.stop == b.start for a, b in zip(blocks, blocks[1:], strict=False))
+        assert max(sizes) - min(sizes) <= len(blocks)  # equal but for the last

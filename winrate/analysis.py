@@ -28,6 +28,7 @@ from winrate.inference import (
     wald_intervals,
 )
 from winrate.leaderboard import Leaderboard, degenerate_pair_cov
+from winrate.progress import stage
 from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
 from winrate.results import Summary, bounds_frame, simultaneous_bounds, text_block, wald_bounds
 from winrate.variance import (
@@ -236,12 +237,14 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
                     simultaneous: bool = False, ranks: bool = False, pairwise: bool = False,
                     rank_method: str = "marginal", n_draws: int = DEFAULT_DRAWS, seed=0,
                     choice: VarianceChoice | None = None,
-                    estimable: np.ndarray | None = None) -> JointInference:
+                    estimable: np.ndarray | None = None,
+                    progress: bool | None = None) -> JointInference:
     """Simultaneous intervals, rank sets and pairwise differences over the scored models.
 
     Models outside ``estimable`` (no SE) are left out of the joint computations; each of
     them could rank anywhere, so its rank set is every rank and every other model's upper
-    rank bound grows by their number.
+    rank bound grows by their number. Each step that runs for seconds shows a progress bar
+    (:func:`winrate.progress.stage`; ``progress`` as there).
     """
     keep = ~np.isnan(scores) & (True if estimable is None else estimable)
     est, V = scores[keep], cov[np.ix_(keep, keep)]
@@ -251,16 +254,19 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
         crit, low, high = (choice.wild.simultaneous_critical_value, choice.wild.sim_low,
                            choice.wild.sim_high)
     elif simultaneous:
-        sim = simultaneous_intervals(est, V, alpha, df, **mc)
+        with stage("simultaneous intervals", progress):
+            sim = simultaneous_intervals(est, V, alpha, df, **mc)
         crit, low, high = sim.critical_value, _expand(sim.low, keep), _expand(sim.high, keep)
     rank_low = rank_high = None
     if ranks:
-        rank = rank_sets(est, V, alpha, df, method=rank_method, **mc)
+        with stage("rank sets", progress):
+            rank = rank_sets(est, V, alpha, df, method=rank_method, **mc)
         unknown = ~np.isnan(scores) & ~keep
         rank_low, rank_high = _expand(rank.low, keep), _expand(rank.high + unknown.sum(), keep)
         rank_low[unknown], rank_high[unknown] = 1, (~np.isnan(scores)).sum()
     if pairwise:
-        pairs = pairwise_differences(est, V, alpha, df, **mc)
+        with stage("pairwise differences", progress):
+            pairs = pairwise_differences(est, V, alpha, df, **mc)
     return JointInference(crit, low, high, rank, pairs, keep, rank_low, rank_high)
 
 
@@ -554,7 +560,8 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     ``method_note`` says which and why. ``simultaneous``, ``ranks`` and ``pairwise`` add
     :class:`JointInference` (Monte-Carlo critical values with ``n_draws`` draws and
     ``seed``). ``board``: a :func:`winrate.estimators.fit` of this log with these options,
-    to analyse one fit under several clusterings without refitting.
+    to analyse one fit under several clusterings without refitting. ``progress``: progress bars
+    for the bootstrap and the joint inference (:mod:`winrate.progress`; None: on a terminal).
     """
     if method not in VARIANCE_METHODS:
         raise WinrateInputError(f"method must be one of {VARIANCE_METHODS}, got {method!r}")
@@ -641,7 +648,7 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
         joint = joint_inference(board.scores, cov, alpha, df, simultaneous=simultaneous,
                                 ranks=ranks, pairwise=pairwise, rank_method=rank_method,
                                 n_draws=n_draws, seed=seed, choice=choice,
-                                estimable=~np.isnan(intervals.se))
+                                estimable=~np.isnan(intervals.se), progress=progress)
     return LeaderboardAnalysis(
         leaderboard=board, clustering=clustering, cov=cov, cov_naive=cov_naive,
         intervals=intervals, deff=np.where(np.isnan(intervals.se), np.nan,

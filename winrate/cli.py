@@ -22,6 +22,7 @@ from winrate.constants import (
     DEFAULT_CORRECTION,
     ESTIMATORS,
     LOG_FORMATS,
+    TABLE_FORMATS,
     TIE_MODELS,
     VARIANCE_METHODS,
 )
@@ -33,7 +34,7 @@ from winrate.errors import (
 )
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
-_COMMAND_MODULES = ("winrate.evals.cli",)
+_COMMAND_MODULES = ("winrate.evals.cli", "winrate.examples")
 
 
 DATASET_HELP = " | ".join(DATASET_NAMES)
@@ -68,7 +69,8 @@ def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
                              "rate on thin designs under auto)")
 
 
-def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """The comparison log: INPUT (with its --format and column names) or --dataset."""
     parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet), "
                                                  "or with --format a file or folder")
     parser.add_argument("--dataset", help=f"a bundled dataset instead of INPUT: {DATASET_HELP}")
@@ -78,6 +80,26 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--discrete", action="store_true",
                         help="alpaca_eval: win / tie / loss from the preference (AlpacaEval's "
                              "discrete_win_rate) instead of the judge's probability")
+    for role, default in DEFAULT_COLUMNS.items():
+        flag = role.replace("_", "-")
+        parser.add_argument(f"--{flag}-col", dest=f"{role}_col", default=default,
+                            help=f"column of the {role.replace('_', ' ')} (default: {default})")
+    parser.add_argument("--weight-col", default=None,
+                        help="column of frequency weights (a row stands for that many)")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """How tables are printed, and progress bars."""
+    parser.add_argument("--table-format", choices=TABLE_FORMATS, default="text",
+                        help="text (default), markdown (a pipe table) or latex (a booktabs "
+                             "tabular); the report's other lines become a comment above it")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bars on stderr for steps that take more than a few "
+                             "seconds (default: only when stderr is a terminal)")
+
+
+def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_arguments(parser)
     parser.add_argument("--cluster", default=None,
                         help="none | prompt | judge | prompt+judge | COL[+COL...] "
                              "(default: prompt+judge, or those of the two axes the log "
@@ -89,12 +111,7 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
                              "method's; auto picks t(G - 1) below 50 clusters)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--csv", metavar="PATH", help="write the ranked table here")
-    for role, default in DEFAULT_COLUMNS.items():
-        flag = role.replace("_", "-")
-        parser.add_argument(f"--{flag}-col", dest=f"{role}_col", default=default,
-                            help=f"column of the {role.replace('_', ' ')} (default: {default})")
-    parser.add_argument("--weight-col", default=None,
-                        help="column of frequency weights (a row stands for that many)")
+    add_output_arguments(parser)
     _add_inference_arguments(parser)
 
 
@@ -126,7 +143,19 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
 DEFAULT_CLUSTERING = ("prompt", "judge")
 
 
-def _load_log(args: argparse.Namespace, clustering):
+def load_log(args: argparse.Namespace, clustering) -> tuple:
+    """The log of INPUT or --dataset (with the extra axes ``clustering`` names) and the
+    loader's warnings; a progress bar shows while it loads (that can take seconds)."""
+    from winrate.progress import stage
+
+    with warnings.catch_warnings(record=True) as loading, \
+            stage(f"reading {args.dataset or args.input}"):
+        warnings.simplefilter("always", WinrateWarning)
+        log = _read_log(args, clustering)
+    return log, [str(caught.message) for caught in loading]
+
+
+def _read_log(args: argparse.Namespace, clustering):
     from winrate.data import read_comparisons, read_dataset
     from winrate.formats import read_log
 
@@ -180,6 +209,13 @@ def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
 
 def run_leaderboard(args: argparse.Namespace) -> int:
     """Ranked leaderboard with naive and clustered error bars."""
+    from winrate.progress import preference
+
+    with preference(args.progress):
+        return _leaderboard(args)
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
     from winrate.analysis import analyze, parse_clustering
     from winrate.report import leaderboard_table, write_json
 
@@ -189,10 +225,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         check_output_path(getattr(args, flag, None), f"--{flag}")
     joint = _joint_flags(args)
     clustering = parse_clustering(args.cluster) if args.cluster is not None else None
-    with warnings.catch_warnings(record=True) as loading:
-        warnings.simplefilter("always", WinrateWarning)
-        log = _load_log(args, clustering or ())
-    loaded = [str(caught.message) for caught in loading]
+    log, loaded = load_log(args, clustering or ())
     note = None
     if clustering is None:
         clustering, note = default_clustering(log)
@@ -202,13 +235,15 @@ def run_leaderboard(args: argparse.Namespace) -> int:
                          **estimator_options(args), **joint)
     if getattr(args, "plot", None):
         from winrate.plots import plot_leaderboard
+        from winrate.progress import stage
 
-        plot_leaderboard(result, args.plot)
+        with stage("drawing the plot"):
+            plot_leaderboard(result, args.plot)
     if args.json:
         write_json(result, args.json)
     if args.csv:
         leaderboard_table(result).to_csv(args.csv, index=False)
-    _print_report(result, loaded, [note] if note else [])
+    _print_report(result, loaded, [note] if note else [], args.table_format)
     return 0
 
 
@@ -230,13 +265,13 @@ def _joint_flags(args: argparse.Namespace) -> dict:
             "rank_method": getattr(args, "rank_method", "marginal")}
 
 
-def _print_report(result, loaded=(), notes=()) -> None:
-    """The report on stdout; on stderr, ``notes`` (e.g. the clustering chosen by default),
-    then the loader's warnings and the analysis warnings, each once."""
-    from winrate.report import format_summary, format_table
+def _print_report(result, loaded=(), notes=(), table_format: str = "text") -> None:
+    """The report on stdout (:func:`winrate.report.format_report`); on stderr, ``notes``
+    (e.g. the clustering chosen by default), then the loader's warnings and the analysis
+    warnings, each once."""
+    from winrate.report import format_report
 
-    print(format_summary(result))
-    print(format_table(result))
+    print(format_report(result, table_format))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     for warning in dict.fromkeys([*loaded, *result.warnings]):
@@ -253,9 +288,11 @@ def run_demo(args: argparse.Namespace) -> int:
     from winrate.analysis import analyze
     from winrate.data import read_dataset
     from winrate.download import DataUnavailableError, DownloadError
+    from winrate.progress import stage
 
     try:
-        log = read_dataset("mmlu_pro", download=False, progress=False)
+        with stage("reading mmlu_pro"):
+            log = read_dataset("mmlu_pro", download=False, progress=False)
     except (DataUnavailableError, DownloadError) as error:
         print(f"MMLU-Pro data not found ({error.__class__.__name__}); set WINRATE_DATA to "
               "the data directory to run the real demo. Showing a simulated log instead.\n")
@@ -288,26 +325,30 @@ def _simulated_demo(seed: int) -> int:
 
 
 def add_eda_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, help=DATASET_HELP)
+    add_input_arguments(parser)
     parser.add_argument("--models", nargs="+", metavar="MODEL",
-                        help="keep only comparisons between these models")
+                        help="--dataset: keep only comparisons between these models")
     parser.add_argument("--cluster", nargs="+", metavar="SPEC", dest="clusterings",
                         help="clusterings to report, e.g. prompt judge prompt+judge "
-                             "(default: the dataset's own set)")
+                             "(default: the dataset's own set; for a file prompt judge "
+                             "prompt+judge)")
     add_estimator_arguments(parser)
     parser.add_argument("--json", metavar="PATH", help="write the report as JSON here")
+    add_output_arguments(parser)
 
 
 def run_eda(args: argparse.Namespace) -> int:
-    """Exploratory report: how much clustering inflates each model's SE on a dataset."""
-    from winrate.eda import explore_dataset, format_report, write_json
+    """Exploratory report: how much clustering inflates each model's SE, for a comparison
+    log (INPUT) or a bundled dataset."""
+    from winrate.eda import explore_input, format_report, write_json
+    from winrate.progress import preference
 
     check_output_path(args.json, "--json")
-    report = explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
-                             **estimator_options(args))
+    with preference(args.progress):
+        report = explore_input(args)
     if args.json:
         write_json(report, args.json)
-    print(format_report(report))
+    print(format_report(report, args.table_format))
     return 0
 
 

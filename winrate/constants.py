@@ -37,5 +37,8 @@ SCALES = ("auto", "binary", "unit", "other")
 BINOMIAL_METHODS = ("wald", "wilson", "clopper-pearson", "jeffreys", "bayes")
 #: Interval choices of :func:`winrate.evals.summarize_scores`.
 INTERVALS = ("auto", *BINOMIAL_METHODS)
-#: Table formats of the eval-statistics reports (:mod:`winrate.evals.report`).
-EVAL_FORMATS = ("markdown", "latex", "csv")
+#: Printed table formats (:mod:`winrate.tables`): aligned text, a Markdown pipe table, or
+#: a LaTeX booktabs tabular.
+TABLE_FORMATS = ("text", "markdown", "latex")
+#: Table formats of the eval-statistics reports (:mod:`winrate.evals.report`): also raw CSV.
+EVAL_FORMATS = (*TABLE_FORMATS, "csv")

@@ -102,6 +102,7 @@ from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
 from winrate.report import defined_median, json_safe
 from winrate.results import Summary, bounds_frame, simultaneous_bounds, text_block, wald_bounds
+from winrate.tables import comment_block, render_table
 from winrate.variance import DEFAULT_CORRECTION
 
 SCHEMA = "winrate.eda/1"
@@ -470,7 +471,9 @@ def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaRe
 
     The loader's warnings (e.g. unparseable verdicts dropped) join the report's warnings.
     """
-    with warnings.catch_warnings(record=True) as caught:
+    from winrate.progress import stage
+
+    with warnings.catch_warnings(record=True) as caught, stage(f"reading {name}"):
         warnings.simplefilter("always", WinrateWarning)
         log = read_dataset(name, models=models, progress=False)
     loaded = tuple(str(w.message) for w in caught if issubclass(w.category, WinrateWarning))
@@ -588,23 +591,35 @@ def model_table(report: EdaReport, scale: float | None = None) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def format_table(report: EdaReport) -> str:
+def model_cells(report: EdaReport) -> tuple[list[str], list[list[str]], list[int]]:
+    """Header, rows (best score first) and minimum text widths of the per-model table."""
     frame = model_table(report)
-    width = max(5, frame["model"].str.len().max())
     cols = [c for c in frame.columns if c != "model"]
-    heads = {c: c.replace("se_", "SE ").replace("infl_", "x ") for c in cols}
-    sizes = {c: max(len(heads[c]), 7 if c.startswith(("se", "score")) else 9) for c in cols}
-    head = f"{'model':<{width}}  " + "  ".join(f"{heads[c]:>{sizes[c]}}" for c in cols)
     spec = {"n": ",.0f", "prompts": ",.0f", "eff_n": ",.0f"}
-    lines = [head]
+    header = ["model", *(c.replace("se_", "SE ").replace("infl_", "x ") for c in cols)]
+    rows = []
     for row in frame.itertuples(index=False):  # one line per model
         values = dict(zip(frame.columns, row, strict=True))
-        lines.append(f"{values['model']:<{width}}  " + "  ".join(
-            f"{_fmt(values[c], spec.get(c, '.2f')):>{sizes[c]}}" for c in cols))
-    note = (f"{_unit(report)[1]}; 'x AXIS' = SE inflation SE_AXIS / SE_naive; "
+        rows.append([values["model"], *(_fmt(values[c], spec.get(c, ".2f")) for c in cols)])
+    widths = [5, *(7 if c.startswith(("se", "score")) else 9 for c in cols)]
+    return header, rows, widths
+
+
+def _table_note(report: EdaReport) -> str:
+    return (f"{_unit(report)[1]}; 'x AXIS' = SE inflation SE_AXIS / SE_naive; "
             + (f"eff_n = n / DEFF of {report.main}" if report.main else
                "eff_n undefined: no clustering is identified"))
-    return "\n".join(lines + [note])
+
+
+def format_table(report: EdaReport, table_format: str = "text") -> str:
+    """The per-model table (:func:`model_cells`) in ``table_format``
+    (:func:`winrate.tables.render_table`) and the line that explains its columns (a comment
+    of the format in Markdown and LaTeX)."""
+    header, rows, widths = model_cells(report)
+    table = render_table(header, rows, table_format, "l" + "r" * (len(header) - 1), widths)
+    if table_format == "text":
+        return table + "\n" + _table_note(report)
+    return table + "\n\n" + comment_block(_table_note(report), table_format)
 
 
 def format_summary(report: EdaReport) -> str:
@@ -648,9 +663,32 @@ def _effective_n_line(report: EdaReport) -> str:
             f"{_fmt(defined_median(eff / prompts))}){tail}")
 
 
-def format_report(report: EdaReport) -> str:
-    """Structure, per-model table, summary and warnings, as printed by ``winrate eda``."""
-    parts = [format_structure(report), format_table(report), format_summary(report)]
+def format_report(report: EdaReport, table_format: str = "text") -> str:
+    """Structure, per-model table, summary and warnings, as printed by ``winrate eda``. For
+    Markdown or LaTeX the table is in that format and the text around it a comment of it
+    (:func:`winrate.tables.comment_block`), so the output pastes as the table alone."""
+    after = [format_summary(report)]
     if report.warnings:
-        parts.append("Warnings\n" + "\n".join(f"  - {w}" for w in report.warnings))
-    return "\n\n".join(parts)
+        after.append("Warnings\n" + "\n".join(f"  - {w}" for w in report.warnings))
+    table = format_table(report, table_format)
+    if table_format == "text":
+        return "\n\n".join([format_structure(report), table, *after])
+    return "\n\n".join([comment_block(format_structure(report), table_format), table,
+                         comment_block("\n\n".join(after), table_format)])
+
+
+def explore_input(args) -> EdaReport:
+    """:func:`explore_dataset` of --dataset, or :func:`explore` of the INPUT log."""
+    from winrate.cli import estimator_options, load_log
+
+    options = estimator_options(args)
+    if args.dataset and not args.input:
+        return explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
+                               **options)
+    if args.models:
+        raise WinrateInputError("--models selects models of a --dataset; for a file, keep "
+                                "the rows of those models in the file")
+    specs = args.clusterings or DEFAULT_CLUSTERINGS
+    axes = tuple(dict.fromkeys(axis for spec in specs for axis in parse_clustering(spec)))
+    log, loaded = load_log(args, axes)
+    return explore(log, specs, notes=tuple(loaded), **options)

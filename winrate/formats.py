@@ -108,12 +108,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from winrate.constants import LOG_FORMATS as FORMATS
 from winrate.data import ComparisonLog, read_comparisons
 from winrate.datasets import natural_key
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.progress import bar
 
 __all__ = ["ARENA_HARD_BASELINE", "FORMATS", "STYLE_PREFIX", "clean_model_name", "find_files",
            "read_format", "read_log", "style_difference"]
@@ -201,8 +201,9 @@ def clean_model_name(raw: str) -> str:
 
 
 def _progress(files: Sequence[Path], name: str):
-    """The files with a progress bar on a terminal (reading many files takes seconds)."""
-    return tqdm(files, desc=f"reading {name}", unit="file", leave=False, disable=None)
+    """The files with a progress bar (reading many files takes seconds;
+    :func:`winrate.progress.bar`)."""
+    return bar(files, desc=f"reading {name}", unit="file")
 
 
 def _read_records(path: Path) -> tuple[list[dict], np.ndarray, str]:

@@ -80,6 +80,7 @@ import numpy as np
 import pandas as pd
 
 from winrate.analysis import LeaderboardAnalysis
+from winrate.tables import comment_block, render_table
 
 SCHEMA = "winrate.leaderboard/1"
 _FRACTIONAL = " (a sum of fractional frequency weights)"
@@ -184,67 +185,107 @@ def display_unit(analysis: LeaderboardAnalysis) -> tuple[float, int, int]:
     return (1.0, 7, 1) if analysis.settings.get("scale") == "elo" else (100.0, 6, 2)
 
 
-def format_table(analysis: LeaderboardAnalysis) -> str:
-    """Plain-text leaderboard: win rates and SEs in percentage points, ratings in Elo points."""
+def leaderboard_cells(analysis: LeaderboardAnalysis,
+                      padded: bool = True) -> tuple[list[str], list[list[str]]]:
+    """Header and rows (best score first) of the printed leaderboard: win rates and SEs in
+    percentage points, ratings in Elo points. ``padded``: each cell at its column's width in
+    the text table; else bare, for Markdown and LaTeX."""
     table = leaderboard_table(analysis)
     scale, num, decimals = display_unit(analysis)
     level = round(100 * (1 - analysis.intervals.alpha))
-    width = max(5, table["model"].str.len().max())
+
+    def pad(width: int) -> int:
+        return width if padded else 0
 
     def cell(value: float, size: int = num) -> str:
-        return format_number(value, f"{size}.{decimals}f", scale)
+        return format_number(value, f"{pad(size)}.{decimals}f", scale)
 
-    lines = [
-        f"{'#':>3}  {'model':<{width}}  {'score':>{num}}  "
-        f"{'SE naive':>8}  {'SE':>{num}}  {f'{level}% CI':>{2 * num + 4}}  {'infl.':>5}  "
-        f"{'G*':>7}  {'n':>9}"
-    ]
+    model = pad(max(5, table["model"].str.len().max()))
+    interval = pad(2 * num + 4)
+    header = [f"{'#':>{pad(3)}}", f"{'model':<{model}}", f"{'score':>{pad(num)}}",
+              f"{'SE naive':>{pad(8)}}", f"{'SE':>{pad(num)}}", f"{f'{level}% CI':>{interval}}",
+              f"{'infl.':>{pad(5)}}", f"{'G*':>{pad(7)}}", f"{'n':>{pad(9)}}"]
+    if "sim_low" in table:
+        header.append(f"{f'{level}% simult.':>{interval}}")
+    if "rank_low" in table:
+        header.append(f"{'rank set':>{pad(8)}}")
+    rows = []
     for row in table.itertuples():
-        lines.append(
-            f"{row.rank:>3}  {row.model:<{width}}  {cell(row.score)}  {cell(row.se_naive, 8)}  "
-            f"{cell(row.se)}  [{cell(row.ci_low)}, {cell(row.ci_high)}]  "
-            f"{format_number(row.inflation, '5.2f')}  "
-            f"{format_number(row.effective_clusters, '7.1f')}  "
-            f"{format_count(row.n):>9}" + _joint_cells(row, cell)
-        )
-    text = ("\n".join(lines[:1]) + _joint_header(table, level, num) + "\n"
-            + "\n".join(lines[1:]))
-    if not np.isfinite(table["inflation"]).all():
-        text += ("\n'-' = undefined: a model that is not estimable (see the warnings) has no "
-                 "SE, interval or inflation")
-    return text + format_coefficients(analysis)
+        cells = [f"{row.rank:>{pad(3)}}", f"{row.model:<{model}}", cell(row.score),
+                 cell(row.se_naive, 8), cell(row.se), f"[{cell(row.ci_low)}, {cell(row.ci_high)}]",
+                 format_number(row.inflation, f"{pad(5)}.2f"),
+                 format_number(row.effective_clusters, f"{pad(7)}.1f"),
+                 f"{format_count(row.n):>{pad(9)}}"]
+        if hasattr(row, "sim_low"):
+            cells.append(f"[{cell(row.sim_low)}, {cell(row.sim_high)}]")
+        if hasattr(row, "rank_low"):
+            ranks = "" if np.isnan(row.rank_low) else f"{row.rank_low:.0f}-{row.rank_high:.0f}"
+            cells.append(f"{ranks:>{pad(8)}}")
+        rows.append(cells)
+    return header, rows
+
+
+_UNDEFINED = ("'-' = undefined: a model that is not estimable (see the warnings) has no SE, "
+              "interval or inflation")
+
+
+def _undefined_note(analysis: LeaderboardAnalysis) -> list[str]:
+    return [] if np.isfinite(inflation(analysis)).all() else [_UNDEFINED]
+
+
+def _lines(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Padded cells two spaces apart, one line per row."""
+    return ["  ".join(cells) for cells in [header, *rows]]
+
+
+def format_table(analysis: LeaderboardAnalysis) -> str:
+    """Plain-text leaderboard: win rates and SEs in percentage points, ratings in Elo points."""
+    lines = _lines(*leaderboard_cells(analysis)) + _undefined_note(analysis)
+    return "\n".join(lines) + format_coefficients(analysis)
+
+
+def coefficient_cells(analysis: LeaderboardAnalysis,
+                      padded: bool = True) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the style covariates / tie parameter table (no rows if none)."""
+    coef = analysis.coefficients
+    names = () if coef is None else coef.names
+    level = round(100 * (1 - analysis.intervals.alpha))
+
+    def pad(width: int) -> int:
+        return width if padded else 0
+
+    def cell(values, i: int, size: int) -> str:
+        return format_number(values[i], f"{pad(size)}.4f")
+
+    width = pad(max([len("coefficient"), *(len(n) for n in names)]))
+    header = [f"{'coefficient':<{width}}", f"{'estimate':>{pad(9)}}", f"{'SE naive':>{pad(8)}}",
+              f"{'SE':>{pad(8)}}", f"{f'{level}% CI':>{pad(22)}}"]
+    rows = [[f"{name:<{width}}", cell(coef.estimate, i, 9), cell(coef.se_naive, i, 8),
+             cell(coef.se, i, 8), f"[{cell(coef.low, i, 9)}, {cell(coef.high, i, 9)}]"]
+            for i, name in enumerate(names)]
+    return header, rows
 
 
 def format_coefficients(analysis: LeaderboardAnalysis) -> str:
     """Style covariates / tie parameter with clustered and naive SEs (empty if none)."""
-    coef = analysis.coefficients
-    if coef is None:
-        return ""
-    level = round(100 * (1 - analysis.intervals.alpha))
-    width = max(len("coefficient"), *(len(n) for n in coef.names))
-    lines = ["", f"{'coefficient':<{width}}  {'estimate':>9}  {'SE naive':>8}  {'SE':>8}  "
-             f"{f'{level}% CI':>22}"]
-    for i, name in enumerate(coef.names):
-        lines.append(
-            f"{name:<{width}}  {format_number(coef.estimate[i], '9.4f')}  "
-            f"{format_number(coef.se_naive[i], '8.4f')}  {format_number(coef.se[i], '8.4f')}  "
-            f"[{format_number(coef.low[i], '9.4f')}, {format_number(coef.high[i], '9.4f')}]")
-    return "\n".join(lines)
+    header, rows = coefficient_cells(analysis)
+    return "\n".join(["", *_lines(header, rows)]) if rows else ""
 
 
-def _joint_header(table: pd.DataFrame, level: int, num: int) -> str:
-    head = f"  {f'{level}% simult.':>{2 * num + 4}}" if "sim_low" in table else ""
-    return head + (f"  {'rank set':>8}" if "rank_low" in table else "")
-
-
-def _joint_cells(row, cell) -> str:
-    cells = ""
-    if hasattr(row, "sim_low"):
-        cells += f"  [{cell(row.sim_low)}, {cell(row.sim_high)}]"
-    if hasattr(row, "rank_low"):
-        ranks = "" if np.isnan(row.rank_low) else f"{row.rank_low:.0f}-{row.rank_high:.0f}"
-        cells += f"  {ranks:>8}"
-    return cells
+def format_report(analysis: LeaderboardAnalysis, table_format: str = "text") -> str:
+    """What ``winrate leaderboard`` prints on stdout: plain text (the summary, then the
+    table), or for a paper a Markdown or LaTeX table (:mod:`winrate.tables`) with the summary
+    and notes as a comment above it; the coefficient table (if any) follows."""
+    if table_format == "text":
+        return format_summary(analysis) + "\n" + format_table(analysis)
+    header, rows = leaderboard_cells(analysis, padded=False)
+    notes = "\n".join([format_summary(analysis), *_undefined_note(analysis)])
+    parts = [comment_block(notes, table_format),
+             render_table(header, rows, table_format, "rl" + "r" * (len(header) - 2))]
+    coef_header, coef_rows = coefficient_cells(analysis, padded=False)
+    if coef_rows:
+        parts.append(render_table(coef_header, coef_rows, table_format))
+    return "\n\n".join(parts)
 
 
 def format_summary(analysis: LeaderboardAnalysis) -> str:

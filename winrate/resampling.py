@@ -41,7 +41,6 @@ from itertools import product
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm.auto import tqdm
 
 from winrate.bradley_terry import PairRefit, RowRefit
 from winrate.constants import VARIANCE_METHODS
@@ -50,6 +49,7 @@ from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
 from winrate.inference import _check_alpha, _quantile_with_se
 from winrate.leaderboard import Leaderboard
+from winrate.progress import bar
 from winrate.variance import (
     DEFAULT_CORRECTION,
     group_codes,
@@ -514,8 +514,8 @@ def _run_bootstrap(scorer: ProductWeightScorer, draw, reps: int, k: int, method:
     """(reps, K) replicate scores, ``draw(b)`` giving each block's per-axis weights."""
     out = np.empty((reps, k))
     block = min(reps, _block_size(scorer.n_cells))
-    for start in tqdm(range(0, reps, block), desc=f"{method} bootstrap", unit="block",
-                      disable=None if progress is None else not progress, leave=False):
+    for start in bar(range(0, reps, block), desc=f"{method} bootstrap", unit="block",
+                     progress=progress):
         b = min(block, reps - start)
         out[start:start + b] = scorer.scores(draw(b))
     return out
@@ -682,8 +682,8 @@ def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) 
     # so does a shift below 1e-10 of the largest sample SE
     tiny = 1e-20 * max(float(factor * (t_g**2).sum(axis=0).max(initial=0.0)), 1e-300)
     block = _block_size(max(centred.shape[1], k) * 4)
-    for start in tqdm(range(0, n_draws, block), desc="wild bootstrap", unit="block",
-                      disable=None if progress is None else not progress, leave=False):
+    for start in bar(range(0, n_draws, block), desc="wild bootstrap", unit="block",
+                     progress=progress):
         vb = v[start:start + block]
         shift = np.asarray(vb @ centred) / counts_p  # (b, P) dpsi*
         delta = vb @ t_g  # (b, K)

@@ -4,8 +4,9 @@ The dispatcher :mod:`winrate.cli` imports :data:`COMMANDS`; ``python -m winrate.
 runs the same commands standalone.
 
 ``winrate eval FILE --score-col S --question-col Q [--model-col M] [--cluster-col C ...]
-[--correction none|cr1] [--paired A B ...] [--neighbours] [--json PATH]`` prints the score
-table (``65.5% (0.7%)``, questions, clusters, design effect) and the pairwise table.
+[--correction none|cr1] [--paired A B ...] [--neighbours] [--table-format
+text|markdown|latex|csv] [--json PATH]`` prints the score table (``65.5% (0.7%)``,
+questions, clusters, design effect; best score first) and the pairwise table.
 
 ``winrate power (--delta D | --n N) --omega2 W [--sigma2-a] [--sigma2-b] [--k-a] [--k-b]
 [--deff] [--alpha] [--power]`` gives the sample size (Miller 2024, eq. 9) or the minimum
@@ -76,8 +77,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also compare models that are adjacent in the ranking")
     parser.add_argument("--bayes", action="store_true",
                         help="add P(A > B) from the Bayesian paired model (0/1 scores)")
-    parser.add_argument("--format", choices=EVAL_FORMATS, default="markdown",
-                        help="table format")
+    parser.add_argument("--table-format", choices=EVAL_FORMATS, default="markdown",
+                        help="how the tables are printed: text (aligned columns), markdown "
+                             "(default), latex (booktabs tabular) or csv (raw numbers)")
+    parser.add_argument("--format", choices=EVAL_FORMATS, dest="table_format",
+                        help=argparse.SUPPRESS)  # the former name of --table-format
     parser.add_argument("--digits", type=int, default=1, help="decimals of percentages")
     parser.add_argument("--seed", type=int, default=0, help="seed of Monte-Carlo intervals")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
@@ -103,8 +107,8 @@ def run_eval(args: argparse.Namespace) -> int:
                           alpha=args.alpha, interval=args.interval,
                           pairs=[tuple(p) for p in args.paired], neighbours=args.neighbours,
                           bayes=args.bayes, seed=args.seed)
-    print(score_table(report, args.format, args.digits), end="")
-    pairs = pairwise_table(report, args.format, args.digits)
+    print(score_table(report, args.table_format, args.digits), end="")
+    pairs = pairwise_table(report, args.table_format, args.digits)
     if pairs:
         print("\n" + pairs, end="")
     _write_json(args.json, report_json(report))
@@ -197,7 +201,10 @@ def run_power(args: argparse.Namespace) -> int:
     from winrate.evals.power import minimum_detectable_effect, sample_size
 
     check_output_path(args.json, "--json")
-    settings = _power_settings(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        settings = _power_settings(args)
+    print_warnings(caught)
     common = dict(settings, alpha=args.alpha, power=args.power, deff=args.deff)
     if args.delta is not None:
         n = sample_size(args.delta, **common)

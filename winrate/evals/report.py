@@ -1,4 +1,5 @@
-"""Tables in the style of Miller (2024, tables 2-5) as markdown, LaTeX or CSV, and JSON.
+"""Tables in the style of Miller (2024, tables 2-5) as aligned text, markdown, LaTeX or CSV,
+and JSON.
 
 The score table reads ``65.5% (0.7%)``: the mean with its SE in parentheses, next to the
 number of questions and clusters. The pairwise table gives the difference with its paired
@@ -18,6 +19,7 @@ from winrate.constants import EVAL_FORMATS as FORMATS
 from winrate.errors import WinrateInputError
 from winrate.evals.frame import Comparison, EvalReport, ModelResult
 from winrate.report import json_safe
+from winrate.tables import render_table
 
 JSON_SCHEMA_VERSION = 1
 
@@ -107,15 +109,9 @@ def pairwise_records(comparisons: Sequence[Comparison]) -> list[dict]:
     return [_flatten(comparison_record(c)) for c in comparisons]
 
 
-def _escape_latex(text: str) -> str:
-    for char in ("\\", "&", "%", "#", "_", "$"):
-        text = text.replace(char, "\\" + char)
-    return text
-
-
 def render(rows: list[dict], fmt: str) -> str:
-    """Render rows (dicts; a key missing from a row shows as ``-``) as a markdown, LaTeX
-    (tabular) or CSV table."""
+    """Render rows (dicts; a key missing from a row shows as ``-``) as an aligned text,
+    markdown, LaTeX (tabular) or CSV table (:func:`winrate.tables.render_table`)."""
     if fmt not in FORMATS:
         raise WinrateInputError(f"format must be one of {FORMATS}, got {fmt!r}")
     if fmt == "csv":
@@ -124,21 +120,23 @@ def render(rows: list[dict], fmt: str) -> str:
         return ""
     header = list(dict.fromkeys(key for row in rows for key in row))
     cells = [[str(r.get(h, "-")) for h in header] for r in rows]
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        return "\n".join(lines + ["| " + " | ".join(c) + " |" for c in cells]) + "\n"
-    body = [" & ".join(_escape_latex(x) for x in c) + r" \\" for c in cells]
-    return "\n".join([
-        r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
-        " & ".join(_escape_latex(h) for h in header) + r" \\", r"\midrule", *body,
-        r"\bottomrule", r"\end{tabular}",
-    ]) + "\n"
+    return render_table(header, cells, fmt) + "\n"
+
+
+def by_score(models: Mapping[str, ModelResult]) -> dict[str, ModelResult]:
+    """The models best mean first (stable on ties; an undefined mean last)."""
+    def key(name: str) -> float:
+        mean = models[name].summary.mean
+        return -mean if mean is not None and math.isfinite(mean) else math.inf
+
+    return {name: models[name] for name in sorted(models, key=key)}
 
 
 def score_table(report: EvalReport, fmt: str = "markdown", digits: int = 1) -> str:
-    """The per-model score table of a report."""
-    rows = (score_records(report.models) if fmt == "csv"
-            else score_rows(report.models, digits, report.scale))
+    """The per-model score table of a report, best mean first."""
+    models = by_score(report.models)
+    rows = (score_records(models) if fmt == "csv"
+            else score_rows(models, digits, report.scale))
     return render(rows, fmt)
 
 
