@@ -64,7 +64,7 @@ from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.inference import critical_value, simultaneous_intervals
 from winrate.leaderboard import fit
-from winrate.method_choice import SMALL_AXIS, choose
+from winrate.method_choice import LARGE_AXIS, choose
 from winrate.resampling import cluster_bootstrap, multiway_jackknife_cov, wild_cluster_bootstrap
 from winrate.simulate import SimulationDesign, simulate_comparisons
 from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
@@ -414,12 +414,12 @@ def summarise(per_rep: pd.DataFrame) -> pd.DataFrame:
 
 def auto_method(n_prompts: int, n_judges: int, design: SimulationDesign = DESIGN) -> str:
     """The grid method that ``method="auto"`` (:func:`winrate.method_choice.choose`) runs in
-    a prompts x judges cell of this design: the pigeonhole bootstrap when both axes have
-    fewer than ``SMALL_AXIS`` clusters, else the two-way CR1 sandwich with t(G_min - 1)
-    (normal from ``SMALL_AXIS`` clusters). The design's pairs hold ~20 comparisons per
-    prompt over 25 allowed pairs, so from 100 prompts the median pair is far above
-    ``THIN_PAIR`` and CR2 never applies (checked). ``tests/test_coverage.py`` checks on a cell of
-    each kind that analyze's auto intervals are exactly this method's."""
+    a prompts x judges cell of this design: the pigeonhole bootstrap or the two-way CR1
+    sandwich with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters). The design's pairs
+    hold ~20 comparisons per prompt over 25 allowed pairs, so from 100 prompts the median
+    pair is far above ``THIN_PAIR`` and CR2 never applies (checked).
+    ``tests/test_coverage.py`` checks on a cell of each kind that analyze's auto intervals
+    are exactly this method's."""
     allowed = design.n_models * (design.n_models - 1) / 2 * (1 - design.missing_pair_share)
     pair_size = design.comparisons_per_prompt * n_prompts / allowed
     choice = choose(("prompt", "judge"), [n_prompts, n_judges], "winrate", pair_size)
@@ -428,7 +428,7 @@ def auto_method(n_prompts: int, n_judges: int, design: SimulationDesign = DESIGN
     if choice.correction != "cr1":
         raise ValueError(f"auto picks {choice.correction} at {n_prompts} x {n_judges}: no "
                          "grid method is that")
-    return "twoway_t" if min(n_prompts, n_judges) < SMALL_AXIS else "twoway"
+    return "twoway_t" if min(n_prompts, n_judges) < LARGE_AXIS else "twoway"
 
 
 def with_auto(table: pd.DataFrame) -> pd.DataFrame:
@@ -573,11 +573,22 @@ def save_figure(fig, path: Path) -> None:
         fig.savefig(path, dpi=130, metadata={"Software": None})
 
 
-def run_designs(out: Path, reps: int, workers: int, quick: bool = False) -> None:
-    """The design cells: per-cell table (CSV), report (markdown) and figure."""
+def run_designs(out: Path, reps: int, workers: int, quick: bool = False,
+                kinds: tuple[str, ...] = ()) -> None:
+    """The design cells: per-cell table (CSV), report (markdown) and figure. ``kinds``
+    reruns only the cells of those kinds and keeps the others' committed rows (every cell
+    has its own seeds, so this equals a full rerun)."""
     cells = design_cells()[:2] if quick else design_cells()
+    if kinds:
+        cells = [c for c in cells if c.kind in kinds]
     start = time.time()
     table = summarise_designs(run_design_study(cells, reps, workers))
+    if kinds:
+        kept = pd.read_csv(out / "coverage_designs.csv")
+        order = {c.label: i for i, c in enumerate(design_cells())}
+        table = pd.concat([kept[~kept["kind"].isin(kinds)], table], ignore_index=True)
+        table = table.sort_values("cell", key=lambda c: c.map(order), kind="stable",
+                                  ignore_index=True)
     table.to_csv(out / "coverage_designs.csv", index=False, float_format="%.4f")
     (out / "coverage_designs.md").write_text(designs_markdown(table, reps))
     designs_figure(table, out / "coverage_designs.png")
@@ -630,6 +641,9 @@ def main(argv=None) -> None:
     parser.add_argument("--part", choices=("all", "grid", "designs"), default="all",
                         help="the prompts x judges grid, the design cells, or both")
     parser.add_argument("--design-reps", type=int, default=400)
+    parser.add_argument("--kinds", nargs="+", default=(),
+                        help="rerun only these kinds of design cells (thin, 'strong judges', "
+                             "'both orders'), keeping the others")
     args = parser.parse_args(argv)
     if args.replot:
         figure(pd.read_csv(Path(args.out) / "coverage.csv"), Path(args.out) / "coverage.png")
@@ -640,7 +654,8 @@ def main(argv=None) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.part in ("all", "designs"):
-        run_designs(out, 10 if args.quick else args.design_reps, args.workers, args.quick)
+        run_designs(out, 10 if args.quick else args.design_reps, args.workers, args.quick,
+                    tuple(args.kinds))
     if args.part == "designs":
         return
     start = time.time()

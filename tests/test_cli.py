@@ -175,7 +175,8 @@ def test_printed_bt_table_and_json_equal_statsmodels(tmp_path, capsys):
     path, out = tmp_path / "bt.csv", tmp_path / "bt.json"
     frame.to_csv(path, index=False)
     assert main(["leaderboard", str(path), "--model", "bt", "--cluster", "prompt",
-                 "--covariates", "length", "--ranks", "--json", str(out)]) == 0
+                 "--covariates", "length", "--ranks", "--json", str(out),
+                 "--method", "sandwich"]) == 0
     printed = capsys.readouterr().out
     oracle = _statsmodels_bt(frame)
     z = norm.ppf(0.975)
@@ -197,7 +198,7 @@ def test_printed_bt_table_and_json_equal_statsmodels(tmp_path, capsys):
 
     rows = re.findall(rf"^\s*(\d)\s+(m\d)\s+({_NUMBER})\s+({_NUMBER})\s+({_NUMBER})\s+"
                       rf"\[\s*({_NUMBER}),\s+({_NUMBER})\]\s+({_NUMBER})\s+({_NUMBER})\s+"
-                      rf"(\d)-(\d)$", printed, re.M)
+                      rf"({_NUMBER})\s+(\d)-(\d)$", printed, re.M)
     assert [int(r[0]) for r in rows] == [1, 2, 3, 4]
     for _, model, *cells, rank_low, rank_high in rows:
         i = int(model[1:])
@@ -205,9 +206,10 @@ def test_printed_bt_table_and_json_equal_statsmodels(tmp_path, capsys):
         expected = [est, naive, se, est - z * se, est + z * se]
         np.testing.assert_allclose([float(c) for c in cells[:5]], expected, atol=0.051)
         assert float(cells[5]) == pytest.approx(se / naive, abs=0.0051)
-        assert int(cells[6].replace(",", "")) == (frame[["model_a", "model_b"]] == model).sum(
-            axis=None)
         j = doc["models"].index(model)
+        assert float(cells[6]) == pytest.approx(doc["effective_clusters"][j], abs=0.051)
+        assert int(cells[7].replace(",", "")) == (frame[["model_a", "model_b"]] == model).sum(
+            axis=None)
         assert (int(rank_low), int(rank_high)) == (doc["rank_low"][j], doc["rank_high"][j])
     assert [r[1] for r in rows] == [f"m{i}" for i in np.argsort(-oracle["estimate"][:4])]
     line = re.search(rf"^length\s+({_NUMBER})\s+({_NUMBER})\s+({_NUMBER})\s+"

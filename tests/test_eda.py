@@ -292,7 +292,7 @@ def test_estimator_options_report_what_analyze_reports(frame, options):
     report = _explore(log, ("prompt", "judge", "prompt+judge"), **options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        runs = {spec: analyze(log, cluster=spec, **options)
+        runs = {spec: analyze(log, cluster=spec, method="sandwich", **options)
                 for spec in ("prompt", "judge", "prompt+judge")}
     first = runs["prompt"]
     assert list(map(str, report.models)) == list(map(str, first.models))

@@ -14,7 +14,13 @@ from winrate.analysis import analyze
 from winrate.diagnostics import effective_clusters
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.leaderboard import fit
-from winrate.method_choice import SMALL_AXIS, THIN_PAIR, choose, median_pair_size
+from winrate.method_choice import (
+    MIN_BOOTSTRAP_AXIS,
+    SMALL_AXIS,
+    THIN_PAIR,
+    choose,
+    median_pair_size,
+)
 from winrate.simulate import SimulationDesign, simulate_comparisons
 from winrate.variance import cluster_cov, group_meat, multiway_cluster_cov
 
@@ -136,8 +142,10 @@ def test_cr2_needs_strata_and_bradley_terry_gets_a_clear_error():
 
 def test_choose_follows_the_documented_rule():
     assert choose((), [], "winrate", 100).method == "sandwich"
-    both_small = choose(("prompt", "judge"), [30, 30], "winrate", 100)
+    both_small = choose(("prompt", "judge"), [60, 30], "winrate", 100)
     assert (both_small.method, both_small.reference) == ("bootstrap", "normal")
+    few_judges = choose(("prompt", "judge"), [60, MIN_BOOTSTRAP_AXIS - 1], "winrate", 100)
+    assert (few_judges.method, few_judges.reference) == ("sandwich", "t")
     big = choose(("prompt", "judge"), [SMALL_AXIS, 30], "winrate", 100)
     assert (big.method, big.correction, big.reference) == ("sandwich", "cr1", "t")
     thin = choose(("prompt",), [300], "winrate", THIN_PAIR - 1)
@@ -172,10 +180,10 @@ def test_auto_uses_t_below_50_clusters_and_normal_above():
 
 
 def test_auto_picks_the_pigeonhole_bootstrap_when_every_axis_is_small():
-    sim = simulate_comparisons(SimulationDesign(n_prompts=20, n_judges=8), seed=3)
+    sim = simulate_comparisons(SimulationDesign(n_prompts=20, n_judges=12), seed=3)
     run = quiet(sim.log, bootstrap_reps=49)
     assert run.method == "pigeonhole bootstrap"
-    assert "fewer than 50 clusters" in run.method_note
+    assert f"fewer than {SMALL_AXIS} clusters" in run.method_note
 
 
 def test_explicit_choices_override_auto():

@@ -22,7 +22,7 @@ from winrate.examples import write_examples
 #: Model names with every character that is special in LaTeX or Markdown tables.
 SPECIAL = {"model-00": "a_b & c", "model-01": "x|y", "model-02": r"back\slash {b}",
            "model-03": "50% $ #1", "model-04": "t~i^lde"}
-LEADERBOARD_HEADER = ["#", "model", "score", "SE naive", "SE", "95% CI", "infl.", "n",
+LEADERBOARD_HEADER = ["#", "model", "score", "SE naive", "SE", "95% CI", "infl.", "G*", "n",
                       "95% simult.", "rank set"]
 
 
@@ -62,14 +62,15 @@ def test_leaderboard_markdown_reads_back_to_the_json_numbers(leaderboard_outputs
     order = np.argsort(-np.array(doc["score"]), kind="stable")
     assert [r[1] for r in rows[1:]] == [doc["models"][i] for i in order]  # names intact
     for rank, (row, i) in enumerate(zip(rows[1:], order, strict=True), start=1):
-        ci, sim = numbers(row[5]), numbers(row[8])
+        ci, sim = numbers(row[5]), numbers(row[9])
         shown = [float(row[0]), float(row[2]), float(row[3]), float(row[4]), *ci,
-                 float(row[6]), float(row[7]), *sim]
+                 float(row[6]), float(row[8]), *sim]
         expected = [rank, 100 * doc["score"][i], 100 * doc["se_naive"][i], 100 * doc["se"][i],
                     100 * doc["ci_low"][i], 100 * doc["ci_high"][i], doc["inflation"][i],
                     doc["n"][i], 100 * doc["sim_low"][i], 100 * doc["sim_high"][i]]
         np.testing.assert_allclose(shown, expected, atol=0.005 + 1e-9)  # printed to 2 places
-        assert row[9] == f"{doc['rank_low'][i]}-{doc['rank_high'][i]}"
+        assert float(row[7]) == pytest.approx(doc["effective_clusters"][i], abs=0.05 + 1e-9)
+        assert row[10] == f"{doc['rank_low'][i]}-{doc['rank_high'][i]}"
 
 
 def test_leaderboard_markdown_latex_and_text_show_the_same_cells(leaderboard_outputs):
