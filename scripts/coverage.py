@@ -412,12 +412,14 @@ def summarise(per_rep: pd.DataFrame) -> pd.DataFrame:
     return table[cols].reset_index(drop=True)
 
 
-def auto_method(n_prompts: int, n_judges: int, design: SimulationDesign = DESIGN) -> str:
+def auto_method(n_prompts: int, n_judges: int, design: SimulationDesign = DESIGN) -> str | None:
     """The grid method that ``method="auto"`` (:func:`winrate.method_choice.choose`) runs in
     a prompts x judges cell of this design: the pigeonhole bootstrap or the two-way CR1
     sandwich with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters). The design's pairs
-    hold ~20 comparisons per prompt over 25 allowed pairs, so from 100 prompts the median
-    pair is far above ``THIN_PAIR`` and CR2 never applies (checked).
+    hold ~20 comparisons per prompt over 25 allowed pairs, so from 30 prompts the median
+    pair is above ``THIN_PAIR``; at 10 prompts with fewer than 10 judges auto runs CR2
+    with t(G - 1), which the grid does not simulate: None (those cells get no auto row;
+    they are cells where auto's output says no method reaches nominal coverage).
     ``tests/test_coverage.py`` checks on a cell of each kind that analyze's auto intervals
     are exactly this method's."""
     allowed = design.n_models * (design.n_models - 1) / 2 * (1 - design.missing_pair_share)
@@ -426,8 +428,7 @@ def auto_method(n_prompts: int, n_judges: int, design: SimulationDesign = DESIGN
     if choice.method == "bootstrap":
         return "pigeonhole"
     if choice.correction != "cr1":
-        raise ValueError(f"auto picks {choice.correction} at {n_prompts} x {n_judges}: no "
-                         "grid method is that")
+        return None  # CR2 with t(G - 1): not a grid method (10 prompts, few judges)
     return "twoway_t" if min(n_prompts, n_judges) < LARGE_AXIS else "twoway"
 
 
@@ -435,7 +436,7 @@ def with_auto(table: pd.DataFrame) -> pd.DataFrame:
     """The summary with an ``auto`` row per cell: a copy of :func:`auto_method`'s row."""
     picked = [auto_method(p, j) for p, j in zip(table["prompts"], table["judges"],
                                                  strict=True)]
-    auto = table[table["method"] == pd.Series(picked, index=table.index)].assign(
+    auto = table[table["method"] == pd.Series(picked, index=table.index, dtype=object)].assign(
         method="auto")
     merged = pd.concat([table[table["method"] != "auto"], auto], ignore_index=True)
     order = {m: i for i, m in enumerate(METHODS)}
@@ -466,6 +467,8 @@ def _fmt(value) -> str:
 def _fmt_width(value) -> str:
     if not isinstance(value, float):
         return str(value)
+    if np.isnan(value):
+        return "-"
     return f"{value:.3f}" if value < 100 else f"{value:.2g}"
 
 
@@ -491,7 +494,7 @@ def markdown(table: pd.DataFrame, reps: int, control: pd.DataFrame | None = None
         wide = table.assign(cell=table[column].map("{:.1f}".format) + " ("
                             + table[f"{column}_mcse"].map("{:.1f}".format) + ")")
         grid = wide.pivot_table(index=["prompts", "judges"], columns="method", values="cell",
-                                aggfunc="first")[list(METHODS)]
+                                aggfunc="first")[list(METHODS)].fillna("-")
         lines += [_md_table(grid.reset_index()), ""]
     for column, title in (("width", "Mean"), ("width_median", "Median")):
         lines += [f"## {title} width of the marginal intervals (score points; scores lie in "
