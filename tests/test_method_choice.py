@@ -15,6 +15,7 @@ from winrate.diagnostics import effective_clusters
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.leaderboard import fit
 from winrate.method_choice import (
+    LARGE_AXIS,
     MIN_BOOTSTRAP_AXIS,
     SMALL_AXIS,
     THIN_PAIR,
@@ -148,6 +149,8 @@ def test_choose_follows_the_documented_rule():
     assert (few_judges.method, few_judges.reference) == ("sandwich", "t")
     big = choose(("prompt", "judge"), [SMALL_AXIS, 30], "winrate", 100)
     assert (big.method, big.correction, big.reference) == ("sandwich", "cr1", "t")
+    many = choose(("prompt",), [LARGE_AXIS], "winrate", 100)
+    assert many.reference == "normal" and "normal reference" in many.reason
     thin = choose(("prompt",), [300], "winrate", THIN_PAIR - 1)
     assert thin.correction == "cr2" and "leverage" in thin.reason
     assert choose(("prompt",), [300], "bt", 1).correction == "cr1"

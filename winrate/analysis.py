@@ -596,8 +596,6 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     df = None
     if reference == "t" and clustering:
         df = min(axis.n_clusters for axis in axes.values()) - 1
-        if auto is not None and auto.reference == "t" and df + 1 >= method_choice.LARGE_AXIS:
-            df = None  # many clusters: t(G - 1) is the normal reference to 2.5%
     choice, resampling_notes = None, []
     if method == "sandwich":
         method_note = sandwich_note(clustering, [a.n_clusters for a in axes.values()],

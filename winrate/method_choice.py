@@ -93,6 +93,10 @@ def choose(names: tuple[str, ...], sizes: list[int], estimator: str,
            "each prompt carries a large share of a pair and CR2 corrects that leverage"
            if thin else "CR1")
     g_min = min(sizes)
+    if g_min >= LARGE_AXIS:
+        return AutoChoice("sandwich", correction, "normal",
+                          f"{why}; normal reference: the smallest axis has {g_min:,} "
+                          f"clusters (>= {LARGE_AXIS}, where t(G - 1) is within 2.5% of it)")
     return AutoChoice("sandwich", correction, "t",
                       f"{why}; t(G - 1) with G = {g_min:,}, the smallest cluster count "
                       "(MacKinnon, Nielsen & Webb 2023)")

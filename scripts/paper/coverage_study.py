@@ -100,12 +100,12 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     five = table[(table.judges == 5) & (table.method == "jackknife")]
     paper.number("cov_five_jack_min", five.marginal.min(), ".1f")
     paper.number("cov_five_jack_max", five.marginal.max(), ".1f")
-    for prompts, judges in ((30, 30), (100, 30), (300, 30)):
+    for prompts, word in ((30, "thirty"), (100, "hundred"), (300, "threehundred")):
         for column in ("marginal", "simultaneous"):
-            paper.number(f"cov_auto_{prompts}x{judges}_{column[:3]}",
-                         _cell(table, prompts, judges, "auto", column), ".1f")
-            paper.number(f"cov_auto_{prompts}x{judges}_twoway_{column[:3]}",
-                         _cell(table, prompts, judges, "twoway", column), ".1f")
+            paper.number(f"cov_auto_{word}_{column[:3]}",
+                         _cell(table, prompts, 30, "auto", column), ".1f")
+            paper.number(f"cov_auto_{word}_twoway_{column[:3]}",
+                         _cell(table, prompts, 30, "twoway", column), ".1f")
     paper.number("cov_grid", f"{table.prompts.nunique()} x {table.judges.nunique()}")
     paper.number("cov_many_judges", 30, "d")
     paper.number("cov_hundred", 100, "d")
