@@ -494,13 +494,15 @@ def markdown(table: pd.DataFrame, reps: int, control: pd.DataFrame | None = None
         wide = table.assign(cell=table[column].map("{:.1f}".format) + " ("
                             + table[f"{column}_mcse"].map("{:.1f}".format) + ")")
         grid = wide.pivot_table(index=["prompts", "judges"], columns="method", values="cell",
-                                aggfunc="first")[list(METHODS)].fillna("-")
+                                aggfunc="first")
+        grid = grid[[m for m in METHODS if m in grid]].fillna("-")
         lines += [_md_table(grid.reset_index()), ""]
     for column, title in (("width", "Mean"), ("width_median", "Median")):
         lines += [f"## {title} width of the marginal intervals (score points; scores lie in "
                   "[0, 1], so a width above 1 is uninformative)", ""]
         width = table.pivot_table(index=["prompts", "judges"], columns="method",
-                                  values=column)[list(METHODS)]
+                                  values=column)
+        width = width[[m for m in METHODS if m in width]]
         lines += [_md_table(width.reset_index(), _fmt_width), ""]
     if control is not None:
         lines += [

@@ -537,7 +537,8 @@ def test_default_clustering_on_real_datasets(capsys):
 
 def test_warnings_go_to_stderr_and_jackknife_is_not_told_to_use_itself(tmp_path, capsys):
     path = good(tmp_path)  # 4 judges
-    assert main(["leaderboard", str(path), "--cluster", "prompt+judge"]) == 0
+    assert main(["leaderboard", str(path), "--cluster", "prompt+judge", "--method",
+                 "sandwich"]) == 0
     sandwich = capsys.readouterr()
     assert "warning" not in sandwich.out
     assert "warning: axis 'judge' has only 4 clusters (< 30)" in sandwich.err

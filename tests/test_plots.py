@@ -77,7 +77,7 @@ def test_figure_computes_missing_joint_inference_and_writes_png(tmp_path):
     sim = simulate_comparisons(SimulationDesign(n_models=4, n_prompts=40, n_judges=5), 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        plain = analyze(sim.log, "prompt")
+        plain = analyze(sim.log, "prompt", method="sandwich")
     fig = leaderboard_figure(plain)
     assert len(fig.axes) == 2 and fig._suptitle.get_text() == "Win rates of 4 models"
     captions = [t.get_text() for t in fig.texts if t is not fig._suptitle]

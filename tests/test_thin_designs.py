@@ -160,7 +160,7 @@ def test_printed_table_and_json_leave_a_not_estimable_model_blank(tmp_path, caps
     assert main(["leaderboard", str(path), "--cluster", "prompt", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     row = next(line for line in printed.splitlines() if line.split()[1:2] == ["4"])
-    assert re.search(r" - +\[ +-, +- *\] +- +8$", row), row  # SE, interval, inflation, n
+    assert re.search(r" - +\[ +-, +- *\] +- +- +8$", row), row  # SE, interval, infl., G*, n
     assert "'-' = undefined" in printed
     doc = json.loads(out.read_text())
     i = doc["models"].index("4")
