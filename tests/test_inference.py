@@ -389,8 +389,7 @@ def test_family_kernel_matches_brute_force(parallel):
     from winrate.inference import (
         _NO_HYPOTHESIS,
         _family,
-        _family_max_parallel,
-        _family_max_serial,
+        _family_max,
         _padded,
     )
 
@@ -405,7 +404,7 @@ def test_family_kernel_matches_brute_force(parallel):
     z = np.ascontiguousarray(rng.standard_normal((n, 4)) @ Fp.T)
     fam = _family(Fp, a, b, sign, group, 3)
     out = np.full((n, 3), _NO_HYPOTHESIS, dtype=np.float32)
-    kernel = _family_max_parallel if parallel else _family_max_serial
+    kernel = _family_max.parallel if parallel else _family_max.serial
     kernel(z, fam.a, fam.g, fam.lo, fam.hi, fam.w1, fam.w2, fam.off, out)
     zb = np.where(b >= 0, z[:, b], 0.0)
     d = z[:, a] - zb

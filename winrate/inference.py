@@ -58,10 +58,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numba import njit, prange
+from numba import prange
 from scipy import stats
 
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.parallel import sized_kernel
 
 DEFAULT_DRAWS = 200_000
 _ZERO_VAR_RTOL = 1e-12  # a contrast variance <= this * max(diag V) counts as zero
@@ -155,6 +156,7 @@ _NO_HYPOTHESIS = -1e30  # offset of absent (block, column) cells and start of ev
 _EMPTY = -1e20
 
 
+@sized_kernel
 def _family_max(z, a, g, lo, hi, w1, w2, off, out):  # pragma: no cover - numba
     """``out[i, g_k] = max(out[i, g_k], max_{lo_k <= b < hi_k} T_kb)`` for every block k,
     ``T_kb = max(w1_kb d, w2_kb d) + off_kb`` with ``d = z[i, a_k] - z[i, b]``.
@@ -171,12 +173,6 @@ def _family_max(z, a, g, lo, hi, w1, w2, off, out):  # pragma: no cover - numba
                 m = max(m, max(w1[k, b] * d, w2[k, b] * d) + off[k, b])
             out[i, g[k]] = m
 
-
-# one body, two compilations: threads pay off only for large chunks (thread wake-up costs
-# milliseconds, which dominates the small problems of a step-down or a coverage loop)
-_family_max_serial = njit(cache=True)(_family_max)
-_family_max_parallel = njit(parallel=True, cache=True)(_family_max)
-_PARALLEL_MIN_WORK = 2_000_000  # draws x cells per chunk
 
 
 @dataclass(frozen=True)
@@ -220,8 +216,7 @@ def _simulate_max(Fp, fam: _Family, df, n_draws, seed, chunk_size) -> np.ndarray
     for start in range(0, n_draws, chunk):
         stop = min(start + chunk, n_draws)
         z = rng.standard_normal((stop - start, r)) @ Fp.T
-        big = (stop - start) * fam.cells >= _PARALLEL_MIN_WORK
-        kernel = _family_max_parallel if big else _family_max_serial
+        kernel = _family_max.choose((stop - start) * fam.cells)[0]
         kernel(np.ascontiguousarray(z), *args, out[start:stop])
     if df is not None:
         out /= np.sqrt(np.random.default_rng(w_seed).chisquare(df, n_draws) / df)[:, None]

@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.parallel import sized_kernel
 
 CORRECTIONS = ("none", "cr1")
 DEFAULT_CORRECTION = "cr1"
@@ -133,7 +134,7 @@ def intersect_codes(code_list: list[np.ndarray], sizes: list[int]) -> tuple[np.n
 _TARGET_BUCKETS = 128
 
 
-@njit(parallel=True, cache=True)
+@sized_kernel
 def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets,
                         n_chunks):  # pragma: no cover
     """Radix pass: copy each non-zero into its bucket ``group >> shift``, threads in parallel.
@@ -225,7 +226,7 @@ def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen, t
     return n_nonempty
 
 
-@njit(parallel=True, cache=True)
+@sized_kernel
 def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
                         n_chunks):  # pragma: no cover
     """``sum_g t_g t_g^T``, the number of non-empty groups, and per column the largest
@@ -258,7 +259,7 @@ def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
     return half + half.T - np.diag(np.diag(half)), nonempty.sum(), top, arg
 
 
-@njit(parallel=True, cache=True)
+@sized_kernel
 def _csr_row_meat(indptr, indices, data, row_scale, k, n_chunks):  # pragma: no cover
     """sum_r row_scale_r u_r u_r^T over CSR rows (every row its own cluster), threaded."""
     n = indptr.shape[0] - 1
@@ -278,9 +279,8 @@ def _buckets(infl, codes: np.ndarray, n_range: int):
     buckets of groups; returns its output and the bucket shift."""
     shift = max(0, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
     n_buckets = ((max(n_range, 1) - 1) >> shift) + 1
-    buckets = _scatter_to_buckets(*_csr_parts(infl), codes, shift, n_buckets,
-                                  numba.get_num_threads())
-    return buckets, shift
+    kernel, n_chunks = _scatter_to_buckets.choose(infl.nnz)
+    return kernel(*_csr_parts(infl), codes, shift, n_buckets, n_chunks), shift
 
 
 def _csr_parts(infl):
@@ -308,8 +308,8 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
         )
     if sp.issparse(infl):
         buckets, shift = _buckets(infl, codes, n_range)
-        meat, n_groups, top, arg = _bucketed_outer_sum(*buckets, shift, infl.shape[1],
-                                                       numba.get_num_threads())
+        kernel, n_chunks = _bucketed_outer_sum.choose(infl.nnz)
+        meat, n_groups, top, arg = kernel(*buckets, shift, infl.shape[1], n_chunks)
         return GroupMeat(meat, int(n_groups), top, arg)
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
@@ -371,8 +371,8 @@ def naive_cov(influence, correction: str = "none", frequency=None,
                                           where=size > 1)[codes]
         factor = 1.0
     if sp.issparse(infl):
-        meat = _csr_row_meat(*_csr_parts(infl), row_scale, infl.shape[1],
-                             numba.get_num_threads())
+        kernel, n_chunks = _csr_row_meat.choose(infl.nnz)
+        meat = kernel(*_csr_parts(infl), row_scale, infl.shape[1], n_chunks)
     else:
         meat = (infl * row_scale[:, None]).T @ infl
     return factor * sandwich(meat, bread)
