@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from winrate import diagnostics, estimators
+from winrate import diagnostics, estimators, method_choice
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.inference import (
@@ -28,9 +28,17 @@ from winrate.inference import (
 )
 from winrate.leaderboard import Leaderboard, degenerate_pair_cov
 from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
-from winrate.variance import DEFAULT_CORRECTION, GroupMeat, multiway_cluster_cov, naive_cov
+from winrate.variance import (
+    CORRECTIONS,
+    DEFAULT_CORRECTION,
+    GroupMeat,
+    multiway_cluster_cov,
+    naive_cov,
+)
 
 FEW_CLUSTERS = 30
+#: Effective clusters (G*) per model below which its clustered SE is called rough.
+FEW_EFFECTIVE = 10
 #: Share of unobserved model pairs above which the opponent-averaged win rate is declared not
 #: comparable across models (module doc of :func:`incomplete_design_note`).
 INCOMPLETE_SHARE = 0.10
@@ -63,7 +71,9 @@ class AxisSummary:
     ``single_cluster_pairs`` the number of model pairs observed within a single cluster;
     ``largest_share`` each model's largest cluster share of its variance on this axis (of
     its score component for Bradley-Terry) and
-    ``largest_cluster`` that cluster's label (:func:`winrate.diagnostics.largest_cluster_share`).
+    ``largest_cluster`` that cluster's label (:func:`winrate.diagnostics.largest_cluster_share`);
+    ``effective_clusters`` each model's effective number of clusters G* on this axis
+    (:func:`winrate.diagnostics.effective_clusters`).
     """
 
     name: str
@@ -78,6 +88,7 @@ class AxisSummary:
     single_cluster_pairs: int
     largest_share: np.ndarray | None = None
     largest_cluster: np.ndarray | None = None
+    effective_clusters: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,19 @@ class LeaderboardAnalysis:
     @property
     def se_naive(self) -> np.ndarray:
         return np.sqrt(np.clip(np.diag(self.cov_naive), 0.0, None))
+
+    @property
+    def effective_clusters(self) -> np.ndarray:
+        """Each model's effective number of clusters G*, the smallest over the clustering
+        axes (:func:`winrate.diagnostics.effective_clusters`); NaN when unclustered or not
+        identified."""
+        per_axis = [a.effective_clusters for a in self.axes.values()
+                    if a.effective_clusters is not None]
+        if not per_axis:
+            return np.full(len(self.models), np.nan)
+        stacked = np.vstack(per_axis)
+        return np.where(np.isnan(stacked).any(axis=0), np.nan,
+                        np.min(np.where(np.isnan(stacked), np.inf, stacked), axis=0))
 
     @property
     def effective_n(self) -> np.ndarray:
@@ -218,6 +242,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
                                             log.n_models, log.weight)[board.codes]
     lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
     share, largest = (x[board.codes] for x in diagnostics.dominant_share(group))
+    effective = diagnostics.effective_clusters(group)[board.codes]
     return AxisSummary(
         name=name, n_clusters=axis.n_clusters,
         mean_cluster_size=log.n_comparisons / axis.n_clusters,
@@ -226,6 +251,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
         icc=diagnostics.anova_icc(board.centered, axis.codes, log.frequency),
         single_cluster_pairs=int(lonely.sum()), largest_share=share,
         largest_cluster=np.where(largest >= 0, axis.labels[np.maximum(largest, 0)], None),
+        effective_clusters=np.where(unidentified, np.nan, effective),
     )
 
 
@@ -247,6 +273,41 @@ def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary) -> str | None:
         "cluster (Lindeberg condition), so treat the SE as rough: use --method jackknife or "
         "t critical values, and check the result without that cluster."
     )
+
+
+def _few_effective_note(board: Leaderboard, axis: AxisSummary) -> str | None:
+    """The warning naming the models whose SE rests on fewer than :data:`FEW_EFFECTIVE`
+    effective clusters (G*, Carter, Schnepel & Steigerwald 2017) on an axis with enough
+    clusters overall (an axis with few clusters has its own warning)."""
+    if axis.effective_clusters is None or axis.n_clusters < FEW_CLUSTERS:
+        return None
+    g_star = axis.effective_clusters
+    flagged = np.flatnonzero(np.nan_to_num(g_star, nan=np.inf) < FEW_EFFECTIVE)
+    if not flagged.size:
+        return None
+    flagged = flagged[np.argsort(g_star[flagged], kind="stable")]
+    shown = ", ".join(f"{board.models[i]} ({g_star[i]:.1f})" for i in flagged[:8])
+    return (
+        f"axis '{axis.name}': the SEs of {flagged.size} model(s) rest on fewer than "
+        f"{FEW_EFFECTIVE} effective {axis.name} clusters G* (of {axis.n_clusters:,}): "
+        f"{shown}{', ...' if flagged.size > 8 else ''}. Their comparisons are concentrated "
+        f"in a few {axis.name}s, so their intervals behave as if clustered in that few "
+        "and are rough; compare with --method jackknife."
+    )
+
+
+def judges_sample_note(log: ComparisonLog, clustering: tuple[str, ...]) -> str | None:
+    """The note that intervals clustered without a judge axis the log has, with fewer than
+    :data:`FEW_CLUSTERS` judges, are conditional on these judges (judges as fixed, not
+    sampled): they cover what these judges would say on new prompts, not what other
+    judges would."""
+    judges = log.axes.get("judge")
+    if judges is None or "judge" in clustering or not 2 <= judges.n_clusters < FEW_CLUSTERS:
+        return None
+    return (f"the log has {judges.n_clusters} judges but the intervals are not clustered by "
+            f"judge: they are conditional on these {judges.n_clusters} judges (what they "
+            "would say on new prompts) and understate the uncertainty about what other "
+            "judges would say; cluster by prompt+judge to treat the judges as a sample.")
 
 
 def incomplete_design_note(board: Leaderboard) -> str | None:
@@ -274,10 +335,13 @@ def incomplete_design_note(board: Leaderboard) -> str | None:
             "(never imputed), so models are scored against slightly different opponent sets.")
 
 
-def _few_clusters(axis: AxisSummary, method: str) -> str:
+def _few_clusters(axis: AxisSummary, method: str, t_reference: bool = False) -> str:
     """The few-cluster warning, worded for the variance method that was run."""
     head = (f"axis '{axis.name}' has only {axis.n_clusters} clusters (< {FEW_CLUSTERS}): "
             f"its clustered SE rests on {axis.n_clusters} independent units")
+    if method == "sandwich" and t_reference:
+        return (head + "; t(G - 1) critical values allow for that, but the SE itself is "
+                "rough.")
     if method == "sandwich":
         return (head + " and is unreliable; use t(G - 1) critical values (--reference t; "
                 "--method jackknife does) or a bootstrap, and treat the SE as rough.")
@@ -290,12 +354,12 @@ def _few_clusters(axis: AxisSummary, method: str) -> str:
 
 def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
               not_estimable: dict[str, str], psd_repaired: bool,
-              method: str = "sandwich") -> list[str]:
+              method: str = "sandwich", t_reference: bool = False) -> list[str]:
     """Plain-language warnings about what the numbers can and cannot support."""
     notes = []
     for axis in axes.values():
         if axis.n_clusters < FEW_CLUSTERS:
-            notes.append(_few_clusters(axis, method))
+            notes.append(_few_clusters(axis, method, t_reference))
         if axis.single_cluster_pairs:
             notes.append(
                 f"axis '{axis.name}': {axis.single_cluster_pairs} of {len(board.pairs)} model "
@@ -306,6 +370,9 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
         dominant = _dominant_cluster_note(board, axis)
         if dominant:
             notes.append(dominant)
+        few_effective = _few_effective_note(board, axis)
+        if few_effective:
+            notes.append(few_effective)
     if not_estimable:
         notes.append("not estimable (no score, interval or certain rank is reported): "
                      + "; ".join(f"{m}: {why}" for m, why in not_estimable.items()))
@@ -366,21 +433,42 @@ def clustering_problem(log: ComparisonLog, clustering: tuple[str, ...]) -> str |
 
 def _clustered_cov(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...],
                    correction: str):
-    """Multiway covariance of all parameters (ratings, then coefficients)."""
+    """Multiway covariance of all parameters (ratings, then coefficients); CR2 takes the
+    win rate's pairs as strata (:mod:`winrate.variance`)."""
+    groups = [log.axes[name].codes for name in clustering]
+    strata = board.pair if correction == "cr2" else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return multiway_cluster_cov(board.influence, groups, correction, bread=board.bread,
+                                    strata=strata, frequency=log.frequency)
+
+
+def _check_clustering(log: ComparisonLog, clustering: tuple[str, ...]) -> None:
     problem = clustering_problem(log, clustering)
     if problem is not None:
         raise WinrateInputError(f"cannot cluster by {'+'.join(clustering)}: {problem}")
-    groups = [log.axes[name].codes for name in clustering]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
-        return multiway_cluster_cov(board.influence, groups, correction, bread=board.bread)
+
+
+def _check_correction(correction: str, estimator: str) -> None:
+    if correction not in CORRECTIONS:
+        raise WinrateInputError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+    if correction == "cr2" and estimator != "winrate":
+        raise WinrateInputError("correction 'cr2' is defined for the win rate's pair means; "
+                                "use 'cr1' with Bradley-Terry")
+
+
+def _auto_choice(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...]):
+    """:func:`winrate.method_choice.choose` for this log, fit and clustering."""
+    sizes = [log.axes[name].n_clusters for name in clustering]
+    return method_choice.choose(clustering, sizes, board.estimator,
+                                method_choice.median_pair_size(board.counts))
 
 
 def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
-            correction: str = DEFAULT_CORRECTION, alpha: float = 0.05,
-            reference: str = "normal", *, model: str = "winrate", baseline: str | None = None,
+            correction: str | None = None, alpha: float = 0.05,
+            reference: str | None = None, *, model: str = "winrate", baseline: str | None = None,
             anchor=None, covariates=(), prior: float | None = None, ties: str = "half",
-            method: str = "sandwich",
+            method: str = "auto",
             bootstrap_reps: int = 999, seed: int | None = 0, simultaneous: bool = False,
             ranks: bool = False, pairwise: bool = False, rank_method: str = "marginal",
             n_draws: int = DEFAULT_DRAWS, progress: bool | None = None,
@@ -396,22 +484,33 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     smallest cluster count among the axes (normal when unclustered). Warnings are both
     returned in the result and emitted as :class:`WinrateWarning`.
 
-    ``method``: ``"sandwich"`` (default, the multiway CR sandwich), ``"jackknife"`` (CV3J
-    with t(G - 1)) or ``"bootstrap"`` (wild, cluster or pigeonhole bootstrap by the
-    clustering; :func:`winrate.resampling.resampled_variance`); ``method_note`` says which
-    and why. ``simultaneous``, ``ranks`` and ``pairwise`` add :class:`JointInference`
-    (Monte-Carlo critical values with ``n_draws`` draws and ``seed``). ``board``: a
-    :func:`winrate.estimators.fit` of this log with these options, to analyse one fit
-    under several clusterings without refitting.
+    ``correction`` and ``reference`` default to the method's choice: ``"cr1"`` and
+    ``"normal"`` for the explicit methods, the design's for ``"auto"``; given, they are kept.
+    ``method``: ``"auto"`` (default: the method, correction and reference chosen from the
+    design by :func:`winrate.method_choice.choose`), ``"sandwich"`` (the multiway CR
+    sandwich), ``"jackknife"`` (CV3J with t(G - 1)) or ``"bootstrap"`` (wild, cluster or
+    pigeonhole bootstrap by the clustering; :func:`winrate.resampling.resampled_variance`);
+    ``method_note`` says which and why. ``simultaneous``, ``ranks`` and ``pairwise`` add
+    :class:`JointInference` (Monte-Carlo critical values with ``n_draws`` draws and
+    ``seed``). ``board``: a :func:`winrate.estimators.fit` of this log with these options,
+    to analyse one fit under several clusterings without refitting.
     """
     if method not in VARIANCE_METHODS:
         raise WinrateInputError(f"method must be one of {VARIANCE_METHODS}, got {method!r}")
-    if reference not in ("normal", "t"):
+    if reference not in (None, "normal", "t"):
         raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
     clustering = parse_clustering(cluster)
+    _check_clustering(log, clustering)
     if board is None:
         board = estimators.fit(log, model, weights=weights, baseline=baseline, anchor=anchor,
                                covariates=covariates, prior=prior, ties=ties)
+    requested, auto = method, None
+    if method == "auto":
+        auto = _auto_choice(log, board, clustering)
+        method = auto.method
+        correction, reference = correction or auto.correction, reference or auto.reference
+    correction, reference = correction or DEFAULT_CORRECTION, reference or "normal"
+    _check_correction(correction, board.estimator)
     k = len(board.models)
     naive_full = naive_cov(board.influence, correction, log.frequency, bread=board.bread,
                            strata=board.pair if board.estimator == "winrate" else None)
@@ -429,6 +528,8 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     df = None
     if reference == "t" and clustering:
         df = min(axis.n_clusters for axis in axes.values()) - 1
+        if auto is not None and auto.reference == "t" and df + 1 >= method_choice.SMALL_AXIS:
+            df = None  # many clusters: t(G - 1) is the normal reference to 2.5%
     choice, resampling_notes = None, []
     if method == "sandwich":
         method_note = sandwich_note(clustering, [a.n_clusters for a in axes.values()],
@@ -455,15 +556,22 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
                                   choice.wild.high, float("nan"), alpha, df)
     not_estimable = not_estimable_models(board, intervals.se, axes)
     intervals = _blank(intervals, board.models, not_estimable)
-    notes = (_warnings(board, axes, not_estimable, psd_repaired, method) + floor_notes
-             + resampling_notes)
+    if auto is not None:
+        method_note = f"auto: {auto.reason}. {method_note[0].upper()}{method_note[1:]}"
+    design_notes = [note for note in (
+        judges_sample_note(log, clustering),
+        method_choice.no_reliable_method(clustering, [a.n_clusters for a in axes.values()]),
+    ) if note]
+    notes = (_warnings(board, axes, not_estimable, psd_repaired, method, df is not None)
+             + floor_notes
+             + resampling_notes + design_notes)
     for note in notes:
         warnings.warn(note, WinrateWarning, stacklevel=2)
     settings = {"estimator": board.estimator, "scale": board.scale,
                 "cluster": list(clustering) or ["none"],
                 "weights": _weights_label(weights) if board.estimator == "winrate" else None,
                 "correction": correction, "alpha": alpha, "reference": reference, "df": df,
-                "method": method, "bootstrap_reps": bootstrap_reps, "seed": seed,
+                "method": requested, "bootstrap_reps": bootstrap_reps, "seed": seed,
                 **{key: board.options.get(key) for key in
                    ("baseline", "anchor", "prior", "ties", "covariates", "standardisation")
                    if key in board.options}}

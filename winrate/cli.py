@@ -58,8 +58,10 @@ def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", default="uniform", choices=("uniform", "count"),
                         help="winrate: opponent weights (default: uniform over observed "
                              "opponents)")
-    parser.add_argument("--correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
-                        help=f"small-sample correction (default: {DEFAULT_CORRECTION})")
+    parser.add_argument("--correction", default=None, choices=CORRECTIONS,
+                        help=f"small-sample correction (default: the method's; "
+                             f"{DEFAULT_CORRECTION} for explicit methods, cr2 for the win "
+                             "rate on thin designs under auto)")
 
 
 def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,8 +80,9 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
                              "has; the report says which)")
     add_estimator_arguments(parser)
     parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
-    parser.add_argument("--reference", default="normal", choices=("normal", "t"),
-                        help="critical values: normal, or t with G - 1 df")
+    parser.add_argument("--reference", default=None, choices=("normal", "t"),
+                        help="critical values: normal, or t with G - 1 df (default: the "
+                             "method's; auto picks t(G - 1) below 50 clusters)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--csv", metavar="PATH", help="write the ranked table here")
     for role, default in DEFAULT_COLUMNS.items():
@@ -93,8 +96,9 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
     """Variance method and joint inference (simultaneous intervals, rank sets, pairs)."""
-    parser.add_argument("--method", default="sandwich", choices=VARIANCE_METHODS,
-                        help="variance: sandwich (default), jackknife (CV3J + t(G-1)) or "
+    parser.add_argument("--method", default="auto", choices=VARIANCE_METHODS,
+                        help="variance: auto (default: chosen from the design, the report "
+                             "says which and why), sandwich, jackknife (CV3J + t(G-1)) or "
                              "bootstrap (wild / cluster / pigeonhole by the clustering)")
     parser.add_argument("--simultaneous", action="store_true",
                         help="add intervals covering all scores jointly (max-|T|)")

@@ -166,3 +166,27 @@ def dominant_share(group: GroupMeat) -> tuple[np.ndarray, np.ndarray]:
     share = np.divide(group.largest, variance, out=np.full(variance.shape, np.nan),
                       where=positive)
     return share, np.where(positive, group.argmax, -1)
+
+
+def effective_clusters(group: GroupMeat) -> np.ndarray:
+    """Effective number of clusters behind each column (Carter, Schnepel & Steigerwald 2017,
+    "Asymptotic behavior of a t-test robust to cluster heterogeneity", Review of Economics
+    and Statistics 99(4)): ``G* = G / (1 + Gamma) = (sum_g gamma_g)^2 / sum_g gamma_g^2``,
+    with ``Gamma`` the squared coefficient of variation of the clusters' contributions
+    ``gamma_g`` to the variance of the estimate.
+
+    We evaluate ``gamma_g`` at their working-independence value (their rho = 0),
+    ``gamma_ga = sum_{r in g} u_ra^2``: cluster g's share of model a's squared influence,
+    so ``G*_a`` is the inverse Herfindahl index of how a model's comparisons (weighted by
+    their influence on its score) spread over the clusters. It equals G when every cluster
+    carries the same weight, falls towards 1 as one cluster carries it all, and is
+    estimator-agnostic (for Bradley-Terry it reads the score rows, like
+    :func:`largest_cluster_share`). ``group.row_squares`` is ``sum_g gamma_ga`` and
+    ``group.spread`` is ``sum_g gamma_ga^2`` (kept by the clustered-variance kernel, so this
+    costs nothing extra); a row of frequency f
+    counts as one unit (its f comparisons share every cluster). NaN for an untouched
+    column. Realised cluster totals (``gamma = t_g^2``) would scatter around their means
+    and put G* near G / 3 even for equal clusters, so the working value is used.
+    """
+    return np.divide(group.row_squares**2, group.spread,
+                     out=np.full(group.spread.shape, np.nan), where=group.spread > 0)

@@ -67,8 +67,10 @@ clusterings        per clustering name (``"prompt"``, ``"prompt+judge"``, ...):
                    ``inflation_max``
 axes               per identified single axis: ``n_clusters``, ``pair_icc``, per model
                    ``m``, ``rho`` (implied), ``shared_icc`` (direct), ``predicted``
-                   (``sqrt(1 + (m - 1) shared_icc)``), ``measured`` (``sqrt(DEFF)``);
-                   medians ``m_median``, ``rho_median``, ``shared_icc_median``;
+                   (``sqrt(1 + (m - 1) shared_icc)``), ``measured`` (``sqrt(DEFF)``),
+                   ``effective_clusters`` (G*, Carter, Schnepel & Steigerwald 2017);
+                   medians ``m_median``, ``rho_median``, ``shared_icc_median``,
+                   ``effective_clusters_median``;
                    ``predicted_median`` and ``measured_median`` over the same
                    ``check_models`` models (those where both are defined)
 summary            ``main`` (the clustering used for the effective n: prompt+judge if
@@ -144,6 +146,7 @@ class AxisCheck:
     rho: np.ndarray
     shared_icc: np.ndarray
     measured: np.ndarray
+    effective_clusters: np.ndarray
 
     @property
     def predicted(self) -> np.ndarray:
@@ -257,7 +260,7 @@ def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], weights, correctio
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         return analyze(log, cluster=axes or "none", weights=weights, correction=correction,
-                       board=board)
+                       method="sandwich", board=board)
 
 
 def _fit_quietly(log: ComparisonLog, weights, estimator: dict):
@@ -341,7 +344,7 @@ def _axis_check(log, run: LeaderboardAnalysis, name: str, layout: _ByModel) -> A
         rho=summary.rho,
         shared_icc=shared_response_icc(log, run, log.axes[name].codes,
                                        layout)[run.leaderboard.codes],
-        measured=np.sqrt(summary.deff),
+        measured=np.sqrt(summary.deff), effective_clusters=summary.effective_clusters,
     )
 
 
@@ -386,7 +389,7 @@ def _notes(results: dict[str, ClusteringResult], runs) -> list[str]:
 
 
 def explore(log: ComparisonLog, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
-            correction: str = DEFAULT_CORRECTION, dataset: str | None = None,
+            correction: str | None = DEFAULT_CORRECTION, dataset: str | None = None,
             notes: tuple[str, ...] = (), **estimator) -> EdaReport:
     """The exploratory report of ``log`` for the named clusterings (module doc).
 
@@ -399,6 +402,7 @@ def explore(log: ComparisonLog, clusterings=DEFAULT_CLUSTERINGS, *, weights="uni
     specs = list(dict.fromkeys(parse_clustering(c) for c in clusterings))
     if not specs or () in specs:
         raise WinrateInputError(f"clusterings must name axes, got {list(clusterings)}")
+    correction = correction or DEFAULT_CORRECTION
     runs, checks, base = _run_analyses(log, specs, weights, correction, estimator)
     n_a = base.n
     results = {"+".join(s): _clustering_result(log, s, runs, n_a) for s in specs}
@@ -465,11 +469,12 @@ def to_dict(report: EdaReport) -> dict:
     axes = {}
     for name, a in report.axes.items():
         per_model = {"m": a.m, "rho": a.rho, "shared_icc": a.shared_icc,
-                     "predicted": a.predicted, "measured": a.measured}
+                     "predicted": a.predicted, "measured": a.measured,
+                     "effective_clusters": a.effective_clusters}
         predicted, measured, n_both = a.check_medians()
         axes[name] = {"n_clusters": a.n_clusters, "pair_icc": a.pair_icc, **per_model,
                       **{f"{k}_median": defined_median(per_model[k])
-                         for k in ("m", "rho", "shared_icc")},
+                         for k in ("m", "rho", "shared_icc", "effective_clusters")},
                       "predicted_median": predicted, "measured_median": measured,
                       "check_models": n_both}
     eff = report.effective_n
@@ -575,7 +580,9 @@ def format_summary(report: EdaReport) -> str:
             f"  by {a.name}: pair-level ICC {_fmt(a.pair_icc, '.4f')}; own-comparison "
             f"(shared-response) ICC median {_fmt(defined_median(a.shared_icc), '.3f')}; "
             f"implied rho median {_fmt(defined_median(a.rho), '.3f')}; m median "
-            f"{_fmt(defined_median(a.m), ',.1f')}")
+            f"{_fmt(defined_median(a.m), ',.1f')}; effective clusters G* median "
+            f"{_fmt(defined_median(a.effective_clusters), ',.1f')} (min "
+            f"{_fmt(_range(a.effective_clusters)[0], ',.1f')})")
         predicted, measured, n_both = a.check_medians()
         lines.append(
             f"    check over the {n_both} of {a.m.size} models where both are defined: "

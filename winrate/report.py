@@ -14,10 +14,12 @@ settings               ``estimator`` (``winrate`` or ``bt``), ``scale`` (``proba
                        ``ties``, ``covariates`` and their ``standardisation`` (Bradley-Terry
                        only), ``cluster`` (axes used, ``["none"]`` if unclustered),
                        ``weights`` (win rate only),
-                       ``correction`` (``none`` = CR0, ``cr1`` = G/(G-1) per term),
+                       ``correction`` (``none`` = CR0, ``cr1`` = G/(G-1) per term,
+                       ``cr2`` = Bell-McCaffrey leverage correction of the win rate),
                        ``alpha``, ``reference`` (``normal`` or ``t``), ``df`` (t degrees
-                       of freedom or null), ``method`` (``sandwich``, ``jackknife`` or
-                       ``bootstrap`` as requested), ``bootstrap_reps``, ``seed``
+                       of freedom or null), ``method`` (``auto``, ``sandwich``,
+                       ``jackknife`` or ``bootstrap`` as requested; ``method`` below is
+                       what ran), ``bootstrap_reps``, ``seed``
 n_comparisons          comparisons in the log (sum of frequency weights)
 n_rows                 rows of the log
 models                 model names
@@ -28,11 +30,16 @@ ci_low, ci_high        marginal Wald interval at level 1 - alpha
 inflation              se / se_naive = sqrt(design effect)
 deff                   design effect V_aa / V_naive_aa of the clustering used
 effective_n            n_a / deff
+effective_clusters     G*: each model's effective number of clusters (inverse Herfindahl of
+                       its clusters' shares of its squared influence; Carter, Schnepel &
+                       Steigerwald 2017), the smallest over the clustering axes; null when
+                       unclustered
 n                      comparisons of each model (n_a)
 cov                    K x K clustered covariance of the scores, on the reported scale
 axes                   per clustering axis: n_clusters, mean_cluster_size, icc (pair-level
                        ANOVA ICC), single_cluster_pairs, and per model: se, deff, m (mean
-                       comparisons per cluster), rho (shared-response correlation)
+                       comparisons per cluster), rho (shared-response correlation),
+                       effective_clusters (G* on this axis)
 unobserved_pairs       model pairs the design needs but never compared, as [name, name]
 not_estimable          models whose uncertainty cannot be estimated, with the reason (their
                        se and interval are null and their rank set is every rank)
@@ -162,6 +169,7 @@ def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
         "ci_low": iv.low,
         "ci_high": iv.high,
         "inflation": inflation(analysis),
+        "effective_clusters": analysis.effective_clusters,
         "n": analysis.leaderboard.comparisons_per_model,
         **_joint_columns(analysis),
     })
@@ -189,13 +197,14 @@ def format_table(analysis: LeaderboardAnalysis) -> str:
     lines = [
         f"{'#':>3}  {'model':<{width}}  {'score':>{num}}  "
         f"{'SE naive':>8}  {'SE':>{num}}  {f'{level}% CI':>{2 * num + 4}}  {'infl.':>5}  "
-        f"{'n':>9}"
+        f"{'G*':>7}  {'n':>9}"
     ]
     for row in table.itertuples():
         lines.append(
             f"{row.rank:>3}  {row.model:<{width}}  {cell(row.score)}  {cell(row.se_naive, 8)}  "
             f"{cell(row.se)}  [{cell(row.ci_low)}, {cell(row.ci_high)}]  "
             f"{format_number(row.inflation, '5.2f')}  "
+            f"{format_number(row.effective_clusters, '7.1f')}  "
             f"{format_count(row.n):>9}" + _joint_cells(row, cell)
         )
     text = ("\n".join(lines[:1]) + _joint_header(table, level, num) + "\n"
@@ -262,7 +271,8 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
             f"  {axis.name}: {axis.n_clusters:,} clusters, mean size "
             f"{axis.mean_cluster_size:.1f}, median SE inflation "
             f"{format_number(defined_median(np.sqrt(axis.deff)), '.2f')}, pair-level ICC "
-            f"{format_number(axis.icc, '.3f')}"
+            f"{format_number(axis.icc, '.3f')}, effective clusters G* median "
+            f"{format_number(defined_median(axis.effective_clusters), ',.1f')}"
         )
     return "\n".join(lines)
 
@@ -297,6 +307,7 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
             "n_clusters": axis.n_clusters, "mean_cluster_size": axis.mean_cluster_size,
             "icc": axis.icc, "single_cluster_pairs": axis.single_cluster_pairs,
             "se": axis.se, "deff": axis.deff, "m": axis.m, "rho": axis.rho,
+            "effective_clusters": axis.effective_clusters,
         }
         for name, axis in analysis.axes.items()
     }
@@ -306,7 +317,9 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
         "models": [str(m) for m in analysis.models], "score": analysis.scores,
         "se": iv.se, "se_naive": analysis.se_naive, "ci_low": iv.low, "ci_high": iv.high,
         "inflation": inflation(analysis), "deff": analysis.deff,
-        "effective_n": analysis.effective_n, "n": analysis.leaderboard.comparisons_per_model,
+        "effective_n": analysis.effective_n,
+        "effective_clusters": analysis.effective_clusters,
+        "n": analysis.leaderboard.comparisons_per_model,
         "cov": analysis.cov, "axes": axes,
         "unobserved_pairs": [list(p) for p in analysis.leaderboard.unobserved_pairs],
         "warnings": analysis.warnings,

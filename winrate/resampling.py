@@ -715,7 +715,7 @@ def _warn_coarse_support(distribution: str, n_groups: int, alpha: float) -> None
 
 # ------------------------------------------------------------ method choice for reports
 
-VARIANCE_METHODS = ("sandwich", "jackknife", "bootstrap")
+VARIANCE_METHODS = ("auto", "sandwich", "jackknife", "bootstrap")
 WILD_MAX_CLUSTERS = 50  # one axis with at most this many clusters: wild cluster bootstrap
 WEBB_MAX_CLUSTERS = 12  # ... with Webb weights up to here, Rademacher above
 FEW_CLUSTERS = 30
@@ -757,9 +757,10 @@ def sandwich_note(names, sizes, correction: str, df: int | None) -> str:
         return f"sandwich: rows treated as independent ({correction}), {ref}"
     note = f"sandwich ({correction}) clustered by {_axes_phrase(names, sizes)}, {ref}"
     name, g = _smallest(names, sizes)
-    if g < FEW_CLUSTERS:
+    if g < FEW_CLUSTERS and df is None:
         note += (f"; the {name} axis has only {g} clusters (< {FEW_CLUSTERS}): the sandwich "
-                 f"is unreliable there, consider --method jackknife (CV3J + t({g - 1}))")
+                 f"with a normal reference is unreliable there, use --method auto "
+                 f"(t({g - 1}) critical values)")
     return note
 
 

@@ -23,6 +23,17 @@ pairs are never compared), each judged by one judge -- uniformly drawn, or with 
 shares ``~ Dirichlet(judge_size_dispersion)`` for unequal judge workloads -- in random
 a/b order (probability 1/2 each).
 
+Thin and paired designs (arena-style logs):
+
+* ``pairs_per_prompt``: every prompt gets exactly this many comparisons instead of the
+  gamma-Poisson count (pairs drawn independently, so a pair can recur on a prompt);
+* ``rare_models``: the last ``rare_models`` models are drawn ``rare_weight`` times as often:
+  a pair ``(a, b)`` is drawn with probability proportional to ``pop_a * pop_b``
+  (``pop = 1``, or ``rare_weight`` for a rare model);
+* ``both_orders``: every drawn comparison is judged twice on its prompt by the same judge,
+  once with each model shown first (the two rows share the prompt's responses and the
+  judge, and the position bias pushes them in opposite directions).
+
 Population truth (prompts, responses, judges and noise all drawn afresh): given the order
 and ``z_j``, ``d ~ N(mu_ab +/- beta0, sigma^2)`` with ``mu_ab = theta_a - theta_b``,
 ``beta0 = position_bias`` (+ when a is shown first) and
@@ -80,6 +91,10 @@ class SimulationDesign:
     position_bias_sd: float = 0.0
     tie_margin_sd: float = 0.0
     judge_size_dispersion: float | None = None
+    pairs_per_prompt: int | None = None
+    rare_models: int = 0
+    rare_weight: float = 0.1
+    both_orders: bool = False
 
 
 @dataclass(frozen=True)
@@ -191,6 +206,27 @@ def _judge_tie_margins(design: SimulationDesign, rng) -> np.ndarray:
     return design.tie_margin * np.exp(design.tie_margin_sd * rng.standard_normal(design.n_judges))
 
 
+def _prompt_sizes(design: SimulationDesign, rng) -> np.ndarray:
+    """Comparisons per prompt: ``pairs_per_prompt`` each, or ``1 + Poisson(max(rate - 1,
+    0))`` with ``rate ~ Gamma(size_dispersion, comparisons_per_prompt / size_dispersion)``."""
+    if design.pairs_per_prompt is not None:
+        return np.full(design.n_prompts, design.pairs_per_prompt)
+    rate = rng.gamma(design.size_dispersion,
+                     design.comparisons_per_prompt / design.size_dispersion, design.n_prompts)
+    return 1 + rng.poisson(np.maximum(rate - 1, 0))
+
+
+def _draw_pairs(design: SimulationDesign, allowed: np.ndarray, n: int, rng) -> np.ndarray:
+    """Indices into ``allowed`` of ``n`` comparisons: uniform, or with probability
+    ``pop_a * pop_b`` when some models are rare (module docstring)."""
+    if not design.rare_models:
+        return rng.integers(0, len(allowed), n)
+    pop = np.ones(design.n_models)
+    pop[design.n_models - design.rare_models:] = design.rare_weight
+    p = pop[allowed[:, 0]] * pop[allowed[:, 1]]
+    return rng.choice(len(allowed), size=n, p=p / p.sum())
+
+
 def simulate_comparisons(design: SimulationDesign | None = None, seed=0,
                          abilities: np.ndarray | None = None) -> SimulatedLog:
     """Draw one comparison log from the crossed random-effects model (module docstring)."""
@@ -200,12 +236,9 @@ def simulate_comparisons(design: SimulationDesign | None = None, seed=0,
     theta = (np.linspace(design.ability_sd * 1.5, -design.ability_sd * 1.5, k)
              if abilities is None else np.asarray(abilities, float))
     allowed = _allowed_pairs(k, design.missing_pair_share, rng)
-    rate = rng.gamma(design.size_dispersion,
-                     design.comparisons_per_prompt / design.size_dispersion, design.n_prompts)
-    sizes = 1 + rng.poisson(np.maximum(rate - 1, 0))
-    prompt = np.repeat(np.arange(design.n_prompts), sizes)
+    prompt = np.repeat(np.arange(design.n_prompts), _prompt_sizes(design, rng))
     n = prompt.size
-    chosen = allowed[rng.integers(0, len(allowed), n)]
+    chosen = allowed[_draw_pairs(design, allowed, n, rng)]
     swap = rng.random(n) < 0.5
     a = np.where(swap, chosen[:, 1], chosen[:, 0])
     b = np.where(swap, chosen[:, 0], chosen[:, 1])
@@ -214,6 +247,10 @@ def simulate_comparisons(design: SimulationDesign | None = None, seed=0,
     else:
         share = rng.dirichlet(np.full(design.n_judges, design.judge_size_dispersion))
         judge = rng.choice(design.n_judges, size=n, p=share)
+    if design.both_orders:
+        prompt, judge = np.repeat(prompt, 2), np.repeat(judge, 2)
+        a, b = np.column_stack([a, b]).ravel(), np.column_stack([b, a]).ravel()
+        n = 2 * n
     response = rng.normal(0, design.response_sd, (design.n_prompts, k))
     taste = rng.normal(0, design.judge_sd, (design.n_judges, k))
     d = (theta[a] - theta[b] + response[prompt, a] - response[prompt, b]

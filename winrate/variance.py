@@ -30,6 +30,19 @@ Small-sample corrections ``c(G)``:
   ``(N - 1) / (N - k)`` regression factor, which has no counterpart for a plug-in
   estimator). This is the default: it is the convention of Stata and statsmodels and it
   matters exactly when clusters are few, which is when a user most needs the caution.
+* ``"cr2"``: the bias-reduced linearisation of Bell & McCaffrey (2002, Survey Methodology
+  28(2)) for an estimator that is a fixed combination of stratum means (the win rate's
+  pairs; ``strata`` gives each row's stratum). The fitted stratum means make the hat
+  matrix block-diagonal by stratum, ``H_gg`` restricted to stratum h in cluster g being
+  ``f f^T / n_h`` (frequencies ``f``, stratum total ``n_h``), and since the influence is
+  constant within a stratum, ``c^T (I - H_gg)^{-1/2} e_g`` reduces to scaling each
+  (cluster, stratum) block total by ``(1 - m_gh / n_h)^{-1/2}`` with ``m_gh`` the block's
+  frequency: ``c = 1``. It is unbiased when the rows are independent with a common
+  variance within each stratum, where CR0 is biased down by the leverage ``m_gh / n_h``
+  (large when each pair is seen on a few prompts). With every row its own cluster it is
+  Cochran's ``n_h / (n_h - 1)`` of :func:`naive_cov`. A stratum lying wholly in one
+  cluster has a zero block total (its residuals sum to zero) and is left as it is: its
+  variance on that axis is not identified (flagged by the analysis).
 """
 
 from __future__ import annotations
@@ -47,7 +60,9 @@ from numba import njit
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.parallel import sized_kernel
 
-CORRECTIONS = ("none", "cr1")
+CORRECTIONS = ("none", "cr1", "cr2")
+#: The corrections that need no strata (CR2 needs the rows' strata; module doc).
+SCALAR_CORRECTIONS = ("none", "cr1")
 DEFAULT_CORRECTION = "cr1"
 _PSD_TOLERANCE = 1e-10
 
@@ -77,11 +92,34 @@ def sandwich(meat: np.ndarray, bread: np.ndarray | None) -> np.ndarray:
 
 
 def small_sample_factor(n_clusters: int, correction: str) -> float:
-    """Multiplier c(G): 1 for CR0, G / (G - 1) for CR1 (infinite for G = 1)."""
+    """Multiplier c(G): 1 for CR0 and CR2 (whose correction scales the rows,
+    :func:`stratum_leverage_scale`), G / (G - 1) for CR1 (infinite for G = 1)."""
     _check_correction(correction)
-    if correction == "none":
+    if correction in ("none", "cr2"):
         return 1.0
     return n_clusters / (n_clusters - 1) if n_clusters > 1 else np.inf
+
+
+def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
+                           frequency: np.ndarray | None = None) -> np.ndarray:
+    """CR2 row factors ``(1 - m_gh / n_h)^{-1/2}`` for clusters ``codes`` and strata
+    ``strata`` (module doc, ``"cr2"``): ``m_gh`` is the frequency of stratum h in cluster g,
+    ``n_h`` that of stratum h; 1 where the stratum lies wholly in the cluster."""
+    freq = np.ones(codes.shape[0]) if frequency is None else np.asarray(frequency, float)
+    stratum, n_strata = group_codes(strata)
+    block, n_blocks = group_codes(codes.astype(np.int64) * n_strata + stratum)
+    m = np.bincount(block, weights=freq, minlength=n_blocks)[block]
+    n = np.bincount(stratum, weights=freq, minlength=n_strata)[stratum]
+    rest = 1.0 - m / n
+    return np.where(rest > 1e-12, 1.0 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
+
+
+def _scale_rows(infl, scale: np.ndarray):
+    """The influence with row r multiplied by ``scale[r]`` (CSR or dense)."""
+    if sp.issparse(infl):
+        return sp.csr_array((infl.data * np.repeat(scale, np.diff(infl.indptr)),
+                             infl.indices, infl.indptr), shape=infl.shape)
+    return infl * scale[:, None]
 
 
 def factorize_groups(groups) -> tuple[np.ndarray, np.ndarray]:
@@ -193,11 +231,14 @@ def _bucket_order(lo, hi, local, n_local):  # pragma: no cover - numba
 
 @njit(cache=True)
 def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen, touched,
-                 top, arg, base):  # pragma: no cover - numba
+                 top, arg, row_squares, spread, squares,
+                 base):  # pragma: no cover - numba
     """Add the half outer products of every group in one bucket; return its group count.
 
     Also keeps, per column, the largest squared group total ``top`` and its group code
-    ``arg`` (group g of this bucket has code ``base + g``)."""
+    ``arg`` (group g of this bucket has code ``base + g``), and adds the groups' sums of
+    squared values to ``row_squares`` and their squares to ``spread`` (``squares`` is
+    scratch)."""
     start, order = _bucket_order(lo, hi, local, n_local)
     n_nonempty = 0
     for g in range(n_local):
@@ -212,16 +253,20 @@ def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen, t
                 touched[m] = col
                 m += 1
             scratch[col] += values[order[i]]
+            squares[col] += values[order[i]] * values[order[i]]
         for i in range(m):
             ti = touched[i]
             vi = scratch[ti]
             for j in range(i, m):
                 meat[ti, touched[j]] += vi * scratch[touched[j]]
+            row_squares[ti] += squares[ti]
+            spread[ti] += squares[ti] * squares[ti]
             if vi * vi > top[ti]:
                 top[ti] = vi * vi
                 arg[ti] = base + g
         for i in range(m):
             scratch[touched[i]] = 0.0
+            squares[touched[i]] = 0.0
             seen[touched[i]] = False
     return n_nonempty
 
@@ -230,7 +275,8 @@ def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen, t
 def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
                         n_chunks):  # pragma: no cover
     """``sum_g t_g t_g^T``, the number of non-empty groups, and per column the largest
-    ``t_g^2`` with its group code; buckets split over threads.
+    ``t_g^2`` with its group code, ``sum_r u_r^2`` and ``sum_g (sum_{r in g} u_r^2)^2``;
+    buckets split over threads.
 
     Each thread adds every unordered column pair of a group once into its own half-filled
     matrix M; the result is ``M + M^T - diag(M)``.
@@ -240,14 +286,18 @@ def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
     nonempty = np.zeros(n_chunks, np.int64)
     tops = np.zeros((n_chunks, k))
     args = np.full((n_chunks, k), -1, np.int64)
+    spreads = np.zeros((n_chunks, k))
+    row_squares = np.zeros((n_chunks, k))
     for c in numba.prange(n_chunks):
         scratch = np.zeros(k)
         seen = np.zeros(k, np.bool_)
         touched = np.empty(k, np.int64)
+        squares = np.zeros(k)
         for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
             nonempty[c] += _bucket_meat(bucket_start[b], bucket_start[b + 1], local, columns,
                                         values, 1 << shift, partial[c], scratch, seen, touched,
-                                        tops[c], args[c], b << shift)
+                                        tops[c], args[c], row_squares[c], spreads[c], squares,
+                                        b << shift)
     half = partial.sum(axis=0)
     top = np.zeros(k)
     arg = np.full(k, -1, np.int64)
@@ -256,7 +306,8 @@ def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
             if tops[c, a] > top[a]:
                 top[a] = tops[c, a]
                 arg[a] = args[c, a]
-    return half + half.T - np.diag(np.diag(half)), nonempty.sum(), top, arg
+    return (half + half.T - np.diag(np.diag(half)), nonempty.sum(), top, arg,
+            row_squares.sum(axis=0), spreads.sum(axis=0))
 
 
 @sized_kernel
@@ -292,12 +343,17 @@ class GroupMeat:
     """``meat = sum_g t_g t_g^T`` of one clustering, its number of non-empty groups, and per
     column the largest squared group total ``largest`` with that group's code ``argmax``
     (-1 for a column no group touches): the numerator of the dominant-cluster share
-    ``largest / diag(meat)`` (:func:`winrate.diagnostics.largest_cluster_share`)."""
+    ``largest / diag(meat)`` (:func:`winrate.diagnostics.largest_cluster_share`); and
+    ``row_squares = sum_r u_r^2`` and ``spread = sum_g (sum_{r in g} u_r^2)^2``, from which
+    the effective number of clusters follows
+    (:func:`winrate.diagnostics.effective_clusters`)."""
 
     meat: np.ndarray
     n_groups: int
     largest: np.ndarray
     argmax: np.ndarray
+    row_squares: np.ndarray
+    spread: np.ndarray
 
 
 def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
@@ -309,8 +365,9 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
     if sp.issparse(infl):
         buckets, shift = _buckets(infl, codes, n_range)
         kernel, n_chunks = _bucketed_outer_sum.choose(infl.nnz)
-        meat, n_groups, top, arg = kernel(*buckets, shift, infl.shape[1], n_chunks)
-        return GroupMeat(meat, int(n_groups), top, arg)
+        meat, n_groups, top, arg, row_squares, spread = kernel(*buckets, shift, infl.shape[1],
+                                                               n_chunks)
+        return GroupMeat(meat, int(n_groups), top, arg, row_squares, spread)
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
         shape=(n_range, codes.shape[0]),
@@ -318,10 +375,12 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
     totals = indicator @ infl
     squared = totals**2
     touched = squared.max(axis=0, initial=0.0) > 0
+    within = indicator @ infl**2
     return GroupMeat(totals.T @ totals,
                      int(np.count_nonzero(np.bincount(codes, minlength=n_range))),
                      squared.max(axis=0, initial=0.0),
-                     np.where(touched, squared.argmax(axis=0), -1))
+                     np.where(touched, squared.argmax(axis=0), -1),
+                     within.sum(axis=0), (within**2).sum(axis=0))
 
 
 def group_meat(influence, groups) -> GroupMeat:
@@ -387,14 +446,12 @@ def _require_two_clusters(n_groups: int, what: str = "groups") -> None:
 
 
 def cluster_cov(influence, groups, correction: str = DEFAULT_CORRECTION,
-                bread: np.ndarray | None = None) -> np.ndarray:
+                bread: np.ndarray | None = None, strata=None,
+                frequency=None) -> np.ndarray:
     """One-way cluster-robust covariance ``c(G) * sum_g t_g t_g^T`` (Liang-Zeger), sandwiched
-    by ``bread`` when given (module doc)."""
-    _check_correction(correction)
-    codes, n_groups = group_codes(groups)
-    _require_two_clusters(n_groups)
-    meat = _meat_from_codes(_as_influence(influence), codes, n_groups).meat
-    return small_sample_factor(n_groups, correction) * sandwich(meat, bread)
+    by ``bread`` when given; ``strata`` (and ``frequency``) for CR2 (module doc)."""
+    return multiway_cluster_cov(influence, [groups], correction, bread, strata,
+                                frequency).cov
 
 
 @dataclass(frozen=True)
@@ -475,9 +532,17 @@ def inclusion_exclusion(codes: list[np.ndarray], sizes: list[int], term,
     return cov, min_eig, repaired, parts
 
 
+def _check_strata(correction: str, strata, n_rows: int) -> None:
+    if (correction == "cr2") != (strata is not None):
+        raise ValueError("correction 'cr2' needs the rows' strata (the win rate's pairs), and "
+                         "strata are only used by 'cr2'")
+    if strata is not None and np.shape(strata) != (n_rows,):
+        raise ValueError(f"strata has shape {np.shape(strata)}, expected ({n_rows},)")
+
+
 def multiway_cluster_cov(
     influence, groups: list, correction: str = DEFAULT_CORRECTION,
-    bread: np.ndarray | None = None,
+    bread: np.ndarray | None = None, strata=None, frequency=None,
 ) -> MultiwayCovariance:
     """Multiway cluster-robust covariance by inclusion-exclusion (CGM 2011, eq. 2.11).
 
@@ -490,12 +555,15 @@ def multiway_cluster_cov(
     repaired covariance transforms with the bread: for any map T, bread ``T B`` gives
     ``T V T^T``. Clipping ``B V B^T`` itself would not, so a Bradley-Terry contrast's variance
     would depend on the anchor or baseline that only changes the reporting map in B
-    (``min_eigenvalue`` is then the meat's).
+    (``min_eigenvalue`` is then the meat's). ``"cr2"`` scales each term's rows by that
+    term's :func:`stratum_leverage_scale` of ``strata`` (frequency-weighted by
+    ``frequency``).
     """
     _check_correction(correction)
     if len(groups) == 0:
         raise ValueError("multiway_cluster_cov needs at least one grouping")
     infl = _as_influence(influence)
+    _check_strata(correction, strata, infl.shape[0])
     coded = [group_codes(g) for g in groups]
     codes, sizes = [c for c, _ in coded], [s for _, s in coded]
     for i, size in enumerate(sizes):
@@ -503,7 +571,9 @@ def multiway_cluster_cov(
     terms, term_covs = [], []
 
     def term(term_codes, n_range):
-        group = _meat_from_codes(infl, term_codes, n_range)
+        rows = infl if strata is None else _scale_rows(
+            infl, stratum_leverage_scale(term_codes, strata, frequency))
+        group = _meat_from_codes(rows, term_codes, n_range)
         return small_sample_factor(group.n_groups, correction) * group.meat, group
 
     meat, min_eig, repaired, parts = inclusion_exclusion(codes, sizes, term)

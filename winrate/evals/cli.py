@@ -31,7 +31,7 @@ from winrate.evals.frame import answer_matrix, evaluate, question_scores
 from winrate.evals.power import estimate_power_inputs, minimum_detectable_effect, sample_size
 from winrate.evals.report import FORMATS, pairwise_table, report_json, score_table
 from winrate.evals.summary import INTERVALS
-from winrate.variance import CORRECTIONS, DEFAULT_CORRECTION
+from winrate.variance import DEFAULT_CORRECTION, SCALAR_CORRECTIONS
 
 
 def _add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
@@ -40,7 +40,7 @@ def _add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> No
     parser.add_argument("--model-col", default=None, help=model_help)
     parser.add_argument("--cluster-col", action="append", default=[], metavar="COL",
                         help="cluster column, constant within a question (repeat: multiway)")
-    parser.add_argument("--correction", choices=CORRECTIONS, default=DEFAULT_CORRECTION,
+    parser.add_argument("--correction", choices=SCALAR_CORRECTIONS, default=DEFAULT_CORRECTION,
                         help="small-sample correction of clustered SEs (default: %(default)s)")
     parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
     _add_scale_argument(parser)
@@ -133,7 +133,7 @@ def add_power_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-col", action="append", default=[], metavar="COL",
                         help="pilot cluster column (repeat: multiway)")
     _add_scale_argument(parser)
-    parser.add_argument("--correction", choices=CORRECTIONS, default=DEFAULT_CORRECTION)
+    parser.add_argument("--correction", choices=SCALAR_CORRECTIONS, default=DEFAULT_CORRECTION)
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="write inputs and result as JSON")
