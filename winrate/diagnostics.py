@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from winrate.errors import WinrateInputError
 from winrate.variance import GroupMeat, group_meat
@@ -120,12 +118,30 @@ def _components_text(labels: np.ndarray, names: np.ndarray, limit: int = 4) -> s
     return "; ".join(shown) + (f"; ... ({len(groups)} groups)" if len(groups) > limit else "")
 
 
+def component_labels(adjacency: np.ndarray) -> np.ndarray:
+    """Connected-component label (0, 1, ... in order of first node) of every node of a
+    symmetric boolean adjacency matrix: breadth-first search one level at a time, so each
+    node's row is read once (O(K^2) for K nodes, no sparse-graph set-up)."""
+    labels = np.full(adjacency.shape[0], -1)
+    n_components = 0
+    for start in range(adjacency.shape[0]):  # over nodes (models), not rows
+        if labels[start] >= 0:
+            continue
+        frontier = np.zeros(adjacency.shape[0], bool)
+        frontier[start] = True
+        while frontier.any():
+            labels[frontier] = n_components
+            frontier = adjacency[frontier].any(axis=0) & (labels < 0)
+        n_components += 1
+    return labels
+
+
 def check_connected(counts: np.ndarray, names: np.ndarray) -> None:
     """Error naming the components when the comparison graph is disconnected: ratings in
     different components are not on a common scale (no comparison links them)."""
     played = counts.sum(axis=1) > 0  # a model with no comparisons is reported as such
-    n_comp, labels = connected_components(sp.csr_array(counts[np.ix_(played, played)] > 0),
-                                          directed=False)
+    labels = component_labels(counts[np.ix_(played, played)] > 0)
+    n_comp = labels.max(initial=-1) + 1
     names = names[played]
     if n_comp > 1:
         raise WinrateInputError(

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from numba import prange
-from scipy import stats
+from scipy import special
 
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.parallel import sized_kernel
@@ -304,8 +304,8 @@ def critical_value(alpha: float, df: float | None = None) -> float:
     """Two-sided critical value: ``z_{1-alpha/2}``, or ``t_{df, 1-alpha/2}`` when df is given."""
     alpha, df = _check_alpha(alpha), _check_df(df)
     if df is None:
-        return float(stats.norm.ppf(1 - alpha / 2))
-    return float(stats.t.ppf(1 - alpha / 2, df))
+        return float(special.ndtri(1 - alpha / 2))  # what scipy.stats.norm.ppf evaluates
+    return float(special.stdtrit(df, 1 - alpha / 2))  # and scipy.stats.t.ppf
 
 
 @dataclass(frozen=True)
@@ -502,8 +502,8 @@ def pairwise_differences(
     zero = _zero_pairs(V, se)
     _warn_zero(zero, "pairwise differences")
     stat = _pair_stat(d, se, zero)
-    ref = stats.norm if df is None else stats.t(df)
-    p = 2 * ref.sf(np.abs(stat))
+    # two-sided p-value: normal or t(df) survival function (scipy.stats' own evaluations)
+    p = 2 * (special.ndtr(-np.abs(stat)) if df is None else special.stdtr(df, -np.abs(stat)))
     crit, mc_se, sorted_max = _two_sided_family(F, i[~zero], j[~zero], alpha, df, mc)
     c = float(crit[0])
     half = np.where(zero, 0.0, c * se)

@@ -331,8 +331,8 @@ def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
     pairs whose comparisons all had the same outcome."""
     lo, hi = board.pairs[:, 0], board.pairs[:, 1]
     n = board.counts[lo, hi]
-    f = np.ones(board.pair.shape) if frequency is None else frequency
-    spread = np.bincount(board.pair, weights=f * board.centered**2, minlength=len(lo))
+    squares = board.centered**2 if frequency is None else frequency * board.centered**2
+    spread = np.bincount(board.pair, weights=squares, minlength=len(lo))
     degenerate = spread <= 1e-12 * n
     d = np.flatnonzero(degenerate)
     lo, hi, n = lo[d], hi[d], n[d]
@@ -340,11 +340,13 @@ def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
     centre = (psi + z**2 / (2 * n)) / (1 + z**2 / n)
     half = z / (1 + z**2 / n) * np.sqrt(psi * (1 - psi) / n + z**2 / (4 * n**2))
     var = (np.maximum(psi - (centre - half), centre + half - psi) / z) ** 2
-    rows = np.concatenate([np.arange(d.size)] * 2)
-    push = sp.csr_array((np.concatenate([board.weights[lo, hi], -board.weights[hi, lo]]),
-                         (rows, np.concatenate([lo, hi]))),
-                        shape=(d.size, len(board.all_models)))[:, board.codes]
-    return np.asarray((push.T @ (push.multiply(var[:, None]))).todense()), degenerate
+    # pair (lo, hi) pushes S_lo by w_lo,hi and S_hi by -w_hi,lo: add var * v v^T
+    push_lo, push_hi = board.weights[lo, hi], -board.weights[hi, lo]
+    cov = np.zeros((len(board.all_models),) * 2)
+    for (i, j), (pi, pj) in (((lo, lo), (push_lo, push_lo)), ((hi, hi), (push_hi, push_hi)),
+                             ((lo, hi), (push_lo, push_hi)), ((hi, lo), (push_hi, push_lo))):
+        np.add.at(cov, (i, j), var * pi * pj)
+    return cov[np.ix_(board.codes, board.codes)], degenerate
 
 
 def model_code(log: ComparisonLog, name: str, flag: str) -> int:

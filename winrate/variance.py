@@ -74,6 +74,8 @@ def _check_correction(correction: str) -> None:
 
 def _as_influence(influence):
     """Return a CSR matrix or a 2-D float ndarray, never a densified sparse matrix."""
+    if isinstance(influence, sp.csr_array):
+        return influence
     if sp.issparse(influence):
         return sp.csr_array(influence)
     arr = np.asarray(influence, dtype=float)
