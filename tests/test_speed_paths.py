@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.sparse.csgraph import connected_components
 
 from winrate.data import ComparisonLog
-from winrate.diagnostics import component_labels
+from winrate.diagnostics import comparisons_per_cluster, component_labels
 from winrate.leaderboard import degenerate_pair_cov, fit
 
 
@@ -51,3 +52,24 @@ def test_wilson_floor_equals_a_sum_of_outer_products():
             expected += var * np.outer(v, v)
         keep = board.codes
         np.testing.assert_allclose(cov, expected[np.ix_(keep, keep)], rtol=1e-13, atol=1e-16)
+
+
+@pytest.mark.parametrize(("n", "k", "n_clusters"), [(500, 6, 40), (300, 90, 280), (50, 3, 1)])
+def test_comparisons_per_cluster_against_a_pandas_groupby(n, k, n_clusters):
+    """Both kernel paths (a bit per (model, cluster) when K G <= 64 n, else rows sorted by
+    cluster; the second case here) against distinct (model, cluster) pairs counted by
+    pandas, with frequency weights."""
+    rng = np.random.default_rng(n)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k if k > 1 else a
+    codes = rng.integers(0, n_clusters, n)
+    weight = rng.integers(1, 5, n).astype(float)
+    frame = pd.DataFrame({"model": np.concatenate([a, b]), "cluster": np.tile(codes, 2),
+                          "w": np.tile(weight, 2)})
+    grouped = frame.groupby("model")
+    expected = (grouped["w"].sum() / grouped["cluster"].nunique()).reindex(range(k + 2))
+    got = comparisons_per_cluster(a, b, codes, k + 2, weight)  # two models never seen: NaN
+    np.testing.assert_allclose(got, expected.to_numpy(), rtol=1e-15)
+    unweighted = comparisons_per_cluster(a, b, codes, k + 2, None)
+    counts = grouped.size() / grouped["cluster"].nunique()
+    np.testing.assert_allclose(unweighted, counts.reindex(range(k + 2)).to_numpy(), rtol=1e-15)

@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+from numba import njit
 
 from winrate.errors import WinrateInputError
 from winrate.variance import GroupMeat, group_meat
@@ -83,14 +83,55 @@ def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None =
 
 
 def comparisons_per_cluster(model_a: np.ndarray, model_b: np.ndarray, codes: np.ndarray,
-                            n_models: int, weight: np.ndarray) -> np.ndarray:
-    """``m_a``: comparisons of model a divided by the number of clusters a appears in."""
-    models = np.concatenate([model_a, model_b]).astype(np.int64)
-    clusters = np.concatenate([codes, codes])
-    n_a = np.bincount(models, weights=np.concatenate([weight, weight]), minlength=n_models)
-    distinct = pd.unique(models * (int(codes.max()) + 1) + clusters)
-    clusters_of_a = np.bincount(distinct // (int(codes.max()) + 1), minlength=n_models)
+                            n_models: int, weight: np.ndarray | None) -> np.ndarray:
+    """``m_a``: comparisons of model a divided by the number of clusters a appears in.
+
+    ``codes`` are the axis' dense cluster codes ``0..G-1``; ``weight`` the rows'
+    frequencies (None: one comparison each)."""
+    n_a = (np.bincount(model_a, weights=weight, minlength=n_models)
+           + np.bincount(model_b, weights=weight, minlength=n_models))
+    n_clusters = int(codes.max()) + 1 if codes.size else 0
+    clusters_of_a = _clusters_per_model(model_a, model_b, codes, n_models, n_clusters)
     return np.divide(n_a, clusters_of_a, out=np.full(n_models, np.nan), where=clusters_of_a > 0)
+
+
+@njit(cache=True)
+def _clusters_per_model(model_a, model_b, codes, n_models, n_clusters):  # pragma: no cover
+    """Number of distinct clusters each model appears in (as model_a or model_b), in one
+    pass over the rows with a bit per (model, cluster) when that table takes at most 64 bits
+    per row; otherwise the rows' models are counting-sorted by cluster and each model
+    remembers the last cluster it was counted in (memory O(n + G + K))."""
+    n = codes.shape[0]
+    count = np.zeros(n_models, np.int64)
+    if n_models * n_clusters <= 64 * n:
+        seen = np.zeros((n_models * n_clusters + 7) >> 3, np.uint8)
+        for r in range(n):
+            for m in (model_a[r], model_b[r]):
+                key = m * n_clusters + codes[r]
+                bit = np.uint8(1 << (key & 7))
+                if seen[key >> 3] & bit == 0:
+                    seen[key >> 3] |= bit
+                    count[m] += 1
+        return count
+    start = np.zeros(n_clusters + 1, np.int64)
+    for r in range(n):
+        start[codes[r] + 1] += 1
+    for g in range(n_clusters):
+        start[g + 1] += start[g]
+    fill = start[:-1].copy()
+    by_cluster = np.empty(2 * n, model_a.dtype)
+    for r in range(n):
+        i = fill[codes[r]]
+        by_cluster[2 * i], by_cluster[2 * i + 1] = model_a[r], model_b[r]
+        fill[codes[r]] = i + 1
+    last = np.full(n_models, -1, np.int64)
+    for g in range(n_clusters):
+        for i in range(2 * start[g], 2 * start[g + 1]):
+            m = by_cluster[i]
+            if last[m] != g:
+                last[m] = g
+                count[m] += 1
+    return count
 
 
 def shared_response_correlation(deff: np.ndarray, m: np.ndarray) -> np.ndarray:
