@@ -7,9 +7,13 @@ import pandas as pd
 import pytest
 from scipy.sparse.csgraph import connected_components
 
+from winrate import estimators
 from winrate.data import ComparisonLog
 from winrate.diagnostics import comparisons_per_cluster, component_labels
 from winrate.leaderboard import degenerate_pair_cov, fit
+from winrate.variance import group_meat, multiway_cluster_cov, repair_psd, small_sample_factor
+
+from .conftest import random_log
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -73,3 +77,37 @@ def test_comparisons_per_cluster_against_a_pandas_groupby(n, k, n_clusters):
     unweighted = comparisons_per_cluster(a, b, codes, k + 2, None)
     counts = grouped.size() / grouped["cluster"].nunique()
     np.testing.assert_allclose(unweighted, counts.reindex(range(k + 2)).to_numpy(), rtol=1e-15)
+
+
+@pytest.mark.filterwarnings("ignore::winrate.errors.WinrateWarning")  # random data: PSD repair
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("model", ["winrate", "bt"])
+def test_two_way_single_pass_equals_each_term_on_its_own(seed, model):
+    """The nested two-way pass (one radix pass: cells sorted by (outer, inner), outer totals
+    from contiguous cells, inner totals dense) against each clustering computed on its own,
+    every GroupMeat field, both axis orders, covariance with the estimator's bread."""
+    log = random_log(seed, n=900, k=7, n_prompts=120, n_judges=6)
+    board = estimators.fit(log, model)
+    prompt, judge = log.axes["prompt"].codes, log.axes["judge"].codes
+    for axes in ([prompt, judge], [judge, prompt]):
+        result = multiway_cluster_cov(board.influence, axes, "cr1", bread=board.bread)
+        cell_codes = axes[0] * (axes[1].max() + 1) + axes[1]
+        for got, codes in zip(result.term_meats, [*axes, cell_codes], strict=True):
+            want = group_meat(board.influence, codes)
+            np.testing.assert_allclose(got.meat, want.meat, rtol=1e-12, atol=1e-15)
+            assert got.n_groups == want.n_groups
+            for field in ("largest", "row_squares", "spread"):
+                np.testing.assert_allclose(getattr(got, field), getattr(want, field),
+                                           rtol=1e-12, atol=1e-15)
+            labels = np.unique(codes)  # group_meat codes are dense; the pass keeps raw codes
+            np.testing.assert_array_equal(
+                np.where(got.argmax >= 0, got.argmax, -1),
+                np.where(want.argmax >= 0, labels[np.maximum(want.argmax, 0)], -1))
+        terms = [c * group_meat(board.influence, codes).meat for c, codes in
+                 zip((1, 1, -1), [*axes, cell_codes], strict=True)]
+        factors = [small_sample_factor(n, "cr1") for _, n, _ in result.terms]
+        meat = sum(f * t for f, t in zip(factors, terms, strict=True))
+        expected = repair_psd(meat)[0]
+        if board.bread is not None:
+            expected = board.bread @ expected @ board.bread.T
+        np.testing.assert_allclose(result.cov, expected, rtol=1e-10, atol=1e-14)
