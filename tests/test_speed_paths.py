@@ -9,7 +9,7 @@ from scipy.sparse.csgraph import connected_components
 
 from winrate import estimators
 from winrate.data import ComparisonLog
-from winrate.diagnostics import comparisons_per_cluster, component_labels
+from winrate.diagnostics import comparisons_per_cluster, component_labels, single_cluster_pairs
 from winrate.leaderboard import degenerate_pair_cov, fit
 from winrate.variance import group_meat, multiway_cluster_cov, repair_psd, small_sample_factor
 
@@ -111,3 +111,12 @@ def test_two_way_single_pass_equals_each_term_on_its_own(seed, model):
         if board.bread is not None:
             expected = board.bread @ expected @ board.bread.T
         np.testing.assert_allclose(result.cov, expected, rtol=1e-10, atol=1e-14)
+
+
+def test_single_cluster_pairs_against_a_pandas_groupby():
+    rng = np.random.default_rng(4)
+    pair = rng.integers(0, 60, 400)
+    codes = np.where(rng.random(400) < 0.7, pair % 7, rng.integers(0, 7, 400))
+    expected = pd.Series(codes).groupby(pair).nunique().reindex(range(62)) <= 1
+    expected[[60, 61]] = True  # pairs without rows: nothing leaves a cluster
+    np.testing.assert_array_equal(single_cluster_pairs(pair, codes, 62), expected.to_numpy())

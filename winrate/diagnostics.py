@@ -61,20 +61,21 @@ def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None =
     Returns NaN when it is not identified: fewer than 2 groups, or no within-group
     degrees of freedom, or no variation at all.
     """
-    w = np.ones(values.shape[0]) if weight is None else weight
     n_groups = int(codes.max()) + 1 if codes.size else 0
-    size = np.bincount(codes, weights=w, minlength=n_groups)
+    size = np.bincount(codes, weights=weight, minlength=n_groups).astype(float)
     total = size.sum()
-    size_present = size[size > 0]
+    present = size > 0
+    size_present = size[present]
     g = size_present.size
     if g < 2 or total - g <= 0:
         return float("nan")
-    group_mean = np.bincount(codes, weights=w * values, minlength=n_groups)[size > 0]
-    group_mean = group_mean / size_present
-    grand_mean = (w * values).sum() / total
-    ss_between = (size_present * (group_mean - grand_mean) ** 2).sum()
-    dense = np.cumsum(size > 0) - 1
-    ss_within = (w * (values - group_mean[dense[codes]]) ** 2).sum()
+    weighted = values if weight is None else weight * values
+    group_sum = np.bincount(codes, weights=weighted, minlength=n_groups)
+    group_mean = np.divide(group_sum, size, out=np.zeros(n_groups), where=present)
+    grand_mean = weighted.sum() / total
+    ss_between = (size_present * (group_mean[present] - grand_mean) ** 2).sum()
+    resid = values - group_mean[codes]
+    ss_within = float(resid @ (resid if weight is None else weight * resid))
     ms_between = ss_between / (g - 1)
     ms_within = ss_within / (total - g)
     n0 = (total - (size_present**2).sum() / total) / (g - 1)
@@ -145,10 +146,20 @@ def single_cluster_pairs(pair: np.ndarray, codes: np.ndarray, n_pairs: int) -> n
     For such a pair the centred scores sum to zero within that cluster, so the axis'
     variance gets no information about the pair: its contribution is not identified.
     """
-    first = np.full(n_pairs, -1, dtype=np.int64)
-    first[pair[::-1]] = codes[::-1]
-    differs = codes != first[pair]
-    return np.bincount(pair, weights=differs, minlength=n_pairs) == 0
+    return _single_cluster(pair, codes, n_pairs)
+
+
+@njit(cache=True)
+def _single_cluster(pair, codes, n_pairs):  # pragma: no cover - numba
+    """One pass: each pair's first cluster, and whether any later row leaves it."""
+    first = np.full(n_pairs, -1, np.int64)
+    single = np.ones(n_pairs, np.bool_)
+    for r in range(pair.shape[0]):
+        if first[pair[r]] < 0:
+            first[pair[r]] = codes[r]
+        elif first[pair[r]] != codes[r]:
+            single[pair[r]] = False
+    return single
 
 
 def _components_text(labels: np.ndarray, names: np.ndarray, limit: int = 4) -> str:
