@@ -239,7 +239,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     se = np.where(unidentified, np.nan, np.sqrt(np.clip(var, 0, None)))
     deff = np.where(unidentified, np.nan, diagnostics.design_effect(cov, cov_naive))
     m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
-                                            log.n_models, log.weight)[board.codes]
+                                            log.n_models, log.frequency)[board.codes]
     lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
     share, largest = (x[board.codes] for x in diagnostics.dominant_share(group))
     effective = diagnostics.effective_clusters(group)[board.codes]
@@ -519,11 +519,10 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     if clustering:
         result = _clustered_cov(log, board, clustering, correction)
         full, psd_repaired = result.cov, result.psd_repaired
-        infl = board.influence
-        row_ss = np.bincount(infl.indices, weights=infl.data**2, minlength=infl.shape[1])
         for i, name in enumerate(clustering):
+            group = result.term_meats[i]  # row_squares: each column's sum of squared rows
             axes[name] = _axis_summary(log, board, name, result.term_covs[i][:k, :k],
-                                       cov_naive, result.term_meats[i], row_ss)
+                                       cov_naive, group, group.row_squares)
     cov = full[:k, :k]
     df = None
     if reference == "t" and clustering:

@@ -566,19 +566,20 @@ def naive_cov(influence, correction: str = "none", frequency=None,
     mean (AlpacaEval's ``standard_error``). A stratum of one comparison contributes nothing.
     """
     infl = _as_influence(influence)
-    freq = np.ones(infl.shape[0]) if frequency is None else np.asarray(frequency, dtype=float)
-    if freq.shape != (infl.shape[0],):
+    freq = None if frequency is None else np.asarray(frequency, dtype=float)
+    if freq is not None and freq.shape != (infl.shape[0],):
         raise ValueError(f"frequency has shape {freq.shape}, expected ({infl.shape[0]},)")
-    if correction != "none" and freq.sum() <= 1:
+    n_total = infl.shape[0] if freq is None else freq.sum()
+    if correction != "none" and n_total <= 1:
         raise WinrateInputError("the log holds a single comparison: no variance can be "
                                 "estimated from it")
-    row_scale = 1.0 / freq
-    factor = small_sample_factor(freq.sum(), correction)
+    row_scale = np.ones(infl.shape[0]) if freq is None else 1.0 / freq
+    factor = small_sample_factor(n_total, correction)
     if strata is not None and correction != "none":
         codes, n_strata = group_codes(strata)
-        size = np.bincount(codes, weights=freq, minlength=n_strata)
-        row_scale = row_scale * np.divide(size, size - 1, out=np.ones(n_strata),
-                                          where=size > 1)[codes]
+        size = np.bincount(codes, weights=freq, minlength=n_strata).astype(float)
+        ratio = np.divide(size, size - 1, out=np.ones(n_strata), where=size > 1)
+        row_scale = ratio[codes] if freq is None else row_scale * ratio[codes]
         factor = 1.0
     if sp.issparse(infl):
         kernel, n_chunks = _csr_row_meat.choose(infl.nnz)
