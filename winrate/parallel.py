@@ -43,10 +43,10 @@ class SizedKernel:
     the number of numba threads otherwise).
     """
 
-    def __init__(self, func):
+    def __init__(self, func, **options):
         self.__doc__ = func.__doc__
-        self.serial = njit(cache=True)(_renamed(func, "_serial"))
-        self.parallel = njit(parallel=True, cache=True)(_renamed(func, "_parallel"))
+        self.serial = njit(cache=True, **options)(_renamed(func, "_serial"))
+        self.parallel = njit(parallel=True, cache=True, **options)(_renamed(func, "_parallel"))
 
     def choose(self, work: float):
         """``(kernel, n_chunks)`` for ``work`` elementary steps."""
@@ -56,6 +56,9 @@ class SizedKernel:
         return self.serial, 1
 
 
-def sized_kernel(func) -> SizedKernel:
-    """Decorator: :class:`SizedKernel` of ``func``."""
-    return SizedKernel(func)
+def sized_kernel(func=None, **options):
+    """Decorator: :class:`SizedKernel` of ``func``; ``@sized_kernel(**options)`` passes
+    further numba options (e.g. ``fastmath``) to both compilations."""
+    if func is None:
+        return lambda inner: SizedKernel(inner, **options)
+    return SizedKernel(func, **options)
