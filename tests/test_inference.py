@@ -320,7 +320,8 @@ def test_pairwise_is_location_and_scale_equivariant(problem, scale, shift):
         moved = pairwise_differences(scale * est + shift, scale**2 * V, **MC_SMALL)
     np.testing.assert_allclose(moved.estimate, scale * base.estimate, atol=1e-9)
     np.testing.assert_allclose(moved.se, scale * base.se, rtol=1e-6, atol=1e-12)
-    assert moved.critical_value == pytest.approx(base.critical_value, rel=1e-6)
+    # the max kernel works in single precision: equal to ~1e-6, far inside the MC error
+    assert moved.critical_value == pytest.approx(base.critical_value, rel=1e-5)
     # a max over pairs is at least one |T|: c >= z_{0.95} up to MC error
     assert base.critical_value >= stats.norm.ppf(1 - 0.1 / 2) - TOL_SE * base.mc_se
 

@@ -19,6 +19,7 @@ from winrate.inference import (
     DEFAULT_DRAWS,
     PairwiseDifferences,
     RankSets,
+    SimultaneousIntervals,
     WaldIntervals,
     critical_value,
     pairwise_differences,
@@ -158,7 +159,9 @@ class JointInference:
     confidence sets (Mogstad et al. 2024) of the ``kept`` models; ``pairwise``: all
     differences ``S_i - S_j`` among the ``kept`` models. Models without comparisons are
     left out (NaN bounds); ``rank_low``/``rank_high`` give every model's rank set, the
-    whole range for a model that is not estimable.
+    whole range for a model that is not estimable. ``simultaneous`` is the
+    :class:`winrate.inference.SimultaneousIntervals` behind the simultaneous intervals (its
+    Monte-Carlo SE and draws; None for the wild bootstrap's).
     """
 
     simultaneous_critical_value: float | None
@@ -169,6 +172,7 @@ class JointInference:
     kept: np.ndarray | None = None
     rank_low: np.ndarray | None = None
     rank_high: np.ndarray | None = None
+    simultaneous: SimultaneousIntervals | None = None
 
 
 def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
@@ -185,7 +189,7 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
     keep = ~np.isnan(scores) & (True if estimable is None else estimable)
     est, V = scores[keep], cov[np.ix_(keep, keep)]
     mc = {"n_draws": n_draws, "seed": seed}
-    crit = low = high = rank = pairs = None
+    crit = low = high = rank = pairs = sim = None
     if simultaneous and choice is not None and choice.wild is not None:
         crit, low, high = (choice.wild.simultaneous_critical_value, choice.wild.sim_low,
                            choice.wild.sim_high)
@@ -200,7 +204,7 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
         rank_low[unknown], rank_high[unknown] = 1, (~np.isnan(scores)).sum()
     if pairwise:
         pairs = pairwise_differences(est, V, alpha, df, **mc)
-    return JointInference(crit, low, high, rank, pairs, keep, rank_low, rank_high)
+    return JointInference(crit, low, high, rank, pairs, keep, rank_low, rank_high, sim)
 
 
 def _expand(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
