@@ -8,8 +8,9 @@ import pytest
 from scipy.sparse.csgraph import connected_components
 
 from winrate import estimators
-from winrate.data import ComparisonLog
+from winrate.data import ComparisonLog, read_comparisons
 from winrate.diagnostics import comparisons_per_cluster, component_labels, single_cluster_pairs
+from winrate.errors import WinrateInputError
 from winrate.leaderboard import degenerate_pair_cov, fit
 from winrate.variance import group_meat, multiway_cluster_cov, repair_psd, small_sample_factor
 
@@ -120,3 +121,57 @@ def test_single_cluster_pairs_against_a_pandas_groupby():
     expected = pd.Series(codes).groupby(pair).nunique().reindex(range(62)) <= 1
     expected[[60, 61]] = True  # pairs without rows: nothing leaves a cluster
     np.testing.assert_array_equal(single_cluster_pairs(pair, codes, 62), expected.to_numpy())
+
+
+def _rows(log):
+    """Each row's labels: what a log says, independent of how it was coded."""
+    return (log.models[log.model_a].astype(str), log.models[log.model_b].astype(str),
+            log.score, *(axis.labels[axis.codes].astype(str) for axis in log.axes.values()))
+
+
+def test_parquet_string_columns_coded_by_arrow_equal_the_frame_path(tmp_path):
+    """Parquet ids are coded by Arrow dictionary encoding: through the file's dictionaries
+    for few-valued columns (judges, models, outcomes; several row groups, so the
+    dictionaries are unified) and by hashing for many-valued ones (prompts). Row by row the
+    log equals the one read from the same DataFrame."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from winrate.data import _small_dictionaries
+
+    rng = np.random.default_rng(2)
+    n = 40_000
+    a = rng.integers(0, 12, n)
+    b = (a + rng.integers(1, 12, n)) % 12
+    prompts = np.array([rng.bytes(12).hex() for _ in range(9000)])  # incompressible ids
+    frame = pd.DataFrame({
+        "prompt_id": prompts[rng.integers(0, 9000, n)],
+        "judge_id": [f"judge {i}" for i in rng.integers(0, 4, n)],
+        "model_a": [f"m{i}" for i in a], "model_b": [f"m{i}" for i in b],
+        "outcome": rng.choice(["a", "b", "tie"], n)})
+    path = tmp_path / "log.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path,
+                   row_group_size=20_000)
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups > 1
+    assert not _small_dictionaries(meta, "prompt_id")
+    assert all(_small_dictionaries(meta, c) for c in ("judge_id", "model_a", "outcome"))
+    read, direct = read_comparisons(path), read_comparisons(frame)
+    assert sorted(read.models) == sorted(direct.models)
+    for got, want in zip(_rows(read), _rows(direct), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_parquet_missing_id_is_named_and_unused_categories_are_not_clusters(tmp_path):
+    frame = pd.DataFrame({"prompt_id": ["p1", "p2", None, "p3"], "judge_id": "j",
+                          "model_a": ["x", "y", "x", "y"], "model_b": ["y", "x", "y", "x"],
+                          "outcome": ["a", "b", "tie", "a"]})
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(WinrateInputError, match=r"'prompt_id': missing value in 1 row.*2"):
+        read_comparisons(path)
+    unused = frame.dropna().astype({"prompt_id": pd.CategoricalDtype(["p0", "p1", "p2", "p3"])})
+    log = read_comparisons(unused)
+    assert log.axes["prompt"].n_clusters == 3
+    np.testing.assert_array_equal(log.axes["prompt"].labels[log.axes["prompt"].codes],
+                                  ["p1", "p2", "p3"])

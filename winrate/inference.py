@@ -320,7 +320,7 @@ def _t_quantile_with_se(sorted_max: np.ndarray, alpha: float, nodes: np.ndarray)
     if sorted_max[-1] < _EMPTY:
         return np.nan, np.nan
     lo, hi = 0.0, max(sorted_max[-1], 1.0) / nodes[0] * 2
-    for _ in range(60):  # to ~1e-18 of the bracket
+    while hi - lo > 1e-9 * hi:  # far below the MC error
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _t_cdf(sorted_max, mid, nodes) < 1 - alpha else (lo, mid)
     c = hi
