@@ -13,7 +13,7 @@ import pytest
 from winrate.cli import main
 from winrate.data import read_comparisons
 from winrate.errors import WinrateWarning
-from winrate.inference import pairwise_differences, simultaneous_intervals
+from winrate.inference import pairwise_differences, rank_sets, simultaneous_intervals
 from winrate.resampling import multiway_jackknife_cov, wild_cluster_bootstrap
 
 NEW_KEYS = {"method", "method_note", "simultaneous_critical_value", "sim_low", "sim_high",
@@ -157,3 +157,28 @@ def test_weighted_log_without_clustering_resamples_comparisons(tmp_path, capsys)
                      "bootstrap", "--bootstrap-reps", 2000], tmp_path, capsys)
     ratio = np.diag(doc_b["cov"]) / np.diag(doc_e["cov"])
     assert np.all(np.abs(ratio - 1) < 0.15), ratio
+
+
+def test_json_reports_the_monte_carlo_precision(log_file, tmp_path, capsys):
+    """``monte_carlo``: the tolerance, and for each joint part its critical value, MC SE and
+    draws, equal to the library's; every MC SE within the tolerance (or the draws at the
+    cap); null without joint inference."""
+    plain, _ = _run([log_file, "--method", "sandwich"], tmp_path, capsys)
+    assert plain["monte_carlo"] is None
+    doc, _ = _run([log_file, "--method", "sandwich", "--simultaneous", "--ranks"], tmp_path,
+                  capsys)
+    mc = doc["monte_carlo"]
+    df = doc["settings"]["df"]
+    score, cov = np.array(doc["score"]), np.array(doc["cov"])
+    sim = simultaneous_intervals(score, cov, 0.05, df, seed=0)
+    pairs = pairwise_differences(score, cov, 0.05, df, seed=0)
+    assert mc["tolerance"] == sim.mc_tolerance
+    for name, ref in (("simultaneous", sim), ("pairwise", pairs)):
+        assert mc[name] == {"critical_value": pytest.approx(ref.critical_value, rel=1e-12),
+                            "mc_se": pytest.approx(ref.mc_se, rel=1e-12),
+                            "n_draws": ref.n_draws}
+    ranks = rank_sets(score, cov, 0.05, df, seed=0)  # draws chosen at the first step
+    np.testing.assert_allclose(mc["ranks"]["critical_value"], ranks.critical_value, rtol=1e-12)
+    np.testing.assert_allclose(mc["ranks"]["mc_se"], ranks.mc_se, rtol=1e-12)
+    assert mc["ranks"]["n_draws"] == ranks.n_draws
+    assert sim.mc_se <= sim.mc_tolerance * sim.critical_value

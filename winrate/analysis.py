@@ -20,6 +20,7 @@ from winrate.inference import (
     DEFAULT_DRAWS,
     PairwiseDifferences,
     RankSets,
+    SimultaneousIntervals,
     WaldIntervals,
     critical_value,
     pairwise_differences,
@@ -220,7 +221,9 @@ class JointInference:
     confidence sets (Mogstad et al. 2024) of the ``kept`` models; ``pairwise``: all
     differences ``S_i - S_j`` among the ``kept`` models. Models without comparisons are
     left out (NaN bounds); ``rank_low``/``rank_high`` give every model's rank set, the
-    whole range for a model that is not estimable.
+    whole range for a model that is not estimable. ``simultaneous`` is the
+    :class:`winrate.inference.SimultaneousIntervals` behind the simultaneous intervals (its
+    Monte-Carlo SE and draws; None for the wild bootstrap's).
     """
 
     simultaneous_critical_value: float | None
@@ -231,6 +234,7 @@ class JointInference:
     kept: np.ndarray | None = None
     rank_low: np.ndarray | None = None
     rank_high: np.ndarray | None = None
+    simultaneous: SimultaneousIntervals | None = None
 
 
 def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
@@ -249,7 +253,7 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
     keep = ~np.isnan(scores) & (True if estimable is None else estimable)
     est, V = scores[keep], cov[np.ix_(keep, keep)]
     mc = {"n_draws": n_draws, "seed": seed}
-    crit = low = high = rank = pairs = None
+    crit = low = high = rank = pairs = sim = None
     if simultaneous and choice is not None and choice.wild is not None:
         crit, low, high = (choice.wild.simultaneous_critical_value, choice.wild.sim_low,
                            choice.wild.sim_high)
@@ -267,7 +271,7 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
     if pairwise:
         with stage("pairwise differences", progress):
             pairs = pairwise_differences(est, V, alpha, df, **mc)
-    return JointInference(crit, low, high, rank, pairs, keep, rank_low, rank_high)
+    return JointInference(crit, low, high, rank, pairs, keep, rank_low, rank_high, sim)
 
 
 def _expand(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -306,7 +310,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     se = np.where(unidentified, np.nan, np.sqrt(np.clip(var, 0, None)))
     deff = np.where(unidentified, np.nan, diagnostics.design_effect(cov, cov_naive))
     m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
-                                            log.n_models, log.weight)[board.codes]
+                                            log.n_models, log.frequency)[board.codes]
     lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
     share, largest = (x[board.codes] for x in diagnostics.dominant_share(group))
     effective = diagnostics.effective_clusters(group)[board.codes]
@@ -587,11 +591,10 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     if clustering:
         result = _clustered_cov(log, board, clustering, correction)
         full, psd_repaired = result.cov, result.psd_repaired
-        infl = board.influence
-        row_ss = np.bincount(infl.indices, weights=infl.data**2, minlength=infl.shape[1])
         for i, name in enumerate(clustering):
+            group = result.term_meats[i]  # row_squares: each column's sum of squared rows
             axes[name] = _axis_summary(log, board, name, result.term_covs[i][:k, :k],
-                                       cov_naive, result.term_meats[i], row_ss)
+                                       cov_naive, group, group.row_squares)
     cov = full[:k, :k]
     df = None
     if reference == "t" and clustering:

@@ -204,12 +204,62 @@ def _not_a_name(value) -> bool:
     return isinstance(value, (list, dict, bool, np.bool_))
 
 
-def _read(path: Path, fmt: str, text_cols) -> pd.DataFrame:
+#: A Parquet column whose dictionary pages take at most this many bytes (a few thousand
+#: names) is read through its dictionaries (:func:`_read_parquet`).
+_SMALL_DICTIONARY = 1 << 16
+
+
+def _read_parquet(path: Path, coded_cols) -> pd.DataFrame:
+    """A Parquet file with its string columns among ``coded_cols`` as pandas Categoricals.
+
+    The codes come from Arrow's dictionary encoding, not from hashing Python strings: a
+    column with few distinct values (every row group's dictionary page at most
+    :data:`_SMALL_DICTIONARY` bytes) is read through the file's own dictionaries, unified
+    across row groups, so its strings are never materialised row by row; any other string
+    column is read as text and hashed once by ``pyarrow.compute.dictionary_encode``. Other
+    columns convert as ``pandas.read_parquet`` would.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    source = pq.ParquetFile(path)
+    schema, meta = source.schema_arrow, source.metadata
+    textual = [name for name in dict.fromkeys(coded_cols) if name in schema.names
+               and (pa.types.is_string(schema.field(name).type)
+                    or pa.types.is_large_string(schema.field(name).type))]
+    small = [name for name in textual if _small_dictionaries(meta, name)]
+    table = pq.read_table(path, read_dictionary=small)
+    frame = table.drop_columns(textual).to_pandas()
+    for name in textual:
+        column = table.column(name)
+        coded = (column.unify_dictionaries() if name in small
+                 else pc.dictionary_encode(column)).combine_chunks()
+        codes = pc.fill_null(coded.indices, -1).to_numpy(zero_copy_only=False)
+        frame[name] = pd.Categorical.from_codes(codes, coded.dictionary.to_pandas())
+    return frame[schema.names]
+
+
+def _small_dictionaries(meta, name: str) -> bool:
+    """Every row group of column ``name`` has a dictionary page of at most
+    :data:`_SMALL_DICTIONARY` bytes (few distinct values)."""
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        chunk = next(group.column(j) for j in range(group.num_columns)
+                     if group.column(j).path_in_schema == name)
+        if not chunk.has_dictionary_page or chunk.dictionary_page_offset is None:
+            return False
+        if chunk.data_page_offset - chunk.dictionary_page_offset > _SMALL_DICTIONARY:
+            return False
+    return True
+
+
+def _read(path: Path, fmt: str, text_cols, coded_cols=()) -> pd.DataFrame:
     if fmt in ("csv", "tsv"):
         return _read_delimited(path, "," if fmt == "csv" else "\t", text_cols)
     if fmt in ("json", "jsonl"):
         return _read_json(path, fmt == "jsonl", text_cols)
-    return pd.read_parquet(path)
+    return _read_parquet(path, coded_cols)
 
 
 def _open_binary(path: Path):
@@ -274,12 +324,14 @@ def table_format(path) -> str:
     return fmt
 
 
-def read_table(path, text_cols=()) -> pd.DataFrame:
+def read_table(path, text_cols=(), coded_cols=()) -> pd.DataFrame:
     """Read a CSV/TSV, JSON Lines, JSON or Parquet file, chosen by extension (``.gz`` ok).
 
     ``text_cols`` (id and name columns) are read as text exactly as written: in CSV, prompt
     ids ``"007"`` and ``"7"`` stay distinct and a model named ``"NA"`` or ``"None"`` is not
-    missing (only an empty field is). JSON is read without type guessing. Any problem
+    missing (only an empty field is). JSON is read without type guessing. Parquet string
+    columns among ``coded_cols`` come back as Categoricals coded by Arrow's dictionary
+    encoding (:func:`_read_parquet`), so they need no further factorising. Any problem
     with the file (missing, a directory, empty, not UTF-8, malformed) is a
     :class:`WinrateInputError` naming the file, never a pandas or pyarrow exception.
     """
@@ -292,7 +344,7 @@ def read_table(path, text_cols=()) -> pd.DataFrame:
     if path.stat().st_size == 0:
         raise WinrateInputError(f"{str(path)!r} is empty (0 bytes)")
     try:
-        return _read(path, fmt, text_cols)
+        return _read(path, fmt, text_cols, coded_cols)
     except WinrateInputError:
         raise
     except UnicodeDecodeError:
@@ -310,10 +362,16 @@ def read_table(path, text_cols=()) -> pd.DataFrame:
 
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Codes (-1 for missing) and uniques; categoricals reuse their codes at no cost."""
-    if isinstance(series.dtype, pd.CategoricalDtype):  # unused categories are not clusters
-        series = series.cat.remove_unused_categories()
-        return series.cat.codes.to_numpy(np.int64), np.asarray(series.cat.categories)
+    """Codes (-1 for missing) and uniques; categoricals reuse their codes, with unused
+    categories dropped (they are not clusters) by a bincount, in category order."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        codes = series.cat.codes.to_numpy(np.int64)
+        categories = np.asarray(series.cat.categories)
+        used = np.bincount(codes[codes >= 0], minlength=categories.size) > 0
+        if used.all():
+            return codes, categories
+        remap = np.append(np.cumsum(used) - 1, -1)  # code -1 (missing) stays -1
+        return remap[codes], categories[used]
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     return codes.astype(np.int64), np.asarray(uniques)
 
@@ -351,6 +409,8 @@ def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
     label_model = pd.Index(models.astype(str)).get_indexer(text)
     label_model[~np.isnan(label_score)] = -1  # a label or number, not a winner's name
     score = np.where(codes >= 0, label_score[codes], np.nan)
+    if (label_model < 0).all():  # no label is a winner's name
+        return score
     winner = np.where(codes >= 0, label_model[codes], -1)
     score = np.where(winner == a, 1.0, np.where(winner == b, 0.0, score))
     return score
@@ -411,7 +471,8 @@ def read_comparisons(
         frame, name = source, "the comparison log"
     else:
         text = (prompt_col, judge_col, model_a_col, model_b_col, *extra_cols)
-        frame, name = read_table(source, text_cols=text), f"{str(source)!r}"
+        frame = read_table(source, text_cols=text, coded_cols=(*text, outcome_col))
+        name = f"{str(source)!r}"
     if frame.empty:
         raise WinrateInputError(f"{name} is empty: it has no rows")
     prompt_col = _optional_default(frame, prompt_col, "prompt")

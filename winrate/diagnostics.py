@@ -20,9 +20,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
+from numba import njit
 
 from winrate.errors import WinrateInputError
 from winrate.variance import GroupMeat, group_meat
@@ -63,20 +61,21 @@ def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None =
     Returns NaN when it is not identified: fewer than 2 groups, or no within-group
     degrees of freedom, or no variation at all.
     """
-    w = np.ones(values.shape[0]) if weight is None else weight
     n_groups = int(codes.max()) + 1 if codes.size else 0
-    size = np.bincount(codes, weights=w, minlength=n_groups)
+    size = np.bincount(codes, weights=weight, minlength=n_groups).astype(float)
     total = size.sum()
-    size_present = size[size > 0]
+    present = size > 0
+    size_present = size[present]
     g = size_present.size
     if g < 2 or total - g <= 0:
         return float("nan")
-    group_mean = np.bincount(codes, weights=w * values, minlength=n_groups)[size > 0]
-    group_mean = group_mean / size_present
-    grand_mean = (w * values).sum() / total
-    ss_between = (size_present * (group_mean - grand_mean) ** 2).sum()
-    dense = np.cumsum(size > 0) - 1
-    ss_within = (w * (values - group_mean[dense[codes]]) ** 2).sum()
+    weighted = values if weight is None else weight * values
+    group_sum = np.bincount(codes, weights=weighted, minlength=n_groups)
+    group_mean = np.divide(group_sum, size, out=np.zeros(n_groups), where=present)
+    grand_mean = weighted.sum() / total
+    ss_between = (size_present * (group_mean[present] - grand_mean) ** 2).sum()
+    resid = values - group_mean[codes]
+    ss_within = float(resid @ (resid if weight is None else weight * resid))
     ms_between = ss_between / (g - 1)
     ms_within = ss_within / (total - g)
     n0 = (total - (size_present**2).sum() / total) / (g - 1)
@@ -85,14 +84,55 @@ def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None =
 
 
 def comparisons_per_cluster(model_a: np.ndarray, model_b: np.ndarray, codes: np.ndarray,
-                            n_models: int, weight: np.ndarray) -> np.ndarray:
-    """``m_a``: comparisons of model a divided by the number of clusters a appears in."""
-    models = np.concatenate([model_a, model_b]).astype(np.int64)
-    clusters = np.concatenate([codes, codes])
-    n_a = np.bincount(models, weights=np.concatenate([weight, weight]), minlength=n_models)
-    distinct = pd.unique(models * (int(codes.max()) + 1) + clusters)
-    clusters_of_a = np.bincount(distinct // (int(codes.max()) + 1), minlength=n_models)
+                            n_models: int, weight: np.ndarray | None) -> np.ndarray:
+    """``m_a``: comparisons of model a divided by the number of clusters a appears in.
+
+    ``codes`` are the axis' dense cluster codes ``0..G-1``; ``weight`` the rows'
+    frequencies (None: one comparison each)."""
+    n_a = (np.bincount(model_a, weights=weight, minlength=n_models)
+           + np.bincount(model_b, weights=weight, minlength=n_models))
+    n_clusters = int(codes.max()) + 1 if codes.size else 0
+    clusters_of_a = _clusters_per_model(model_a, model_b, codes, n_models, n_clusters)
     return np.divide(n_a, clusters_of_a, out=np.full(n_models, np.nan), where=clusters_of_a > 0)
+
+
+@njit(cache=True)
+def _clusters_per_model(model_a, model_b, codes, n_models, n_clusters):  # pragma: no cover
+    """Number of distinct clusters each model appears in (as model_a or model_b), in one
+    pass over the rows with a bit per (model, cluster) when that table takes at most 64 bits
+    per row; otherwise the rows' models are counting-sorted by cluster and each model
+    remembers the last cluster it was counted in (memory O(n + G + K))."""
+    n = codes.shape[0]
+    count = np.zeros(n_models, np.int64)
+    if n_models * n_clusters <= 64 * n:
+        seen = np.zeros((n_models * n_clusters + 7) >> 3, np.uint8)
+        for r in range(n):
+            for m in (model_a[r], model_b[r]):
+                key = m * n_clusters + codes[r]
+                bit = np.uint8(1 << (key & 7))
+                if seen[key >> 3] & bit == 0:
+                    seen[key >> 3] |= bit
+                    count[m] += 1
+        return count
+    start = np.zeros(n_clusters + 1, np.int64)
+    for r in range(n):
+        start[codes[r] + 1] += 1
+    for g in range(n_clusters):
+        start[g + 1] += start[g]
+    fill = start[:-1].copy()
+    by_cluster = np.empty(2 * n, model_a.dtype)
+    for r in range(n):
+        i = fill[codes[r]]
+        by_cluster[2 * i], by_cluster[2 * i + 1] = model_a[r], model_b[r]
+        fill[codes[r]] = i + 1
+    last = np.full(n_models, -1, np.int64)
+    for g in range(n_clusters):
+        for i in range(2 * start[g], 2 * start[g + 1]):
+            m = by_cluster[i]
+            if last[m] != g:
+                last[m] = g
+                count[m] += 1
+    return count
 
 
 def shared_response_correlation(deff: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -106,10 +146,20 @@ def single_cluster_pairs(pair: np.ndarray, codes: np.ndarray, n_pairs: int) -> n
     For such a pair the centred scores sum to zero within that cluster, so the axis'
     variance gets no information about the pair: its contribution is not identified.
     """
-    first = np.full(n_pairs, -1, dtype=np.int64)
-    first[pair[::-1]] = codes[::-1]
-    differs = codes != first[pair]
-    return np.bincount(pair, weights=differs, minlength=n_pairs) == 0
+    return _single_cluster(pair, codes, n_pairs)
+
+
+@njit(cache=True)
+def _single_cluster(pair, codes, n_pairs):  # pragma: no cover - numba
+    """One pass: each pair's first cluster, and whether any later row leaves it."""
+    first = np.full(n_pairs, -1, np.int64)
+    single = np.ones(n_pairs, np.bool_)
+    for r in range(pair.shape[0]):
+        if first[pair[r]] < 0:
+            first[pair[r]] = codes[r]
+        elif first[pair[r]] != codes[r]:
+            single[pair[r]] = False
+    return single
 
 
 def _components_text(labels: np.ndarray, names: np.ndarray, limit: int = 4) -> str:
@@ -120,12 +170,30 @@ def _components_text(labels: np.ndarray, names: np.ndarray, limit: int = 4) -> s
     return "; ".join(shown) + (f"; ... ({len(groups)} groups)" if len(groups) > limit else "")
 
 
+def component_labels(adjacency: np.ndarray) -> np.ndarray:
+    """Connected-component label (0, 1, ... in order of first node) of every node of a
+    symmetric boolean adjacency matrix: breadth-first search one level at a time, so each
+    node's row is read once (O(K^2) for K nodes, no sparse-graph set-up)."""
+    labels = np.full(adjacency.shape[0], -1)
+    n_components = 0
+    for start in range(adjacency.shape[0]):  # over nodes (models), not rows
+        if labels[start] >= 0:
+            continue
+        frontier = np.zeros(adjacency.shape[0], bool)
+        frontier[start] = True
+        while frontier.any():
+            labels[frontier] = n_components
+            frontier = adjacency[frontier].any(axis=0) & (labels < 0)
+        n_components += 1
+    return labels
+
+
 def check_connected(counts: np.ndarray, names: np.ndarray) -> None:
     """Error naming the components when the comparison graph is disconnected: ratings in
     different components are not on a common scale (no comparison links them)."""
     played = counts.sum(axis=1) > 0  # a model with no comparisons is reported as such
-    n_comp, labels = connected_components(sp.csr_array(counts[np.ix_(played, played)] > 0),
-                                          directed=False)
+    labels = component_labels(counts[np.ix_(played, played)] > 0)
+    n_comp = labels.max(initial=-1) + 1
     names = names[played]
     if n_comp > 1:
         raise WinrateInputError(

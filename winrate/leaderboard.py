@@ -47,11 +47,11 @@ import numba
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from numba import njit
 
 from winrate.data import ComparisonLog
 from winrate.diagnostics import check_connected
 from winrate.errors import WinrateInputError
+from winrate.parallel import sized_kernel
 
 WEIGHT_SCHEMES = ("uniform", "count")
 
@@ -178,7 +178,7 @@ class Leaderboard:
         return self.canonical_map @ self.options["theta"]
 
 
-@njit(parallel=True, cache=True)
+@sized_kernel
 def _pair_sums(model_a, model_b, score, frequency, k, n_chunks):  # pragma: no cover - numba
     """Per-thread-chunk sums of f and f * s_low on the flat (K*K) upper-triangle grid."""
     n = model_a.shape[0]
@@ -196,7 +196,7 @@ def _pair_sums(model_a, model_b, score, frequency, k, n_chunks):  # pragma: no c
     return counts.sum(axis=0), wins.sum(axis=0)
 
 
-@njit(parallel=True, cache=True)
+@sized_kernel
 def _influence_rows(model_a, model_b, score, frequency, psi_flat, counts_flat, weights,
                     pair_of_key):  # pragma: no cover - numba
     """CSR data/indices of the influence, each row's pair index and centred score."""
@@ -234,9 +234,9 @@ def pairwise_table(log: ComparisonLog):
     unobserved) and the (P, 2) observed pairs.
     """
     k = log.n_models
-    counts_flat, wins_flat = _pair_sums(log.model_a, log.model_b, log.score,
-                                        _frequency_or_empty(log), k,
-                                        2 * numba.get_num_threads())
+    kernel, n_chunks = _pair_sums.choose(log.n_rows)
+    counts_flat, wins_flat = kernel(log.model_a, log.model_b, log.score,
+                                    _frequency_or_empty(log), k, 2 * n_chunks)
     observed_keys = np.flatnonzero(counts_flat > 0)
     pair_of_key = np.full(k * k, -1, dtype=np.int32)
     pair_of_key[observed_keys] = np.arange(observed_keys.size)
@@ -287,7 +287,7 @@ def influence_matrix(log: ComparisonLog, weights: np.ndarray, psi: np.ndarray,
 
     Also returns each row's pair index and pair-centred score ``s_r - psi_ab``.
     """
-    data, indices, pair, centered = _influence_rows(
+    data, indices, pair, centered = _influence_rows.choose(log.n_rows)[0](
         log.model_a, log.model_b, log.score, _frequency_or_empty(log),
         np.ascontiguousarray(psi).ravel(), np.ascontiguousarray(counts).ravel(),
         np.ascontiguousarray(weights, dtype=np.float64), pair_of_key)
@@ -331,8 +331,8 @@ def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
     pairs whose comparisons all had the same outcome."""
     lo, hi = board.pairs[:, 0], board.pairs[:, 1]
     n = board.counts[lo, hi]
-    f = np.ones(board.pair.shape) if frequency is None else frequency
-    spread = np.bincount(board.pair, weights=f * board.centered**2, minlength=len(lo))
+    squares = board.centered**2 if frequency is None else frequency * board.centered**2
+    spread = np.bincount(board.pair, weights=squares, minlength=len(lo))
     degenerate = spread <= 1e-12 * n
     d = np.flatnonzero(degenerate)
     lo, hi, n = lo[d], hi[d], n[d]
@@ -340,11 +340,13 @@ def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
     centre = (psi + z**2 / (2 * n)) / (1 + z**2 / n)
     half = z / (1 + z**2 / n) * np.sqrt(psi * (1 - psi) / n + z**2 / (4 * n**2))
     var = (np.maximum(psi - (centre - half), centre + half - psi) / z) ** 2
-    rows = np.concatenate([np.arange(d.size)] * 2)
-    push = sp.csr_array((np.concatenate([board.weights[lo, hi], -board.weights[hi, lo]]),
-                         (rows, np.concatenate([lo, hi]))),
-                        shape=(d.size, len(board.all_models)))[:, board.codes]
-    return np.asarray((push.T @ (push.multiply(var[:, None]))).todense()), degenerate
+    # pair (lo, hi) pushes S_lo by w_lo,hi and S_hi by -w_hi,lo: add var * v v^T
+    push_lo, push_hi = board.weights[lo, hi], -board.weights[hi, lo]
+    cov = np.zeros((len(board.all_models),) * 2)
+    for (i, j), (pi, pj) in (((lo, lo), (push_lo, push_lo)), ((hi, hi), (push_hi, push_hi)),
+                             ((lo, hi), (push_lo, push_hi)), ((hi, lo), (push_hi, push_lo))):
+        np.add.at(cov, (i, j), var * pi * pj)
+    return cov[np.ix_(board.codes, board.codes)], degenerate
 
 
 def model_code(log: ComparisonLog, name: str, flag: str) -> int:

@@ -67,6 +67,12 @@ pairwise               list over model pairs (i < j in ``models`` order) of ``mo
                        (two-sided, normal or t(df)), ``p_holm`` (Holm-adjusted),
                        ``p_max_t`` (single-step max-T adjusted), ``sim_low``/``sim_high``
                        (simultaneous intervals over all pairs); null unless requested
+monte_carlo            precision of the Monte-Carlo critical values: ``tolerance`` (target
+                       MC SE relative to each critical value) and, for each of
+                       ``simultaneous``, ``pairwise`` and ``ranks`` that was computed, its
+                       ``critical_value``, ``mc_se`` and ``n_draws`` (ranks: per model, in
+                       ``models`` order, null for a model left out); null when no joint
+                       inference was requested
 =====================  ==================================================================
 """
 
@@ -79,7 +85,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from winrate.analysis import LeaderboardAnalysis
+from winrate.analysis import LeaderboardAnalysis, _expand
 from winrate.tables import comment_block, render_table
 
 SCHEMA = "winrate.leaderboard/1"
@@ -397,7 +403,24 @@ def _joint_json(analysis: LeaderboardAnalysis) -> dict:
         "rank_low": _ints(cols.get("rank_low")), "rank_high": _ints(cols.get("rank_high")),
         "rank_method": None if ranks is None else ranks.method,
         "pairwise": pairwise_records(analysis),
+        "monte_carlo": _monte_carlo_json(joint),
     }
+
+
+def _monte_carlo_json(joint) -> dict | None:
+    """The ``monte_carlo`` key (module docstring)."""
+    if joint is None:
+        return None
+    parts = {"simultaneous": joint.simultaneous, "pairwise": joint.pairwise,
+             "ranks": joint.ranks}
+    done = {name: part for name, part in parts.items() if part is not None}
+    out = {"tolerance": next((p.mc_tolerance for p in done.values()), None)}
+    for name, part in done.items():
+        crit, se = part.critical_value, part.mc_se
+        if name == "ranks":  # per kept model, spread over all models
+            crit, se = (_expand(x, joint.kept) for x in (crit, se))
+        out[name] = {"critical_value": crit, "mc_se": se, "n_draws": int(part.n_draws)}
+    return out
 
 
 def write_json(analysis: LeaderboardAnalysis, path) -> None:

@@ -59,6 +59,7 @@ from numba import njit
 
 from winrate.constants import CORRECTIONS, DEFAULT_CORRECTION
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.parallel import sized_kernel
 
 _PSD_TOLERANCE = 1e-10
 
@@ -70,6 +71,8 @@ def _check_correction(correction: str) -> None:
 
 def _as_influence(influence):
     """Return a CSR matrix or a 2-D float ndarray, never a densified sparse matrix."""
+    if isinstance(influence, sp.csr_array):
+        return influence
     if sp.issparse(influence):
         return sp.csr_array(influence)
     arr = np.asarray(influence, dtype=float)
@@ -165,10 +168,10 @@ def intersect_codes(code_list: list[np.ndarray], sizes: list[int]) -> tuple[np.n
     return combined, n_range
 
 
-_TARGET_BUCKETS = 128
+_TARGET_BUCKETS = 512
 
 
-@njit(parallel=True, cache=True)
+@sized_kernel
 def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets,
                         n_chunks):  # pragma: no cover
     """Radix pass: copy each non-zero into its bucket ``group >> shift``, threads in parallel.
@@ -225,6 +228,43 @@ def _bucket_order(lo, hi, local, n_local):  # pragma: no cover - numba
     return start, order
 
 
+@njit(cache=True, inline="always")
+def _add_to_group(col, total, square, scratch, squares, seen, touched,
+                  m):  # pragma: no cover - numba
+    """Add ``total`` (with ``square``, its rows' sum of squared values) to column ``col`` of
+    the open group, whose ``m`` touched columns are listed in ``touched``; return the new
+    ``m``."""
+    if not seen[col]:
+        seen[col] = True
+        touched[m] = col
+        m += 1
+    scratch[col] += total
+    squares[col] += square
+    return m
+
+
+@njit(cache=True, inline="always")
+def _close_group(m, code, scratch, squares, seen, touched, meat, top, arg, row_squares,
+                 spread):  # pragma: no cover - numba
+    """Add the open group's half outer product ``t t^T`` to ``meat``, keep per column the
+    largest ``t^2`` in ``top`` with the group's ``code`` in ``arg``, add its sums of squared
+    values to ``row_squares`` and their squares to ``spread``; then clear the group."""
+    for i in range(m):
+        ti = touched[i]
+        vi = scratch[ti]
+        for j in range(i, m):
+            meat[ti, touched[j]] += vi * scratch[touched[j]]
+        row_squares[ti] += squares[ti]
+        spread[ti] += squares[ti] * squares[ti]
+        if vi * vi > top[ti]:
+            top[ti] = vi * vi
+            arg[ti] = code
+    for i in range(m):
+        scratch[touched[i]] = 0.0
+        squares[touched[i]] = 0.0
+        seen[touched[i]] = False
+
+
 @njit(cache=True)
 def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen, touched,
                  top, arg, row_squares, spread, squares,
@@ -243,31 +283,15 @@ def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen, t
         n_nonempty += 1
         m = 0
         for i in range(start[g], start[g + 1]):
-            col = columns[order[i]]
-            if not seen[col]:
-                seen[col] = True
-                touched[m] = col
-                m += 1
-            scratch[col] += values[order[i]]
-            squares[col] += values[order[i]] * values[order[i]]
-        for i in range(m):
-            ti = touched[i]
-            vi = scratch[ti]
-            for j in range(i, m):
-                meat[ti, touched[j]] += vi * scratch[touched[j]]
-            row_squares[ti] += squares[ti]
-            spread[ti] += squares[ti] * squares[ti]
-            if vi * vi > top[ti]:
-                top[ti] = vi * vi
-                arg[ti] = base + g
-        for i in range(m):
-            scratch[touched[i]] = 0.0
-            squares[touched[i]] = 0.0
-            seen[touched[i]] = False
+            value = values[order[i]]
+            m = _add_to_group(columns[order[i]], value, value * value, scratch, squares, seen,
+                              touched, m)
+        _close_group(m, base + g, scratch, squares, seen, touched, meat, top, arg,
+                     row_squares, spread)
     return n_nonempty
 
 
-@njit(parallel=True, cache=True)
+@sized_kernel
 def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
                         n_chunks):  # pragma: no cover
     """``sum_g t_g t_g^T``, the number of non-empty groups, and per column the largest
@@ -306,7 +330,96 @@ def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
             row_squares.sum(axis=0), spreads.sum(axis=0))
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
+def _nested_bucket_meat(lo, hi, local, columns, values, n_local, inner_bits,
+                        outer_base, outer_scale, inner_scale, meat, top, arg, row_squares,
+                        spread,
+                        nonempty, scratch, squares, seen, touched, inner_totals, inner_squares,
+                        inner_rows):  # pragma: no cover - numba
+    """One bucket of a two-way clustering whose cells (outer, inner) have local codes
+    ``outer << inner_bits | inner``, so each outer cluster's cells are contiguous in code
+    order. The per-level arrays (first axis) hold level 0, the cells, and level 1, the outer
+    clusters: an outer total is the sum of its cells' totals, closed when the next outer
+    cluster starts. Inner clusters are few: their totals and sums of squares are added
+    densely to ``inner_totals`` / ``inner_squares`` (J, k) and ``inner_rows`` marks them
+    non-empty. Outer cluster ``o`` of the bucket has code ``outer_base + o``; a cell's code
+    is ``outer_scale * outer + inner_scale * inner``: the mixed radix ``c_0 * G_1 + c_1`` of
+    the two axes in input order."""
+    start, order = _bucket_order(lo, hi, local, n_local)
+    inner_mask = (1 << inner_bits) - 1
+    # one view per level and bucket (a view per group would cost a reference count each)
+    cell_sums, cell_squares, cell_seen, cell_touched = scratch[0], squares[0], seen[0], touched[0]
+    out_sums, out_squares, out_seen, out_touched = scratch[1], squares[1], seen[1], touched[1]
+    cell_meat, cell_top, cell_arg, cell_rows, cell_spread = (meat[0], top[0], arg[0],
+                                                             row_squares[0], spread[0])
+    out_meat, out_top, out_arg, out_rows, out_spread = (meat[1], top[1], arg[1],
+                                                        row_squares[1], spread[1])
+    current, m_outer = -1, 0
+    for g in range(n_local):
+        if start[g + 1] == start[g]:
+            continue
+        outer = g >> inner_bits
+        if outer != current:
+            if current >= 0:
+                _close_group(m_outer, outer_base + current, out_sums, out_squares, out_seen,
+                             out_touched, out_meat, out_top, out_arg, out_rows, out_spread)
+                nonempty[1] += 1
+            current, m_outer = outer, 0
+        inner = g & inner_mask
+        m = 0
+        for i in range(start[g], start[g + 1]):
+            value = values[order[i]]
+            m = _add_to_group(columns[order[i]], value, value * value, cell_sums, cell_squares,
+                              cell_seen, cell_touched, m)
+        for i in range(m):
+            col = cell_touched[i]
+            m_outer = _add_to_group(col, cell_sums[col], cell_squares[col], out_sums,
+                                    out_squares, out_seen, out_touched, m_outer)
+            inner_totals[inner, col] += cell_sums[col]
+            inner_squares[inner, col] += cell_squares[col]
+        inner_rows[inner] = True
+        cell = outer_scale * (outer_base + outer) + inner_scale * inner
+        _close_group(m, cell, cell_sums, cell_squares, cell_seen, cell_touched, cell_meat,
+                     cell_top, cell_arg, cell_rows, cell_spread)
+        nonempty[0] += 1
+    if current >= 0:
+        _close_group(m_outer, outer_base + current, out_sums, out_squares, out_seen,
+                     out_touched, out_meat, out_top, out_arg, out_rows, out_spread)
+        nonempty[1] += 1
+
+
+@sized_kernel
+def _nested_outer_sums(bucket_start, local, columns, values, shift, inner_bits, n_inner,
+                       outer_scale, inner_scale, k, n_chunks):  # pragma: no cover - numba
+    """Per-thread sums of :func:`_nested_bucket_meat` over the buckets, split over threads:
+    half-filled meats ``(n_chunks, 2, k, k)``, largest squared totals and their codes,
+    sums of squares and non-empty counts per level, and the dense inner-cluster totals."""
+    n_buckets = bucket_start.shape[0] - 1
+    meat = np.zeros((n_chunks, 2, k, k))
+    top = np.zeros((n_chunks, 2, k))
+    arg = np.full((n_chunks, 2, k), -1, np.int64)
+    row_squares = np.zeros((n_chunks, 2, k))
+    spread = np.zeros((n_chunks, 2, k))
+    nonempty = np.zeros((n_chunks, 2), np.int64)
+    inner_totals = np.zeros((n_chunks, n_inner, k))
+    inner_squares = np.zeros((n_chunks, n_inner, k))
+    inner_rows = np.zeros((n_chunks, n_inner), np.bool_)
+    for c in numba.prange(n_chunks):
+        scratch = np.zeros((2, k))
+        squares = np.zeros((2, k))
+        seen = np.zeros((2, k), np.bool_)
+        touched = np.empty((2, k), np.int64)
+        for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
+            _nested_bucket_meat(bucket_start[b], bucket_start[b + 1], local, columns, values,
+                                1 << shift, inner_bits, b << (shift - inner_bits),
+                                outer_scale, inner_scale, meat[c], top[c], arg[c],
+                                row_squares[c], spread[c], nonempty[c], scratch, squares, seen,
+                                touched, inner_totals[c], inner_squares[c], inner_rows[c])
+    return (meat, top, arg, row_squares, spread, nonempty, inner_totals, inner_squares,
+            inner_rows)
+
+
+@sized_kernel
 def _csr_row_meat(indptr, indices, data, row_scale, k, n_chunks):  # pragma: no cover
     """sum_r row_scale_r u_r u_r^T over CSR rows (every row its own cluster), threaded."""
     n = indptr.shape[0] - 1
@@ -321,14 +434,14 @@ def _csr_row_meat(indptr, indices, data, row_scale, k, n_chunks):  # pragma: no 
     return partial.sum(axis=0)
 
 
-def _buckets(infl, codes: np.ndarray, n_range: int):
+def _buckets(infl, codes: np.ndarray, n_range: int, min_shift: int = 0):
     """The radix pass (:func:`_scatter_to_buckets`) with about :data:`_TARGET_BUCKETS`
-    buckets of groups; returns its output and the bucket shift."""
-    shift = max(0, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
+    buckets of groups (each bucket ``2**shift`` codes, ``shift >= min_shift``); returns its
+    output and the bucket shift."""
+    shift = max(min_shift, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
     n_buckets = ((max(n_range, 1) - 1) >> shift) + 1
-    buckets = _scatter_to_buckets(*_csr_parts(infl), codes, shift, n_buckets,
-                                  numba.get_num_threads())
-    return buckets, shift
+    kernel, n_chunks = _scatter_to_buckets.choose(infl.nnz)
+    return kernel(*_csr_parts(infl), codes, shift, n_buckets, n_chunks), shift
 
 
 def _csr_parts(infl):
@@ -361,8 +474,9 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
         )
     if sp.issparse(infl):
         buckets, shift = _buckets(infl, codes, n_range)
-        meat, n_groups, top, arg, row_squares, spread = _bucketed_outer_sum(
-            *buckets, shift, infl.shape[1], numba.get_num_threads())
+        kernel, n_chunks = _bucketed_outer_sum.choose(infl.nnz)
+        meat, n_groups, top, arg, row_squares, spread = kernel(*buckets, shift, infl.shape[1],
+                                                               n_chunks)
         return GroupMeat(meat, int(n_groups), top, arg, row_squares, spread)
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
@@ -377,6 +491,44 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
                      squared.max(axis=0, initial=0.0),
                      np.where(touched, squared.argmax(axis=0), -1),
                      within.sum(axis=0), (within**2).sum(axis=0))
+
+
+#: Largest (inner clusters x columns) whose totals a two-way pass keeps densely per thread.
+_DENSE_INNER_LIMIT = 1 << 21
+
+
+def _nested_meats(infl, codes: list[np.ndarray], sizes: list[int]) -> list[GroupMeat]:
+    """:class:`GroupMeat` of both axes and of their intersection (in that order) from one
+    radix pass over a CSR influence: every intersection cell lies inside one cluster of the
+    axis with more clusters (the outer axis), so sorting the cells by (outer, inner) gives
+    each outer total as the sum of its contiguous cells, and the inner axis, which has few
+    clusters, is summed densely from the cells. No intersection codes are factorised.
+    Cells are coded ``c_0 * G_1 + c_1`` (:func:`intersect_codes` before any compaction)."""
+    outer_dim = int(sizes[1] > sizes[0])
+    outer, inner = codes[outer_dim], codes[1 - outer_dim]
+    n_outer, n_inner = sizes[outer_dim], sizes[1 - outer_dim]
+    inner_bits = max(1, (n_inner - 1).bit_length())
+    key = (outer.astype(np.int64) << inner_bits) | inner
+    buckets, shift = _buckets(infl, key, n_outer << inner_bits, min_shift=inner_bits)
+    scales = (n_inner, 1) if outer_dim == 0 else (1, n_outer)
+    kernel, n_chunks = _nested_outer_sums.choose(infl.nnz)
+    (meat, top, arg, row_squares, spread, nonempty, inner_totals, inner_squares,
+     inner_rows) = kernel(*buckets, shift, inner_bits, n_inner, *scales, infl.shape[1],
+                          n_chunks)
+    half = meat.sum(axis=0)
+    first_best = top.argmax(axis=0)  # earliest chunk (lowest codes) on ties, as one pass
+    levels = [GroupMeat(half[level] + half[level].T - np.diag(np.diag(half[level])),
+                        int(nonempty[:, level].sum()), top[:, level].max(axis=0),
+                        np.take_along_axis(arg[:, level], first_best[None, level], 0)[0],
+                        row_squares[:, level].sum(axis=0), spread[:, level].sum(axis=0))
+              for level in (0, 1)]
+    totals, squares = inner_totals.sum(axis=0), inner_squares.sum(axis=0)
+    largest = (totals**2).max(axis=0)
+    inner_meat = GroupMeat(totals.T @ totals, int(inner_rows.any(axis=0).sum()), largest,
+                           np.where(largest > 0, (totals**2).argmax(axis=0), -1),
+                           squares.sum(axis=0), (squares**2).sum(axis=0))
+    by_axis = [levels[1], inner_meat] if outer_dim == 0 else [inner_meat, levels[1]]
+    return [*by_axis, levels[0]]
 
 
 def group_meat(influence, groups) -> GroupMeat:
@@ -411,23 +563,24 @@ def naive_cov(influence, correction: str = "none", frequency=None,
     mean (AlpacaEval's ``standard_error``). A stratum of one comparison contributes nothing.
     """
     infl = _as_influence(influence)
-    freq = np.ones(infl.shape[0]) if frequency is None else np.asarray(frequency, dtype=float)
-    if freq.shape != (infl.shape[0],):
+    freq = None if frequency is None else np.asarray(frequency, dtype=float)
+    if freq is not None and freq.shape != (infl.shape[0],):
         raise ValueError(f"frequency has shape {freq.shape}, expected ({infl.shape[0]},)")
-    if correction != "none" and freq.sum() <= 1:
+    n_total = infl.shape[0] if freq is None else freq.sum()
+    if correction != "none" and n_total <= 1:
         raise WinrateInputError("the log holds a single comparison: no variance can be "
                                 "estimated from it")
-    row_scale = 1.0 / freq
-    factor = small_sample_factor(freq.sum(), correction)
+    row_scale = np.ones(infl.shape[0]) if freq is None else 1.0 / freq
+    factor = small_sample_factor(n_total, correction)
     if strata is not None and correction != "none":
         codes, n_strata = group_codes(strata)
-        size = np.bincount(codes, weights=freq, minlength=n_strata)
-        row_scale = row_scale * np.divide(size, size - 1, out=np.ones(n_strata),
-                                          where=size > 1)[codes]
+        size = np.bincount(codes, weights=freq, minlength=n_strata).astype(float)
+        ratio = np.divide(size, size - 1, out=np.ones(n_strata), where=size > 1)
+        row_scale = ratio[codes] if freq is None else row_scale * ratio[codes]
         factor = 1.0
     if sp.issparse(infl):
-        meat = _csr_row_meat(*_csr_parts(infl), row_scale, infl.shape[1],
-                             numba.get_num_threads())
+        kernel, n_chunks = _csr_row_meat.choose(infl.nnz)
+        meat = kernel(*_csr_parts(infl), row_scale, infl.shape[1], n_chunks)
     else:
         meat = (infl * row_scale[:, None]).T @ infl
     return factor * sandwich(meat, bread)
@@ -504,18 +657,33 @@ def inclusion_exclusion(codes: list[np.ndarray], sizes: list[int], term,
     ``(cov, min_eigenvalue, repaired, parts)`` with ``parts`` the list of
     ``(dims, sign, V_S, info)`` in subset order (singletons first).
     """
-    total, parts = None, []
-    for order in range(1, len(codes) + 1):
-        sign = 1 if order % 2 else -1
-        for dims in combinations(range(len(codes)), order):
-            term_codes, n_range = intersect_codes([codes[d] for d in dims],
-                                                  [sizes[d] for d in dims])
-            term_cov, info = term(term_codes, n_range)
-            if total is None:
-                total = np.zeros(term_cov.shape)
-            total += sign * term_cov
-            parts.append((dims, sign, term_cov, info))
-    cov, min_eig, repaired = repair_psd(total) if len(codes) > 1 else (total, np.nan, False)
+    parts = []
+    for dims in subsets(len(codes)):
+        term_codes, n_range = intersect_codes([codes[d] for d in dims],
+                                              [sizes[d] for d in dims])
+        term_cov, info = term(term_codes, n_range)
+        parts.append((dims, _sign(dims), term_cov, info))
+    return (*combine_terms(parts, what, stacklevel=4), parts)
+
+
+def subsets(n_dims: int) -> list[tuple[int, ...]]:
+    """Non-empty subsets of ``range(n_dims)``, singletons first (inclusion-exclusion order)."""
+    return [dims for order in range(1, n_dims + 1)
+            for dims in combinations(range(n_dims), order)]
+
+
+def _sign(dims: tuple[int, ...]) -> int:
+    return 1 if len(dims) % 2 else -1
+
+
+def combine_terms(parts, what: str = "multiway covariance", stacklevel: int = 3):
+    """``sum_S sign_S V_S`` over ``parts`` = ``[(dims, sign, V_S, info), ...]`` of
+    :func:`inclusion_exclusion`, repaired by :func:`repair_psd` with a warning naming
+    ``what`` when there are two or more dimensions. Returns
+    ``(cov, min_eigenvalue, repaired)``."""
+    total = sum(sign * term_cov for _, sign, term_cov, _ in parts)
+    n_dims = max(len(dims) for dims, *_ in parts)
+    cov, min_eig, repaired = repair_psd(total) if n_dims > 1 else (total, np.nan, False)
     if repaired:
         warnings.warn(
             f"the {what} was not PSD (positive semi-definite; smallest eigenvalue "
@@ -523,9 +691,9 @@ def inclusion_exclusion(codes: list[np.ndarray], sizes: list[int], term,
             "Miller 2011, sec. 2.3). Standard errors of some contrasts may be understated; "
             "this usually means too few clusters on one axis.",
             WinrateWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
-    return cov, min_eig, repaired, parts
+    return cov, min_eig, repaired
 
 
 def _check_strata(correction: str, strata, n_rows: int) -> None:
@@ -572,7 +740,15 @@ def multiway_cluster_cov(
         group = _meat_from_codes(rows, term_codes, n_range)
         return small_sample_factor(group.n_groups, correction) * group.meat, group
 
-    meat, min_eig, repaired, parts = inclusion_exclusion(codes, sizes, term)
+    if (strata is None and sp.issparse(infl) and len(codes) == 2
+            and min(sizes) * infl.shape[1] <= _DENSE_INNER_LIMIT):
+        parts = [(dims, _sign(dims), small_sample_factor(group.n_groups, correction)
+                  * group.meat, group)
+                 for dims, group in zip(subsets(2), _nested_meats(infl, codes, sizes),
+                                        strict=True)]
+        meat, min_eig, repaired = combine_terms(parts)
+    else:
+        meat, min_eig, repaired, parts = inclusion_exclusion(codes, sizes, term)
     for dims, sign, term_meat, group in parts:
         terms.append((dims, group.n_groups, sign))
         term_covs.append(sandwich(term_meat, bread))
