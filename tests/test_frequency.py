@@ -156,8 +156,10 @@ def test_analysis_icc_and_design_effects(data, weights, correction):
     weighted, expanded, _ = _pair(frame, counts)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        rw = analyze(weighted, "prompt+judge", weights=weights, correction=correction)
-        rx = analyze(expanded, "prompt+judge", weights=weights, correction=correction)
+        rw = analyze(weighted, "prompt+judge", weights=weights, correction=correction,
+                     method="sandwich")
+        rx = analyze(expanded, "prompt+judge", weights=weights, correction=correction,
+                     method="sandwich")
     assert rw.n_comparisons == rx.n_comparisons == counts.sum()
     for name in ("scores", "cov", "cov_naive"):
         np.testing.assert_allclose(getattr(rw, name), getattr(rx, name), atol=ATOL,

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 from common import PAPER, ROOT, Paper
 
+from winrate.method_choice import MIN_BOOTSTRAP_AXIS, SMALL_AXIS
+
 REPS = 600
 WORKERS = 2
 SHOWN = ("naive", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole", "auto")
@@ -131,6 +133,8 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
         paper.number(f"cov_auto_thin_{column[:3]}_max", thin[column].max(), ".1f")
     paper.number("cov_auto_thin_worst_wrong", thin.worst_model_wrong_share.max(), ".1f")
     paper.number("cov_design_reps", int(table.reps.min()), "d")
+    paper.number("auto_small_axis", SMALL_AXIS, "d")
+    paper.number("auto_min_bootstrap_axis", MIN_BOOTSTRAP_AXIS, "d")
     shown = table.assign(coverage=[f"{m:.1f} / {s:.1f}" for m, s in
                                    zip(table.marginal, table.simultaneous, strict=True)])
     grid = shown.pivot_table(index=["kind", "cell"], columns="method", values="coverage",
