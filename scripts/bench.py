@@ -1,33 +1,60 @@
 """Benchmark the leaderboard engine at scale (a benchmark, not a timed test).
 
-Builds a synthetic log of N comparisons (default 10,000,000) among K models (100),
-P prompts (1,000,000) and J judges (10) directly as integer arrays, then times each stage
-for each estimator (the half-tie win rate and Bradley-Terry): scores + influence (for
-Bradley-Terry the fit and its sparse score rows), naive, prompt, judge and two-way
-(prompt + judge) covariance (Bradley-Terry: the sandwich ``B M B'``). Reports
-wall time per stage, the total, the peak resident memory of the process and, as a floor,
-the time of one ``np.bincount`` over the same n.
+Sections (``--only`` runs one):
 
-Usage: ``python scripts/bench.py [--n 10000000] [--models 100] [--prompts 1000000]
-[--judges 10] [--repeat 3] [--model winrate|bt]`` (``--model``: one estimator only).
-The numba kernels are compiled (or loaded from cache) by a
-small warm-up run first, so the timings measure steady-state work.
+* ``kernels``: a synthetic log of N comparisons (default 10,000,000) among K models (100),
+  P prompts (1,000,000) and J judges (10), built directly as integer arrays; each stage
+  timed on its own for each estimator (the half-tie win rate and Bradley-Terry): scores +
+  influence (for Bradley-Terry the fit and its sparse score rows), naive, prompt, judge
+  and two-way (prompt + judge) covariance (Bradley-Terry: the sandwich ``B M B'``), and
+  as a floor one ``np.bincount`` over the same n.
+* ``analyze``: :func:`winrate.analysis.analyze` on that log as users call it (default
+  clustering and method, diagnostics included), with a per-stage breakdown.
+* ``joint``: ``winrate leaderboard FILE --simultaneous --ranks --pairwise`` on a Parquet
+  log of 1,000,000 comparisons among 100 models (string ids), run as a user runs it (a
+  fresh process), against a FastChat-style Bradley-Terry bootstrap of 100 resamples of
+  the same log (FastChat's ``elo_analysis.get_bootstrap_result``: resample the rows,
+  aggregate, refit; here the refit is a logistic MLE on the pair totals).
+* ``cli``: the end-to-end case: write a Parquet log of 5,000,000 comparisons (100 models,
+  500,000 prompts, 10 judges; string ids), run ``winrate leaderboard FILE --cluster
+  prompt+judge`` in a fresh process, and as the physical floor a fresh process that runs
+  ``pd.read_parquet``, factorises each of the five columns and takes one ``np.bincount``:
+  the work any tool must do to see the log. Ratios are of the same run. A per-stage
+  breakdown (read, code, fit, covariance, diagnostics, inference, report; start-up is the
+  fresh process' remainder) comes from the same command run in this process with each
+  stage's functions timed.
+* ``startup``: ``winrate --help`` in a fresh process.
+
+Usage: ``python scripts/bench.py [--only SECTION] [--n 10000000] [--models 100]
+[--prompts 1000000] [--judges 10] [--repeat 3] [--model winrate|bt] [--joint-n 1000000]
+[--cli-n 5000000] [--cli-prompts 500000] [--workdir DIR]``. The numba kernels are
+compiled (or loaded from cache) by a small warm-up run first, so in-process timings
+measure steady-state work; fresh processes pay their start-up, as a user does. Every time
+is the best of ``--repeat`` runs; the machine may be shared, so compare ratios of one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import platform
 import resource
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
 from winrate.data import ComparisonLog
 from winrate.estimators import ESTIMATORS, fit
 from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
+
+SECTIONS = ("kernels", "analyze", "joint", "cli", "startup")
 
 
 def synthetic_log(n: int, k: int, n_prompts: int, n_judges: int, seed: int = 0):
@@ -39,6 +66,28 @@ def synthetic_log(n: int, k: int, n_prompts: int, n_judges: int, seed: int = 0):
     prompt = rng.integers(0, n_prompts, n, dtype=np.int32)
     judge = rng.integers(0, n_judges, n, dtype=np.int32)
     return ComparisonLog.from_arrays(a, b, score, prompt=prompt, judge=judge)
+
+
+def write_parquet_log(path: Path, n: int, k: int, n_prompts: int, n_judges: int,
+                      seed: int = 0) -> None:
+    """The log of :func:`synthetic_log` with string ids (``prompt-000017``, ``judge-03``,
+    ``model-042``) and text outcomes (``model_a`` / ``model_b`` / ``tie``), as Parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    names = np.array([f"model-{i:03d}" for i in range(k)])
+    columns = {
+        "prompt_id": np.array([f"prompt-{i:07d}" for i in range(n_prompts)])[
+            rng.integers(0, n_prompts, n)],
+        "judge_id": np.array([f"judge-{i:02d}" for i in range(n_judges)])[
+            rng.integers(0, n_judges, n)],
+        "model_a": names[a], "model_b": names[b],
+        "outcome": np.array(["model_a", "model_b", "tie"])[rng.integers(0, 3, n)],
+    }
+    pq.write_table(pa.table(columns), path)
 
 
 def run_stages(log: ComparisonLog, model: str) -> dict[str, float]:
@@ -63,34 +112,279 @@ def run_stages(log: ComparisonLog, model: str) -> dict[str, float]:
     return timings
 
 
+# --------------------------------------------------------------------- stage timing
+
+
+#: Stages of a leaderboard run and the functions whose time they collect; a stage's time
+#: excludes the stages nested inside it (coding a log includes reading it).
+STAGES = {
+    "read": ("winrate.data", "read_table"),
+    "code": ("winrate.data", "read_comparisons"),
+    "fit": ("winrate.estimators", "fit"),
+    "covariance": ("winrate.variance", "naive_cov", "winrate.analysis", "_clustered_cov"),
+    "diagnostics": ("winrate.analysis", "_axis_summary"),
+    "inference": ("winrate.inference", "wald_intervals", "winrate.analysis",
+                  "joint_inference"),
+    "report": ("winrate.report", "format_summary", "winrate.report", "format_table",
+               "winrate.report", "write_json"),
+}
+
+
+class StageTimer:
+    """Within ``with StageTimer() as timer:``, every function of :data:`STAGES` is wrapped
+    (under every name a loaded module holds it by), and ``timer.seconds`` collects each
+    stage's own time."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(STAGES, 0.0)
+        self._stack: list[list[float]] = []
+        self._patched: list[tuple[object, str, object]] = []
+
+    def __enter__(self):
+        import importlib
+
+        for stage, spec in STAGES.items():
+            for module_name, attr in zip(spec[::2], spec[1::2], strict=True):
+                original = getattr(importlib.import_module(module_name), attr)
+                wrapper = self._wrap(stage, original)
+                for module in list(sys.modules.values()):
+                    for name, value in list(getattr(module, "__dict__", {}).items()):
+                        if value is original and module.__name__.startswith("winrate"):
+                            self._patched.append((module, name, original))
+                            setattr(module, name, wrapper)
+        return self
+
+    def __exit__(self, *exc):
+        for module, name, original in reversed(self._patched):
+            setattr(module, name, original)
+
+    def _wrap(self, stage: str, func):
+        def timed(*args, **kwargs):
+            self._stack.append([0.0])
+            start = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - start
+                nested = self._stack.pop()[0]
+                self.seconds[stage] += elapsed - nested
+                if self._stack:
+                    self._stack[-1][0] += elapsed
+        return timed
+
+
+def _cli_in_process(argv: list[str]) -> tuple[float, dict[str, float]]:
+    """Wall time of ``winrate ARGV`` run in this process, and its stage breakdown."""
+    from winrate.cli import main
+
+    with StageTimer() as timer, contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        start = time.perf_counter()
+        code = main(argv)
+        total = time.perf_counter() - start
+    if code != 0:
+        raise SystemExit(f"winrate {' '.join(argv)} exited with {code}")
+    return total, timer.seconds
+
+
+def _fresh_process(command: list[str], repeat: int) -> float:
+    """Best wall time of ``command`` in a fresh process (start-up included)."""
+    best = np.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _winrate_command() -> list[str]:
+    script = Path(sys.executable).with_name("winrate")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "winrate.cli"]
+
+
+_FLOOR = """
+import sys
+import numpy as np
+import pandas as pd
+frame = pd.read_parquet(sys.argv[1])
+codes = [pd.factorize(frame[column])[0] for column in frame.columns]
+np.bincount(codes[2])
+"""
+
+
+def _print_stages(total: float, stages: dict[str, float], fresh: float | None = None) -> None:
+    for name, seconds in stages.items():
+        print(f"    {name:<14} {seconds:7.3f} s")
+    print(f"    {'other':<14} {total - sum(stages.values()):7.3f} s")
+    if fresh is not None:
+        print(f"    {'start-up':<14} {fresh - total:7.3f} s   (fresh process minus in-process)")
+
+
+# ------------------------------------------------------------------------- sections
+
+
+def bench_kernels(args, log) -> None:
+    models = (args.model,) if args.model else ESTIMATORS
+    for model in models:
+        _report(model, log, args.repeat)
+    floor = min(_timed(lambda: np.bincount(log.model_a, minlength=args.models))
+                for _ in range(args.repeat))
+    print(f"  np.bincount floor    {floor:7.3f} s   (one pass over n)")
+
+
+def bench_analyze(args, log) -> None:
+    from winrate.analysis import analyze
+
+    for model in (args.model,) if args.model else ESTIMATORS:
+        best, stages = np.inf, None
+        for _ in range(args.repeat):
+            with StageTimer() as timer:
+                start = time.perf_counter()
+                result = analyze(log, model=model)
+                seconds = time.perf_counter() - start
+            if seconds < best:
+                best, stages = seconds, dict(timer.seconds)
+        kept = {k: v for k, v in stages.items() if k in ("fit", "covariance", "diagnostics",
+                                                          "inference")}
+        print(f"analyze({args.n:,} rows, model={model!r}) as users call it: {best:.3f} s "
+              f"(method {result.settings['method']!r}, {result.method_note.split('.')[0]})")
+        _print_stages(best, kept)
+
+
+def bench_joint(args, workdir: Path) -> None:
+    path = workdir / f"joint_{args.joint_n}.parquet"
+    if not path.exists():
+        write_parquet_log(path, args.joint_n, args.models, args.joint_n // 10, args.judges)
+    argv = ["leaderboard", str(path), "--simultaneous", "--ranks", "--pairwise"]
+    _cli_in_process(argv)  # warm-up
+    total, stages = min((_cli_in_process(argv) for _ in range(args.repeat)),
+                        key=lambda run: run[0])
+    fresh = _fresh_process([*_winrate_command(), *argv], args.repeat)
+    bootstrap = min(_timed(lambda: fastchat_style_bootstrap(path, 100))
+                    for _ in range(args.repeat))
+    print(f"joint inference: winrate leaderboard --simultaneous --ranks --pairwise, "
+          f"{args.joint_n:,} rows, {args.models} models")
+    print(f"  fresh process        {fresh:7.3f} s")
+    print(f"  in process           {total:7.3f} s")
+    _print_stages(total, stages, fresh)
+    print(f"  FastChat-style BT bootstrap, 100 resamples: {bootstrap:.3f} s   "
+          f"(winrate / bootstrap = {fresh / bootstrap:.2f})")
+
+
+def fastchat_style_bootstrap(path, rounds: int, seed: int = 0) -> np.ndarray:
+    """Bradley-Terry ratings of ``rounds`` bootstrap resamples of the rows, the way
+    FastChat's ``elo_analysis.get_bootstrap_result`` does it (``battles.sample(frac=1.0,
+    replace=True)`` and a refit per round; ties count half a win): a yardstick, not part of
+    winrate."""
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    a_codes, names = pd.factorize(pd.concat([frame["model_a"], frame["model_b"]]))
+    n = len(frame)
+    battles = pd.DataFrame({"a": a_codes[:n], "b": a_codes[n:],
+                            "win": frame["outcome"].map({"model_a": 1.0, "model_b": 0.0,
+                                                         "tie": 0.5}).to_numpy()})
+    rng = np.random.default_rng(seed)
+    ratings = []
+    for _ in range(rounds):
+        sample = battles.sample(frac=1.0, replace=True, random_state=rng)
+        totals = sample.groupby(["a", "b"])["win"].agg(["sum", "size"]).reset_index()
+        ratings.append(_bt_mle(totals["a"].to_numpy(), totals["b"].to_numpy(),
+                               totals["sum"].to_numpy(), totals["size"].to_numpy(),
+                               len(names)))
+    return np.array(ratings)
+
+
+def _bt_mle(a, b, wins, games, k: int) -> np.ndarray:
+    """Bradley-Terry MLE from pair totals (Elo scale, mean 1000): maximises
+    ``sum wins log s(t_a - t_b) + (games - wins) log s(t_b - t_a)`` by L-BFGS."""
+    from scipy.optimize import minimize
+    from scipy.special import expit, log_expit
+
+    def loss(theta):
+        eta = theta[a] - theta[b]
+        value = -(wins * log_expit(eta) + (games - wins) * log_expit(-eta)).sum()
+        push = games * expit(eta) - wins
+        return value, np.bincount(a, push, k) - np.bincount(b, push, k)
+
+    theta = minimize(loss, np.zeros(k), jac=True, method="L-BFGS-B").x
+    return 1000 + 400 / np.log(10) * (theta - theta.mean())
+
+
+def bench_cli(args, workdir: Path) -> None:
+    path = workdir / f"cli_{args.cli_n}_{args.cli_prompts}.parquet"
+    if not path.exists():
+        write_parquet_log(path, args.cli_n, args.models, args.cli_prompts, args.judges)
+    argv = ["leaderboard", str(path), "--cluster", "prompt+judge",
+            "--json", str(workdir / "cli.json")]
+    fresh, floor = np.inf, np.inf
+    for _ in range(args.repeat):  # alternate, so both see the same machine
+        fresh = min(fresh, _fresh_process([*_winrate_command(), *argv], 1))
+        floor = min(floor, _fresh_process([sys.executable, "-c", _FLOOR, str(path)], 1))
+    _cli_in_process(argv)  # warm-up
+    total, stages = min((_cli_in_process(argv) for _ in range(args.repeat)),
+                        key=lambda run: run[0])
+    print(f"end to end: winrate leaderboard FILE --cluster prompt+judge, {args.cli_n:,} rows "
+          f"({args.models} models, {args.cli_prompts:,} prompts, {args.judges} judges; "
+          "string ids, Parquet)")
+    print(f"  fresh process        {fresh:7.3f} s")
+    print(f"  physical floor       {floor:7.3f} s   (fresh process: pd.read_parquet, factorise "
+          "5 columns, np.bincount)")
+    print(f"  CLI / floor          {fresh / floor:7.2f}")
+    print(f"  in process           {total:7.3f} s")
+    _print_stages(total, stages, fresh)
+
+
+def bench_startup(args) -> None:
+    seconds = _fresh_process([*_winrate_command(), "--help"], args.repeat)
+    print(f"start-up: winrate --help {seconds:7.3f} s   (fresh process)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=SECTIONS, help="run one section")
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--models", type=int, default=100)
     parser.add_argument("--prompts", type=int, default=1_000_000)
     parser.add_argument("--judges", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--model", choices=ESTIMATORS, help="time one estimator only")
+    parser.add_argument("--joint-n", type=int, default=1_000_000)
+    parser.add_argument("--cli-n", type=int, default=5_000_000)
+    parser.add_argument("--cli-prompts", type=int, default=500_000)
+    parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
+                                                     "(default: a temporary folder)")
     args = parser.parse_args()
-    models = (args.model,) if args.model else ESTIMATORS
+    sections = (args.only,) if args.only else SECTIONS
     warnings.simplefilter("ignore")  # random data: the two-way estimate may need PSD repair
-
-    for model in models:  # numba warm-up
-        run_stages(synthetic_log(10_000, args.models, 1_000, args.judges), model)
-    start = time.perf_counter()
-    log = synthetic_log(args.n, args.models, args.prompts, args.judges)
-    build = time.perf_counter() - start
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, numpy {np.__version__}")
-    print(f"log: {args.n:,} comparisons, {args.models} models, {args.prompts:,} prompts, "
-          f"{args.judges} judges (built in {build:.2f} s, not counted)")
-    for model in models:
-        _report(model, log, args.repeat)
-    floor = min(_timed(lambda: np.bincount(log.model_a, minlength=args.models))
-                for _ in range(args.repeat))
-    print(f"  np.bincount floor    {floor:7.3f} s   (one pass over n)")
+          f"Python {platform.python_version()}, numpy {np.__version__}, load average "
+          f"{os.getloadavg()[0]:.1f}")
+    if {"kernels", "analyze"} & set(sections):
+        for model in (args.model,) if args.model else ESTIMATORS:  # numba warm-up
+            run_stages(synthetic_log(10_000, args.models, 1_000, args.judges), model)
+        start = time.perf_counter()
+        log = synthetic_log(args.n, args.models, args.prompts, args.judges)
+        print(f"log: {args.n:,} comparisons, {args.models} models, {args.prompts:,} prompts, "
+              f"{args.judges} judges (built in {time.perf_counter() - start:.2f} s, not "
+              "counted)")
+        if "kernels" in sections:
+            bench_kernels(args, log)
+        if "analyze" in sections:
+            bench_analyze(args, log)
+        del log
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = args.workdir or Path(scratch)
+        workdir.mkdir(parents=True, exist_ok=True)
+        if "joint" in sections:
+            bench_joint(args, workdir)
+        if "cli" in sections:
+            bench_cli(args, workdir)
+    if "startup" in sections:
+        bench_startup(args)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-    print(f"peak resident memory: {peak:.2f} GB")
+    print(f"peak resident memory of this process: {peak:.2f} GB")
 
 
 def _report(model: str, log: ComparisonLog, repeat: int) -> None:

@@ -212,20 +212,32 @@ def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets,
 
 
 @njit(cache=True)
-def _bucket_order(lo, hi, local, n_local):  # pragma: no cover - numba
+def _bucket_order(lo, hi, local, n_local, buffers):  # pragma: no cover - numba
     """Counting sort of one bucket's entries by group: group g's entries are
-    ``order[start[g]:start[g + 1]]``."""
-    start = np.zeros(n_local + 1, np.int64)
+    ``order[start[g]:start[g + 1]]``. ``buffers`` = (start, fill, order) of at least
+    ``n_local + 1``, ``n_local`` and ``hi - lo`` entries (:func:`_sort_buffers`), reused
+    from bucket to bucket: fresh arrays per bucket cost a page fault per 4 KiB."""
+    start, fill, order = buffers
+    start[: n_local + 1] = 0
     for i in range(lo, hi):
         start[local[i] + 1] += 1
     for g in range(n_local):
         start[g + 1] += start[g]
-    order = np.empty(hi - lo, np.int64)
-    fill = start[:-1].copy()
+        fill[g] = start[g]
     for i in range(lo, hi):
         order[fill[local[i]]] = i
         fill[local[i]] += 1
     return start, order
+
+
+@njit(cache=True)
+def _sort_buffers(bucket_start, n_local):  # pragma: no cover - numba
+    """Buffers for :func:`_bucket_order` that fit every bucket."""
+    largest = 0
+    for b in range(bucket_start.shape[0] - 1):
+        largest = max(largest, bucket_start[b + 1] - bucket_start[b])
+    return (np.empty(n_local + 1, np.int64), np.empty(n_local, np.int64),
+            np.empty(largest, np.int64))
 
 
 @njit(cache=True, inline="always")
@@ -267,15 +279,15 @@ def _close_group(m, code, scratch, squares, seen, touched, meat, top, arg, row_s
 
 @njit(cache=True)
 def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen, touched,
-                 top, arg, row_squares, spread, squares,
-                 base):  # pragma: no cover - numba
+                 top, arg, row_squares, spread, squares, base,
+                 buffers):  # pragma: no cover - numba
     """Add the half outer products of every group in one bucket; return its group count.
 
     Also keeps, per column, the largest squared group total ``top`` and its group code
     ``arg`` (group g of this bucket has code ``base + g``), and adds the groups' sums of
     squared values to ``row_squares`` and their squares to ``spread`` (``squares`` is
-    scratch)."""
-    start, order = _bucket_order(lo, hi, local, n_local)
+    scratch; ``buffers`` those of :func:`_bucket_order`)."""
+    start, order = _bucket_order(lo, hi, local, n_local, buffers)
     n_nonempty = 0
     for g in range(n_local):
         if start[g + 1] == start[g]:
@@ -313,11 +325,12 @@ def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
         seen = np.zeros(k, np.bool_)
         touched = np.empty(k, np.int64)
         squares = np.zeros(k)
+        buffers = _sort_buffers(bucket_start, 1 << shift)
         for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
             nonempty[c] += _bucket_meat(bucket_start[b], bucket_start[b + 1], local, columns,
                                         values, 1 << shift, partial[c], scratch, seen, touched,
                                         tops[c], args[c], row_squares[c], spreads[c], squares,
-                                        b << shift)
+                                        b << shift, buffers)
     half = partial.sum(axis=0)
     top = np.zeros(k)
     arg = np.full(k, -1, np.int64)
@@ -335,7 +348,7 @@ def _nested_bucket_meat(lo, hi, local, columns, values, n_local, inner_bits,
                         outer_base, outer_scale, inner_scale, meat, top, arg, row_squares,
                         spread,
                         nonempty, scratch, squares, seen, touched, inner_totals, inner_squares,
-                        inner_rows):  # pragma: no cover - numba
+                        inner_rows, buffers):  # pragma: no cover - numba
     """One bucket of a two-way clustering whose cells (outer, inner) have local codes
     ``outer << inner_bits | inner``, so each outer cluster's cells are contiguous in code
     order. The per-level arrays (first axis) hold level 0, the cells, and level 1, the outer
@@ -345,7 +358,7 @@ def _nested_bucket_meat(lo, hi, local, columns, values, n_local, inner_bits,
     non-empty. Outer cluster ``o`` of the bucket has code ``outer_base + o``; a cell's code
     is ``outer_scale * outer + inner_scale * inner``: the mixed radix ``c_0 * G_1 + c_1`` of
     the two axes in input order."""
-    start, order = _bucket_order(lo, hi, local, n_local)
+    start, order = _bucket_order(lo, hi, local, n_local, buffers)
     inner_mask = (1 << inner_bits) - 1
     # one view per level and bucket (a view per group would cost a reference count each)
     cell_sums, cell_squares, cell_seen, cell_touched = scratch[0], squares[0], seen[0], touched[0]
@@ -409,12 +422,14 @@ def _nested_outer_sums(bucket_start, local, columns, values, shift, inner_bits, 
         squares = np.zeros((2, k))
         seen = np.zeros((2, k), np.bool_)
         touched = np.empty((2, k), np.int64)
+        buffers = _sort_buffers(bucket_start, 1 << shift)
         for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
             _nested_bucket_meat(bucket_start[b], bucket_start[b + 1], local, columns, values,
                                 1 << shift, inner_bits, b << (shift - inner_bits),
                                 outer_scale, inner_scale, meat[c], top[c], arg[c],
                                 row_squares[c], spread[c], nonempty[c], scratch, squares, seen,
-                                touched, inner_totals[c], inner_squares[c], inner_rows[c])
+                                touched, inner_totals[c], inner_squares[c], inner_rows[c],
+                                buffers)
     return (meat, top, arg, row_squares, spread, nonempty, inner_totals, inner_squares,
             inner_rows)
 
