@@ -16,6 +16,7 @@ whichever was cached first. The two compilations here get distinct names (``name
 
 from __future__ import annotations
 
+import functools
 import types
 
 import numba
@@ -45,8 +46,14 @@ class SizedKernel:
 
     def __init__(self, func, **options):
         self.__doc__ = func.__doc__
+        self._func, self._options = func, options
         self.serial = njit(cache=True, **options)(_renamed(func, "_serial"))
-        self.parallel = njit(parallel=True, cache=True, **options)(_renamed(func, "_parallel"))
+
+    @functools.cached_property
+    def parallel(self):
+        """The threaded compilation, made on first use (small inputs never need it)."""
+        return njit(parallel=True, cache=True, **self._options)(
+            _renamed(self._func, "_parallel"))
 
     def choose(self, work: float):
         """``(kernel, n_chunks)`` for ``work`` elementary steps."""
