@@ -240,171 +240,87 @@ def _sort_buffers(bucket_start, n_local):  # pragma: no cover - numba
             np.empty(largest, np.int64))
 
 
-@njit(cache=True, inline="always")
-def _add_to_group(col, total, square, scratch, squares, seen, touched,
-                  m):  # pragma: no cover - numba
-    """Add ``total`` (with ``square``, its rows' sum of squared values) to column ``col`` of
-    the open group, whose ``m`` touched columns are listed in ``touched``; return the new
-    ``m``."""
-    if not seen[col]:
-        seen[col] = True
-        touched[m] = col
-        m += 1
-    scratch[col] += total
-    squares[col] += square
-    return m
-
-
-@njit(cache=True, inline="always")
-def _close_group(m, code, scratch, squares, seen, touched, meat, top, arg, row_squares,
-                 spread):  # pragma: no cover - numba
-    """Add the open group's half outer product ``t t^T`` to ``meat``, keep per column the
-    largest ``t^2`` in ``top`` with the group's ``code`` in ``arg``, add its sums of squared
-    values to ``row_squares`` and their squares to ``spread``; then clear the group."""
-    for i in range(m):
-        ti = touched[i]
-        vi = scratch[ti]
-        for j in range(i, m):
-            meat[ti, touched[j]] += vi * scratch[touched[j]]
-        row_squares[ti] += squares[ti]
-        spread[ti] += squares[ti] * squares[ti]
-        if vi * vi > top[ti]:
-            top[ti] = vi * vi
-            arg[ti] = code
-    for i in range(m):
-        scratch[touched[i]] = 0.0
-        squares[touched[i]] = 0.0
-        seen[touched[i]] = False
-
-
 @njit(cache=True)
-def _bucket_meat(lo, hi, local, columns, values, n_local, meat, scratch, seen, touched,
-                 top, arg, row_squares, spread, squares, base,
-                 buffers):  # pragma: no cover - numba
-    """Add the half outer products of every group in one bucket; return its group count.
+def _sweep_bucket(lo, hi, local, columns, values, n_local, inner_bits, n_levels, outer_base,
+                  outer_scale, inner_scale, meat, top, arg, row_squares, spread, nonempty,
+                  sums, squares, seen, touched, inner_totals, inner_squares, inner_rows,
+                  buffers):  # pragma: no cover - numba
+    """Group sums of one bucket, its entries sorted by local code g (:func:`_bucket_order`).
 
-    Also keeps, per column, the largest squared group total ``top`` and its group code
-    ``arg`` (group g of this bucket has code ``base + g``), and adds the groups' sums of
-    squared values to ``row_squares`` and their squares to ``spread`` (``squares`` is
-    scratch; ``buffers`` those of :func:`_bucket_order`)."""
-    start, order = _bucket_order(lo, hi, local, n_local, buffers)
-    n_nonempty = 0
-    for g in range(n_local):
-        if start[g + 1] == start[g]:
-            continue
-        n_nonempty += 1
-        m = 0
-        for i in range(start[g], start[g + 1]):
-            value = values[order[i]]
-            m = _add_to_group(columns[order[i]], value, value * value, scratch, squares, seen,
-                              touched, m)
-        _close_group(m, base + g, scratch, squares, seen, touched, meat, top, arg,
-                     row_squares, spread)
-    return n_nonempty
-
-
-@sized_kernel
-def _bucketed_outer_sum(bucket_start, local, columns, values, shift, k,
-                        n_chunks):  # pragma: no cover
-    """``sum_g t_g t_g^T``, the number of non-empty groups, and per column the largest
-    ``t_g^2`` with its group code, ``sum_r u_r^2`` and ``sum_g (sum_{r in g} u_r^2)^2``;
-    buckets split over threads.
-
-    Each thread adds every unordered column pair of a group once into its own half-filled
-    matrix M; the result is ``M + M^T - diag(M)``.
+    Level 0 groups the entries by g; with ``n_levels == 2`` level 1 groups them by
+    ``g >> inner_bits`` (the outer cluster of a cell ``g = outer << inner_bits | inner``),
+    each outer total the sum of its cells, which are contiguous in code order, and the
+    few inner clusters' totals (and sums of squares) are added densely to
+    ``inner_totals`` / ``inner_squares`` (J, k), ``inner_rows`` marking them non-empty.
+    A closed group with totals t adds the half outer product of t to ``meat[level]``,
+    keeps per column the largest ``t^2`` in ``top[level]`` with the group's code in
+    ``arg[level]``, adds its sums of squared values to ``row_squares[level]`` and their
+    squares to ``spread[level]``, and counts in ``nonempty[level]``. Codes: level 1
+    ``outer_base + outer``; level 0 ``outer_scale * (outer_base + outer) + inner_scale *
+    inner`` (``inner_bits = 0, outer_scale = 1, inner_scale = 0`` for a plain clustering).
+    ``sums``, ``squares``, ``seen``, ``touched`` (2, k) hold each level's open group.
+    The two steps are closures, not functions taking arrays: every array argument of a
+    call costs an atomic reference-count update, which was a third of the running time.
     """
-    n_buckets = bucket_start.shape[0] - 1
-    partial = np.zeros((n_chunks, k, k))
-    nonempty = np.zeros(n_chunks, np.int64)
-    tops = np.zeros((n_chunks, k))
-    args = np.full((n_chunks, k), -1, np.int64)
-    spreads = np.zeros((n_chunks, k))
-    row_squares = np.zeros((n_chunks, k))
-    for c in numba.prange(n_chunks):
-        scratch = np.zeros(k)
-        seen = np.zeros(k, np.bool_)
-        touched = np.empty(k, np.int64)
-        squares = np.zeros(k)
-        buffers = _sort_buffers(bucket_start, 1 << shift)
-        for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
-            nonempty[c] += _bucket_meat(bucket_start[b], bucket_start[b + 1], local, columns,
-                                        values, 1 << shift, partial[c], scratch, seen, touched,
-                                        tops[c], args[c], row_squares[c], spreads[c], squares,
-                                        b << shift, buffers)
-    half = partial.sum(axis=0)
-    top = np.zeros(k)
-    arg = np.full(k, -1, np.int64)
-    for c in range(n_chunks):
-        for a in range(k):
-            if tops[c, a] > top[a]:
-                top[a] = tops[c, a]
-                arg[a] = args[c, a]
-    return (half + half.T - np.diag(np.diag(half)), nonempty.sum(), top, arg,
-            row_squares.sum(axis=0), spreads.sum(axis=0))
-
-
-@njit(cache=True)
-def _nested_bucket_meat(lo, hi, local, columns, values, n_local, inner_bits,
-                        outer_base, outer_scale, inner_scale, meat, top, arg, row_squares,
-                        spread,
-                        nonempty, scratch, squares, seen, touched, inner_totals, inner_squares,
-                        inner_rows, buffers):  # pragma: no cover - numba
-    """One bucket of a two-way clustering whose cells (outer, inner) have local codes
-    ``outer << inner_bits | inner``, so each outer cluster's cells are contiguous in code
-    order. The per-level arrays (first axis) hold level 0, the cells, and level 1, the outer
-    clusters: an outer total is the sum of its cells' totals, closed when the next outer
-    cluster starts. Inner clusters are few: their totals and sums of squares are added
-    densely to ``inner_totals`` / ``inner_squares`` (J, k) and ``inner_rows`` marks them
-    non-empty. Outer cluster ``o`` of the bucket has code ``outer_base + o``; a cell's code
-    is ``outer_scale * outer + inner_scale * inner``: the mixed radix ``c_0 * G_1 + c_1`` of
-    the two axes in input order."""
     start, order = _bucket_order(lo, hi, local, n_local, buffers)
+    n_open = np.zeros(2, np.int64)
+
+    def add(level, col, total, square):
+        if not seen[level, col]:
+            seen[level, col] = True
+            touched[level, n_open[level]] = col
+            n_open[level] += 1
+        sums[level, col] += total
+        squares[level, col] += square
+
+    def close(level, code):
+        m = n_open[level]
+        for i in range(m):
+            ti = touched[level, i]
+            vi = sums[level, ti]
+            for j in range(i, m):
+                meat[level, ti, touched[level, j]] += vi * sums[level, touched[level, j]]
+            row_squares[level, ti] += squares[level, ti]
+            spread[level, ti] += squares[level, ti] * squares[level, ti]
+            if vi * vi > top[level, ti]:
+                top[level, ti] = vi * vi
+                arg[level, ti] = code
+        for i in range(m):
+            sums[level, touched[level, i]] = 0.0
+            squares[level, touched[level, i]] = 0.0
+            seen[level, touched[level, i]] = False
+        n_open[level] = 0
+        nonempty[level] += 1
+
     inner_mask = (1 << inner_bits) - 1
-    # one view per level and bucket (a view per group would cost a reference count each)
-    cell_sums, cell_squares, cell_seen, cell_touched = scratch[0], squares[0], seen[0], touched[0]
-    out_sums, out_squares, out_seen, out_touched = scratch[1], squares[1], seen[1], touched[1]
-    cell_meat, cell_top, cell_arg, cell_rows, cell_spread = (meat[0], top[0], arg[0],
-                                                             row_squares[0], spread[0])
-    out_meat, out_top, out_arg, out_rows, out_spread = (meat[1], top[1], arg[1],
-                                                        row_squares[1], spread[1])
-    current, m_outer = -1, 0
+    current = -1  # outer cluster of the open level-1 group
     for g in range(n_local):
         if start[g + 1] == start[g]:
             continue
-        outer = g >> inner_bits
-        if outer != current:
+        outer, inner = g >> inner_bits, g & inner_mask
+        if n_levels == 2 and outer != current:
             if current >= 0:
-                _close_group(m_outer, outer_base + current, out_sums, out_squares, out_seen,
-                             out_touched, out_meat, out_top, out_arg, out_rows, out_spread)
-                nonempty[1] += 1
-            current, m_outer = outer, 0
-        inner = g & inner_mask
-        m = 0
+                close(1, outer_base + current)
+            current = outer
         for i in range(start[g], start[g + 1]):
             value = values[order[i]]
-            m = _add_to_group(columns[order[i]], value, value * value, cell_sums, cell_squares,
-                              cell_seen, cell_touched, m)
-        for i in range(m):
-            col = cell_touched[i]
-            m_outer = _add_to_group(col, cell_sums[col], cell_squares[col], out_sums,
-                                    out_squares, out_seen, out_touched, m_outer)
-            inner_totals[inner, col] += cell_sums[col]
-            inner_squares[inner, col] += cell_squares[col]
-        inner_rows[inner] = True
-        cell = outer_scale * (outer_base + outer) + inner_scale * inner
-        _close_group(m, cell, cell_sums, cell_squares, cell_seen, cell_touched, cell_meat,
-                     cell_top, cell_arg, cell_rows, cell_spread)
-        nonempty[0] += 1
+            add(0, columns[order[i]], value, value * value)
+        if n_levels == 2:
+            for i in range(n_open[0]):
+                col = touched[0, i]
+                add(1, col, sums[0, col], squares[0, col])
+                inner_totals[inner, col] += sums[0, col]
+                inner_squares[inner, col] += squares[0, col]
+            inner_rows[inner] = True
+        close(0, outer_scale * (outer_base + outer) + inner_scale * inner)
     if current >= 0:
-        _close_group(m_outer, outer_base + current, out_sums, out_squares, out_seen,
-                     out_touched, out_meat, out_top, out_arg, out_rows, out_spread)
-        nonempty[1] += 1
+        close(1, outer_base + current)
 
 
 @sized_kernel
-def _nested_outer_sums(bucket_start, local, columns, values, shift, inner_bits, n_inner,
-                       outer_scale, inner_scale, k, n_chunks):  # pragma: no cover - numba
-    """Per-thread sums of :func:`_nested_bucket_meat` over the buckets, split over threads:
+def _bucketed_sums(bucket_start, local, columns, values, shift, inner_bits, n_levels,
+                   n_inner, outer_scale, inner_scale, k, n_chunks):  # pragma: no cover
+    """:func:`_sweep_bucket` over every bucket, buckets split over threads: per thread the
     half-filled meats ``(n_chunks, 2, k, k)``, largest squared totals and their codes,
     sums of squares and non-empty counts per level, and the dense inner-cluster totals."""
     n_buckets = bucket_start.shape[0] - 1
@@ -418,20 +334,33 @@ def _nested_outer_sums(bucket_start, local, columns, values, shift, inner_bits, 
     inner_squares = np.zeros((n_chunks, n_inner, k))
     inner_rows = np.zeros((n_chunks, n_inner), np.bool_)
     for c in numba.prange(n_chunks):
-        scratch = np.zeros((2, k))
+        sums = np.zeros((2, k))
         squares = np.zeros((2, k))
         seen = np.zeros((2, k), np.bool_)
         touched = np.empty((2, k), np.int64)
         buffers = _sort_buffers(bucket_start, 1 << shift)
         for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
-            _nested_bucket_meat(bucket_start[b], bucket_start[b + 1], local, columns, values,
-                                1 << shift, inner_bits, b << (shift - inner_bits),
-                                outer_scale, inner_scale, meat[c], top[c], arg[c],
-                                row_squares[c], spread[c], nonempty[c], scratch, squares, seen,
-                                touched, inner_totals[c], inner_squares[c], inner_rows[c],
-                                buffers)
+            _sweep_bucket(bucket_start[b], bucket_start[b + 1], local, columns, values,
+                          1 << shift, inner_bits, n_levels, b << (shift - inner_bits),
+                          outer_scale, inner_scale, meat[c], top[c], arg[c], row_squares[c],
+                          spread[c], nonempty[c], sums, squares, seen, touched,
+                          inner_totals[c], inner_squares[c], inner_rows[c], buffers)
     return (meat, top, arg, row_squares, spread, nonempty, inner_totals, inner_squares,
             inner_rows)
+
+
+def _level_meats(sums) -> list[GroupMeat]:
+    """The :class:`GroupMeat` of each level of :func:`_bucketed_sums`' output: thread
+    parts added, half-filled meats M completed as ``M + M^T - diag(M)``, and the largest
+    total taken from the earliest thread on ties (the lowest code, as one pass would)."""
+    meat, top, arg, row_squares, spread, nonempty = sums[:6]
+    half = meat.sum(axis=0)
+    first_best = top.argmax(axis=0)
+    return [GroupMeat(half[level] + half[level].T - np.diag(np.diag(half[level])),
+                      int(nonempty[:, level].sum()), top[:, level].max(axis=0),
+                      np.take_along_axis(arg[:, level], first_best[None, level], 0)[0],
+                      row_squares[:, level].sum(axis=0), spread[:, level].sum(axis=0))
+            for level in (0, 1)]
 
 
 @sized_kernel
@@ -489,10 +418,9 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
         )
     if sp.issparse(infl):
         buckets, shift = _buckets(infl, codes, n_range)
-        kernel, n_chunks = _bucketed_outer_sum.choose(infl.nnz)
-        meat, n_groups, top, arg, row_squares, spread = kernel(*buckets, shift, infl.shape[1],
-                                                               n_chunks)
-        return GroupMeat(meat, int(n_groups), top, arg, row_squares, spread)
+        kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
+        return _level_meats(kernel(*buckets, shift, 0, 1, 1, 1, 0, infl.shape[1],
+                                   n_chunks))[0]
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
         shape=(n_range, codes.shape[0]),
@@ -526,20 +454,12 @@ def _nested_meats(infl, codes: list[np.ndarray], sizes: list[int]) -> list[Group
     key = (outer.astype(np.int64) << inner_bits) | inner
     buckets, shift = _buckets(infl, key, n_outer << inner_bits, min_shift=inner_bits)
     scales = (n_inner, 1) if outer_dim == 0 else (1, n_outer)
-    kernel, n_chunks = _nested_outer_sums.choose(infl.nnz)
-    (meat, top, arg, row_squares, spread, nonempty, inner_totals, inner_squares,
-     inner_rows) = kernel(*buckets, shift, inner_bits, n_inner, *scales, infl.shape[1],
-                          n_chunks)
-    half = meat.sum(axis=0)
-    first_best = top.argmax(axis=0)  # earliest chunk (lowest codes) on ties, as one pass
-    levels = [GroupMeat(half[level] + half[level].T - np.diag(np.diag(half[level])),
-                        int(nonempty[:, level].sum()), top[:, level].max(axis=0),
-                        np.take_along_axis(arg[:, level], first_best[None, level], 0)[0],
-                        row_squares[:, level].sum(axis=0), spread[:, level].sum(axis=0))
-              for level in (0, 1)]
-    totals, squares = inner_totals.sum(axis=0), inner_squares.sum(axis=0)
+    kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
+    sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], n_chunks)
+    levels = _level_meats(sums)
+    totals, squares = sums[6].sum(axis=0), sums[7].sum(axis=0)
     largest = (totals**2).max(axis=0)
-    inner_meat = GroupMeat(totals.T @ totals, int(inner_rows.any(axis=0).sum()), largest,
+    inner_meat = GroupMeat(totals.T @ totals, int(sums[8].any(axis=0).sum()), largest,
                            np.where(largest > 0, (totals**2).argmax(axis=0), -1),
                            squares.sum(axis=0), (squares**2).sum(axis=0))
     by_axis = [levels[1], inner_meat] if outer_dim == 0 else [inner_meat, levels[1]]
