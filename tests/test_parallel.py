@@ -85,3 +85,13 @@ def test_threaded_kernels_equal_serial(seed, monkeypatch):
     for name, value in serial.items():
         np.testing.assert_allclose(parallel[name], value, rtol=1e-12, atol=1e-15,
                                    err_msg=name)
+
+
+def test_cli_thread_pools_sleep_unless_the_user_says_otherwise(monkeypatch):
+    from winrate.cli import _waiting_threads_sleep
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    _waiting_threads_sleep()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
