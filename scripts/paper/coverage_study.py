@@ -70,11 +70,13 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     cells = shown.assign(cell=[f"{m:.1f} / {s:.1f}" for m, s in
                                zip(shown.marginal, shown.simultaneous, strict=True)])
     grid = cells.pivot_table(index=["prompts", "judges"], columns="method", values="cell",
-                             aggfunc="first")[list(SHOWN)].reset_index()
+                             aggfunc="first")[list(SHOWN)].reset_index().fillna("-")
     grid[["prompts", "judges"]] = grid[["prompts", "judges"]].astype(str)
     paper.table("coverage_summary", grid,
                 "Coverage (%) of nominal 95% intervals, marginal / simultaneous, "
-                f"{REPS} replications per cell (scripts/coverage.py).")
+                f"{REPS} replications per cell (scripts/coverage.py); auto '-': "
+                "10 prompts and fewer than 10 judges, where auto runs CR2 with t(G - 1), "
+                "not simulated on the grid.")
     naive = table[table.method == "naive"]
     paper.number("cov_reps", REPS, "d")
     paper.number("cov_seed", str(study.BASE_SEED))
