@@ -22,9 +22,11 @@ $(BIN)/.installed: pyproject.toml
 demo: $(BIN)/.installed
 	$(BIN)/winrate demo
 
+# Two pytest workers on two cores: BLAS threads would spin against the other worker
+# (winrate's matrices are K x K; the CLI sets the same defaults in winrate/cli.py).
 test: $(BIN)/.installed
 	$(BIN)/ruff check winrate scripts tests
-	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider
+	OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check winrate scripts tests

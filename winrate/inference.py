@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -300,11 +301,15 @@ def _quantile_with_se(draws: np.ndarray, alpha: float) -> tuple[np.ndarray, np.n
 _T_NODES = 256
 
 
+@lru_cache(maxsize=64)
 def _chi_scale_nodes(df: float) -> np.ndarray:
     """Midpoint quantiles ``s_j = F^{-1}((j - 1/2) / m)``, j = 1..m (ascending), of
-    ``S = sqrt(W / df)``, ``W ~ chi2(df)``."""
+    ``S = sqrt(W / df)``, ``W ~ chi2(df)`` (cached by df, read-only: 256 ``chdtri`` calls
+    cost more than the quantile search that uses them)."""
     upper = 1 - (np.arange(_T_NODES) + 0.5) / _T_NODES  # chdtri inverts the upper tail
-    return np.sqrt(special.chdtri(df, upper) / df)
+    nodes = np.sqrt(special.chdtri(df, upper) / df)
+    nodes.setflags(write=False)
+    return nodes
 
 
 def _t_cdf(sorted_max: np.ndarray, c, nodes: np.ndarray):
