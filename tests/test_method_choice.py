@@ -9,10 +9,12 @@ import warnings
 import numpy as np
 import pytest
 from scipy.linalg import eigh
+from scipy.special import stdtrit
 
 from winrate.analysis import analyze
 from winrate.diagnostics import effective_clusters
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.inference import simultaneous_intervals
 from winrate.leaderboard import fit
 from winrate.method_choice import (
     LARGE_AXIS,
@@ -23,7 +25,13 @@ from winrate.method_choice import (
     median_pair_size,
 )
 from winrate.simulate import SimulationDesign, simulate_comparisons
-from winrate.variance import cluster_cov, group_meat, multiway_cluster_cov
+from winrate.variance import (
+    cluster_cov,
+    group_meat,
+    multiway_cluster_cov,
+    pan_wall_df,
+    stratum_leverage_scale,
+)
 
 THIN = SimulationDesign(n_models=8, n_prompts=60, n_judges=1, pairs_per_prompt=3,
                         judge_sd=0.0, missing_pair_share=0.0, rare_models=2, rare_weight=0.3)
@@ -117,6 +125,74 @@ def test_cr2_equals_bell_mccaffrey_from_the_hat_matrix():
     np.testing.assert_allclose(got, expected, atol=1e-12)
     # and it is larger than CR0, by the leverage
     assert (np.diag(got) >= np.diag(cluster_cov(board.influence, codes, "none")) - 1e-15).all()
+
+
+def _pan_wall_by_loop(influence, codes, variance):
+    """Pan & Wall's df by a loop over clusters: squared totals P_g, their sample variance."""
+    dense = influence.toarray() if hasattr(influence, "toarray") else influence
+    groups = np.unique(codes)
+    p = np.array([dense[codes == g].sum(axis=0) ** 2 for g in groups])
+    var_of_v = len(groups) * p.var(axis=0, ddof=1)
+    return 2 * variance**2 / var_of_v
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_pan_wall_df_and_the_kernels_fourth_powers_match_a_loop(dense):
+    sim = simulate_comparisons(THIN, seed=10)
+    board, codes = fit(sim.log), sim.log.axes["prompt"].codes
+    infl = board.influence.toarray() if dense else board.influence
+    group = group_meat(infl, codes)
+    totals = np.array([board.influence.toarray()[codes == g].sum(axis=0)
+                       for g in np.unique(codes)])
+    np.testing.assert_allclose(group.fourth, (totals**4).sum(axis=0), rtol=1e-12)
+    variance = np.diag(group.meat) + 0.001  # a fixed part (the floor) adds no noise
+    np.testing.assert_allclose(pan_wall_df(group, variance),
+                               _pan_wall_by_loop(infl, codes, variance), rtol=1e-10)
+
+
+def test_two_way_pass_keeps_the_fourth_powers_of_both_axes():
+    sim = simulate_comparisons(SimulationDesign(n_prompts=40, n_judges=6), seed=2)
+    board, log = fit(sim.log), sim.log
+    groups = [log.axes["prompt"].codes, log.axes["judge"].codes]
+    result = multiway_cluster_cov(board.influence, groups, "cr1")
+    for i, codes in enumerate(groups):
+        np.testing.assert_allclose(result.term_meats[i].fourth,
+                                   group_meat(board.influence, codes).fourth, rtol=1e-10)
+
+
+def test_pan_wall_df_is_about_g_for_equal_normal_clusters_and_small_for_heavy_tails():
+    rng = np.random.default_rng(0)
+    g = 400
+    codes = np.arange(g)
+    normal = group_meat(rng.standard_normal((g, 1)), codes)
+    nu = pan_wall_df(normal, np.diag(normal.meat))[0]
+    assert 0.8 * g < nu < 1.25 * g
+    spikes = rng.standard_normal((g, 1)) * (rng.random((g, 1)) < 0.05)  # rare large values
+    heavy = group_meat(spikes, codes)
+    assert pan_wall_df(heavy, np.diag(heavy.meat))[0] < 0.2 * g
+    # only a fixed part left: no sampling noise, the normal reference
+    flat = group_meat(np.zeros((g, 1)), codes)
+    assert pan_wall_df(flat, np.array([1.0]))[0] == np.inf
+    assert np.isnan(pan_wall_df(flat, np.array([0.0]))[0])
+
+
+def test_thin_auto_intervals_use_each_models_pan_wall_t_and_the_smallest_jointly():
+    sim = simulate_comparisons(THIN, seed=9)
+    log = sim.log
+    run = quiet(log, cluster="prompt", simultaneous=True)
+    assert run.settings["correction"] == "cr2" and run.settings["reference"] == "t"
+    codes, board = log.axes["prompt"].codes, run.leaderboard
+    scaled = board.influence.multiply(stratum_leverage_scale(codes, board.pair)[:, None])
+    with np.errstate(divide="ignore"):  # a model left with only the fixed floor: inf
+        expected = np.maximum(_pan_wall_by_loop(scaled.tocsr(), codes, run.se**2), 1)
+    np.testing.assert_allclose(run.intervals.df, expected, rtol=1e-10)
+    q = stdtrit(run.intervals.df, 0.975)
+    np.testing.assert_allclose(run.intervals.high - run.scores, q * run.se, rtol=1e-12)
+    assert "df per model" in str(run.summary())
+    np.testing.assert_allclose(
+        run.joint.sim_high - run.scores,
+        simultaneous_intervals(run.scores, run.cov, 0.05, run.intervals.df.min(),
+                               seed=0).high - run.scores, rtol=1e-12)
 
 
 def test_cr2_with_every_row_its_own_cluster_is_cochrans_stratified_variance():

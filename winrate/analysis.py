@@ -23,6 +23,7 @@ from winrate.inference import (
     SimultaneousIntervals,
     WaldIntervals,
     critical_value,
+    joint_df,
     pairwise_differences,
     rank_sets,
     simultaneous_intervals,
@@ -38,6 +39,7 @@ from winrate.variance import (
     GroupMeat,
     multiway_cluster_cov,
     naive_cov,
+    pan_wall_df,
 )
 
 FEW_CLUSTERS = 30
@@ -251,7 +253,7 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
     (:func:`winrate.progress.stage`; ``progress`` as there).
     """
     keep = ~np.isnan(scores) & (True if estimable is None else estimable)
-    est, V = scores[keep], cov[np.ix_(keep, keep)]
+    est, V, df = scores[keep], cov[np.ix_(keep, keep)], joint_df(df, keep)
     mc = {"n_draws": n_draws, "seed": seed}
     crit = low = high = rank = pairs = sim = None
     if simultaneous and choice is not None and choice.wild is not None:
@@ -528,6 +530,21 @@ def _check_correction(correction: str, estimator: str) -> None:
                                 "use 'cr1' with Bradley-Terry")
 
 
+def _reference_df(board: Leaderboard, axes: dict, correction: str, reference: str,
+                  meats: list, cov: np.ndarray):
+    """Degrees of freedom of the t reference (None: normal). CR2: Pan and Wall's per model
+    (:func:`winrate.variance.pan_wall_df`, with ``cov``'s variances, the small-sample floor
+    included), the smallest over the axes; otherwise ``G_min - 1``."""
+    if reference != "t" or not axes:
+        return None
+    if correction != "cr2":
+        return min(axis.n_clusters for axis in axes.values()) - 1
+    variance = np.full(board.influence.shape[1], np.nan)
+    variance[board.codes] = np.diag(cov)
+    per_axis = [pan_wall_df(group, variance)[board.codes] for group in meats]
+    return np.fmin.reduce(per_axis)
+
+
 def _auto_choice(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...]):
     """:func:`winrate.method_choice.choose` for this log, fit and clustering."""
     sizes = [log.axes[name].n_clusters for name in clustering]
@@ -596,14 +613,8 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
             axes[name] = _axis_summary(log, board, name, result.term_covs[i][:k, :k],
                                        cov_naive, group, group.row_squares)
     cov = full[:k, :k]
-    df = None
-    if reference == "t" and clustering:
-        df = min(axis.n_clusters for axis in axes.values()) - 1
     choice, resampling_notes = None, []
-    if method == "sandwich":
-        method_note = sandwich_note(clustering, [a.n_clusters for a in axes.values()],
-                                    correction, df)
-    else:
+    if method != "sandwich":
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", WinrateWarning)
             choice = resampled_variance(log, board, clustering, method, weights, alpha,
@@ -619,6 +630,11 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     floor_notes = []
     if board.estimator == "winrate":
         cov, cov_naive, floor_notes = _small_sample_floor(board, log, cov, cov_naive, alpha)
+    if method == "sandwich":
+        df = _reference_df(board, axes, correction, reference,
+                           result.term_meats[:len(clustering)] if clustering else [], cov)
+        method_note = sandwich_note(clustering, [a.n_clusters for a in axes.values()],
+                                    correction, df)
     intervals = wald_intervals(board.scores, cov, alpha, df)
     if choice is not None and choice.wild is not None:
         intervals = WaldIntervals(board.scores, choice.wild.se, choice.wild.low,

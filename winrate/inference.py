@@ -107,13 +107,46 @@ def _check_alpha(alpha: float) -> float:
     return float(alpha)
 
 
-def _check_df(df: float | None) -> float | None:
-    """``None`` or ``inf`` mean the normal reference; otherwise ``df >= 1``."""
+def _check_df(df):
+    """``None`` or ``inf`` mean the normal reference; otherwise ``df >= 1``. An array gives
+    one df per estimate (NaN for an estimate without a variance; inf: normal)."""
+    if df is not None and np.ndim(df):
+        df = np.asarray(df, dtype=float)
+        if (df[~np.isnan(df)] < 1).any():
+            raise WinrateInputError(f"t degrees of freedom must be >= 1, got min {np.nanmin(df)}")
+        return df
     if df is None or np.isposinf(df):
         return None
     if not np.isfinite(df) or df < 1:
         raise WinrateInputError(f"t degrees of freedom must be >= 1 (or None), got {df}")
     return float(df)
+
+
+def reference_label(df) -> str:
+    """The reference distribution in words: ``normal``, ``t(29)``, or for per-estimate df
+    ``t(df per model, 36.2-77.9)``."""
+    df = _check_df(df)
+    if df is None:
+        return "normal"
+    if np.ndim(df) == 0:
+        return f"t({df:g})"
+    finite = df[np.isfinite(df)]
+    if not finite.size:
+        return "t(df per model, none defined)"
+    return f"t(df per model, {finite.min():.1f}-{finite.max():.1f})"
+
+
+def joint_df(df, keep=None) -> float | None:
+    """The one df of a joint (simultaneous, rank or pairwise) inference when each estimate
+    has its own (``df`` an array, e.g. Bell-McCaffrey's): the smallest over the ``keep``
+    estimates, so the family's reference is no lighter-tailed than any member's. A scalar
+    or None passes through."""
+    df = _check_df(df)
+    if df is None or np.ndim(df) == 0:
+        return df
+    kept = df if keep is None else df[np.asarray(keep, bool)]
+    kept = kept[~np.isnan(kept)]
+    return _check_df(float(kept.min())) if kept.size else None
 
 
 def _check_inputs(estimate, cov) -> tuple[np.ndarray, np.ndarray]:
@@ -437,11 +470,15 @@ def _max_t_pvalues(sorted_max: np.ndarray, stat: np.ndarray, df=None) -> np.ndar
 # ------------------------------------------------------------------ marginal intervals
 
 
-def critical_value(alpha: float, df: float | None = None) -> float:
-    """Two-sided critical value: ``z_{1-alpha/2}``, or ``t_{df, 1-alpha/2}`` when df is given."""
+def critical_value(alpha: float, df=None):
+    """Two-sided critical value: ``z_{1-alpha/2}``, or ``t_{df, 1-alpha/2}`` when df is given
+    (an array of df gives an array of critical values, NaN where the df is NaN)."""
     alpha, df = _check_alpha(alpha), _check_df(df)
     if df is None:
         return float(special.ndtri(1 - alpha / 2))  # what scipy.stats.norm.ppf evaluates
+    if np.ndim(df):
+        return np.where(np.isposinf(df), special.ndtri(1 - alpha / 2),
+                        special.stdtrit(df, 1 - alpha / 2))
     return float(special.stdtrit(df, 1 - alpha / 2))  # and scipy.stats.t.ppf
 
 
@@ -450,23 +487,25 @@ class WaldIntervals:
     """Marginal Wald intervals ``estimate +/- crit * se``.
 
     Attributes: ``estimate``, ``se``, ``low``, ``high``, ``critical_value``, ``alpha``,
-    ``df`` (None for the normal reference distribution).
+    ``df`` (None for the normal reference distribution). ``df`` and ``critical_value`` are
+    arrays when each estimate has its own df.
     """
 
     estimate: np.ndarray
     se: np.ndarray
     low: np.ndarray
     high: np.ndarray
-    critical_value: float
+    critical_value: float | np.ndarray
     alpha: float
-    df: float | None
+    df: float | np.ndarray | None
 
 
-def wald_intervals(estimate, cov, alpha: float = 0.05, df: float | None = None) -> WaldIntervals:
+def wald_intervals(estimate, cov, alpha: float = 0.05, df=None) -> WaldIntervals:
     """Marginal Wald intervals ``theta_a +/- q * sqrt(V_aa)``.
 
     ``q`` is the normal quantile ``z_{1-alpha/2}``, or ``t_{G-1, 1-alpha/2}`` when
-    ``df = G - 1`` is given (the few-cluster reference of Cameron & Miller 2015, sec. VI.C).
+    ``df = G - 1`` is given (the few-cluster reference of Cameron & Miller 2015, sec. VI.C),
+    or ``t_{df_a, 1-alpha/2}`` per estimate when ``df`` is an array.
     """
     est = np.asarray(estimate, dtype=float)
     var = np.diag(np.asarray(cov, dtype=float))

@@ -17,17 +17,22 @@ cell), which also measures the ``auto`` rule itself:
    on the smallest axis (a handful of judges) the bootstrap has too little to resample
    and the t(G - 1) sandwich of 3 does better (30 prompts x 5 judges: 95.5 / 94.8 against
    94.7 / 91.3).
-3. **Otherwise the multiway sandwich with t(G_min - 1)** critical values, G_min the
+3. **The win rate on a thin design** (the median observed pair is informed by fewer than
+   :data:`THIN_PAIR` comparisons): the CR2 sandwich (:mod:`winrate.variance`, Bell &
+   McCaffrey 2002) with a t reference on Pan & Wall's (2002) degrees of freedom per model
+   (:func:`winrate.variance.pan_wall_df`). Each pair's mean is then estimated from a few
+   prompts: their leverage biases CR1 down by about the share of a pair each prompt
+   carries, which CR2 removes; and the variance estimate itself can be noisy, most when
+   the cluster totals are heavy-tailed (pairs judged in both orders with a strong
+   position bias: CR2 with a normal reference covered 93.5% marginally but 88.0%
+   simultaneously), which the df carry. Bell & McCaffrey's own df, computed under a
+   working model of independent equal-variance rows, were too small for the thin cells
+   (marginal coverage 97-98%). Joint inference takes the smallest model df.
+4. **Otherwise the multiway CR1 sandwich with t(G_min - 1)** critical values, G_min the
    smallest cluster count among the axes (MacKinnon, Nielsen & Webb 2023, "Cluster-robust
    inference: a guide to empirical practice", J. Econometrics 232(2)); from
-   :data:`LARGE_AXIS` clusters the normal reference. Its small-sample correction:
-
-   * the win rate on a **thin design** (the median observed pair is informed by fewer
-     than :data:`THIN_PAIR` comparisons): CR2 (:mod:`winrate.variance`, Bell & McCaffrey
-     2002). Each pair's mean is then estimated from a few prompts, and the leverage of
-     those prompts biases CR1 down by about the share of a pair each prompt carries;
-   * otherwise CR1 (and always for Bradley-Terry, which pools every pair into K ratings,
-     so no comparison has a large leverage).
+   :data:`LARGE_AXIS` clusters the normal reference. CR1 also for Bradley-Terry, which
+   pools every pair into K ratings, so no comparison has a large leverage.
 
 A caveat (:func:`no_reliable_method`) is added where no method in the study reached
 nominal coverage.
@@ -87,18 +92,19 @@ def choose(names: tuple[str, ...], sizes: list[int], estimator: str,
             f"every axis has fewer than {SMALL_AXIS} clusters (and at least "
             f"{MIN_BOOTSTRAP_AXIS}), where the two-way sandwich and the jackknife under-cover "
             "jointly and the pigeonhole bootstrap does not (paper/coverage)")
-    thin = estimator == "winrate" and pair_size < THIN_PAIR
-    correction = "cr2" if thin else "cr1"
-    why = (f"the median model pair rests on {pair_size:g} comparisons (< {THIN_PAIR}), so "
-           "each prompt carries a large share of a pair and CR2 corrects that leverage"
-           if thin else "CR1")
+    if estimator == "winrate" and pair_size < THIN_PAIR:
+        return AutoChoice(
+            "sandwich", "cr2", "t",
+            f"the median model pair rests on {pair_size:g} comparisons (< {THIN_PAIR}), so "
+            "each prompt carries a large share of a pair: CR2 corrects that leverage, and "
+            "t with Pan-Wall df per model carries the noise of the variance estimate")
     g_min = min(sizes)
     if g_min >= LARGE_AXIS:
-        return AutoChoice("sandwich", correction, "normal",
-                          f"{why}; normal reference: the smallest axis has {g_min:,} "
+        return AutoChoice("sandwich", "cr1", "normal",
+                          f"CR1; normal reference: the smallest axis has {g_min:,} "
                           f"clusters (>= {LARGE_AXIS}, where t(G - 1) is within 2.5% of it)")
-    return AutoChoice("sandwich", correction, "t",
-                      f"{why}; t(G - 1) with G = {g_min:,}, the smallest cluster count "
+    return AutoChoice("sandwich", "cr1", "t",
+                      f"CR1; t(G - 1) with G = {g_min:,}, the smallest cluster count "
                       "(MacKinnon, Nielsen & Webb 2023)")
 
 

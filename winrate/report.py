@@ -17,7 +17,9 @@ settings               ``estimator`` (``winrate`` or ``bt``), ``scale`` (``proba
                        ``correction`` (``none`` = CR0, ``cr1`` = G/(G-1) per term,
                        ``cr2`` = Bell-McCaffrey leverage correction of the win rate),
                        ``alpha``, ``reference`` (``normal`` or ``t``), ``df`` (t degrees
-                       of freedom or null), ``method`` (``auto``, ``sandwich``,
+                       of freedom or null; with CR2 a list, one per model in ``models``
+                       order, Pan-Wall's, null for a model on the normal reference),
+                       ``method`` (``auto``, ``sandwich``,
                        ``jackknife`` or ``bootstrap`` as requested; ``method`` below is
                        what ran), ``bootstrap_reps``, ``seed``
 n_comparisons          comparisons in the log (sum of frequency weights)
@@ -86,6 +88,7 @@ import numpy as np
 import pandas as pd
 
 from winrate.analysis import LeaderboardAnalysis, _expand
+from winrate.inference import reference_label
 from winrate.tables import comment_block, render_table
 
 SCHEMA = "winrate.leaderboard/1"
@@ -297,7 +300,7 @@ def format_report(analysis: LeaderboardAnalysis, table_format: str = "text") -> 
 def format_summary(analysis: LeaderboardAnalysis) -> str:
     """Header lines: what was clustered how, and the per-axis diagnostics."""
     s = analysis.settings
-    ref = "normal" if s["df"] is None else f"t({s['df']})"
+    ref = reference_label(analysis.intervals.df)
     lines = [
         f"{format_count(analysis.n_comparisons)} comparisons"
         f"{'' if float(analysis.n_comparisons).is_integer() else _FRACTIONAL}, "

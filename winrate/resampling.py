@@ -47,7 +47,7 @@ from winrate.constants import VARIANCE_METHODS
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
-from winrate.inference import _check_alpha, _quantile_with_se
+from winrate.inference import _check_alpha, _quantile_with_se, reference_label
 from winrate.leaderboard import Leaderboard
 from winrate.progress import bar
 from winrate.variance import (
@@ -750,9 +750,9 @@ def _smallest(names, sizes) -> tuple[str, int]:
     return names[i], sizes[i]
 
 
-def sandwich_note(names, sizes, correction: str, df: int | None) -> str:
+def sandwich_note(names, sizes, correction: str, df) -> str:
     """What the default sandwich did, and a pointer to the few-cluster methods if needed."""
-    ref = "normal reference" if df is None else f"t({df}) reference"
+    ref = f"{reference_label(df)} reference"
     if not names:
         return f"sandwich: rows treated as independent ({correction}), {ref}"
     note = f"sandwich ({correction}) clustered by {_axes_phrase(names, sizes)}, {ref}"

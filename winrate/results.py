@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from winrate.inference import critical_value, simultaneous_intervals
+from winrate.inference import critical_value, joint_df, simultaneous_intervals
 
 
 class Summary(str):
@@ -62,12 +62,13 @@ def simultaneous_bounds(estimate, cov, alpha: float, df=None, *, keep=None,
                         seed=0) -> tuple[np.ndarray, np.ndarray]:
     """Intervals covering the ``keep`` estimates jointly (default: every finite one):
     ``estimate -/+ c se``, ``c`` the max-|T| critical value of their covariance
-    (:func:`winrate.inference.simultaneous_intervals`); NaN for the others."""
+    (:func:`winrate.inference.simultaneous_intervals`; per-estimate df reduced by
+    :func:`winrate.inference.joint_df`); NaN for the others."""
     estimate, cov = np.asarray(estimate, float), np.asarray(cov, float)
     keep = np.isfinite(estimate) & (True if keep is None else np.asarray(keep, bool))
     low, high = np.full(estimate.shape, np.nan), np.full(estimate.shape, np.nan)
     if keep.any():
-        sim = simultaneous_intervals(estimate[keep], cov[np.ix_(keep, keep)], alpha, df,
-                                     seed=seed)
+        sim = simultaneous_intervals(estimate[keep], cov[np.ix_(keep, keep)], alpha,
+                                     joint_df(df, keep), seed=seed)
         low[keep], high[keep] = sim.low, sim.high
     return low, high

@@ -113,6 +113,33 @@ def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
     return np.where(rest > 1e-12, 1.0 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
 
 
+def pan_wall_df(group: GroupMeat, variance: np.ndarray, factor: float = 1.0) -> np.ndarray:
+    """Degrees of freedom of a clustered variance from the spread of the clusters'
+    contributions (Pan & Wall 2002, "Small-sample adjustments in using the sandwich
+    variance estimator in generalized estimating equations", Statistics in Medicine 21).
+
+    Column a's clustered variance is ``V_a = c sum_g P_ga`` with ``P_ga = t_ga^2`` the
+    squared cluster totals (``c`` = ``factor``, 1 for CR2 whose rows are already scaled).
+    Treating the G clusters as independent draws, ``Var(V_a)`` is estimated by
+    ``c^2 G / (G - 1) sum_g (P_ga - Pbar_a)^2`` (every cluster of the axis counted, those
+    without a's comparisons with P = 0), and Satterthwaite's two-moment match gives
+    ``nu_a = 2 W_a^2 / Var(V_a)`` with ``W_a`` = ``variance``, the variance actually used:
+    ``V_a`` plus any fixed part (the small-sample floor), which adds no sampling noise.
+    With G equal normal cluster totals ``nu ~ G``; heavy-tailed totals (rare, large
+    deviations, as when a strong position bias cancels within a prompt) or a variance
+    carried by a few clusters give fewer. Infinite (the normal reference) where the
+    clustered part does not vary and only the fixed part remains; NaN where ``W_a`` is 0.
+    ``group.fourth`` is ``sum_g t_g^4``, kept by the kernel.
+    """
+    g = group.n_groups
+    total = np.diag(group.meat)
+    spread = np.maximum(group.fourth - total**2 / g, 0.0) * factor**2 * g / max(g - 1, 1)
+    variance = np.asarray(variance, float)
+    nu = np.where(variance > 0, np.inf, np.nan)
+    np.divide(2 * variance**2, spread, out=nu, where=(spread > 0) & (variance > 0))
+    return np.fmax(nu, 1.0, where=~np.isnan(nu), out=nu)
+
+
 def _scale_rows(infl, scale: np.ndarray):
     """The influence with row r multiplied by ``scale[r]`` (CSR or dense)."""
     if sp.issparse(infl):
@@ -242,9 +269,9 @@ def _sort_buffers(bucket_start, n_local):  # pragma: no cover - numba
 
 @njit(cache=True)
 def _sweep_bucket(lo, hi, local, columns, values, n_local, inner_bits, n_levels, outer_base,
-                  outer_scale, inner_scale, meat, top, arg, row_squares, spread, nonempty,
-                  sums, squares, seen, touched, inner_totals, inner_squares, inner_rows,
-                  buffers):  # pragma: no cover - numba
+                  outer_scale, inner_scale, meat, top, arg, row_squares, spread, fourth,
+                  nonempty, sums, squares, seen, touched, inner_totals, inner_squares,
+                  inner_rows, buffers):  # pragma: no cover - numba
     """Group sums of one bucket, its entries sorted by local code g (:func:`_bucket_order`).
 
     Level 0 groups the entries by g; with ``n_levels == 2`` level 1 groups them by
@@ -255,7 +282,8 @@ def _sweep_bucket(lo, hi, local, columns, values, n_local, inner_bits, n_levels,
     A closed group with totals t adds the half outer product of t to ``meat[level]``,
     keeps per column the largest ``t^2`` in ``top[level]`` with the group's code in
     ``arg[level]``, adds its sums of squared values to ``row_squares[level]`` and their
-    squares to ``spread[level]``, and counts in ``nonempty[level]``. Codes: level 1
+    squares to ``spread[level]``, ``t^4`` to ``fourth[level]``, and counts in
+    ``nonempty[level]``. Codes: level 1
     ``outer_base + outer``; level 0 ``outer_scale * (outer_base + outer) + inner_scale *
     inner`` (``inner_bits = 0, outer_scale = 1, inner_scale = 0`` for a plain clustering).
     ``sums``, ``squares``, ``seen``, ``touched`` (2, k) hold each level's open group.
@@ -282,6 +310,7 @@ def _sweep_bucket(lo, hi, local, columns, values, n_local, inner_bits, n_levels,
                 meat[level, ti, touched[level, j]] += vi * sums[level, touched[level, j]]
             row_squares[level, ti] += squares[level, ti]
             spread[level, ti] += squares[level, ti] * squares[level, ti]
+            fourth[level, ti] += (vi * vi) * (vi * vi)
             if vi * vi > top[level, ti]:
                 top[level, ti] = vi * vi
                 arg[level, ti] = code
@@ -329,6 +358,7 @@ def _bucketed_sums(bucket_start, local, columns, values, shift, inner_bits, n_le
     arg = np.full((n_chunks, 2, k), -1, np.int64)
     row_squares = np.zeros((n_chunks, 2, k))
     spread = np.zeros((n_chunks, 2, k))
+    fourth = np.zeros((n_chunks, 2, k))
     nonempty = np.zeros((n_chunks, 2), np.int64)
     inner_totals = np.zeros((n_chunks, n_inner, k))
     inner_squares = np.zeros((n_chunks, n_inner, k))
@@ -343,23 +373,24 @@ def _bucketed_sums(bucket_start, local, columns, values, shift, inner_bits, n_le
             _sweep_bucket(bucket_start[b], bucket_start[b + 1], local, columns, values,
                           1 << shift, inner_bits, n_levels, b << (shift - inner_bits),
                           outer_scale, inner_scale, meat[c], top[c], arg[c], row_squares[c],
-                          spread[c], nonempty[c], sums, squares, seen, touched,
+                          spread[c], fourth[c], nonempty[c], sums, squares, seen, touched,
                           inner_totals[c], inner_squares[c], inner_rows[c], buffers)
-    return (meat, top, arg, row_squares, spread, nonempty, inner_totals, inner_squares,
-            inner_rows)
+    return (meat, top, arg, row_squares, spread, fourth, nonempty, inner_totals,
+            inner_squares, inner_rows)
 
 
 def _level_meats(sums) -> list[GroupMeat]:
     """The :class:`GroupMeat` of each level of :func:`_bucketed_sums`' output: thread
     parts added, half-filled meats M completed as ``M + M^T - diag(M)``, and the largest
     total taken from the earliest thread on ties (the lowest code, as one pass would)."""
-    meat, top, arg, row_squares, spread, nonempty = sums[:6]
+    meat, top, arg, row_squares, spread, fourth, nonempty = sums[:7]
     half = meat.sum(axis=0)
     first_best = top.argmax(axis=0)
     return [GroupMeat(half[level] + half[level].T - np.diag(np.diag(half[level])),
                       int(nonempty[:, level].sum()), top[:, level].max(axis=0),
                       np.take_along_axis(arg[:, level], first_best[None, level], 0)[0],
-                      row_squares[:, level].sum(axis=0), spread[:, level].sum(axis=0))
+                      row_squares[:, level].sum(axis=0), spread[:, level].sum(axis=0),
+                      fourth[:, level].sum(axis=0))
             for level in (0, 1)]
 
 
@@ -400,7 +431,9 @@ class GroupMeat:
     ``largest / diag(meat)`` (:func:`winrate.diagnostics.largest_cluster_share`); and
     ``row_squares = sum_r u_r^2`` and ``spread = sum_g (sum_{r in g} u_r^2)^2``, from which
     the effective number of clusters follows
-    (:func:`winrate.diagnostics.effective_clusters`)."""
+    (:func:`winrate.diagnostics.effective_clusters`); and ``fourth = sum_g t_g^4`` per
+    column, the spread of the clusters' contributions to the variance
+    (:func:`pan_wall_df`)."""
 
     meat: np.ndarray
     n_groups: int
@@ -408,6 +441,7 @@ class GroupMeat:
     argmax: np.ndarray
     row_squares: np.ndarray
     spread: np.ndarray
+    fourth: np.ndarray
 
 
 def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
@@ -433,7 +467,7 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
                      int(np.count_nonzero(np.bincount(codes, minlength=n_range))),
                      squared.max(axis=0, initial=0.0),
                      np.where(touched, squared.argmax(axis=0), -1),
-                     within.sum(axis=0), (within**2).sum(axis=0))
+                     within.sum(axis=0), (within**2).sum(axis=0), (squared**2).sum(axis=0))
 
 
 #: Largest (inner clusters x columns) whose totals a two-way pass keeps densely per thread.
@@ -457,11 +491,12 @@ def _nested_meats(infl, codes: list[np.ndarray], sizes: list[int]) -> list[Group
     kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
     sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], n_chunks)
     levels = _level_meats(sums)
-    totals, squares = sums[6].sum(axis=0), sums[7].sum(axis=0)
+    totals, squares = sums[7].sum(axis=0), sums[8].sum(axis=0)
     largest = (totals**2).max(axis=0)
-    inner_meat = GroupMeat(totals.T @ totals, int(sums[8].any(axis=0).sum()), largest,
+    inner_meat = GroupMeat(totals.T @ totals, int(sums[9].any(axis=0).sum()), largest,
                            np.where(largest > 0, (totals**2).argmax(axis=0), -1),
-                           squares.sum(axis=0), (squares**2).sum(axis=0))
+                           squares.sum(axis=0), (squares**2).sum(axis=0),
+                           (totals**4).sum(axis=0))
     by_axis = [levels[1], inner_meat] if outer_dim == 0 else [inner_meat, levels[1]]
     return [*by_axis, levels[0]]
 

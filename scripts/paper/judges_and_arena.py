@@ -22,6 +22,7 @@ from real_data import read_log
 
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
+from winrate.inference import reference_label
 
 FEW_JUDGE_METHODS = (  # (label, clustering, analyze keyword arguments)
     ("prompt only (conditional on the judges)", "prompt", {"method": "sandwich"}),
@@ -52,8 +53,7 @@ def few_judges(paper: Paper) -> None:
         rows.append({"method": label, "clusters": f"{log.axes[cluster].n_clusters}",
                      "median SE (points)": fmt(100 * np.nanmedian(result.se)),
                      "median 95% CI width (points)": fmt(100 * np.nanmedian(width)),
-                     "reference": "normal" if result.settings["df"] is None
-                     else f"t({result.settings['df']})"})
+                     "reference": reference_label(result.intervals.df)})
     paper.table("few_judges", pd.DataFrame(rows),
                 f"PRD clustered by its {n_judges} judges: what each few-cluster method gives.")
     paper.number("prd_few_judges", n_judges, "d")
