@@ -164,3 +164,22 @@ def test_a_cheap_cell_reproduces_the_committed_study(study):
     ours = table.to_csv(index=False, float_format="%.4f").splitlines()
     assert ours[0] == committed[0]
     assert ours[1:] == [line for line in committed if line.startswith("10,2,")]
+
+
+def test_small_seeded_design_cells_both_orders_and_thin(study):
+    """A small seeded version of the design cells (the committed study has 400
+    replications): in the both-orders cell the naive interval over-covers and the old
+    default's simultaneous interval under-covers, and auto (CR2, Pan-Wall t) is near
+    nominal in both cells."""
+    cells = {c.kind: c for c in study.design_cells()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        rows = pd.DataFrame([r for cell in (cells["both orders"], cells["thin"])
+                             for rep in range(40) for r in study.one_design_rep(cell, rep)])
+    table = study.summarise_designs(rows).set_index(["kind", "method"])
+    both, thin = table.loc["both orders"], table.loc["thin"]
+    assert both.loc["naive", "marginal"] > 98.5
+    assert both.loc["auto", "simultaneous"] > both.loc["sandwich", "simultaneous"] + 10
+    for cell in (both, thin):
+        assert 92 <= cell.loc["auto", "marginal"] <= 98
+        assert cell.loc["auto", "simultaneous"] >= 85

@@ -128,12 +128,14 @@ def test_cr2_equals_bell_mccaffrey_from_the_hat_matrix():
 
 
 def _pan_wall_by_loop(influence, codes, variance):
-    """Pan & Wall's df by a loop over clusters: squared totals P_g, their sample variance."""
+    """Pan & Wall's df by a loop over clusters: squared totals P_g, their sample variance,
+    the df kept within [1, G - 1]."""
     dense = influence.toarray() if hasattr(influence, "toarray") else influence
     groups = np.unique(codes)
     p = np.array([dense[codes == g].sum(axis=0) ** 2 for g in groups])
     var_of_v = len(groups) * p.var(axis=0, ddof=1)
-    return 2 * variance**2 / var_of_v
+    with np.errstate(divide="ignore"):  # a model left with only a fixed part: G - 1
+        return np.clip(2 * variance**2 / var_of_v, 1, len(groups) - 1)
 
 
 @pytest.mark.parametrize("dense", [False, True])
@@ -170,9 +172,12 @@ def test_pan_wall_df_is_about_g_for_equal_normal_clusters_and_small_for_heavy_ta
     spikes = rng.standard_normal((g, 1)) * (rng.random((g, 1)) < 0.05)  # rare large values
     heavy = group_meat(spikes, codes)
     assert pan_wall_df(heavy, np.diag(heavy.meat))[0] < 0.2 * g
-    # only a fixed part left: no sampling noise, the normal reference
+    # only a fixed part left: no sampling noise, the most the axis allows (G - 1)
     flat = group_meat(np.zeros((g, 1)), codes)
-    assert pan_wall_df(flat, np.array([1.0]))[0] == np.inf
+    assert pan_wall_df(flat, np.array([1.0]))[0] == g - 1
+    # two equal clusters: the moment estimate would be unbounded, t(1) it is
+    two = group_meat(np.array([[1.0], [-1.0]]), np.array([0, 1]))
+    assert pan_wall_df(two, np.diag(two.meat))[0] == 1
     assert np.isnan(pan_wall_df(flat, np.array([0.0]))[0])
 
 
@@ -183,9 +188,8 @@ def test_thin_auto_intervals_use_each_models_pan_wall_t_and_the_smallest_jointly
     assert run.settings["correction"] == "cr2" and run.settings["reference"] == "t"
     codes, board = log.axes["prompt"].codes, run.leaderboard
     scaled = board.influence.multiply(stratum_leverage_scale(codes, board.pair)[:, None])
-    with np.errstate(divide="ignore"):  # a model left with only the fixed floor: inf
-        expected = np.maximum(_pan_wall_by_loop(scaled.tocsr(), codes, run.se**2), 1)
-    np.testing.assert_allclose(run.intervals.df, expected, rtol=1e-10)
+    np.testing.assert_allclose(run.intervals.df,
+                               _pan_wall_by_loop(scaled.tocsr(), codes, run.se**2), rtol=1e-10)
     q = stdtrit(run.intervals.df, 0.975)
     np.testing.assert_allclose(run.intervals.high - run.scores, q * run.se, rtol=1e-12)
     assert "df per model" in str(run.summary())

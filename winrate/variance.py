@@ -127,8 +127,10 @@ def pan_wall_df(group: GroupMeat, variance: np.ndarray, factor: float = 1.0) -> 
     ``V_a`` plus any fixed part (the small-sample floor), which adds no sampling noise.
     With G equal normal cluster totals ``nu ~ G``; heavy-tailed totals (rare, large
     deviations, as when a strong position bias cancels within a prompt) or a variance
-    carried by a few clusters give fewer. Infinite (the normal reference) where the
-    clustered part does not vary and only the fixed part remains; NaN where ``W_a`` is 0.
+    carried by a few clusters give fewer. At most ``G - 1``, the few-cluster reference
+    (the moment estimate is itself noisy when G is small: with two clusters it is
+    unbounded); ``G - 1`` also where the clustered part does not vary and only the fixed
+    part remains; NaN where ``W_a`` is 0.
     ``group.fourth`` is ``sum_g t_g^4``, kept by the kernel.
     """
     g = group.n_groups
@@ -137,7 +139,7 @@ def pan_wall_df(group: GroupMeat, variance: np.ndarray, factor: float = 1.0) -> 
     variance = np.asarray(variance, float)
     nu = np.where(variance > 0, np.inf, np.nan)
     np.divide(2 * variance**2, spread, out=nu, where=(spread > 0) & (variance > 0))
-    return np.fmax(nu, 1.0, where=~np.isnan(nu), out=nu)
+    return np.clip(nu, 1.0, max(g - 1, 1))
 
 
 def _scale_rows(infl, scale: np.ndarray):
