@@ -129,6 +129,18 @@ def interval_half_widths(log, board, seed: int) -> dict[str, tuple[np.ndarray, n
     return out
 
 
+def _auto_half_widths(log, board, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Half-widths of ``analyze``'s default (the cells where it runs no grid method: CR2
+    with Pan-Wall t); a model that is not estimable gets an infinite half-width (its
+    interval is the whole scale, so it counts as covered, as in the design cells)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        run = analyze(log, cluster="prompt+judge", seed=seed, n_draws=SIM_DRAWS,
+                      simultaneous=True, board=board)
+    half = np.nan_to_num(run.intervals.high - run.scores, nan=np.inf)
+    return half, np.nan_to_num(run.joint.sim_high - run.scores, nan=np.inf)
+
+
 def one_rep(n_prompts: int, n_judges: int, rep: int, design: SimulationDesign = DESIGN):
     """Coverage indicators and widths of every method for one simulated log."""
     seed = int(np.random.SeedSequence([BASE_SEED, n_prompts, n_judges, rep])
@@ -137,8 +149,11 @@ def one_rep(n_prompts: int, n_judges: int, rep: int, design: SimulationDesign = 
     board = fit(sim.log)
     truth = sim.population_scores(board.weights)
     error = np.abs(board.scores - truth)
+    widths = interval_half_widths(sim.log, board, seed)
+    if auto_method(n_prompts, n_judges, design) is None:
+        widths["auto"] = _auto_half_widths(sim.log, board, seed)
     rows = []
-    for method, (half, sim_half) in interval_half_widths(sim.log, board, seed).items():
+    for method, (half, sim_half) in widths.items():
         rows.append({
             "prompts": n_prompts, "judges": n_judges, "rep": rep, "method": method,
             "marginal": float(np.mean(error <= half)),
@@ -418,8 +433,8 @@ def auto_method(n_prompts: int, n_judges: int, design: SimulationDesign = DESIGN
     sandwich with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters). The design's pairs
     hold ~20 comparisons per prompt over 25 allowed pairs, so from 30 prompts the median
     pair is above ``THIN_PAIR``; at 10 prompts with fewer than 10 judges auto runs CR2
-    with t(G - 1), which the grid does not simulate: None (those cells get no auto row;
-    they are cells where auto's output says no method reaches nominal coverage).
+    with Pan-Wall t, no grid method: None (:func:`one_rep` then runs ``analyze`` itself;
+    these are cells where auto's output says no method reaches nominal coverage).
     ``tests/test_coverage.py`` checks on a cell of each kind that analyze's auto intervals
     are exactly this method's."""
     allowed = design.n_models * (design.n_models - 1) / 2 * (1 - design.missing_pair_share)
@@ -428,17 +443,19 @@ def auto_method(n_prompts: int, n_judges: int, design: SimulationDesign = DESIGN
     if choice.method == "bootstrap":
         return "pigeonhole"
     if choice.correction != "cr1":
-        return None  # CR2 with t(G - 1): not a grid method (10 prompts, few judges)
+        return None  # CR2 with Pan-Wall t: not a grid method (10 prompts, few judges)
     return "twoway_t" if min(n_prompts, n_judges) < LARGE_AXIS else "twoway"
 
 
 def with_auto(table: pd.DataFrame) -> pd.DataFrame:
-    """The summary with an ``auto`` row per cell: a copy of :func:`auto_method`'s row."""
-    picked = [auto_method(p, j) for p, j in zip(table["prompts"], table["judges"],
-                                                 strict=True)]
-    auto = table[table["method"] == pd.Series(picked, index=table.index, dtype=object)].assign(
-        method="auto")
-    merged = pd.concat([table[table["method"] != "auto"], auto], ignore_index=True)
+    """The summary with an ``auto`` row per cell: a copy of :func:`auto_method`'s row, or
+    where auto runs no grid method the row :func:`one_rep` computed by ``analyze``."""
+    picked = pd.Series([auto_method(p, j) for p, j in zip(table["prompts"], table["judges"],
+                                                          strict=True)],
+                       index=table.index, dtype=object)
+    auto = table[table["method"] == picked].assign(method="auto")
+    own = (table["method"] == "auto") & picked.isna()
+    merged = pd.concat([table[(table["method"] != "auto") | own], auto], ignore_index=True)
     order = {m: i for i, m in enumerate(METHODS)}
     return merged.sort_values(["prompts", "judges", "method"], kind="stable",
                               key=lambda c: c.map(order) if c.name == "method" else c,
@@ -669,7 +686,8 @@ def main(argv=None) -> None:
     control = summarise(run_study((CONTROL_CELL[0],), (CONTROL_CELL[1],), reps, args.workers,
                                   CONTROL))
     elapsed = time.time() - start
-    table = with_auto(summarise(per_rep))
+    # the report and the figure read the same digits as the CSV
+    table, control = with_auto(summarise(per_rep)).round(4), control.round(4)
     table.to_csv(out / "coverage.csv", index=False, float_format="%.4f")
     control.to_csv(out / "coverage_control.csv", index=False, float_format="%.4f")
     (out / "coverage.md").write_text(markdown(table, reps, control))

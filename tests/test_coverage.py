@@ -137,12 +137,33 @@ def test_the_grid_auto_row_is_what_analyze_runs_by_default(study, n_prompts, n_j
     np.testing.assert_allclose(simultaneous, run.joint.sim_high - run.scores, rtol=1e-10)
 
 
+def test_grid_auto_in_cells_without_a_grid_method_is_analyze_itself(study):
+    """At 10 prompts with few judges auto runs CR2 with Pan-Wall t: the grid's row comes
+    from analyze (not-estimable models with an infinite half-width, i.e. covered)."""
+    from winrate.analysis import analyze
+    from winrate.leaderboard import fit
+    from winrate.simulate import simulate_comparisons
+
+    sim = simulate_comparisons(replace(study.DESIGN, n_prompts=10, n_judges=5), seed=4)
+    board = fit(sim.log)
+    marginal, simultaneous = study._auto_half_widths(sim.log, board, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        run = analyze(sim.log, simultaneous=True, n_draws=study.SIM_DRAWS, seed=4)
+    assert run.settings["correction"] == "cr2" and np.ndim(run.intervals.df) == 1
+    expected = np.nan_to_num(run.intervals.high - run.scores, nan=np.inf)
+    np.testing.assert_allclose(marginal, expected, rtol=1e-12)
+    assert (simultaneous >= marginal).all()
+    rows = study.one_rep(10, 5, 0)
+    assert [r["method"] for r in rows].count("auto") == 1
+
+
 def test_with_auto_copies_the_chosen_rows(study):
     committed = pd.read_csv(Path(__file__).resolve().parents[1] / "paper" / "coverage"
                             / "coverage.csv")
     for (p, j), cell in committed.groupby(["prompts", "judges"]):
-        if study.auto_method(p, j) is None:  # CR2 + t: not simulated in the grid
-            assert not (cell.method == "auto").any()
+        if study.auto_method(p, j) is None:  # CR2 + t: analyze's own row
+            assert (cell.method == "auto").sum() == 1
             continue
         auto = cell[cell.method == "auto"].drop(columns="method").squeeze()
         chosen = cell[cell.method == study.auto_method(p, j)].drop(columns="method").squeeze()

@@ -124,6 +124,7 @@ def no_reliable_method(names: tuple[str, ...], sizes: list[int]) -> str | None:
     low, high = sorted(sizes)[:2] if len(sizes) > 1 else (g, np.inf)
     if low <= FEW_BOTH[0] and high <= FEW_BOTH[1]:
         return (f"with {low} and {high} clusters on the two smallest axes no interval method "
-                "covers at its nominal level (coverage study, paper/coverage); treat the "
-                "intervals as rough and collect more prompts.")
+                "covers at its nominal level with informative intervals (coverage study, "
+                "paper/coverage: short of nominal, or, with few judges, valid but very "
+                "wide); treat the intervals as rough and collect more prompts.")
     return None

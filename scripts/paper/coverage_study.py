@@ -74,9 +74,10 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     grid[["prompts", "judges"]] = grid[["prompts", "judges"]].astype(str)
     paper.table("coverage_summary", grid,
                 "Coverage (%) of nominal 95% intervals, marginal / simultaneous, "
-                f"{REPS} replications per cell (scripts/coverage.py); auto '-': "
-                "10 prompts and fewer than 10 judges, where auto runs CR2 with t(G - 1), "
-                "not simulated on the grid.")
+                f"{REPS} replications per cell (scripts/coverage.py); auto is the method "
+                "analyze runs by default in each cell (at 10 prompts with fewer than 10 "
+                "judges CR2 with Pan-Wall t, valid but very wide there, and its output "
+                "says the intervals are rough).")
     naive = table[table.method == "naive"]
     paper.number("cov_reps", REPS, "d")
     paper.number("cov_seed", str(study.BASE_SEED))
