@@ -138,7 +138,7 @@ def reference_label(df) -> str:
 
 def joint_df(df, keep=None) -> float | None:
     """The one df of a joint (simultaneous, rank or pairwise) inference when each estimate
-    has its own (``df`` an array, e.g. Bell-McCaffrey's): the smallest over the ``keep``
+    has its own (``df`` an array, e.g. Pan-Wall's): the smallest over the ``keep``
     estimates, so the family's reference is no lighter-tailed than any member's. A scalar
     or None passes through."""
     df = _check_df(df)
@@ -476,10 +476,8 @@ def critical_value(alpha: float, df=None):
     alpha, df = _check_alpha(alpha), _check_df(df)
     if df is None:
         return float(special.ndtri(1 - alpha / 2))  # what scipy.stats.norm.ppf evaluates
-    if np.ndim(df):
-        return np.where(np.isposinf(df), special.ndtri(1 - alpha / 2),
-                        special.stdtrit(df, 1 - alpha / 2))
-    return float(special.stdtrit(df, 1 - alpha / 2))  # and scipy.stats.t.ppf
+    crit = special.stdtrit(df, 1 - alpha / 2)  # and scipy.stats.t.ppf (inf df: normal)
+    return crit if np.ndim(df) else float(crit)
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,11 +24,9 @@ cell), which also measures the ``auto`` rule itself:
    prompts: their leverage biases CR1 down by about the share of a pair each prompt
    carries, which CR2 removes; and the variance estimate itself can be noisy, most when
    the cluster totals are heavy-tailed (pairs judged in both orders with a strong
-   position bias: CR2 with a normal reference covered 93.5% marginally but 88.0%
-   simultaneously), which the df carry. Bell & McCaffrey's own df, computed under a
-   working model of independent equal-variance rows, were too small for the thin cells
-   (a 150-replication check: 96.4-97.9% marginal, up to 100% simultaneous). Joint
-   inference takes the smallest model df.
+   position bias: the design study's ``cr2`` column, CR2 with a normal reference, falls
+   short of nominal simultaneous coverage there), which the df carry. Joint inference
+   takes the smallest model df.
 4. **Otherwise the multiway CR1 sandwich with t(G_min - 1)** critical values, G_min the
    smallest cluster count among the axes (MacKinnon, Nielsen & Webb 2023, "Cluster-robust
    inference: a guide to empirical practice", J. Econometrics 232(2)); from

@@ -18,7 +18,7 @@ settings               ``estimator`` (``winrate`` or ``bt``), ``scale`` (``proba
                        ``cr2`` = Bell-McCaffrey leverage correction of the win rate),
                        ``alpha``, ``reference`` (``normal`` or ``t``), ``df`` (t degrees
                        of freedom or null; with CR2 a list, one per model in ``models``
-                       order, Pan-Wall's, null for a model on the normal reference),
+                       order, Pan-Wall's, null for a model without a variance),
                        ``method`` (``auto``, ``sandwich``,
                        ``jackknife`` or ``bootstrap`` as requested; ``method`` below is
                        what ran), ``bootstrap_reps``, ``seed``

@@ -113,15 +113,15 @@ def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
     return np.where(rest > 1e-12, 1.0 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
 
 
-def pan_wall_df(group: GroupMeat, variance: np.ndarray, factor: float = 1.0) -> np.ndarray:
+def pan_wall_df(group: GroupMeat, variance: np.ndarray) -> np.ndarray:
     """Degrees of freedom of a clustered variance from the spread of the clusters'
     contributions (Pan & Wall 2002, "Small-sample adjustments in using the sandwich
     variance estimator in generalized estimating equations", Statistics in Medicine 21).
 
-    Column a's clustered variance is ``V_a = c sum_g P_ga`` with ``P_ga = t_ga^2`` the
-    squared cluster totals (``c`` = ``factor``, 1 for CR2 whose rows are already scaled).
+    Column a's clustered variance is ``V_a = sum_g P_ga`` with ``P_ga = t_ga^2`` the
+    squared cluster totals (CR2: of the leverage-scaled rows, with no further factor).
     Treating the G clusters as independent draws, ``Var(V_a)`` is estimated by
-    ``c^2 G / (G - 1) sum_g (P_ga - Pbar_a)^2`` (every cluster of the axis counted, those
+    ``G / (G - 1) sum_g (P_ga - Pbar_a)^2`` (every cluster of the axis counted, those
     without a's comparisons with P = 0), and Satterthwaite's two-moment match gives
     ``nu_a = 2 W_a^2 / Var(V_a)`` with ``W_a`` = ``variance``, the variance actually used:
     ``V_a`` plus any fixed part (the small-sample floor), which adds no sampling noise.
@@ -135,7 +135,7 @@ def pan_wall_df(group: GroupMeat, variance: np.ndarray, factor: float = 1.0) -> 
     """
     g = group.n_groups
     total = np.diag(group.meat)
-    spread = np.maximum(group.fourth - total**2 / g, 0.0) * factor**2 * g / max(g - 1, 1)
+    spread = np.maximum(group.fourth - total**2 / g, 0.0) * g / max(g - 1, 1)
     variance = np.asarray(variance, float)
     nu = np.where(variance > 0, np.inf, np.nan)
     np.divide(2 * variance**2, spread, out=nu, where=(spread > 0) & (variance > 0))

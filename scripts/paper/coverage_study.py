@@ -127,7 +127,8 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
         paper.number(f"cov_{key}_label", cell)
         for row in table[table.cell == cell].itertuples():
             for column in ("marginal", "simultaneous"):
-                paper.number(f"cov_{key}_{row.method}_{column[:3]}", getattr(row, column),
+                method = row.method.replace("2", "two")  # keys are LaTeX macro names
+                paper.number(f"cov_{key}_{method}_{column[:3]}", getattr(row, column),
                              ".1f")
     auto = table[table.method == "auto"]
     thin = auto[auto.kind == "thin"]
@@ -142,10 +143,10 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
                                    zip(table.marginal, table.simultaneous, strict=True)])
     grid = shown.pivot_table(index=["kind", "cell"], columns="method", values="coverage",
                              aggfunc="first", sort=False)
-    methods = [m for m in ("naive", "sandwich", "jackknife", "pigeonhole", "auto")
-               if m in grid]
+    methods = [m for m in load_study().DESIGN_METHODS if m in grid]
     paper.table("design_coverage", grid[methods].fillna("").reset_index(),
                 "Coverage (%) of nominal 95% intervals, marginal / simultaneous, in thin, "
                 "strong-judge and both-orders designs; `sandwich` is the old default (CR1, "
-                f"normal), `auto` the default ({int(table.reps.min())} replications per "
-                "cell, scripts/coverage.py).")
+                "normal), `cr2` the CR2 sandwich with a normal reference, `auto` the "
+                f"default ({int(table.reps.min())} replications per cell, "
+                "scripts/coverage.py).")
