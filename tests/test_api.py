@@ -388,3 +388,49 @@ def test_readme_python_examples_run_and_match_the_worked_example(tmp_path, monke
     for model, score, se_naive, se in shown:
         assert [f"{100 * table.loc[model, c]:.2f}" for c in ("score", "se_naive", "se")] == [
             score, se_naive, se]
+
+
+# ------------------------------------------------------------------ inputs and defaults
+
+
+def test_analyze_explore_and_fit_take_a_dataframe_or_a_path(log, tmp_path):
+    names = log.models
+    frame = pd.DataFrame({"prompt_id": log.axes["prompt"].labels[log.axes["prompt"].codes],
+                          "judge_id": log.axes["judge"].labels[log.axes["judge"].codes],
+                          "model_a": names[log.model_a], "model_b": names[log.model_b],
+                          "outcome": log.score})
+    path = tmp_path / "log.csv"
+    frame.to_csv(path, index=False)
+    expected = quiet(winrate.analyze, log, cluster="prompt+judge")
+    for source in (frame, path, str(path)):
+        got = quiet(winrate.analyze, source, cluster="prompt+judge")
+        np.testing.assert_allclose(by_model(got.to_frame(), names)["se"], expected.se,
+                                   rtol=1e-12)
+        np.testing.assert_allclose(by_model(winrate.fit(source).to_frame(), names)["score"],
+                                   expected.scores, rtol=1e-12)
+        assert quiet(winrate.explore, source, ["prompt"]).main == "prompt"
+    with pytest.raises(TypeError, match="expected a ComparisonLog, a DataFrame or a file "
+                                        "path, got list"):
+        winrate.analyze([1, 2, 3])
+
+
+def test_default_clustering_is_prompt_and_judge_or_the_axes_the_log_has(log):
+    assert quiet(winrate.analyze, log).settings["cluster"] == ["prompt", "judge"]
+    no_judge = winrate.ComparisonLog.from_arrays(log.model_a, log.model_b, log.score,
+                                                 prompt=log.axes["prompt"].codes)
+    with pytest.warns(WinrateWarning, match="default clustering prompt\\+judge: clustered by "
+                                            "prompt, because the log has no 'judge' axis"):
+        result = winrate.analyze(no_judge)
+    expected = quiet(winrate.analyze, no_judge, cluster="prompt")
+    assert result.settings["cluster"] == ["prompt"]
+    np.testing.assert_allclose(result.se, expected.se, rtol=1e-12)
+
+
+def test_a_fit_has_a_frame_and_a_compact_repr(log):
+    board = winrate.fit(log)
+    frame = board.to_frame()
+    assert frame["score"].is_monotonic_decreasing
+    np.testing.assert_allclose(by_model(frame, board.models)["comparisons"],
+                               np.bincount(np.r_[log.model_a, log.model_b]), rtol=0)
+    assert repr(board) == ("Leaderboard(estimator='winrate', scale='probability', models=5, "
+                           f"comparisons={log.n_comparisons:g})")

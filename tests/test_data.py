@@ -12,6 +12,9 @@ from winrate.data import ComparisonLog, read_comparisons
 from winrate.errors import WinrateInputError
 from winrate.leaderboard import fit
 
+#: the row labels of input errors
+AT = r"first rows \(index labels\): "
+
 
 def _frame(outcomes, model_a=("x", "y", "z", "x"), model_b=("y", "z", "x", "z")):
     n = len(outcomes)
@@ -67,11 +70,11 @@ def test_file_formats_round_trip(tmp_path, suffix):
 
 @pytest.mark.parametrize(("frame", "kwargs", "message"), [
     (_frame(["a", "b", "tie", "a"]).iloc[:0], {}, "empty"),
-    (_frame(["a", "b", None, "a"]), {}, r"'outcome': missing value .* first rows: 2"),
-    (_frame(["a", "won", "tie", "a"]), {}, r"unknown outcome .* first rows: 1"),
-    (_frame(["a", "x", "tie", "a"]), {}, r"unknown outcome .* first rows: 1"),
-    (_frame([1, 2, 0.5, 1]), {}, r"not in \[0, 1\] .* first rows: 1"),
-    (_frame(["a", "b", "tie", "a"], ("x", "y", "z", "z")), {}, r"same model .* first rows: 3"),
+    (_frame(["a", "b", None, "a"]), {}, r"'outcome': missing value .* " + AT + "2"),
+    (_frame(["a", "won", "tie", "a"]), {}, r"unknown outcome .* " + AT + "1"),
+    (_frame(["a", "x", "tie", "a"]), {}, r"unknown outcome .* " + AT + "1"),
+    (_frame([1, 2, 0.5, 1]), {}, r"not in \[0, 1\] .* " + AT + "1"),
+    (_frame(["a", "b", "tie", "a"], ("x", "y", "z", "z")), {}, r"same model .* " + AT + "3"),
     (_frame(["a", "b", "tie", "a"], ("x", None, "z", "x")), {}, r"'model_a': missing .* 1"),
     (_frame(["a", "b", "tie", "a"]), {"judge_col": "rater"}, r"\['rater'\] not found"),
     (_frame(["a", "b", "tie", "a"]), {"extra_cols": ("topic",)}, r"\['topic'\] not found"),
@@ -87,7 +90,7 @@ def test_weight_column_validated_and_zero_rows_dropped():
     log = read_comparisons(frame, weight_col="count")
     assert log.n_rows == 3 and log.n_comparisons == 6
     frame["count"] = [2, -1, 1, 3]
-    with pytest.raises(WinrateInputError, match=r"'count'.*first rows: 1"):
+    with pytest.raises(WinrateInputError, match=r"'count'.*" + AT + "1"):
         read_comparisons(frame, weight_col="count")
 
 
@@ -124,7 +127,7 @@ def test_graded_preferences_and_features_are_kept():
     np.testing.assert_array_equal(log.score, [0.25, 1.0, 0.5, 0.875])
     np.testing.assert_array_equal(log.features["style_length"], [0.1, -0.2, 0.0, 0.3])
     frame.loc[2, "style_length"] = np.nan
-    with pytest.raises(WinrateInputError, match=r"'style_length': feature .* first rows: 2"):
+    with pytest.raises(WinrateInputError, match=r"'style_length': feature .* " + AT + "2"):
         read_comparisons(frame, feature_cols=("style_length",))
 
 

@@ -44,6 +44,9 @@ needs_data = pytest.mark.skipif(
 )
 HEADER = ["prompt_id", "judge_id", "model_a", "model_b", "outcome"]
 
+#: the row labels of input errors
+LINES = r"rows \(file lines\): "
+
 
 # --------------------------------------------------------------------------- inputs
 
@@ -185,19 +188,24 @@ LEADERBOARD_CASES = [
     Case("ragged-csv", ragged, r"cannot read .*log\.csv' as CSV: .*line 3"),
     Case("not-gzip", plain_text_gz, r"cannot read .*log\.csv\.gz' as CSV"),
     Case("no-outcome-column", without_column("outcome"), r"\['outcome'\] not found"),
-    Case("missing-outcome", edited("outcome", 2, ""), r"column 'outcome': missing value .*rows: 2"),
+    Case("missing-outcome", edited("outcome", 2, ""),
+         r"column 'outcome': missing value .*" + LINES + "4"),
     Case("unknown-outcome", edited("outcome", 5, "draw?"),
-         r"column 'outcome': unknown outcome .*rows: 5"),
+         r"column 'outcome': unknown outcome .*" + LINES + "7"),
     Case("numeric-outcome-2", lambda tmp: write_csv(
         tmp / "log.csv", [r[:4] + (["2"] if i == 7 else ["1"]) for i, r in
                           enumerate(comparison_rows())]),
-         r"column 'outcome': numeric outcome not in \[0, 1\] .*rows: 7"),
-    Case("same-model", edited("model_b", 4, "m1"), r"same model in 'model_a' and 'model_b'.*4"),
-    Case("empty-model", edited("model_b", 9, ""), r"column 'model_b': missing value .*rows: 9"),
-    Case("empty-prompt", edited("prompt_id", 11, ""), r"column 'prompt_id': missing value.*11"),
-    Case("negative-weight", with_weights([1, 1, -2]), r"column 'w': weight must be .*rows: 2",
+         r"column 'outcome': numeric outcome not in \[0, 1\] .*" + LINES + "9"),
+    Case("same-model", edited("model_b", 4, "m1"),
+         r"same model in 'model_a' and 'model_b'.*" + LINES + "6"),
+    Case("empty-model", edited("model_b", 9, ""),
+         r"column 'model_b': missing value .*" + LINES + "11"),
+    Case("empty-prompt", edited("prompt_id", 11, ""),
+         r"column 'prompt_id': missing value.*" + LINES + "13"),
+    Case("negative-weight", with_weights([1, 1, -2]),
+         r"column 'w': weight must be .*" + LINES + "4",
          ("--weight-col", "w"), lambda path: read_comparisons(path, weight_col="w")),
-    Case("text-weight", with_weights([1, "lots"]), r"column 'w': weight must be .*rows: 1",
+    Case("text-weight", with_weights([1, "lots"]), r"column 'w': weight must be .*" + LINES + "3",
          ("--weight-col", "w"), lambda path: read_comparisons(path, weight_col="w")),
     Case("zero-weights", with_weights([0]), r"column 'w': every row has weight 0",
          ("--weight-col", "w"), lambda path: read_comparisons(path, weight_col="w")),

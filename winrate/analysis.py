@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import diagnostics, estimators, method_choice
-from winrate.data import ComparisonLog
+from winrate.data import ComparisonLog, as_log
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.inference import (
     DEFAULT_DRAWS,
@@ -545,6 +545,21 @@ def _reference_df(board: Leaderboard, axes: dict, correction: str, reference: st
     return np.fmin.reduce(per_axis)
 
 
+DEFAULT_CLUSTERING = ("prompt", "judge")
+
+
+def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
+    """The axes of the default ``prompt+judge`` clustering that ``log`` can be clustered
+    by, and a note saying which were used and why the others were not (None if all)."""
+    problems = {name: clustering_problem(log, (name,)) for name in DEFAULT_CLUSTERING}
+    used = tuple(name for name, problem in problems.items() if problem is None)
+    if used == DEFAULT_CLUSTERING:
+        return used, None
+    chosen = " + ".join(used) if used else "none (rows treated as independent)"
+    reasons = "; ".join(problem for problem in problems.values() if problem)
+    return used, f"default clustering prompt+judge: clustered by {chosen}, because {reasons}"
+
+
 def _auto_choice(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...]):
     """:func:`winrate.method_choice.choose` for this log, fit and clustering."""
     sizes = [log.axes[name].n_clusters for name in clustering]
@@ -552,7 +567,7 @@ def _auto_choice(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, 
                                 method_choice.median_pair_size(board.counts))
 
 
-def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
+def analyze(log, cluster=None, weights="uniform",
             correction: str | None = None, alpha: float = 0.05,
             reference: str | None = None, *, model: str = "winrate", baseline: str | None = None,
             anchor=None, covariates=(), prior: float | None = None, ties: str = "half",
@@ -567,9 +582,13 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     win rate or Bradley-Terry on the Elo scale); ``baseline``, ``anchor``, ``covariates``,
     ``prior`` and ``ties`` are its options (:func:`winrate.estimators.fit`). Everything
     below reads only the estimator's influence, whichever it is.
+    ``log``: a :class:`ComparisonLog`, or a DataFrame or file path read by
+    :func:`winrate.read_comparisons` with the default column names.
     ``cluster`` names the axes (``"none"``, ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or
-    any extra axis of the log); ``reference="t"`` uses t(G - 1) critical values with G the
-    smallest cluster count among the axes (normal when unclustered). Warnings are both
+    any extra axis of the log); None (default): ``prompt+judge``, or those of the two the
+    log can be clustered by, with a note saying which and why (:func:`default_clustering`).
+    ``reference="t"`` uses t(G - 1) critical values with G the smallest cluster count among
+    the axes (normal when unclustered). Warnings are both
     returned in the result and emitted as :class:`WinrateWarning`.
 
     ``correction`` and ``reference`` default to the method's choice: ``"cr1"`` and
@@ -588,7 +607,12 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
         raise WinrateInputError(f"method must be one of {VARIANCE_METHODS}, got {method!r}")
     if reference not in (None, "normal", "t"):
         raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
-    clustering = parse_clustering(cluster)
+    log = as_log(log)
+    default_note = None
+    if cluster is None:
+        clustering, default_note = default_clustering(log)
+    else:
+        clustering = parse_clustering(cluster)
     if board is None:
         board = estimators.fit(log, model, weights=weights, baseline=baseline, anchor=anchor,
                                covariates=covariates, prior=prior, ties=ties)
@@ -644,7 +668,7 @@ def analyze(log: ComparisonLog, cluster="prompt+judge", weights="uniform",
     if auto is not None:
         method_note = f"auto: {auto.reason}. {method_note[0].upper()}{method_note[1:]}"
     design_notes = [note for note in (
-        judges_sample_note(log, clustering),
+        default_note, judges_sample_note(log, clustering),
         method_choice.no_reliable_method(clustering, [a.n_clusters for a in axes.values()]),
     ) if note]
     notes = (_warnings(board, axes, not_estimable, psd_repaired, method, df is not None)

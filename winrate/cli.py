@@ -141,9 +141,6 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the bootstrap and Monte-Carlo critical values")
 
 
-DEFAULT_CLUSTERING = ("prompt", "judge")
-
-
 def load_log(args: argparse.Namespace, clustering) -> tuple:
     """The log of INPUT or --dataset (with the extra axes ``clustering`` names) and the
     loader's warnings; a progress bar shows while it loads (that can take seconds)."""
@@ -194,20 +191,6 @@ def estimator_options(args: argparse.Namespace) -> dict:
             "ties": args.ties, "correction": args.correction}
 
 
-def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
-    """The axes of the default ``prompt+judge`` clustering that ``log`` can be clustered
-    by, and a note saying which were used and why the others were not (None if all)."""
-    from winrate.analysis import clustering_problem
-
-    problems = {name: clustering_problem(log, (name,)) for name in DEFAULT_CLUSTERING}
-    used = tuple(name for name, problem in problems.items() if problem is None)
-    if used == DEFAULT_CLUSTERING:
-        return used, None
-    chosen = " + ".join(used) if used else "none (rows treated as independent)"
-    reasons = "; ".join(problem for problem in problems.values() if problem)
-    return used, f"default clustering prompt+judge: clustered by {chosen}, because {reasons}"
-
-
 def run_leaderboard(args: argparse.Namespace) -> int:
     """Ranked leaderboard with naive and clustered error bars."""
     from winrate.progress import preference
@@ -217,7 +200,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from winrate.analysis import analyze, parse_clustering
+    from winrate.analysis import analyze, default_clustering, parse_clustering
     from winrate.report import leaderboard_table, write_json
 
     if not 0 < args.alpha < 1:

@@ -23,6 +23,7 @@ import bz2
 import gzip
 import json
 import lzma
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,14 +112,14 @@ class ComparisonLog:
         for name, arr in (("model_b", b), ("score", s)):
             if arr.shape != (n,):
                 raise WinrateInputError(f"{name} has shape {arr.shape}, expected ({n},)")
-        _check_rows((a < 0) | (b < 0), "model_a/model_b", "negative model code", np.arange(n))
+        _check_rows((a < 0) | (b < 0), "model_a/model_b", "negative model code", _positions(n))
         n_models = int(max(a.max(initial=-1), b.max(initial=-1))) + 1
         names = np.arange(n_models).astype(str) if models is None else np.asarray(models)
         if len(names) < n_models:
             raise WinrateInputError(f"model codes go up to {n_models - 1} but only "
                                     f"{len(names)} model names were given")
-        _check_rows(a == b, "model_a", "model_a equals model_b", np.arange(n))
-        _check_rows(~((s >= 0) & (s <= 1)), "score", "score not in [0, 1]", np.arange(n))
+        _check_rows(a == b, "model_a", "model_a equals model_b", _positions(n))
+        _check_rows(~((s >= 0) & (s <= 1)), "score", "score not in [0, 1]", _positions(n))
         freq, keep = None, slice(None)
         if frequency is not None:
             freq = _check_frequency(np.asarray(frequency, float), n)
@@ -139,19 +140,34 @@ class ComparisonLog:
 
 
 def _check_rows(bad: np.ndarray, column: str, problem: str, index) -> None:
-    """Raise naming the column, the problem, the count and the first offending rows."""
+    """Raise naming the column, the problem, the count and the first offending rows, by
+    the labels of ``index`` and what they are (its name; a DataFrame's: index labels)."""
     if bad.any():
         raise WinrateInputError(
-            f"column {column!r}: {problem} in {int(bad.sum())} row(s), first rows: "
-            f"{first_rows(bad, index)}"
+            f"column {column!r}: {problem} in {int(bad.sum())} row(s), first rows "
+            f"({index.name or 'index labels'}): {first_rows(bad, index)}"
         )
+
+
+def _positions(n: int) -> pd.Index:
+    """Row labels of array inputs: positions counted from 0."""
+    return pd.RangeIndex(n, name="positions from 0")
+
+
+def _file_positions(path, n: int) -> pd.Index:
+    """Row labels that find a row in its file: the line number in a CSV / TSV (after the
+    header line) or JSON Lines file, else the row's position counted from 1."""
+    fmt = table_format(path)
+    first = {"csv": 2, "tsv": 2}.get(fmt, 1)
+    unit = "file lines" if fmt in ("csv", "tsv", "jsonl") else "rows counted from 1"
+    return pd.RangeIndex(first, first + n, name=unit)
 
 
 def _check_frequency(freq: np.ndarray, n: int) -> np.ndarray:
     if freq.shape != (n,):
         raise WinrateInputError(f"frequency has shape {freq.shape}, expected ({n},)")
     _check_rows(~np.isfinite(freq) | (freq < 0), "frequency",
-                "frequency must be a finite number >= 0", np.arange(freq.shape[0]))
+                "frequency must be a finite number >= 0", _positions(n))
     if not (freq > 0).any():
         raise WinrateInputError("frequency: every row has frequency 0 (no comparisons)")
     return freq
@@ -162,7 +178,7 @@ def _check_feature(values: np.ndarray, name: str, n: int, index=None) -> np.ndar
     if values.shape != (n,):
         raise WinrateInputError(f"feature {name!r} has shape {values.shape}, expected ({n},)")
     _check_rows(~np.isfinite(values), name, "feature is missing or not a finite number",
-                np.arange(n) if index is None else index)
+                _positions(n) if index is None else index)
     return values
 
 
@@ -472,6 +488,7 @@ def read_comparisons(
     else:
         text = (prompt_col, judge_col, model_a_col, model_b_col, *extra_cols)
         frame = read_table(source, text_cols=text, coded_cols=(*text, outcome_col))
+        frame.index = _file_positions(source, len(frame))
         name = f"{str(source)!r}"
     if frame.empty:
         raise WinrateInputError(f"{name} is empty: it has no rows")
@@ -497,6 +514,18 @@ def read_comparisons(
     features = {col: _check_feature(pd.to_numeric(frame[col], errors="coerce").to_numpy(float),
                                     col, len(frame), frame.index) for col in feature_cols}
     return ComparisonLog(a, b, score, models, axes, frequency, features)
+
+
+def as_log(source) -> ComparisonLog:
+    """``source`` as a :class:`ComparisonLog`: a log as it is; a DataFrame or a CSV / JSONL /
+    Parquet path through :func:`read_comparisons` with the default column names."""
+    if isinstance(source, ComparisonLog):
+        return source
+    if isinstance(source, (pd.DataFrame, str, os.PathLike)):
+        return read_comparisons(source)
+    raise TypeError(f"expected a ComparisonLog, a DataFrame or a file path, got "
+                    f"{type(source).__name__}; read other inputs with "
+                    "winrate.read_comparisons(...) or winrate.read_log(PATH, FORMAT)")
 
 
 def _optional_default(frame: pd.DataFrame, column: str | None, role: str) -> str | None:

@@ -97,7 +97,7 @@ from winrate.analysis import (
     clustering_problem,
     parse_clustering,
 )
-from winrate.data import ComparisonLog, read_dataset
+from winrate.data import ComparisonLog, as_log, read_dataset
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
 from winrate.report import defined_median, json_safe
@@ -431,17 +431,19 @@ def _notes(results: dict[str, ClusteringResult], runs) -> list[str]:
     return notes
 
 
-def explore(log: ComparisonLog, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
+def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
             correction: str | None = DEFAULT_CORRECTION, dataset: str | None = None,
             notes: tuple[str, ...] = (), **estimator) -> EdaReport:
     """The exploratory report of ``log`` for the named clusterings (module doc).
 
+    ``log``: a :class:`ComparisonLog`, DataFrame or file path (:func:`winrate.data.as_log`).
     ``clusterings`` are specs such as ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or any
     extra axis of the log; unidentified ones are reported with their reason, not computed.
     ``notes`` (e.g. the loader's warnings) head the report's warnings. ``estimator``:
     the estimator and its options (``model="bt"``, ``baseline=...``; see
     :func:`winrate.estimators.fit`); scores and SEs are then on its scale.
     """
+    log = as_log(log)
     specs = list(dict.fromkeys(parse_clustering(c) for c in clusterings))
     if not specs or () in specs:
         raise WinrateInputError(f"clusterings must name axes, got {list(clusterings)}")

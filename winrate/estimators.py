@@ -15,20 +15,22 @@ from __future__ import annotations
 
 from winrate import bradley_terry, leaderboard
 from winrate.constants import ESTIMATORS
-from winrate.data import ComparisonLog
+from winrate.data import as_log
 from winrate.errors import WinrateInputError
 from winrate.leaderboard import Leaderboard
 
 
-def fit(log: ComparisonLog, model: str = "winrate", *, weights="uniform",
+def fit(log, model: str = "winrate", *, weights="uniform",
         baseline: str | None = None, anchor=None, covariates=(), prior: float | None = None,
         ties: str = "half") -> Leaderboard:
     """Fit estimator ``model`` (:data:`ESTIMATORS`) to ``log``.
 
     ``weights`` are the win rate's opponent weights; ``anchor``, ``covariates``, ``prior``
     and ``ties`` are Bradley-Terry options (an error for the win rate, which has no such
-    parameters); ``baseline`` works for both (module doc).
+    parameters); ``baseline`` works for both (module doc). ``log``: a
+    :class:`ComparisonLog`, or a DataFrame or file path (:func:`winrate.data.as_log`).
     """
+    log = as_log(log)
     if model == "winrate":
         bt_only = {"--anchor": anchor is not None, "--covariates": bool(covariates),
                    "--prior": prior is not None, "--ties": ties != "half"}

@@ -154,6 +154,17 @@ class Leaderboard:
         missing = np.argwhere(np.triu(sub == 0, k=1))
         return [(str(self.models[i]), str(self.models[j])) for i, j in missing]
 
+    def to_frame(self) -> pd.DataFrame:
+        """Scores and comparison counts, indexed by model, best first. Standard errors need
+        a clustering: :func:`winrate.analyze` (``board=`` reuses this fit)."""
+        frame = pd.DataFrame({"score": self.scores, "comparisons": self.comparisons_per_model},
+                             index=pd.Index(self.models.astype(str), name="model"))
+        return frame.sort_values("score", ascending=False, kind="stable")
+
+    def __repr__(self) -> str:
+        return (f"Leaderboard(estimator={self.estimator!r}, scale={self.scale!r}, "
+                f"models={len(self.models)}, comparisons={self.counts.sum() / 2:g})")
+
     def canonical(self, raw: np.ndarray) -> np.ndarray:
         """Canonical parameters of (B, L) raw per-log-model replicate estimates."""
         if self.canonical_map is None:
