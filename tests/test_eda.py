@@ -70,6 +70,28 @@ def _direct_icc(values: np.ndarray, groups: np.ndarray) -> float:
     return (msb - msw) / (msb + (n0 - 1) * msw)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_every_column_is_the_analysis_of_its_clustering_on_thin_logs(seed):
+    """One-way SEs the report takes from a multiway analysis get the same small-sample
+    floor and not-estimable blanks as analysing that clustering alone (a thin log of 30
+    rows over 8 models has single-outcome pairs and models seen by one judge)."""
+    log = _log(_frame(seed, n=30, k=8, prompts=12, judges=3))
+    report = _explore(log)
+    for name, result in report.clusterings.items():
+        alone = _analyze_quietly(log, name)
+        np.testing.assert_allclose(result.se, alone.se, rtol=1e-10, err_msg=name)
+        np.testing.assert_allclose(result.deff, alone.deff, rtol=1e-10, err_msg=name)
+    assert np.isnan(report.clusterings["judge"].se).any() or seed != 0
+
+
+def _analyze_quietly(log, cluster):
+    from winrate.analysis import analyze
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return analyze(log, cluster=cluster, method="sandwich")
+
+
 def test_per_clustering_ses_match_brute_force():
     frame = _frame()
     report = _explore(_log(frame), ("prompt", "judge", "prompt+judge", "category"))

@@ -100,6 +100,8 @@ from winrate.analysis import (
 from winrate.data import ComparisonLog, as_log, read_dataset
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
+from winrate.inference import critical_value
+from winrate.leaderboard import degenerate_pair_cov
 from winrate.report import defined_median, json_safe
 from winrate.results import Summary, bounds_frame, simultaneous_bounds, text_block, wald_bounds
 from winrate.tables import comment_block, render_table
@@ -332,12 +334,19 @@ class _Base:
     n_pairs: int
     models: np.ndarray
     codes: np.ndarray
+    floor: np.ndarray
 
     @classmethod
-    def of(cls, run: LeaderboardAnalysis) -> _Base:
+    def of(cls, run: LeaderboardAnalysis, log: ComparisonLog) -> _Base:
+        """``floor``: the Wilson floor of single-outcome pairs that ``analyze`` adds to every
+        covariance of the win rate (:func:`winrate.leaderboard.degenerate_pair_cov`), added
+        here to the one-way terms a multiway analysis reports too; zero for other estimators."""
         board = run.leaderboard
+        k = len(board.models)
+        floor = (degenerate_pair_cov(board, log.frequency, critical_value(run.alpha))[0]
+                 if board.estimator == "winrate" else np.zeros((k, k)))
         return cls(run.scores, run.se_naive, board.comparisons_per_model, len(board.pairs),
-                   board.models, board.codes)
+                   board.models, board.codes, floor)
 
 
 def _run_analyses(log, specs, weights, correction, estimator: dict):
@@ -352,20 +361,21 @@ def _run_analyses(log, specs, weights, correction, estimator: dict):
         if len(spec) == 1 and any(spec[0] in r.summaries for r in runs.values()):
             continue
         run = _quiet_analyze(log, spec, weights, correction, board)
-        base = base or _Base.of(run)
+        base = base or _Base.of(run, log)
         for name in singles.intersection(run.axes).difference(checks):
             layout = layout or _ByModel.of(log, run)
             checks[name] = _axis_check(log, run, name, layout)
         runs[spec] = _Run(run.se, run.deff, run.cov, dict(run.axes), run.warnings)
     if base is None:
         run = _quiet_analyze(log, (), weights, correction, board)
-        base, runs[()] = _Base.of(run), _Run(run.se, run.deff, run.cov, {}, run.warnings)
+        base, runs[()] = _Base.of(run, log), _Run(run.se, run.deff, run.cov, {}, run.warnings)
     return runs, checks, base
 
 
-def _clustering_result(log, spec, runs: dict[tuple, _Run], n_a) -> ClusteringResult:
+def _clustering_result(log, spec, runs: dict[tuple, _Run], base: _Base) -> ClusteringResult:
     name = "+".join(spec)
     reason = clustering_problem(log, spec)
+    n_a = base.n
     nan = np.full(n_a.shape, np.nan)
     if reason is not None:
         counts = tuple(log.axes[a].n_clusters if a in log.axes else 0 for a in spec)
@@ -374,7 +384,13 @@ def _clustering_result(log, spec, runs: dict[tuple, _Run], n_a) -> ClusteringRes
         se, deff, cov = runs[spec].se, runs[spec].deff, runs[spec].cov
     else:
         axis = next(r.summaries[spec[0]] for r in runs.values() if spec[0] in r.summaries)
-        se, deff, cov = axis.se, axis.deff, axis.cov
+        cov = axis.cov + base.floor
+        deff = diagnostics.design_effect(cov, np.diag(base.se_naive**2))
+        se = np.sqrt(np.diag(cov))
+        # as analyze blanks them (not_estimable_models): unidentified or zero variance
+        scale = max(1.0, np.nanmax(np.abs(base.score), initial=0.0))
+        blank = np.isnan(axis.se) | ~(se > 1e-12 * scale)
+        se, deff = np.where(blank, np.nan, se), np.where(blank, np.nan, deff)
     counts = tuple(log.axes[a].n_clusters for a in spec)
     return ClusteringResult(name, spec, True, None, counts, se, deff,
                             diagnostics.effective_n(n_a, deff), cov)
@@ -450,7 +466,7 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
     correction = correction or DEFAULT_CORRECTION
     runs, checks, base = _run_analyses(log, specs, weights, correction, estimator)
     n_a = base.n
-    results = {"+".join(s): _clustering_result(log, s, runs, n_a) for s in specs}
+    results = {"+".join(s): _clustering_result(log, s, runs, base) for s in specs}
     axes = {s[0]: checks[s[0]] for s in specs if s[0] in checks and len(s) == 1}
     identified = [name for name, r in results.items() if r.identified]
     main = "prompt+judge" if "prompt+judge" in identified else next(iter(identified), None)
