@@ -98,9 +98,10 @@ def test_eda_markdown_reads_back_to_the_json(special_log, tmp_path, capsys):
     rows = markdown_rows(_stdout(capsys, "eda", special_log, "--table-format", "markdown",
                                  "--json", out))
     doc = json.loads(out.read_text())
-    names = list(doc["clusterings"])
+    names, axes = list(doc["clusterings"]), list(doc["axes"])
     assert rows[0] == ["model", "n", "prompts", "score", "SE naive",
-                       *(f"SE {c}" for c in names), *(f"x {c}" for c in names), "eff_n"]
+                       *(f"SE {c}" for c in names), *(f"x {c}" for c in names),
+                       *(f"G* {a}" for a in axes), "eff_n"]
     order = np.argsort(-np.array(doc["score"]), kind="stable")
     assert [r[0] for r in rows[1:]] == [doc["models"][i] for i in order]
     main_clustering = doc["clusterings"][doc["summary"]["main"]]
@@ -110,9 +111,14 @@ def test_eda_markdown_reads_back_to_the_json(special_log, tmp_path, capsys):
                     100 * doc["se_naive"][i],
                     *(100 * doc["clusterings"][c]["se"][i] for c in names),
                     *(doc["clusterings"][c]["inflation"][i] for c in names),
+                    *(doc["axes"][a]["effective_clusters"][i] for a in axes),
                     main_clustering["effective_n"][i]]
         np.testing.assert_allclose(shown, expected, atol=0.5)  # counts print as integers
-        np.testing.assert_allclose(shown[2:-1], expected[2:-1], atol=0.005 + 1e-9)
+        two_decimals = slice(2, len(shown) - 1 - len(axes))  # G* prints one decimal
+        np.testing.assert_allclose(shown[two_decimals], expected[two_decimals],
+                                   atol=0.005 + 1e-9)
+        np.testing.assert_allclose(shown[-1 - len(axes):-1], expected[-1 - len(axes):-1],
+                                   atol=0.05 + 1e-9)
 
 
 def test_eda_of_a_file_equals_the_leaderboard_of_that_file(simulated_log_file, tmp_path,

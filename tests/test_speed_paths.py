@@ -168,7 +168,8 @@ def test_parquet_missing_id_is_named_and_unused_categories_are_not_clusters(tmp_
                           "outcome": ["a", "b", "tie", "a"]})
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
-    with pytest.raises(WinrateInputError, match=r"'prompt_id': missing value in 1 row.*2"):
+    with pytest.raises(WinrateInputError,
+                       match=r"'prompt_id': missing value in 1 row.*counted from 1\): 3"):
         read_comparisons(path)
     unused = frame.dropna().astype({"prompt_id": pd.CategoricalDtype(["p0", "p1", "p2", "p3"])})
     log = read_comparisons(unused)

@@ -197,7 +197,8 @@ class EdaReport:
 
     def to_frame(self) -> pd.DataFrame:
         """Per model, indexed by model, best score first: n, prompts, score, se_naive, the
-        SE and inflation under every identified clustering and eff_n (:func:`model_table`,
+        SE and inflation under every identified clustering, G* per axis and eff_n
+        (:func:`model_table`,
         on the scale of ``score``: win probabilities in [0, 1], or Elo points)."""
         return model_table(self, scale=1.0).set_index("model")
 
@@ -335,18 +336,21 @@ class _Base:
     models: np.ndarray
     codes: np.ndarray
     floor: np.ndarray
+    anchor: np.ndarray
 
     @classmethod
     def of(cls, run: LeaderboardAnalysis, log: ComparisonLog) -> _Base:
         """``floor``: the Wilson floor of single-outcome pairs that ``analyze`` adds to every
         covariance of the win rate (:func:`winrate.leaderboard.degenerate_pair_cov`), added
-        here to the one-way terms a multiway analysis reports too; zero for other estimators."""
+        here to the one-way terms a multiway analysis reports too; zero for other estimators.
+        ``anchor``: the mask of a Bradley-Terry anchor, whose rating has no variance."""
         board = run.leaderboard
         k = len(board.models)
         floor = (degenerate_pair_cov(board, log.frequency, critical_value(run.alpha))[0]
                  if board.estimator == "winrate" else np.zeros((k, k)))
+        anchor = (board.options.get("anchor") or {}).get("model")
         return cls(run.scores, run.se_naive, board.comparisons_per_model, len(board.pairs),
-                   board.models, board.codes, floor)
+                   board.models, board.codes, floor, board.models.astype(str) == anchor)
 
 
 def _run_analyses(log, specs, weights, correction, estimator: dict):
@@ -387,9 +391,10 @@ def _clustering_result(log, spec, runs: dict[tuple, _Run], base: _Base) -> Clust
         cov = axis.cov + base.floor
         deff = diagnostics.design_effect(cov, np.diag(base.se_naive**2))
         se = np.sqrt(np.diag(cov))
-        # as analyze blanks them (not_estimable_models): unidentified or zero variance
+        # as analyze blanks them (not_estimable_models): unidentified or zero variance,
+        # except the anchor's rating, which is fixed by definition
         scale = max(1.0, np.nanmax(np.abs(base.score), initial=0.0))
-        blank = np.isnan(axis.se) | ~(se > 1e-12 * scale)
+        blank = np.isnan(axis.se) | (~(se > 1e-12 * scale) & ~base.anchor)
         se, deff = np.where(blank, np.nan, se), np.where(blank, np.nan, deff)
     counts = tuple(log.axes[a].n_clusters for a in spec)
     return ClusteringResult(name, spec, True, None, counts, se, deff,
@@ -596,7 +601,9 @@ def _unit(report: EdaReport) -> tuple[float, str]:
 
 def model_table(report: EdaReport, scale: float | None = None) -> pd.DataFrame:
     """Per model (best score first): score and SEs in percent (Elo points for
-    Bradley-Terry; times ``scale`` when given), inflations, effective n."""
+    Bradley-Terry; times ``scale`` when given), inflations, the effective number of
+    clusters G* of each single axis (:func:`winrate.diagnostics.effective_clusters`) and
+    the effective n."""
     factor = _unit(report)[0] if scale is None else scale
     table = {"model": [str(m) for m in report.models], "n": report.n,
              "prompts": report.prompts, "score": factor * report.score,
@@ -604,6 +611,7 @@ def model_table(report: EdaReport, scale: float | None = None) -> pd.DataFrame:
     shown = [r for r in report.clusterings.values() if r.identified]
     table.update({f"se_{r.name}": factor * r.se for r in shown})
     table.update({f"infl_{r.name}": r.inflation for r in shown})
+    table.update({f"gstar_{name}": check.effective_clusters for name, check in report.axes.items()})
     table["eff_n"] = report.effective_n
     frame = pd.DataFrame(table).sort_values("score", ascending=False, kind="stable")
     return frame.reset_index(drop=True)
@@ -614,17 +622,20 @@ def model_cells(report: EdaReport) -> tuple[list[str], list[list[str]], list[int
     frame = model_table(report)
     cols = [c for c in frame.columns if c != "model"]
     spec = {"n": ",.0f", "prompts": ",.0f", "eff_n": ",.0f"}
-    header = ["model", *(c.replace("se_", "SE ").replace("infl_", "x ") for c in cols)]
+    header = ["model", *(c.replace("se_", "SE ").replace("infl_", "x ").replace("gstar_", "G* ")
+                         for c in cols)]
     rows = []
     for row in frame.itertuples(index=False):  # one line per model
         values = dict(zip(frame.columns, row, strict=True))
-        rows.append([values["model"], *(_fmt(values[c], spec.get(c, ".2f")) for c in cols)])
+        rows.append([values["model"], *(_fmt(values[c], spec.get(c, ".1f" if c.startswith(
+            "gstar_") else ".2f")) for c in cols)])
     widths = [5, *(7 if c.startswith(("se", "score")) else 9 for c in cols)]
     return header, rows, widths
 
 
 def _table_note(report: EdaReport) -> str:
-    return (f"{_unit(report)[1]}; 'x AXIS' = SE inflation SE_AXIS / SE_naive; "
+    return (f"{_unit(report)[1]}; 'x AXIS' = SE inflation SE_AXIS / SE_naive; 'G* AXIS' = "
+            "effective number of AXIS clusters behind the model's score; "
             + (f"eff_n = n / DEFF of {report.main}" if report.main else
                "eff_n undefined: no clustering is identified"))
 
