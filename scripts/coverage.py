@@ -137,8 +137,11 @@ def _auto_half_widths(log, board, seed: int) -> tuple[np.ndarray, np.ndarray]:
         warnings.simplefilter("ignore", WinrateWarning)
         run = analyze(log, cluster="prompt+judge", seed=seed, n_draws=SIM_DRAWS,
                       simultaneous=True, board=board)
-    half = np.nan_to_num(run.intervals.high - run.scores, nan=np.inf)
-    return half, np.nan_to_num(run.joint.sim_high - run.scores, nan=np.inf)
+    # q se and c se, not the bounds: win-probability bounds are cut at [0, 1]
+    # (clip_to_range), which never changes coverage of a truth in [0, 1]
+    half = np.nan_to_num(run.intervals.critical_value * run.intervals.se, nan=np.inf)
+    sim_half = run.joint.simultaneous_critical_value * run.intervals.se
+    return half, np.nan_to_num(sim_half, nan=np.inf)
 
 
 def one_rep(n_prompts: int, n_judges: int, rep: int, design: SimulationDesign = DESIGN):

@@ -434,3 +434,40 @@ def test_a_fit_has_a_frame_and_a_compact_repr(log):
                                np.bincount(np.r_[log.model_a, log.model_b]), rtol=0)
     assert repr(board) == ("Leaderboard(estimator='winrate', scale='probability', models=5, "
                            f"comparisons={log.n_comparisons:g})")
+
+
+def _thin_log(seed: int = 3, rows: int = 25):
+    """The first ``rows`` comparisons of a small crossed log: a few per pair."""
+    full = winrate.simulate_comparisons(
+        winrate.SimulationDesign(n_models=8, n_prompts=12, n_judges=3), seed=seed).log
+    keep = np.arange(rows)
+    return winrate.ComparisonLog.from_arrays(
+        full.model_a[keep], full.model_b[keep], full.score[keep],
+        prompt=full.axes["prompt"].codes[keep], judge=full.axes["judge"].codes[keep])
+
+
+@pytest.mark.parametrize("cluster", ["prompt", "prompt+judge"])
+def test_win_probability_intervals_are_cut_at_0_and_1_and_the_models_named(cluster):
+    log = _thin_log()
+    with pytest.warns(WinrateWarning, match=r"models? \(.*\) had a normal interval reaching "
+                                            r"past 0% or 100%"):
+        result = winrate.analyze(log, cluster=cluster, simultaneous=True)
+    frame = result.to_frame()
+    q = result.intervals.critical_value
+    raw_low, raw_high = result.scores - q * result.se, result.scores + q * result.se
+    np.testing.assert_allclose(result.intervals.low, np.clip(raw_low, 0, 1))
+    np.testing.assert_allclose(result.intervals.high, np.clip(raw_high, 0, 1))
+    assert ((raw_low < 0) | (raw_high > 1)).any()
+    for lower, upper in (("ci_low", "ci_high"), ("sim_low", "sim_high")):
+        shown = frame[[lower, upper]].dropna().to_numpy()
+        assert shown.min() >= 0 and shown.max() <= 1
+    for alpha in (0.01, 0.5):
+        bounds = result.conf_int(alpha).dropna().to_numpy()
+        assert bounds.min() >= 0 and bounds.max() <= 1
+
+
+def test_elo_intervals_are_not_cut(log):
+    result = quiet(winrate.analyze, log, model="bt", cluster="prompt")
+    q = result.intervals.critical_value
+    np.testing.assert_allclose(result.intervals.low, result.scores - q * result.se)
+    assert not any("reaching past" in w for w in result.warnings)

@@ -8,7 +8,7 @@ in plain words.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,15 @@ from winrate.inference import (
 from winrate.leaderboard import Leaderboard, degenerate_pair_cov
 from winrate.progress import stage
 from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
-from winrate.results import Summary, bounds_frame, simultaneous_bounds, text_block, wald_bounds
+from winrate.results import (
+    Summary,
+    bounds_frame,
+    clip_to_range,
+    plural,
+    simultaneous_bounds,
+    text_block,
+    wald_bounds,
+)
 from winrate.variance import (
     CORRECTIONS,
     DEFAULT_CORRECTION,
@@ -181,6 +189,7 @@ class LeaderboardAnalysis:
         covariance (:func:`winrate.inference.simultaneous_intervals`, seeded with the
         analysis' seed); at the analysis' own alpha these are the intervals it reported.
         The wild bootstrap's intervals are percentile-t, available at its alpha only.
+        Win-probability intervals are cut at [0, 1] (:func:`winrate.results.clip_to_range`).
         """
         stored = self.joint.sim_low is not None if self.joint is not None else False
         if joint and stored and alpha == self.alpha:
@@ -196,6 +205,7 @@ class LeaderboardAnalysis:
                                             keep=~np.isnan(self.se), seed=self.settings["seed"])
         else:
             low, high = wald_bounds(self.scores, self.se, alpha, self.intervals.df)
+        low, high, _ = clip_to_range(low, high, self.leaderboard.scale)
         return bounds_frame(self.models, low, high, self.to_frame().index)
 
     def summary(self) -> Summary:
@@ -665,10 +675,17 @@ def analyze(log, cluster=None, weights="uniform",
                                   choice.wild.high, float("nan"), alpha, df)
     not_estimable = not_estimable_models(board, intervals.se, axes)
     intervals = _blank(intervals, board.models, not_estimable)
+    joint = None
+    if simultaneous or ranks or pairwise:
+        joint = joint_inference(board.scores, cov, alpha, df, simultaneous=simultaneous,
+                                ranks=ranks, pairwise=pairwise, rank_method=rank_method,
+                                n_draws=n_draws, seed=seed, choice=choice,
+                                estimable=~np.isnan(intervals.se), progress=progress)
+    intervals, joint, range_note = _cut_to_range(board, intervals, joint)
     if auto is not None:
         method_note = f"auto: {auto.reason}. {method_note[0].upper()}{method_note[1:]}"
     design_notes = [note for note in (
-        default_note, judges_sample_note(log, clustering),
+        default_note, range_note, judges_sample_note(log, clustering),
         method_choice.no_reliable_method(clustering, [a.n_clusters for a in axes.values()]),
     ) if note]
     notes = (_warnings(board, axes, not_estimable, psd_repaired, method, df is not None)
@@ -684,12 +701,6 @@ def analyze(log, cluster=None, weights="uniform",
                 **{key: board.options.get(key) for key in
                    ("baseline", "anchor", "prior", "ties", "covariates", "standardisation")
                    if key in board.options}}
-    joint = None
-    if simultaneous or ranks or pairwise:
-        joint = joint_inference(board.scores, cov, alpha, df, simultaneous=simultaneous,
-                                ranks=ranks, pairwise=pairwise, rank_method=rank_method,
-                                n_draws=n_draws, seed=seed, choice=choice,
-                                estimable=~np.isnan(intervals.se), progress=progress)
     return LeaderboardAnalysis(
         leaderboard=board, clustering=clustering, cov=cov, cov_naive=cov_naive,
         intervals=intervals, deff=np.where(np.isnan(intervals.se), np.nan,
@@ -701,6 +712,25 @@ def analyze(log, cluster=None, weights="uniform",
         coefficients=_coefficients(board, full, naive_full, alpha, df),
         not_estimable=not_estimable,
     )
+
+
+def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint):
+    """Marginal and simultaneous intervals cut at the range of the score scale
+    (:func:`winrate.results.clip_to_range`), and a note naming the models whose normal
+    interval reached past it (None if none did)."""
+    low, high, cut = clip_to_range(intervals.low, intervals.high, board.scale)
+    intervals = replace(intervals, low=low, high=high)
+    if joint is not None and joint.sim_low is not None:
+        sim_low, sim_high, sim_cut = clip_to_range(joint.sim_low, joint.sim_high, board.scale)
+        joint, cut = replace(joint, sim_low=sim_low, sim_high=sim_high), cut | sim_cut
+    if not cut.any():
+        return intervals, joint, None
+    names = ", ".join(map(str, board.models[cut][:5])) + (", ..." if cut.sum() > 5 else "")
+    return intervals, joint, (
+        f"{plural(int(cut.sum()), 'model')} ({names}) had a normal interval reaching past "
+        "0% or 100% (marginal or simultaneous); it is cut at the bound, as for a proportion. "
+        "So little information is behind these scores that the normal approximation is "
+        "poor: read their intervals as rough.")
 
 
 def _small_sample_floor(board: Leaderboard, log: ComparisonLog, cov, cov_naive, alpha):

@@ -627,7 +627,7 @@ def model_cells(report: EdaReport) -> tuple[list[str], list[list[str]], list[int
     rows = []
     for row in frame.itertuples(index=False):  # one line per model
         values = dict(zip(frame.columns, row, strict=True))
-        rows.append([values["model"], *(_fmt(values[c], spec.get(c, ".1f" if c.startswith(
+        rows.append([values["model"], *(_fmt(values[c], spec.get(c, ",.1f" if c.startswith(
             "gstar_") else ".2f")) for c in cols)])
     widths = [5, *(7 if c.startswith(("se", "score")) else 9 for c in cols)]
     return header, rows, widths

@@ -20,6 +20,7 @@ from winrate.analysis import LeaderboardAnalysis, joint_inference
 from winrate.errors import WinrateInputError
 from winrate.inference import critical_value
 from winrate.report import display_unit, format_count
+from winrate.results import clip_to_range
 
 _COLORS = {"naive": "#9e9e9e", "clustered": "#1f77b4", "simultaneous": "#ff7f0e",
            "point": "#111111"}
@@ -74,9 +75,10 @@ def _labels(ax, analysis, shown: np.ndarray, n_rows: int) -> None:
 def _score_range(analysis: LeaderboardAnalysis, joint, scale: float) -> tuple[float, float]:
     """x range of the forest plot: every interval of every model, padded by 3%."""
     z = critical_value(analysis.intervals.alpha)
+    naive = clip_to_range(analysis.scores - z * analysis.se_naive,
+                          analysis.scores + z * analysis.se_naive, analysis.leaderboard.scale)
     ends = np.concatenate([analysis.intervals.low, analysis.intervals.high, joint.sim_low,
-                           joint.sim_high, analysis.scores - z * analysis.se_naive,
-                           analysis.scores + z * analysis.se_naive])
+                           joint.sim_high, *naive[:2]])
     ends = scale * ends[np.isfinite(ends)]
     low, high = (ends.min(), ends.max()) if ends.size else (0.0, 1.0)
     pad = 0.03 * (high - low) or 1.0
@@ -100,7 +102,8 @@ def forest_plot(ax, analysis: LeaderboardAnalysis, joint=None, rows: slice = sli
     bars = [
         ("simultaneous", joint.sim_low, joint.sim_high, 9, f"{level}% simultaneous"),
         ("clustered", iv.low, iv.high, 5, f"{level}% clustered ({analysis.method})"),
-        ("naive", analysis.scores - naive_half, analysis.scores + naive_half, 2,
+        ("naive", *clip_to_range(analysis.scores - naive_half, analysis.scores + naive_half,
+                                 analysis.leaderboard.scale)[:2], 2,
          f"{level}% naive (rows independent)"),
     ]
     scale = display_unit(analysis)[0]

@@ -50,6 +50,26 @@ def bounds_frame(names, low, high, order=None) -> pd.DataFrame:
     return frame if order is None else frame.reindex(order)
 
 
+def plural(count, noun: str, nouns: str | None = None) -> str:
+    """``'1 model'``, ``'3 models'``, ``'2.5 comparisons'`` (``nouns``: an irregular plural)."""
+    return f"{count:,g} {noun if count == 1 else nouns or noun + 's'}"
+
+
+#: The range of the scores on each scale (none on the Elo scale); intervals are cut at it.
+SCORE_RANGE = {"probability": (0.0, 1.0)}
+
+
+def clip_to_range(low, high, scale: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Interval bounds cut at the range of ``scale`` (:data:`SCORE_RANGE`: [0, 1] for win
+    probabilities), as statsmodels' ``proportion_confint`` cuts its normal interval, and
+    the mask of intervals that reached past it (NaN bounds stay NaN and are not cut)."""
+    low, high = np.asarray(low, float), np.asarray(high, float)
+    if scale not in SCORE_RANGE:
+        return low, high, np.zeros(low.shape, bool)
+    lo, hi = SCORE_RANGE[scale]
+    return np.clip(low, lo, hi), np.clip(high, lo, hi), (low < lo) | (high > hi)
+
+
 def wald_bounds(estimate, se, alpha: float, df=None) -> tuple[np.ndarray, np.ndarray]:
     """Marginal ``estimate -/+ q se`` with ``q`` the normal or t(df) critical value
     (:func:`winrate.inference.critical_value`); NaN where the SE is undefined."""
