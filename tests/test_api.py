@@ -471,3 +471,14 @@ def test_elo_intervals_are_not_cut(log):
     q = result.intervals.critical_value
     np.testing.assert_allclose(result.intervals.low, result.scores - q * result.se)
     assert not any("reaching past" in w for w in result.warnings)
+
+
+def test_pairwise_frame_is_the_pairwise_result_or_a_clear_error(log):
+    result = quiet(winrate.analyze, log, cluster="prompt", pairwise=True)
+    pw = result.joint.pairwise
+    frame = result.pairwise_frame()
+    assert len(frame) == 10 and list(frame["model_i"]) == list(result.models[pw.i])
+    np.testing.assert_allclose(frame["estimate"], pw.estimate)
+    np.testing.assert_allclose(frame["p_holm"], pw.p_holm)
+    with pytest.raises(WinrateInputError, match="rerun analyze\\(..., pairwise=True\\)"):
+        quiet(winrate.analyze, log, cluster="prompt").pairwise_frame()

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -293,3 +294,50 @@ def test_example_does_not_overwrite_other_files_without_force(tmp_path, capsys):
     assert not (tmp_path / "example.csv").exists()  # nothing written
     assert main(["example", str(tmp_path), "--force"]) == 0
     assert (tmp_path / "scores.csv").read_text().startswith("question_id,")
+
+
+def test_pairwise_table_is_the_json_pairs_oriented_higher_first(simulated_log_file, tmp_path,
+                                                                capsys):
+    out = tmp_path / "lb.json"
+    text = _stdout(capsys, "leaderboard", simulated_log_file, "--pairwise", "--table-format",
+                   "markdown", "--json", out)
+    doc = json.loads(out.read_text())
+    rows = markdown_rows(text.split("Pairwise differences")[1])
+    assert rows[0] == ["higher", "lower", "difference", "SE", "95% simult.", "p", "p Holm",
+                       "p max-T"]
+    score = dict(zip(doc["models"], doc["score"], strict=True))
+    pairs = {(p["model_i"], p["model_j"]): p for p in doc["pairwise"]}
+    assert len(rows) - 1 == len(pairs) == 10
+    for higher, lower, diff, se, simult, p, *_ in rows[1:]:
+        assert score[higher] >= score[lower]
+        sign = 1 if (higher, lower) in pairs else -1
+        pair = pairs[(higher, lower)] if sign == 1 else pairs[(lower, higher)]
+        assert float(diff) == pytest.approx(100 * sign * pair["estimate"], abs=0.005)
+        assert float(se) == pytest.approx(100 * pair["se"], abs=0.005)
+        low, high = (float(v) for v in simult.strip("[]").split(","))
+        bounds = sorted(100 * sign * pair[k] for k in ("sim_low", "sim_high"))
+        np.testing.assert_allclose([low, high], bounds, atol=0.005)
+        assert p == "<0.0001" or float(p) == pytest.approx(pair["p"], abs=5e-5)
+
+
+def test_pairwise_table_of_many_models_shows_neighbours_in_rank(monkeypatch):
+    from winrate import report
+    from winrate.simulate import SimulationDesign, simulate_comparisons
+
+    monkeypatch.setattr(report, "PAIRWISE_SHOWN", 5)
+    result = quiet_analyze(simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60),
+                                                seed=2).log, pairwise=True)
+    text = report.format_pairwise(result)
+    assert "4 of 10 pairs shown (neighbours in rank); all pairs with --json" in text
+    order = list(result.to_frame().index)
+    shown = [line.split()[:2] for line in text.splitlines()[3:]]
+    assert shown == [[order[r], order[r + 1]] for r in range(4)]
+
+
+def quiet_analyze(log, **kwargs):
+    from winrate.analysis import analyze
+    from winrate.errors import WinrateWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return analyze(log, **kwargs)

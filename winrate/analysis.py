@@ -208,6 +208,17 @@ class LeaderboardAnalysis:
         low, high, _ = clip_to_range(low, high, self.leaderboard.scale)
         return bounds_frame(self.models, low, high, self.to_frame().index)
 
+    def pairwise_frame(self) -> pd.DataFrame:
+        """All pairwise differences ``S_i - S_j`` with SE, p-values (marginal, Holm, max-T)
+        and simultaneous bounds, one row per pair (``analyze(..., pairwise=True)``)."""
+        from winrate.report import pairwise_frame
+
+        frame = pairwise_frame(self)
+        if frame is None:
+            raise WinrateInputError("pairwise differences were not computed: rerun "
+                                    "analyze(..., pairwise=True)")
+        return frame
+
     def summary(self) -> Summary:
         """The report as ``winrate leaderboard`` prints it (settings, per-axis diagnostics,
         ranked table), statsmodels style, with the warnings numbered below."""

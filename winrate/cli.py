@@ -130,7 +130,8 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=("marginal", "simultaneous"),
                         help="rank sets valid per model (marginal) or jointly")
     parser.add_argument("--pairwise", action="store_true",
-                        help="add all pairwise differences to the JSON (also on with "
+                        help="print the pairwise differences (all pairs up to 300, else "
+                             "neighbours in rank); the JSON holds all pairs (also with "
                              "--simultaneous or --ranks)")
     parser.add_argument("--plot", metavar="PATH",
                         help="write a forest plot and a rank-interval plot (PNG) here; "
@@ -228,6 +229,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if args.csv:
         leaderboard_table(result).to_csv(args.csv, index=False)
     _print_report(result, loaded, [note] if note else [], args.table_format)
+    if getattr(args, "pairwise", False):
+        from winrate.report import format_pairwise
+
+        print("\n" + format_pairwise(result, args.table_format))
     return 0
 
 

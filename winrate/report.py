@@ -147,19 +147,69 @@ def _joint_columns(analysis: LeaderboardAnalysis) -> dict:
     return cols
 
 
-def pairwise_records(analysis: LeaderboardAnalysis) -> list[dict] | None:
-    """The ``pairwise`` JSON list (module docstring), or None if not computed."""
+def pairwise_frame(analysis: LeaderboardAnalysis) -> pd.DataFrame | None:
+    """All pairwise differences ``S_i - S_j`` (i before j in ``models`` order) with their SE,
+    marginal, Holm and max-T p-values and simultaneous bounds; None if not computed."""
     joint = analysis.joint
     if joint is None or joint.pairwise is None:
         return None
     pw = joint.pairwise
     names = np.asarray([str(m) for m in analysis.models])[joint.kept]
-    frame = pd.DataFrame({
+    return pd.DataFrame({
         "model_i": names[pw.i], "model_j": names[pw.j], "estimate": pw.estimate,
         "se": pw.se, "p": pw.p_value, "p_holm": pw.p_holm, "p_max_t": pw.p_max_t,
         "sim_low": pw.low, "sim_high": pw.high,
     })
-    return frame.to_dict(orient="records")
+
+
+def pairwise_records(analysis: LeaderboardAnalysis) -> list[dict] | None:
+    """The ``pairwise`` JSON list (module docstring), or None if not computed."""
+    frame = pairwise_frame(analysis)
+    return None if frame is None else frame.to_dict(orient="records")
+
+
+def format_p(p: float) -> str:
+    """A p-value to four decimals, ``<0.0001`` below that, ``-`` where undefined."""
+    return "<0.0001" if 0 <= p < 5e-5 else format_number(p, ".4f")
+
+
+#: Above this many pairs the printed pairwise table shows neighbours in rank only.
+PAIRWISE_SHOWN = 300
+
+
+def format_pairwise(analysis: LeaderboardAnalysis, table_format: str = "text") -> str:
+    """The pairwise differences as a table, each pair oriented better-scored model first
+    (so the difference is >= 0) and ordered by rank; with more than :data:`PAIRWISE_SHOWN`
+    pairs, only the pairs adjacent in rank, with a note pointing to ``--json``."""
+    frame = analysis.pairwise_frame()
+    order = {str(m): r for r, m in enumerate(leaderboard_table(analysis)["model"])}
+    flip = frame["model_i"].map(order).to_numpy() > frame["model_j"].map(order).to_numpy()
+    shown = frame.copy()
+    shown.loc[flip, ["model_i", "model_j"]] = frame.loc[flip, ["model_j", "model_i"]].to_numpy()
+    shown.loc[flip, "estimate"] = -frame.loc[flip, "estimate"]
+    shown.loc[flip, ["sim_low", "sim_high"]] = -frame.loc[flip, ["sim_high", "sim_low"]].to_numpy()
+    rank_i, rank_j = shown["model_i"].map(order), shown["model_j"].map(order)
+    shown = shown.assign(rank_i=rank_i, rank_j=rank_j).sort_values(["rank_i", "rank_j"])
+    note = ""
+    if len(shown) > PAIRWISE_SHOWN:
+        shown = shown[shown["rank_j"] == shown["rank_i"] + 1]
+        note = (f"{len(shown)} of {len(frame):,} pairs shown (neighbours in rank); all pairs "
+                "with --json")
+    scale, _, decimals = display_unit(analysis)
+    level = round(100 * (1 - analysis.intervals.alpha))
+    header = ["higher", "lower", "difference", "SE", f"{level}% simult.", "p", "p Holm",
+              "p max-T"]
+    rows = [[r.model_i, r.model_j, format_number(r.estimate, f".{decimals}f", scale),
+             format_number(r.se, f".{decimals}f", scale),
+             f"[{format_number(r.sim_low, f'.{decimals}f', scale)}, "
+             f"{format_number(r.sim_high, f'.{decimals}f', scale)}]",
+             *(format_p(v) for v in (r.p, r.p_holm, r.p_max_t))]
+            for r in shown.itertuples()]
+    unit = "Elo points" if scale == 1.0 else "percentage points"
+    title = "\n".join([f"Pairwise differences ({unit}; simultaneous over all {len(frame):,} "
+                       "pairs)", *([note] if note else [])])
+    title = title if table_format == "text" else comment_block(title, table_format)
+    return title + "\n" + render_table(header, rows, table_format, "ll" + "r" * 6)
 
 
 def inflation(analysis: LeaderboardAnalysis) -> np.ndarray:
