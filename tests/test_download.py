@@ -299,3 +299,17 @@ def test_download_table_is_pinned():
     (arena,) = download.FILES["chatbot_arena"]
     assert arena.member and arena.member_sha256 and arena.sha256
     assert arena.url.startswith("pip:leaderbot==0.4.3/")  # pinned version, fetched by pip
+
+
+@pytest.mark.parametrize("progress, shown", [(None, False), (False, False), (True, True)])
+def test_download_bar_follows_the_progress_rule(server, tmp_path, monkeypatch, capsys,
+                                                progress, shown):
+    """Off when stderr is not a terminal (None) or with --no-progress; on when asked."""
+    from winrate import progress as bars
+
+    monkeypatch.setattr(bars, "DELAY", 0.0)
+    base, root = server
+    _serve(root, "demo/file.csv", GOOD)
+    entry = DataFile("demo/file.csv", "https://example.invalid/up/file.csv", _sha(GOOD))
+    download_file(entry, tmp_path / "cache", mirror=base, progress=progress)
+    assert ("file.csv" in capsys.readouterr().err) == shown

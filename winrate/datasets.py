@@ -166,7 +166,7 @@ def _check_name(name: str) -> None:
 
 
 def load(name: str, *, data_dir=None, models: Sequence[str] | None = None,
-         download: bool = True, mirror: str | None = None, progress: bool = True,
+         download: bool = True, mirror: str | None = None, progress: bool | None = None,
          **options) -> pd.DataFrame:
     """Load dataset ``name`` (one of :data:`NAMES`) as a pairwise comparison log.
 
@@ -179,7 +179,7 @@ def load(name: str, *, data_dir=None, models: Sequence[str] | None = None,
         that lists the available ones).
     download : fetch missing files from their pinned upstream address (default True).
     mirror : base URL replacing the upstream addresses (default ``$WINRATE_DATA_MIRROR``).
-    progress : show a tqdm progress bar while downloading.
+    progress : a progress bar while downloading (None: on a terminal; winrate.progress).
     **options : dataset-specific options, see :func:`describe`.
 
     Returns
@@ -409,7 +409,7 @@ def _read_mmlu_file(path: Path) -> tuple[pd.DataFrame, int]:
 
 def read_mmlu_pro(data_dir=None, models: Sequence[str] | None = None, *,
                   download: bool = True, mirror: str | None = None,
-                  progress: bool = True) -> MMLUPro:
+                  progress: bool | None = None) -> MMLUPro:
     """Read the per-question MMLU-Pro answers of ``models`` (default: all 29).
 
     Each model's file is the slim ``model_outputs_<model>_5shots.slim.json.gz`` or the

@@ -289,9 +289,10 @@ def _pip_download(url: str, out, timeout: float) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _stream(url: str, out, label: str, progress: bool, timeout: float) -> str:
-    """Copy ``url`` into the open binary file ``out``; return the SHA-256 of the bytes."""
-    from tqdm.auto import tqdm
+def _stream(url: str, out, label: str, progress: bool | None, timeout: float) -> str:
+    """Copy ``url`` into the open binary file ``out``; return the SHA-256 of the bytes. The
+    bar follows :func:`winrate.progress.wanted` (None: on a terminal)."""
+    from winrate.progress import bar
 
     if url.startswith(_PIP_SCHEME):
         return _pip_download(url, out, timeout)
@@ -299,13 +300,12 @@ def _stream(url: str, out, label: str, progress: bool, timeout: float) -> str:
     request = urllib.request.Request(url, headers={"User-Agent": "winrate-data-downloader"})
     with urllib.request.urlopen(request, timeout=timeout) as response:
         total = response.headers.get("Content-Length")
-        with tqdm(total=int(total) if total and total.isdigit() else None, unit="B",
-                  unit_scale=True, unit_divisor=1024, desc=label, disable=not progress,
-                  leave=False) as bar:
+        with bar(total=int(total) if total and total.isdigit() else None, unit="B",
+                 unit_scale=True, unit_divisor=1024, desc=label, progress=progress) as shown:
             for block in iter(lambda: response.read(_CHUNK), b""):
                 out.write(block)
                 digest.update(block)
-                bar.update(len(block))
+                shown.update(len(block))
     return digest.hexdigest()
 
 
@@ -324,7 +324,7 @@ def _check_sha(got: str, expected: str | None, what: str, url: str) -> None:
 
 
 def download_file(entry: DataFile, dest_dir, *, mirror: str | None = None,
-                  progress: bool = True, timeout: float = _TIMEOUT_S) -> Path:
+                  progress: bool | None = None, timeout: float = _TIMEOUT_S) -> Path:
     """Download one :class:`DataFile` into ``dest_dir/entry.path``, verified and atomic.
 
     The bytes go to a temporary file next to the destination; after the SHA-256 check
@@ -447,7 +447,7 @@ def _pip_hint(entry: DataFile, url: str, dest: Path) -> list[str]:
 
 def ensure_files(dataset: str, wanted: Sequence[tuple[Sequence[str], DataFile]], *,
                  data_dir=None, download: bool = True, mirror: str | None = None,
-                 progress: bool = True) -> list[Path]:
+                 progress: bool | None = None) -> list[Path]:
     """Resolve each wanted file to a path, downloading the missing ones.
 
     ``wanted`` pairs the accepted relative paths of one file (any of them will do, e.g. a
