@@ -482,3 +482,17 @@ def test_pairwise_frame_is_the_pairwise_result_or_a_clear_error(log):
     np.testing.assert_allclose(frame["p_holm"], pw.p_holm)
     with pytest.raises(WinrateInputError, match="rerun analyze\\(..., pairwise=True\\)"):
         quiet(winrate.analyze, log, cluster="prompt").pairwise_frame()
+
+
+def test_eda_conf_int_with_a_t_reference_uses_the_smallest_cluster_count(eda):
+    result = eda.clusterings["prompt+judge"]
+    q = stats.t.ppf(0.975, min(result.n_clusters) - 1)
+    got = by_model(eda.conf_int(reference="t"), eda.models)
+    np.testing.assert_allclose(got["lower"], np.clip(eda.score - q * result.se, 0, 1))
+    with pytest.raises(WinrateInputError, match="reference must be 'normal' or 't'"):
+        eda.conf_int(reference="student")
+
+
+def test_summary_rules_stay_narrow_under_a_wide_table(analysis):
+    lines = str(analysis.summary()).splitlines()
+    assert max(len(line) for line in lines if set(line) <= {"=", "-"}) <= 100

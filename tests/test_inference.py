@@ -320,13 +320,11 @@ def test_pairwise_is_location_and_scale_equivariant(problem, scale, shift):
         moved = pairwise_differences(scale * est + shift, scale**2 * V, **MC_SMALL)
     np.testing.assert_allclose(moved.estimate, scale * base.estimate, atol=1e-9)
     np.testing.assert_allclose(moved.se, scale * base.se, rtol=1e-6, atol=1e-12)
-    # the max kernel works in single precision: equal to ~1e-6, far inside the MC error,
-    # unless rounding moved the adaptive stopping point: then within the MC error
-    if moved.n_draws == base.n_draws:
-        assert moved.critical_value == pytest.approx(base.critical_value, rel=1e-5)
-    else:
-        assert abs(moved.critical_value - base.critical_value) <= TOL_SE * np.hypot(
-            moved.mc_se, base.mc_se)
+    # same seed, same correlation up to rounding: the same MC quantile up to its error (not
+    # exactly: the differences' correlation is singular, and rounding can turn the basis
+    # of its null space, hence the draws, or move the adaptive stopping point)
+    assert abs(moved.critical_value - base.critical_value) <= TOL_SE * np.hypot(
+        moved.mc_se, base.mc_se)
     # a max over pairs is at least one |T|: c >= z_{0.95} up to MC error
     assert base.critical_value >= stats.norm.ppf(1 - 0.1 / 2) - TOL_SE * base.mc_se
 

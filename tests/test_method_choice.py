@@ -84,6 +84,11 @@ def test_few_effective_clusters_warning_names_the_rare_models():
     g_star = run.effective_clusters
     for i in np.flatnonzero(g_star < 10):
         assert str(run.models[i]) in note
+    # the remedy is the method's own: auto runs CR2 + Pan-Wall t here, CR1 is told to compare
+    assert run.settings["correction"] == "cr2" and "Pan-Wall df (the method in use)" in note
+    cr1 = quiet(simulate_comparisons(design, seed=1).log, cluster="prompt", method="sandwich")
+    assert next(w for w in cr1.warnings if "effective prompt clusters" in w).endswith(
+        "compare with --method jackknife.")
 
 
 # ---------------------------------------------------------------------- CR2

@@ -369,10 +369,11 @@ def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary) -> str | None:
     )
 
 
-def _few_effective_note(board: Leaderboard, axis: AxisSummary) -> str | None:
+def _few_effective_note(board: Leaderboard, axis: AxisSummary, remedy: str) -> str | None:
     """The warning naming the models whose SE rests on fewer than :data:`FEW_EFFECTIVE`
     effective clusters (G*, Carter, Schnepel & Steigerwald 2017) on an axis with enough
-    clusters overall (an axis with few clusters has its own warning)."""
+    clusters overall (an axis with few clusters has its own warning), ending with
+    ``remedy`` (what the method in use does about it, or what to compare with)."""
     if axis.effective_clusters is None or axis.n_clusters < FEW_CLUSTERS:
         return None
     g_star = axis.effective_clusters
@@ -386,7 +387,7 @@ def _few_effective_note(board: Leaderboard, axis: AxisSummary) -> str | None:
         f"{FEW_EFFECTIVE} effective {axis.name} clusters G* (of {axis.n_clusters:,}): "
         f"{shown}{', ...' if flagged.size > 8 else ''}. Their comparisons are concentrated "
         f"in a few {axis.name}s, so their intervals behave as if clustered in that few "
-        "and are rough; compare with --method jackknife."
+        f"and are rough; {remedy}"
     )
 
 
@@ -425,7 +426,8 @@ def incomplete_design_note(board: Leaderboard) -> str | None:
                 "compared: the opponent-averaged win rate scores each model against the "
                 "opponents it happened to meet, so scores are not comparable across models. "
                 "Use --model bt (Bradley-Terry adjusts for opponent strength).")
-    return (f"{len(missing)} model pairs were never compared; they are left out of the scores "
+    were, they = ("pair was", "it is") if len(missing) == 1 else ("pairs were", "they are")
+    return (f"{len(missing)} model {were} never compared; {they} left out of the scores "
             "(never imputed), so models are scored against slightly different opponent sets.")
 
 
@@ -448,9 +450,17 @@ def _few_clusters(axis: AxisSummary, method: str, t_reference: bool = False) -> 
 
 def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
               not_estimable: dict[str, str], psd_repaired: bool,
-              method: str = "sandwich", t_reference: bool = False) -> list[str]:
+              method: str = "sandwich", t_reference: bool = False,
+              correction: str = DEFAULT_CORRECTION) -> list[str]:
     """Plain-language warnings about what the numbers can and cannot support."""
     notes = []
+    if method != "sandwich":
+        remedy = f"the {method} in use is less affected by this than the sandwich."
+    elif correction == "cr2" and t_reference:
+        remedy = ("CR2 with a t reference on each model's Pan-Wall df (the method in use) "
+                  "widens them for it.")
+    else:
+        remedy = "compare with --method jackknife."
     for axis in axes.values():
         if axis.n_clusters < FEW_CLUSTERS:
             notes.append(_few_clusters(axis, method, t_reference))
@@ -464,11 +474,12 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
         dominant = _dominant_cluster_note(board, axis)
         if dominant:
             notes.append(dominant)
-        few_effective = _few_effective_note(board, axis)
+        few_effective = _few_effective_note(board, axis, remedy)
         if few_effective:
             notes.append(few_effective)
     if not_estimable:
-        notes.append("not estimable (no score, interval or certain rank is reported): "
+        notes.append("uncertainty not estimable (no SE, interval or certain rank is "
+                     "reported; a score, where shown, has no error bar): "
                      + "; ".join(f"{m}: {why}" for m, why in not_estimable.items()))
     incomplete = incomplete_design_note(board)
     if incomplete:
@@ -504,10 +515,11 @@ def not_estimable_models(board: Leaderboard, se: np.ndarray,
         elif model != anchor and (not se[i] > 1e-12 * scale
                                   or any(np.isnan(a.se[i]) for a in axes.values())):
             single = [a.name for a in axes.values() if np.isclose(a.m[i], n[i])]
+            where = ("its one comparison falls" if n[i] == 1 else
+                     f"all of its {plural(n[i], 'comparison')} fall")
             reasons[model] = (
-                f"all of its {n[i]:g} comparisons fall in one {' and one '.join(single)} "
-                "cluster, so its clustered variance is not identified" if single else
-                "zero estimated variance")
+                f"{where} in one {' and one '.join(single)} cluster, so its clustered "
+                "variance is not identified" if single else "zero estimated variance")
     return reasons
 
 
@@ -638,10 +650,15 @@ def analyze(log, cluster=None, weights="uniform",
         board = estimators.fit(log, model, weights=weights, baseline=baseline, anchor=anchor,
                                covariates=covariates, prior=prior, ties=ties)
     _check_clustering(log, clustering)
-    requested, auto = method, None
+    requested, auto, overridden = method, None, ""
     if method == "auto":
         auto = _auto_choice(log, board, clustering)
         method = auto.method
+        given = {"correction": (correction, auto.correction),
+                 "reference": (reference, auto.reference)}
+        overridden = "".join(f"; {name} {mine} as requested (auto's choice: {theirs})"
+                             for name, (mine, theirs) in given.items()
+                             if mine is not None and mine != theirs)
         correction, reference = correction or auto.correction, reference or auto.reference
     correction, reference = correction or DEFAULT_CORRECTION, reference or "normal"
     _check_correction(correction, board.estimator)
@@ -694,12 +711,14 @@ def analyze(log, cluster=None, weights="uniform",
                                 estimable=~np.isnan(intervals.se), progress=progress)
     intervals, joint, range_note = _cut_to_range(board, intervals, joint)
     if auto is not None:
-        method_note = f"auto: {auto.reason}. {method_note[0].upper()}{method_note[1:]}"
+        method_note = (f"auto: {auto.reason}{overridden}. "
+                       f"{method_note[0].upper()}{method_note[1:]}")
     design_notes = [note for note in (
         default_note, range_note, judges_sample_note(log, clustering),
         method_choice.no_reliable_method(clustering, [a.n_clusters for a in axes.values()]),
     ) if note]
-    notes = (_warnings(board, axes, not_estimable, psd_repaired, method, df is not None)
+    notes = (_warnings(board, axes, not_estimable, psd_repaired, method, df is not None,
+                       correction)
              + floor_notes
              + resampling_notes + design_notes)
     for note in notes:
@@ -751,7 +770,7 @@ def _small_sample_floor(board: Leaderboard, log: ComparisonLog, cov, cov_naive, 
     if not degenerate.any():
         return cov, cov_naive, []
     names = board.all_models
-    shown = [f"{names[lo]} vs {names[hi]} ({board.counts[lo, hi]:g} comparisons)"
+    shown = [f"{names[lo]} vs {names[hi]} ({plural(board.counts[lo, hi], 'comparison')})"
              for lo, hi in board.pairs[degenerate][:5]]
     note = (f"{int(degenerate.sum())} model pair(s) had the same outcome in every comparison "
             f"({'; '.join(shown)}{', ...' if degenerate.sum() > 5 else ''}): their sample "

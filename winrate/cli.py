@@ -383,8 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (add_arguments, run) in _all_commands().items():
-        doc = (run.__doc__ or "").strip().splitlines()
-        command = sub.add_parser(name, help=doc[0] if doc else None)
+        summary = " ".join((run.__doc__ or "").strip().split("\n\n")[0].split())
+        command = sub.add_parser(name, help=summary or None, description=summary or None)
         add_arguments(command)
         command.set_defaults(run=run)
     return parser

@@ -103,7 +103,14 @@ from winrate.estimators import fit
 from winrate.inference import critical_value
 from winrate.leaderboard import degenerate_pair_cov
 from winrate.report import defined_median, json_safe
-from winrate.results import Summary, bounds_frame, simultaneous_bounds, text_block, wald_bounds
+from winrate.results import (
+    Summary,
+    bounds_frame,
+    clip_to_range,
+    simultaneous_bounds,
+    text_block,
+    wald_bounds,
+)
 from winrate.tables import comment_block, render_table
 from winrate.variance import DEFAULT_CORRECTION
 
@@ -203,22 +210,32 @@ class EdaReport:
         return model_table(self, scale=1.0).set_index("model")
 
     def conf_int(self, alpha: float = 0.05, joint: bool = False,
-                 clustering: str | None = None) -> pd.DataFrame:
+                 clustering: str | None = None, reference: str = "normal") -> pd.DataFrame:
         """Intervals ``lower``, ``upper`` at level 1 - ``alpha`` under ``clustering`` (default:
-        the main one, ``main``), indexed by model in the order of :meth:`to_frame`, with the
-        normal reference the report uses: ``score -/+ z se``, or with ``joint=True`` the
-        simultaneous ``score -/+ c se`` from that clustering's covariance
-        (:func:`winrate.inference.simultaneous_intervals`, seed 0)."""
+        the main one, ``main``), indexed by model in the order of :meth:`to_frame`, from the
+        report's CR1 sandwich: ``score -/+ q se`` with ``q`` the normal quantile
+        (``reference="normal"``, the report's) or that of t(G - 1), G the smallest cluster
+        count of the clustering (``"t"``), or with ``joint=True`` the simultaneous
+        ``score -/+ c se`` from that clustering's covariance
+        (:func:`winrate.inference.simultaneous_intervals`, seed 0). These describe the
+        exploratory SEs; for inference use :func:`winrate.analyze`, whose default method
+        is chosen from the design (CR2 with per-model t on thin designs). Win-probability
+        bounds are cut at [0, 1] (:func:`winrate.results.clip_to_range`)."""
         name = clustering or self.main
         result = self.clusterings.get(name) if name else None
         if result is None or not result.identified:
             identified = [r.name for r in self.clusterings.values() if r.identified]
             raise WinrateInputError(f"clustering {name!r} has no SEs; identified: {identified}")
+        if reference not in ("normal", "t"):
+            raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
+        df = min(result.n_clusters) - 1 if reference == "t" else None
         if joint:
-            low, high = simultaneous_bounds(self.score, result.cov, alpha,
+            low, high = simultaneous_bounds(self.score, result.cov, alpha, df,
                                             keep=np.isfinite(result.se))
         else:
-            low, high = wald_bounds(self.score, result.se, alpha)
+            low, high = wald_bounds(self.score, result.se, alpha, df)
+        scale = "elo" if self.settings.get("model") == "bt" else "probability"
+        low, high, _ = clip_to_range(low, high, scale)
         return bounds_frame(self.models, low, high, self.to_frame().index)
 
     def summary(self) -> Summary:

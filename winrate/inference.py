@@ -133,7 +133,8 @@ def reference_label(df) -> str:
     finite = df[np.isfinite(df)]
     if not finite.size:
         return "t(df per model, none defined)"
-    return f"t(df per model, {finite.min():.1f}-{finite.max():.1f})"
+    low, high = f"{finite.min():.1f}", f"{finite.max():.1f}"
+    return f"t(df per model, {low})" if low == high else f"t(df per model, {low}-{high})"
 
 
 def joint_df(df, keep=None) -> float | None:

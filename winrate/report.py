@@ -362,8 +362,11 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
         lines.append(f"variance: {analysis.method_note}")
     joint = analysis.joint
     if joint is not None and joint.simultaneous_critical_value is not None:
+        sim = joint.simultaneous
+        mc = (f", Monte-Carlo SE {sim.mc_se:.4f} from {sim.n_draws:,} draws"
+              if sim is not None else ", from the wild bootstrap's draws")
         lines.append(f"simultaneous intervals: critical value "
-                     f"{joint.simultaneous_critical_value:.3f} (all models jointly)")
+                     f"{joint.simultaneous_critical_value:.3f}{mc} (all models jointly)")
     if joint is not None and joint.ranks is not None:
         lines.append(f"rank sets: {joint.ranks.method} (1 = best)")
     for axis in analysis.axes.values():

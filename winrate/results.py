@@ -24,11 +24,16 @@ class Summary(str):
         return str(self)
 
 
+#: The longest rule of a text block: wide tables run past it rather than stretch it.
+RULE_WIDTH = 100
+
+
 def text_block(title: str, parts, notes=()) -> Summary:
     """``parts`` (blocks of text) under a centred ``title`` between rules, as statsmodels'
     ``summary()`` lays them out; ``notes`` (warnings) numbered below."""
     parts = [part for part in parts if part]
-    width = max(len(line) for part in [title, *parts] for line in part.splitlines())
+    width = min(RULE_WIDTH, max(len(line) for part in [title, *parts]
+                                for line in part.splitlines()))
     lines = ["=" * width, title.center(width).rstrip(), "=" * width]
     for i, part in enumerate(parts):
         if i:

@@ -94,7 +94,8 @@ def _write_json(path: Path | None, document: dict) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    """Score table with naive and clustered SEs, plus paired comparisons; exit code."""
+    """Per-question scores: a table with naive and clustered SEs, and paired comparisons
+    between models."""
     from winrate.evals.frame import evaluate
     from winrate.evals.report import pairwise_table, report_json, score_table
 
@@ -197,7 +198,7 @@ def _power_settings(args: argparse.Namespace) -> dict:
 
 
 def run_power(args: argparse.Namespace) -> int:
-    """Sample size or minimum detectable effect of a paired comparison; exit code."""
+    """Sample size, or minimum detectable effect, of a paired comparison of two models."""
     from winrate.evals.power import minimum_detectable_effect, sample_size
 
     check_output_path(args.json, "--json")
