@@ -20,8 +20,8 @@ jackknife      two-way jackknife CV3J (mean-centred, inclusion-exclusion) with t
 wild           wild cluster bootstrap (Webb weights, percentile-t) on the axis with fewer
                clusters (one-way; ignores the other axis)
 pigeonhole     Owen's pigeonhole bootstrap covariance (prompts x judges), normal
-auto           the default, ``method="auto"``: by its rule one of the methods above in
-               each cell (:func:`auto_method`), so its row repeats that method's
+auto           the default, ``method="auto"``: on each log, the method its rule picks for
+               that log (:func:`auto_method`; CR2 with Pan-Wall t on thin logs)
 =============  ===========================================================================
 
 Design cells beyond the grid (``--part designs``, :func:`design_cells`): thin designs
@@ -64,7 +64,7 @@ from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.inference import critical_value, simultaneous_intervals
 from winrate.leaderboard import fit
-from winrate.method_choice import LARGE_AXIS, choose
+from winrate.method_choice import choose, median_pair_size
 from winrate.resampling import cluster_bootstrap, multiway_jackknife_cov, wild_cluster_bootstrap
 from winrate.simulate import SimulationDesign, simulate_comparisons
 from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
@@ -153,8 +153,9 @@ def one_rep(n_prompts: int, n_judges: int, rep: int, design: SimulationDesign = 
     truth = sim.population_scores(board.weights)
     error = np.abs(board.scores - truth)
     widths = interval_half_widths(sim.log, board, seed)
-    if auto_method(n_prompts, n_judges, design) is None:
-        widths["auto"] = _auto_half_widths(sim.log, board, seed)
+    grid_method = auto_method(sim.log, board)
+    widths["auto"] = (widths[grid_method] if grid_method else
+                      _auto_half_widths(sim.log, board, seed))
     rows = []
     for method, (half, sim_half) in widths.items():
         rows.append({
@@ -177,6 +178,11 @@ def one_rep(n_prompts: int, n_judges: int, rep: int, design: SimulationDesign = 
 THIN = replace(DESIGN, n_judges=1, judge_sd=0.0, position_bias=0.0, position_bias_sd=0.0,
                tie_margin_sd=0.0, judge_size_dispersion=None, missing_pair_share=0.0,
                rare_weight=0.2)
+# The thin design made lopsided (a wider ability spread, little response sharing): many
+# pairs are near-certain, so their few comparisons often agree (the small-sample floor
+# binds), and rare models miss opponents, so the win rate over the opponents met differs
+# from the win rate over the field. A reconstruction of the generator behind the issue.
+LOPSIDED = replace(THIN, ability_sd=1.0, response_sd=0.3, rare_weight=0.1)
 STRONG_JUDGES = replace(DESIGN, judge_sd=1.0)
 # Each pair judged in both orders on a prompt with a strong position bias and little
 # response sharing: the two rows pull in opposite directions, so rows are negatively
@@ -200,6 +206,10 @@ def design_cells() -> list[Cell]:
                   replace(THIN, n_models=k, pairs_per_prompt=p, n_prompts=n,
                           rare_models=k // 5), "prompt")
              for k, n, p in ((20, 300, 1), (20, 300, 3), (20, 1200, 5), (50, 1200, 3))]
+    cells += [Cell("thin, lopsided", f"20 models, 3 pairs/prompt, {n} prompts, lopsided",
+                   replace(LOPSIDED, n_models=20, pairs_per_prompt=3, n_prompts=n,
+                           rare_models=4), "prompt")
+              for n in (300, 1200)]
     cells += [Cell("strong judges", f"{n} prompts x 30 judges, judge_sd 1",
                    replace(STRONG_JUDGES, n_prompts=n, n_judges=30), "prompt+judge")
               for n in (30, 60)]
@@ -244,11 +254,12 @@ def one_design_rep(cell: Cell, rep: int) -> list[dict]:
         scored = ~np.isnan(run.scores)
         blank = np.isnan(run.intervals.se) & scored
         low, high = run.intervals.low, run.intervals.high
-        covered = np.where(blank, True, (low <= truth) & (truth <= high))[scored]
-        sim_covered = np.where(blank, True, (run.joint.sim_low <= truth)
-                               & (truth <= run.joint.sim_high))[scored]
+        covered, sim_covered = _covered(run, truth, blank, scored)
+        field, sim_field = _covered(run, sim.true_scores, blank, scored)
         row = {"cell": cell.label, "kind": cell.kind, "rep": rep, "method": method,
                "marginal": float(covered.mean()), "simultaneous": bool(sim_covered.all()),
+               "marginal_field": float(field.mean()), "simultaneous_field": bool(sim_field.all()),
+               "missing_opponents": float(_missed_opponents(sim, run.leaderboard)[scored].mean()),
                "width": float(np.nanmean((high - low)[scored & ~blank])),
                "not_estimable": float(blank[scored].mean()),
                "singletons": 0, "wrong_singletons": 0, "max_wrong_share": np.nan}
@@ -260,6 +271,25 @@ def one_design_rep(cell: Cell, rep: int) -> list[dict]:
                        wrong_models=",".join(map(str, np.flatnonzero(wrong))))
         rows.append(row)
     return rows
+
+
+def _covered(run, truth: np.ndarray, blank: np.ndarray, scored: np.ndarray):
+    """Per scored model, whether its marginal and its simultaneous interval cover
+    ``truth`` (a model that is not estimable counts as covered)."""
+    marginal = np.where(blank, True, (run.intervals.low <= truth)
+                        & (truth <= run.intervals.high))[scored]
+    joint = np.where(blank, True, (run.joint.sim_low <= truth)
+                     & (truth <= run.joint.sim_high))[scored]
+    return marginal, joint
+
+
+def _missed_opponents(sim, board) -> np.ndarray:
+    """Per reported model, whether it never met an opponent the design allows (so its
+    fit-weights truth, the win rate over the opponents met, is not its field truth)."""
+    allowed = np.zeros_like(board.counts, dtype=bool)
+    allowed[sim.allowed[:, 0], sim.allowed[:, 1]] = True
+    allowed |= allowed.T
+    return (allowed & (board.counts == 0)).any(axis=1)[board.codes]
 
 
 def _design_task(args):
@@ -309,6 +339,9 @@ def summarise_designs(per_rep: pd.DataFrame) -> pd.DataFrame:
         simultaneous=("simultaneous", "mean"), width=("width", "mean"),
         not_estimable=("not_estimable", "mean"), singletons=("singletons", "sum"),
         wrong_singletons=("wrong_singletons", "sum"),
+        marginal_field=("marginal_field", "mean"),
+        simultaneous_field=("simultaneous_field", "mean"),
+        missing_opponents=("missing_opponents", "mean"),
     ).reset_index()
     table["worst_model_wrong_share"] = [
         _worst_model_share(part) if "wrong_models" in part else np.nan
@@ -316,18 +349,20 @@ def summarise_designs(per_rep: pd.DataFrame) -> pd.DataFrame:
     table["marginal_mcse"] = 100 * table["marginal_sd"] / np.sqrt(table["reps"])
     p = table["simultaneous"]
     table["simultaneous_mcse"] = 100 * np.sqrt(p * (1 - p) / table["reps"])
-    for column in ("marginal", "simultaneous", "not_estimable", "worst_model_wrong_share"):
+    for column in ("marginal", "simultaneous", "not_estimable", "worst_model_wrong_share",
+                   "marginal_field", "simultaneous_field", "missing_opponents"):
         table[column] *= 100
     cols = ["kind", "cell", "method", "reps", "marginal", "marginal_mcse", "simultaneous",
             "simultaneous_mcse", "width", "not_estimable", "singletons", "wrong_singletons",
-            "worst_model_wrong_share"]
+            "worst_model_wrong_share", "marginal_field", "simultaneous_field",
+            "missing_opponents"]
     return table[cols]
 
 
 def designs_markdown(table: pd.DataFrame, reps: int) -> str:
     """The committed report of the design cells (no timings, so a rerun reproduces it)."""
     lines = [
-        "# Coverage in thin, strong-judge and both-orders designs",
+        "# Coverage in thin, lopsided, strong-judge and both-orders designs",
         "",
         f"Generated by `scripts/coverage.py` ({reps} replications per cell, base seed "
         f"{BASE_SEED}). Coverage in percent with its Monte Carlo SE in parentheses; nominal "
@@ -340,7 +375,8 @@ def designs_markdown(table: pd.DataFrame, reps: int) -> str:
         "`worst` is the largest share of replications in which one model got a wrong "
         "singleton.",
         "",
-        "Designs: thin = " + _design_text(THIN) + "; strong judges = "
+        "Designs: thin = " + _design_text(THIN) + "; lopsided = " + _design_text(LOPSIDED)
+        + "; strong judges = "
         + _design_text(STRONG_JUDGES) + "; both orders = " + _design_text(BOTH_ORDERS) + ".",
         "",
     ]
@@ -359,6 +395,24 @@ def designs_markdown(table: pd.DataFrame, reps: int) -> str:
     lines += ["## Rank sets and not-estimable models", "",
               _md_table(ranks[["cell", "method", "ranks", "not_estimable", "width"]]
                         .round({"not_estimable": 1, "width": 3})), ""]
+    field = table[table["kind"] == "thin, lopsided"]
+    if field.empty:  # a --quick or --kinds run without these cells
+        return "\n".join(lines)
+    field = field.assign(field=field["marginal_field"].map("{:.1f}".format) + " / "
+                         + field["simultaneous_field"].map("{:.1f}".format))
+    lines += ["## The estimand: opponents met or the whole field", "",
+              "The win rate estimates each model's mean win probability over the opponents "
+              "it met (the truth above). When models miss opponents, that differs from the "
+              "mean over every opponent the design allows (the field). Coverage of the "
+              "field's win rate, marginal / simultaneous, in the lopsided thin cells, with "
+              "the share (%) of models that missed an opponent: no variance method covers "
+              "it, because the estimate is not aimed at it. winrate warns when pairs were "
+              "never compared and, above 10% of pairs, points to `--model bt`.", "",
+              _md_table(field.pivot_table(index="cell", columns="method", values="field",
+                                          aggfunc="first", sort=False)
+                        [[m for m in DESIGN_METHODS if m in set(field["method"])]]
+                        .join(field.groupby("cell", sort=False)["missing_opponents"]
+                              .first().round(1)).reset_index()), ""]
     return "\n".join(lines)
 
 
@@ -432,39 +486,22 @@ def summarise(per_rep: pd.DataFrame) -> pd.DataFrame:
     return table[cols].reset_index(drop=True)
 
 
-def auto_method(n_prompts: int, n_judges: int, design: SimulationDesign = DESIGN) -> str | None:
-    """The grid method that ``method="auto"`` (:func:`winrate.method_choice.choose`) runs in
-    a prompts x judges cell of this design: the pigeonhole bootstrap or the two-way CR1
-    sandwich with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters). The design's pairs
-    hold ~20 comparisons per prompt over 25 allowed pairs, so from 30 prompts the median
-    pair is above ``THIN_PAIR``; at 10 prompts with fewer than 10 judges auto runs CR2
-    with Pan-Wall t, no grid method: None (:func:`one_rep` then runs ``analyze`` itself;
-    these are cells where auto's output says no method reaches nominal coverage).
-    ``tests/test_coverage.py`` checks on a cell of each kind that analyze's auto intervals
-    are exactly this method's."""
-    allowed = design.n_models * (design.n_models - 1) / 2 * (1 - design.missing_pair_share)
-    pair_size = design.comparisons_per_prompt * n_prompts / allowed
-    choice = choose(("prompt", "judge"), [n_prompts, n_judges], "winrate", pair_size)
+def auto_method(log, board) -> str | None:
+    """The grid method that ``method="auto"`` (:func:`winrate.method_choice.choose`) runs
+    on this log, decided per log as ``analyze`` decides it: the pigeonhole bootstrap, or
+    the two-way CR1 sandwich with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters); None
+    when this log's median observed pair rests on fewer than ``THIN_PAIR`` comparisons and
+    auto runs CR2 with Pan-Wall t, no grid method (:func:`one_rep` then runs ``analyze``).
+    ``tests/test_coverage.py`` checks that analyze's auto intervals are exactly this
+    method's."""
+    sizes = [log.axes[name].n_clusters for name in ("prompt", "judge")]
+    choice = choose(("prompt", "judge"), sizes, board.estimator,
+                    median_pair_size(board.counts))
     if choice.method == "bootstrap":
         return "pigeonhole"
     if choice.correction != "cr1":
-        return None  # CR2 with Pan-Wall t: not a grid method (10 prompts, few judges)
-    return "twoway_t" if min(n_prompts, n_judges) < LARGE_AXIS else "twoway"
-
-
-def with_auto(table: pd.DataFrame) -> pd.DataFrame:
-    """The summary with an ``auto`` row per cell: a copy of :func:`auto_method`'s row, or
-    where auto runs no grid method the row :func:`one_rep` computed by ``analyze``."""
-    picked = pd.Series([auto_method(p, j) for p, j in zip(table["prompts"], table["judges"],
-                                                          strict=True)],
-                       index=table.index, dtype=object)
-    auto = table[table["method"] == picked].assign(method="auto")
-    own = (table["method"] == "auto") & picked.isna()
-    merged = pd.concat([table[(table["method"] != "auto") | own], auto], ignore_index=True)
-    order = {m: i for i, m in enumerate(METHODS)}
-    return merged.sort_values(["prompts", "judges", "method"], kind="stable",
-                              key=lambda c: c.map(order) if c.name == "method" else c,
-                              ignore_index=True)
+        return None
+    return "twoway_t" if choice.reference == "t" else "twoway"
 
 
 def closest_to_nominal(table: pd.DataFrame, column: str = "marginal") -> pd.DataFrame:
@@ -605,7 +642,9 @@ def run_designs(out: Path, reps: int, workers: int, quick: bool = False,
     """The design cells: per-cell table (CSV), report (markdown) and figure. ``kinds``
     reruns only the cells of those kinds and keeps the others' committed rows (every cell
     has its own seeds, so this equals a full rerun)."""
-    cells = design_cells()[:2] if quick else design_cells()
+    cells = design_cells()
+    if quick:  # the first cell of each kind
+        cells = [c for i, c in enumerate(cells) if c.kind not in {d.kind for d in cells[:i]}]
     if kinds:
         cells = [c for c in cells if c.kind in kinds]
     start = time.time()
@@ -692,7 +731,7 @@ def main(argv=None) -> None:
                                   CONTROL))
     elapsed = time.time() - start
     # the report and the figure read the same digits as the CSV
-    table, control = with_auto(summarise(per_rep)).round(4), control.round(4)
+    table, control = summarise(per_rep).round(4), control.round(4)
     table.to_csv(out / "coverage.csv", index=False, float_format="%.4f")
     control.to_csv(out / "coverage_control.csv", index=False, float_format="%.4f")
     (out / "coverage.md").write_text(markdown(table, reps, control))

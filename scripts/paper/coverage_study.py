@@ -23,7 +23,8 @@ REPS = 600
 WORKERS = 2
 SHOWN = ("naive", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole", "auto")
 #: Short keys of the design cells, in the order of ``scripts/coverage.py``'s design_cells.
-DESIGN_KEYS = ("thin_a", "thin_b", "thin_c", "thin_d", "strong_a", "strong_b", "both")
+DESIGN_KEYS = ("thin_a", "thin_b", "thin_c", "thin_d", "lop_a", "lop_b", "strong_a", "strong_b",
+               "both")
 
 
 def load_study():
@@ -130,6 +131,13 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
                 method = row.method.replace("2", "two")  # keys are LaTeX macro names
                 paper.number(f"cov_{key}_{method}_{column[:3]}", getattr(row, column),
                              ".1f")
+    for key, cell in zip(DESIGN_KEYS, cells, strict=True):
+        rows = table[(table.cell == cell) & (table.kind == "thin, lopsided")]
+        for row in rows.itertuples():
+            for column in ("marginal_field", "simultaneous_field"):
+                paper.number(f"cov_{key}_{row.method.replace('2', 'two')}_field_"
+                             f"{column[:3]}", getattr(row, column), ".1f")
+            paper.number(f"cov_{key}_missing", row.missing_opponents, ".0f")
     auto = table[table.method == "auto"]
     thin = auto[auto.kind == "thin"]
     for column in ("marginal", "simultaneous"):
@@ -146,7 +154,7 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     methods = [m for m in load_study().DESIGN_METHODS if m in grid]
     paper.table("design_coverage", grid[methods].fillna("").reset_index(),
                 "Coverage (%) of nominal 95% intervals, marginal / simultaneous, in thin, "
-                "strong-judge and both-orders designs; `sandwich` is the old default (CR1, "
-                "normal), `cr2` the CR2 sandwich with a normal reference, `auto` the "
+                "lopsided thin, strong-judge and both-orders designs; `sandwich` is the old "
+                "default (CR1, normal), `cr2` the CR2 sandwich with a normal reference, `auto` the "
                 f"default ({int(table.reps.min())} replications per cell, "
                 "scripts/coverage.py).")
