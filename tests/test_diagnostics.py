@@ -89,6 +89,8 @@ def test_warnings_are_returned_and_emitted():
     text = " ".join(result.warnings)
     assert "'judge' has only 3 clusters" in text
     assert "2 of 6 model pairs (33%) were never compared" in text
+    assert "interval covers that average, not the average over the whole field" in text
+    assert "most opponents missed: 2 (2 of 3), " in text  # (0, 2) and (2, 3) never met
     assert "--model bt" in text
     assert "2 of 4 model pairs are observed within a single prompt" in text
     assert "1 of 4 model pairs are observed within a single judge" in text

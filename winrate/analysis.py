@@ -421,14 +421,19 @@ def incomplete_design_note(board: Leaderboard) -> str | None:
         return None
     k = len(board.models)
     share = len(missing) / (k * (k - 1) / 2)
+    unmet = pd.Series([m for pair in missing for m in pair]).value_counts()
+    most = ", ".join(f"{m} ({n} of {k - 1})" for m, n in unmet.head(5).items())
     if share > INCOMPLETE_SHARE:
         return (f"{len(missing)} of {k * (k - 1) // 2} model pairs ({share:.0%}) were never "
                 "compared: the opponent-averaged win rate scores each model against the "
-                "opponents it happened to meet, so scores are not comparable across models. "
-                "Use --model bt (Bradley-Terry adjusts for opponent strength).")
+                "opponents it happened to meet, and its interval covers that average, not "
+                "the average over the whole field; scores are not comparable across models "
+                f"(most opponents missed: {most}). Use --model bt (Bradley-Terry adjusts for "
+                "opponent strength).")
     were, they = ("pair was", "it is") if len(missing) == 1 else ("pairs were", "they are")
     return (f"{len(missing)} model {were} never compared; {they} left out of the scores "
-            "(never imputed), so models are scored against slightly different opponent sets.")
+            "(never imputed), so models are scored against slightly different opponent sets "
+            f"(opponents missed: {most}).")
 
 
 def _few_clusters(axis: AxisSummary, method: str, t_reference: bool = False) -> str:
