@@ -405,9 +405,12 @@ def designs_markdown(table: pd.DataFrame, reps: int) -> str:
               "it met (the truth above). When models miss opponents, that differs from the "
               "mean over every opponent the design allows (the field). Coverage of the "
               "field's win rate, marginal / simultaneous, in the lopsided thin cells, with "
-              "the share (%) of models that missed an opponent: no variance method covers "
-              "it, because the estimate is not aimed at it. winrate warns when pairs were "
-              "never compared and, above 10% of pairs, points to `--model bt`.", "",
+              "the share (%) of models that missed an opponent: where most models missed "
+              "one, no variance method covers it, because the estimate is not aimed at it. "
+              "winrate warns when pairs were never compared and, above 10% of pairs, points "
+              "to `--model bt`. Against the estimand the win rate does aim at, the same cells "
+              "over-cover (table above): pairs whose few comparisons all agree get the "
+              "small-sample floor, which keeps such a pair from ever looking certain.", "",
               _md_table(field.pivot_table(index="cell", columns="method", values="field",
                                           aggfunc="first", sort=False)
                         [[m for m in DESIGN_METHODS if m in set(field["method"])]]
@@ -690,7 +693,7 @@ def designs_figure(table: pd.DataFrame, path: Path) -> None:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(methods), fontsize=9,
                frameon=False)
-    fig.suptitle("Coverage in thin, strong-judge and both-orders designs "
+    fig.suptitle("Coverage in thin, lopsided, strong-judge and both-orders designs "
                  "(band 93-97%, bars +/-1.96 MC SE)", fontsize=11)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     save_figure(fig, path)

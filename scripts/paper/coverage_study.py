@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from common import PAPER, ROOT, Paper
 
+from winrate.analysis import INCOMPLETE_SHARE
 from winrate.method_choice import MIN_BOOTSTRAP_AXIS, SMALL_AXIS
 
 REPS = 600
@@ -137,7 +138,13 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
             for column in ("marginal_field", "simultaneous_field"):
                 paper.number(f"cov_{key}_{row.method.replace('2', 'two')}_field_"
                              f"{column[:3]}", getattr(row, column), ".1f")
-            paper.number(f"cov_{key}_missing", row.missing_opponents, ".0f")
+        if not rows.empty:  # the share of models that missed an opponent: one per log
+            paper.number(f"cov_{key}_missing", rows.missing_opponents.iloc[0], ".0f")
+    # reference values, not ours: the independent coverage study behind issue 11 (the
+    # old default in its thin design, against the field's win rate)
+    paper.number("issue_study_sandwich_mar", 75, "d")
+    paper.number("issue_study_sandwich_sim", 14, "d")
+    paper.number("incomplete_share", 100 * INCOMPLETE_SHARE, ".0f")
     auto = table[table.method == "auto"]
     thin = auto[auto.kind == "thin"]
     for column in ("marginal", "simultaneous"):
