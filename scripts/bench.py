@@ -355,10 +355,49 @@ def main() -> None:
     parser.add_argument("--cli-prompts", type=int, default=500_000)
     parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
                                                      "(default: a temporary folder)")
+    parser.add_argument("--record", type=Path, metavar="PATH",
+                        help="also write the report to PATH, dated (a measurement of this "
+                             "machine on this day, e.g. paper/benchmarks.txt)")
     args = parser.parse_args()
+    if args.record:
+        with args.record.open("w") as record, contextlib.redirect_stdout(_Tee(record)):
+            print(f"recorded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by "
+                  f"python scripts/bench.py {' '.join(sys.argv[1:])}")
+            _run(args)
+    else:
+        _run(args)
+
+
+class _Tee:
+    """A stdout that writes to the terminal and to ``record``."""
+
+    def __init__(self, record):
+        self.streams = (sys.stdout, record)
+
+    def write(self, text: str) -> None:
+        for stream in self.streams:
+            stream.write(text)
+            stream.flush()
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+def _cpu_name() -> str:
+    """The processor's model name (Linux: /proc/cpuinfo), else the platform's word for it."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        return next(line.split(":", 1)[1].strip() for line in lines
+                    if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def _run(args) -> None:
     sections = (args.only,) if args.only else SECTIONS
     warnings.simplefilter("ignore")  # random data: the two-way estimate may need PSD repair
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+    print(f"machine: {_cpu_name()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, numpy {np.__version__}, load average "
           f"{os.getloadavg()[0]:.1f}")
     if {"kernels", "analyze"} & set(sections):
