@@ -780,7 +780,9 @@ def _small_sample_floor(board: Leaderboard, log: ComparisonLog, cov, cov_naive, 
     note = (f"{int(degenerate.sum())} model pair(s) had the same outcome in every comparison "
             f"({'; '.join(shown)}{', ...' if degenerate.sum() > 5 else ''}): their sample "
             "variance is zero, so each got the variance that makes its interval reach the "
-            "far Wilson bound (small-sample floor) instead of a zero-width interval.")
+            "far Wilson bound (small-sample floor) instead of a zero-width interval. The floor "
+            "is conservative: where many pairs are near-certain, the intervals are wider than "
+            "they need to be.")
     return cov + floor, cov_naive + floor, [note]
 
 
