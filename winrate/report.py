@@ -177,24 +177,30 @@ def format_p(p: float) -> str:
 PAIRWISE_SHOWN = 300
 
 
-def format_pairwise(analysis: LeaderboardAnalysis, table_format: str = "text") -> str:
-    """The pairwise differences as a table, each pair oriented better-scored model first
-    (so the difference is >= 0) and ordered by rank; with more than :data:`PAIRWISE_SHOWN`
-    pairs, only the pairs adjacent in rank, with a note pointing to ``--json``."""
+def _pairs_by_rank(analysis: LeaderboardAnalysis) -> pd.DataFrame:
+    """The pairwise frame with each pair oriented higher-ranked model first (``S_i - S_j``
+    >= 0: estimate and bounds negated, bounds swapped where a pair is turned round), its
+    two models' ranks as ``rank_i`` < ``rank_j``, sorted by them."""
     frame = analysis.pairwise_frame()
     order = {str(m): r for r, m in enumerate(leaderboard_table(analysis)["model"])}
     flip = frame["model_i"].map(order).to_numpy() > frame["model_j"].map(order).to_numpy()
-    shown = frame.copy()
-    shown.loc[flip, ["model_i", "model_j"]] = frame.loc[flip, ["model_j", "model_i"]].to_numpy()
-    shown.loc[flip, "estimate"] = -frame.loc[flip, "estimate"]
-    shown.loc[flip, ["sim_low", "sim_high"]] = -frame.loc[flip, ["sim_high", "sim_low"]].to_numpy()
-    rank_i, rank_j = shown["model_i"].map(order), shown["model_j"].map(order)
-    shown = shown.assign(rank_i=rank_i, rank_j=rank_j).sort_values(["rank_i", "rank_j"])
-    note = ""
-    if len(shown) > PAIRWISE_SHOWN:
+    pairs = frame.copy()
+    pairs.loc[flip, ["model_i", "model_j"]] = frame.loc[flip, ["model_j", "model_i"]].to_numpy()
+    pairs.loc[flip, "estimate"] = -frame.loc[flip, "estimate"]
+    pairs.loc[flip, ["sim_low", "sim_high"]] = -frame.loc[flip, ["sim_high", "sim_low"]].to_numpy()
+    return pairs.assign(rank_i=pairs["model_i"].map(order), rank_j=pairs["model_j"].map(order)
+                        ).sort_values(["rank_i", "rank_j"])
+
+
+def format_pairwise(analysis: LeaderboardAnalysis, table_format: str = "text") -> str:
+    """The pairwise differences as a table (:func:`_pairs_by_rank`: higher-ranked model
+    first, so the difference is >= 0); with more than :data:`PAIRWISE_SHOWN` pairs, only the
+    pairs adjacent in rank, with a note pointing to ``--json``."""
+    shown = _pairs_by_rank(analysis)
+    total, note = len(shown), ""
+    if total > PAIRWISE_SHOWN:
         shown = shown[shown["rank_j"] == shown["rank_i"] + 1]
-        note = (f"{len(shown)} of {len(frame):,} pairs shown (neighbours in rank); all pairs "
-                "with --json")
+        note = f"{len(shown)} of {total:,} pairs shown (neighbours in rank); all pairs with --json"
     scale, _, decimals = display_unit(analysis)
     level = round(100 * (1 - analysis.intervals.alpha))
     header = ["higher", "lower", "difference", "SE", f"{level}% simult.", "p", "p Holm",
@@ -206,7 +212,7 @@ def format_pairwise(analysis: LeaderboardAnalysis, table_format: str = "text") -
              *(format_p(v) for v in (r.p, r.p_holm, r.p_max_t))]
             for r in shown.itertuples()]
     unit = "Elo points" if scale == 1.0 else "percentage points"
-    title = "\n".join([f"Pairwise differences ({unit}; simultaneous over all {len(frame):,} "
+    title = "\n".join([f"Pairwise differences ({unit}; simultaneous over all {total:,} "
                        "pairs)", *([note] if note else [])])
     title = title if table_format == "text" else comment_block(title, table_format)
     return title + "\n" + render_table(header, rows, table_format, "ll" + "r" * 6)
