@@ -503,21 +503,20 @@ def not_estimable_models(board: Leaderboard, se: np.ndarray,
     """Models whose uncertainty cannot be estimated, with the reason in words.
 
     A model with no comparisons has no score. A zero (or undefined) SE after the
-    small-sample floor (:func:`winrate.leaderboard.degenerate_pair_cov`), or an axis on
-    which its variance is not identified (:func:`_axis_summary`), means all of its
-    comparisons fall in a single cluster of an axis, so their influence sums to zero
-    there. Such a model gets no interval
-    and a rank set spanning every rank. An anchor's rating is fixed by definition and is
-    not listed.
+    small-sample floor (:func:`winrate.leaderboard.degenerate_pair_cov`;
+    :func:`negligible_se`), or an axis on which its variance is not identified
+    (:func:`_axis_summary`), means all of its comparisons fall in a single cluster of an
+    axis, so their influence sums to zero there. Such a model gets no interval and a rank
+    set spanning every rank. An anchor's rating is fixed by definition and is not listed.
     """
     n = board.comparisons_per_model
-    scale = max(1.0, np.nanmax(np.abs(board.scores), initial=0.0))
+    zero = negligible_se(se, board.scores)
     anchor = (board.options.get("anchor") or {}).get("model")
     reasons = {}
     for i, model in enumerate(map(str, board.models)):
         if n[i] == 0:
             reasons[model] = "no comparisons"
-        elif model != anchor and (not se[i] > 1e-12 * scale
+        elif model != anchor and (zero[i]
                                   or any(np.isnan(a.se[i]) for a in axes.values())):
             single = [a.name for a in axes.values() if np.isclose(a.m[i], n[i])]
             where = ("its one comparison falls" if n[i] == 1 else
@@ -526,6 +525,17 @@ def not_estimable_models(board: Leaderboard, se: np.ndarray,
                 f"{where} in one {' and one '.join(single)} cluster, so its clustered "
                 "variance is not identified" if single else "zero estimated variance")
     return reasons
+
+
+def negligible_se(se: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Which SEs are zero or undefined: NaN, or at most ``1e-8 * max(1, max |score|)``.
+
+    Round-off in a variance that is zero in exact arithmetic (say, a covariance whose
+    negative eigenvalues were clipped) leaves SEs near ``1e-10``; they must not pass for
+    an estimate, so the cut sits well above round-off and far below any real SE.
+    """
+    scale = max(1.0, np.nanmax(np.abs(scores), initial=0.0))
+    return ~(se > 1e-8 * scale)
 
 
 def clustering_problem(log: ComparisonLog, clustering: tuple[str, ...]) -> str | None:

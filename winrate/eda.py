@@ -95,6 +95,7 @@ from winrate.analysis import (
     LeaderboardAnalysis,
     analyze,
     clustering_problem,
+    negligible_se,
     parse_clustering,
 )
 from winrate.data import ComparisonLog, as_log, read_dataset
@@ -410,8 +411,7 @@ def _clustering_result(log, spec, runs: dict[tuple, _Run], base: _Base) -> Clust
         se = np.sqrt(np.diag(cov))
         # as analyze blanks them (not_estimable_models): unidentified or zero variance,
         # except the anchor's rating, which is fixed by definition
-        scale = max(1.0, np.nanmax(np.abs(base.score), initial=0.0))
-        blank = np.isnan(axis.se) | (~(se > 1e-12 * scale) & ~base.anchor)
+        blank = np.isnan(axis.se) | (negligible_se(se, base.score) & ~base.anchor)
         se, deff = np.where(blank, np.nan, se), np.where(blank, np.nan, deff)
     counts = tuple(log.axes[a].n_clusters for a in spec)
     return ClusteringResult(name, spec, True, None, counts, se, deff,

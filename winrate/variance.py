@@ -603,14 +603,16 @@ class MultiwayCovariance:
     term_meats: tuple[GroupMeat, ...] = ()
 
 
-def repair_psd(cov: np.ndarray) -> tuple[np.ndarray, float, bool]:
+def repair_psd(cov: np.ndarray, scale: float | None = None) -> tuple[np.ndarray, float, bool]:
     """Clip negative eigenvalues to zero (Cameron, Gelbach & Miller 2011, sec. 2.3).
 
-    Eigenvalues above ``-1e-10 * max|lambda|`` count as round-off and are left alone.
+    Eigenvalues above ``-1e-10 * scale`` count as round-off and are left alone. ``scale``
+    is the size of the terms ``cov`` was summed from (default ``max|lambda|`` of ``cov``):
+    a sum that cancels to zero leaves round-off that is large relative to itself.
     Returns ``(cov, min_eigenvalue, repaired)``.
     """
     eigval, eigvec = np.linalg.eigh((cov + cov.T) / 2)
-    scale = max(np.abs(eigval).max(initial=0.0), np.finfo(float).tiny)
+    scale = max(np.abs(eigval).max(initial=0.0), scale or 0.0, np.finfo(float).tiny)
     min_eig = float(eigval.min(initial=0.0))
     if min_eig >= -_PSD_TOLERANCE * scale:
         return cov, min_eig, False
@@ -655,7 +657,11 @@ def combine_terms(parts, what: str = "multiway covariance", stacklevel: int = 3)
     ``(cov, min_eigenvalue, repaired)``."""
     total = sum(sign * term_cov for _, sign, term_cov, _ in parts)
     n_dims = max(len(dims) for dims, *_ in parts)
-    cov, min_eig, repaired = repair_psd(total) if n_dims > 1 else (total, np.nan, False)
+    if n_dims > 1:
+        size = max(np.abs(np.diag(term_cov)).max(initial=0.0) for _, _, term_cov, _ in parts)
+        cov, min_eig, repaired = repair_psd(total, size)
+    else:
+        cov, min_eig, repaired = total, np.nan, False
     if repaired:
         warnings.warn(
             f"the {what} was not PSD (positive semi-definite; smallest eigenvalue "
