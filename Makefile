@@ -24,9 +24,12 @@ demo: $(BIN)/.installed
 
 # Two pytest workers on two cores: BLAS threads would spin against the other worker
 # (winrate's matrices are K x K; the CLI sets the same defaults in winrate/cli.py).
+# loadfile: each test module runs on one worker, so its module-scoped fixtures (real
+# datasets, the coverage study) are built once.
 test: $(BIN)/.installed
 	$(BIN)/ruff check winrate scripts tests
-	OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider
+	OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 \
+		--dist loadfile -p no:cacheprovider
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check winrate scripts tests

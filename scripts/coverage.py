@@ -30,6 +30,10 @@ effects (30-60 prompts x 30 judges), and a design judging each pair in both orde
 analysed by ``analyze`` as a user would, with rank-set errors. Results in
 ``coverage_designs.{csv,md,png}``.
 
+Audit trail: the per-replication rows of the cheapest grid cell (``AUDIT_CELL``) are
+committed too (``coverage_reps_10x2.csv``, lossless floats), so a test can rerun a few of
+its replications and check them, and the cell's summary, without the whole study.
+
 Monte Carlo error: marginal coverage is the mean over reps of the per-rep share of models
 covered; its SE is the SD of those per-rep shares / sqrt(reps) (models within a rep are
 correlated, so counting model-reps as independent would understate it). Simultaneous
@@ -80,6 +84,7 @@ PIGEONHOLE_REPS = 199
 # there the naive interval should be right, isolating response sharing as the cause of its
 # under-coverage in the main design.
 CONTROL_CELL = (100, 10)
+AUDIT_CELL = (10, 2)  # its per-replication rows are committed (module doc)
 METHODS = ("naive", "prompt", "judge", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole",
            "auto")
 
@@ -467,6 +472,19 @@ def run_study(prompts=PROMPTS, judges=JUDGES, reps: int = 600, workers: int = 2,
                                           kind="stable", ignore_index=True)
 
 
+def audit_path(out: Path) -> Path:
+    """Where the per-replication rows of ``AUDIT_CELL`` are written."""
+    return out / "coverage_reps_{}x{}.csv".format(*AUDIT_CELL)
+
+
+def write_audit(per_rep: pd.DataFrame, out: Path) -> None:
+    """The per-replication rows of ``AUDIT_CELL``, floats written losslessly (repr)."""
+    prompts, judges = AUDIT_CELL
+    cell = per_rep[(per_rep["prompts"] == prompts) & (per_rep["judges"] == judges)]
+    if len(cell):
+        cell.to_csv(audit_path(out), index=False)
+
+
 def summarise(per_rep: pd.DataFrame) -> pd.DataFrame:
     """Coverage (percent), its Monte Carlo SE (percentage points) and mean widths per cell
     and method (module doc for the SEs)."""
@@ -736,6 +754,7 @@ def main(argv=None) -> None:
     # the report and the figure read the same digits as the CSV
     table, control = summarise(per_rep).round(4), control.round(4)
     table.to_csv(out / "coverage.csv", index=False, float_format="%.4f")
+    write_audit(per_rep, out)
     control.to_csv(out / "coverage_control.csv", index=False, float_format="%.4f")
     (out / "coverage.md").write_text(markdown(table, reps, control))
     figure(table, out / "coverage.png")

@@ -39,3 +39,25 @@ def simulated_log_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("simulated") / "log.csv"
     sim.frame().to_csv(path, index=False)
     return path
+
+
+@pytest.fixture(scope="session")
+def alpaca_eval_log():
+    """``read_dataset("alpaca_eval", discrete=...)``, read at most once per test worker
+    (each read parses 58 annotation files, about 2 s)."""
+    import warnings
+
+    from winrate.data import read_dataset
+    from winrate.errors import WinrateWarning
+
+    logs = {}
+
+    def load(discrete: bool = False):
+        if discrete not in logs:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", WinrateWarning)
+                logs[discrete] = read_dataset("alpaca_eval", discrete=discrete, progress=False)
+        return logs[discrete]
+
+    return load
+

@@ -162,11 +162,11 @@ def quiet_dataset(name, **options):
 
 @needs_real
 @pytest.mark.parametrize("discrete", [False, True])
-def test_alpaca_eval_baseline_reproduces_the_published_leaderboard(discrete):
+def test_alpaca_eval_baseline_reproduces_the_published_leaderboard(discrete, alpaca_eval_log):
     """``--baseline gpt4_1106_preview``: scores equal the published ``win_rate`` (weighted
     preference) or ``discrete_win_rate``, and the naive SE equals ``standard_error`` (the SEM
     of the weighted preference), for every model of the bundled leaderboard CSV."""
-    log = quiet_dataset("alpaca_eval", discrete=discrete)
+    log = alpaca_eval_log(discrete)
     result = quiet_analyze(log, baseline="gpt4_1106_preview", cluster="prompt")
     published = pd.read_csv(Path(REAL) / "alpaca_eval"
                             / "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv", index_col=0)

@@ -191,28 +191,36 @@ def test_grid_auto_is_decided_per_log_as_analyze_decides(study):
         k: v for k, v in rows["twoway_t"].items() if k != "method"}
 
 
-def test_a_cheap_cell_reproduces_the_committed_study(study):
-    """The committed paper/coverage/coverage.csv is reproducible: rerunning one cheap cell
-    (10 prompts x 2 judges, all 600 replications, serial) gives its rows byte for byte,
-    including the wild bootstrap's infinite mean widths."""
-    committed = (Path(__file__).resolve().parents[1] / "paper" / "coverage"
-                 / "coverage.csv").read_text().splitlines()
-    table = study.summarise(study.run_study((10,), (2,), reps=600, workers=1, progress=False))
-    ours = table.to_csv(index=False, float_format="%.4f").splitlines()
+def test_the_audited_cell_reproduces_the_committed_study(study):
+    """The committed study is reproducible: the first 40 of the 600 committed replications
+    of the 10 prompts x 2 judges cell (paper/coverage/coverage_reps_10x2.csv) rerun to
+    the same bits, serially; and that file's 600 replications summarise to the cell's
+    rows of coverage.csv byte for byte, the wild bootstrap's infinite mean widths
+    included."""
+    folder = Path(__file__).resolve().parents[1] / "paper" / "coverage"
+    audit = pd.read_csv(study.audit_path(folder))
+    prompts, judges = study.AUDIT_CELL
+    assert len(audit) == 600 * len(study.METHODS)
+    rerun = study.run_study((prompts,), (judges,), reps=40, workers=1, progress=False)
+    assert rerun.to_csv(index=False) == audit[audit.rep < 40].to_csv(index=False)
+    committed = (folder / "coverage.csv").read_text().splitlines()
+    ours = study.summarise(audit).to_csv(index=False, float_format="%.4f").splitlines()
     assert ours[0] == committed[0]
-    assert ours[1:] == [line for line in committed if line.startswith("10,2,")]
+    assert ours[1:] == [line for line in committed if line.startswith(f"{prompts},{judges},")]
 
 
 def test_small_seeded_design_cells_both_orders_and_thin(study):
     """A small seeded version of the design cells (the committed study has 400
-    replications): in the both-orders cell the naive interval over-covers and the old
+    replications; here 40 of the both-orders cell and 20 of the slower thin one): in the
+    both-orders cell the naive interval over-covers and the old
     default's simultaneous interval under-covers, and auto (CR2, Pan-Wall t) is near
     nominal in both cells."""
     cells = {c.kind: c for c in study.design_cells()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        rows = pd.DataFrame([r for cell in (cells["both orders"], cells["thin"])
-                             for rep in range(40) for r in study.one_design_rep(cell, rep)])
+        rows = pd.DataFrame([r for kind, reps in (("both orders", 40), ("thin", 20))
+                             for rep in range(reps)
+                             for r in study.one_design_rep(cells[kind], rep)])
     table = study.summarise_designs(rows).set_index(["kind", "method"])
     both, thin = table.loc["both orders"], table.loc["thin"]
     assert both.loc["naive", "marginal"] > 98.5

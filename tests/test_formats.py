@@ -372,10 +372,24 @@ def quiet(function, *args, **kwargs):
         return function(*args, **kwargs)
 
 
+ALPACA_FOLDER = Path(REAL or ".") / "alpaca_eval" / "weighted_alpaca_eval_gpt4_turbo"
+
+
+@pytest.fixture(scope="session")
+def alpaca_plain_records():
+    """The AlpacaEval annotation files read with plain json (once per test worker)."""
+    return plain_records(ALPACA_FOLDER)
+
+
+@pytest.fixture(scope="session")
+def alpaca_frame():
+    """The alpaca_eval reader's frame of the annotation folder (once per test worker)."""
+    return quiet(read_format, ALPACA_FOLDER, "alpaca_eval")
+
+
 @needs_real
-def test_real_alpaca_eval_counts():
-    folder = Path(REAL) / "alpaca_eval" / "weighted_alpaca_eval_gpt4_turbo"
-    files = plain_records(folder)
+def test_real_alpaca_eval_counts(alpaca_plain_records, alpaca_frame, alpaca_eval_log):
+    files = alpaca_plain_records
     expected = Counter()
     for _, records in files:
         for r in records:
@@ -383,13 +397,13 @@ def test_real_alpaca_eval_counts():
             if r["generator_1"] != r["generator_2"] and p is not None \
                     and (p == 0 or 1 <= p <= 2):
                 expected[(r["generator_2"], r["generator_1"])] += 1
-    frame = quiet(read_format, folder, "alpaca_eval")
+    frame = alpaca_frame
     got = Counter(zip(frame["model_a"].astype(str), frame["model_b"].astype(str),
                       strict=True))
     assert got == expected
     assert len(frame) == 45875 and len(got) == 57
     assert frame["prompt_id"].nunique() == 805 and frame["judge_id"].nunique() == 1
-    log = quiet(read_dataset, "alpaca_eval")
+    log = alpaca_eval_log()
     assert "NullModel" in log.models and "example" not in log.models
     assert log.n_models == 58 and list(log.features) == ["style_length"]
     (null_file,) = [recs for path, recs in files if path.name == "NullModel.json.gz"]
@@ -397,7 +411,7 @@ def test_real_alpaca_eval_counts():
 
 
 @needs_real
-def test_real_alpaca_eval_reproduces_published_leaderboard():
+def test_real_alpaca_eval_reproduces_published_leaderboard(alpaca_eval_log):
     """For every model with an annotations file, the reader's mean score vs the baseline
     is the published win_rate / discrete_win_rate and its SEM the standard_error.
 
@@ -405,8 +419,7 @@ def test_real_alpaca_eval_reproduces_published_leaderboard():
     unrounded ones, so agreement is to 1e-10 * 100 = 1e-8 percentage points at worst."""
     board = pd.read_csv(Path(REAL) / "alpaca_eval" /
                         "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv", index_col=0)
-    weighted = quiet(read_dataset, "alpaca_eval")
-    discrete = quiet(read_dataset, "alpaca_eval", discrete=True)
+    weighted, discrete = alpaca_eval_log(), alpaca_eval_log(discrete=True)
     assert list(weighted.models) == list(discrete.models)
     baseline = list(weighted.models).index("gpt4_1106_preview")
     assert (weighted.model_b == baseline).all()
@@ -602,12 +615,11 @@ def test_real_pair_folders_outcomes_by_plain_loops(name):
 
 
 @needs_real
-def test_real_alpaca_eval_style_length_by_plain_loops():
+def test_real_alpaca_eval_style_length_by_plain_loops(alpaca_plain_records, alpaca_frame):
     """Per model: the sum of (len(output_2) - len(output_1)) / (sum of lengths) over the
     kept records, computed from the files with plain json."""
-    folder = Path(REAL) / "alpaca_eval" / "weighted_alpaca_eval_gpt4_turbo"
     expected = Counter()
-    for _, records in plain_records(folder):
+    for _, records in alpaca_plain_records:
         for r in records:
             p = r["preference"]
             if r["generator_1"] != r["generator_2"] and p is not None \
@@ -615,7 +627,7 @@ def test_real_alpaca_eval_style_length_by_plain_loops():
                 long_2, long_1 = len(r["output_2"]), len(r["output_1"])
                 expected[r["generator_2"]] += ((long_2 - long_1) / (long_2 + long_1)
                                                if long_2 + long_1 else 0.0)
-    frame = quiet(read_format, folder, "alpaca_eval")
+    frame = alpaca_frame
     got = frame.groupby(frame["model_a"].astype(str))["style_length"].sum()
     assert sorted(got.index) == sorted(expected)
     for model, total in expected.items():

@@ -535,12 +535,18 @@ def test_default_clustering_on_real_datasets(capsys):
     captured = capsys.readouterr()
     assert "clustered by none (rows treated as independent), because the log has no " \
            "'prompt' axis" in captured.err
-    assert main(["leaderboard", "--dataset", "mmlu_pro"]) == 0
-    captured = capsys.readouterr()
-    assert "note: default clustering prompt+judge: clustered by prompt, because every " \
-           "comparison has the same judge (exact_match)" in captured.err
-    assert captured.out.splitlines()[0].startswith("4,837,036 comparisons, 29 models; "
-                                                   "clustered by prompt (cr1)")
+    # the README runs all of mmlu_pro with --cluster prompt; three models show the default
+    from winrate.data import read_dataset
+
+    log = read_dataset("mmlu_pro", models=["Llama-2-7b-hf", "Meta-Llama-3-8B", "Yi-6B"],
+                       progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        result = analyze(log)
+    assert result.clustering == ("prompt",)
+    assert any(w.startswith("default clustering prompt+judge: clustered by prompt, because "
+                            "every comparison has the same judge (exact_match)")
+               for w in result.warnings)
 
 
 def test_warnings_go_to_stderr_and_jackknife_is_not_told_to_use_itself(tmp_path, capsys):
