@@ -36,6 +36,7 @@ is the best of ``--repeat`` runs; the machine may be shared, so compare ratios o
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import io
 import os
@@ -50,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+import winrate
 from winrate.data import ComparisonLog
 from winrate.estimators import ESTIMATORS, fit
 from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
@@ -413,6 +415,7 @@ def _run(args) -> None:
         if "analyze" in sections:
             bench_analyze(args, log)
         del log
+    _compile_bytecode()
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.workdir or Path(scratch)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -424,6 +427,13 @@ def _run(args) -> None:
         bench_startup(args)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     print(f"peak resident memory of this process: {peak:.2f} GB")
+
+
+def _compile_bytecode() -> None:
+    """Write winrate's bytecode before timing fresh processes: a user's first import does
+    (pip at install, or Python at first run), but a machine with PYTHONDONTWRITEBYTECODE set,
+    like the development one, would otherwise compile every module at every start."""
+    compileall.compile_dir(Path(winrate.__file__).parent, quiet=1)
 
 
 def _report(model: str, log: ComparisonLog, repeat: int) -> None:

@@ -80,7 +80,7 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from numba import prange
+from numba import njit, prange
 from scipy import special
 
 from winrate.errors import WinrateInputError, WinrateWarning
@@ -346,26 +346,68 @@ def _chi_scale_nodes(df: float) -> np.ndarray:
     return nodes
 
 
-def _t_cdf(sorted_max: np.ndarray, c, nodes: np.ndarray):
-    """``P(M / S <= c) = mean_j P(M <= c s_j)`` from the sorted Gaussian maxima M."""
-    inside = np.searchsorted(sorted_max, np.multiply.outer(c, nodes), side="right")
-    return inside.mean(axis=-1) / sorted_max.size
+@njit(cache=True)
+def _t_cdf(sorted_max, c, nodes):  # pragma: no cover - numba
+    """``P(M / S <= c) = mean_j P(M <= c s_j)`` from one family's sorted Gaussian maxima M
+    (the counts summed exactly, then divided as a float mean would be)."""
+    inside = 0
+    for s in nodes:
+        inside += np.searchsorted(sorted_max, c * s, side="right")
+    return inside / nodes.size / sorted_max.size
 
 
-def _t_quantile_with_se(sorted_max: np.ndarray, alpha: float, nodes: np.ndarray):
-    """The ``1 - alpha`` quantile of ``M / S`` (the smallest c with ``P(M / S <= c) >=
-    1 - alpha``, by bisection) and its MC SE by the delta method: the SD of the per-draw
-    probabilities ``P(S >= M_i / c)`` over ``sqrt(n)``, divided by the slope of the CDF."""
-    if sorted_max[-1] < _EMPTY:
-        return np.nan, np.nan
-    lo, hi = 0.0, max(sorted_max[-1], 1.0) / nodes[0] * 2
-    while hi - lo > 1e-9 * hi:  # far below the MC error
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _t_cdf(sorted_max, mid, nodes) < 1 - alpha else (lo, mid)
-    c = hi
-    per_draw = 1 - np.searchsorted(nodes, sorted_max / c, side="left") / nodes.size
-    slope = (_t_cdf(sorted_max, 1.01 * c, nodes) - _t_cdf(sorted_max, 0.99 * c, nodes)) / (0.02 * c)
-    return c, float(per_draw.std() / np.sqrt(sorted_max.size) / slope) if slope > 0 else np.inf
+@njit(cache=True)
+def _per_draw_sd(m, c, nodes):  # pragma: no cover - numba
+    """SD of the per-draw probabilities ``P(S >= M_i / c) = 1 - #{j: s_j < M_i / c} / m``
+    over one family's ascending maxima, in one pass (Welford 1962, Technometrics 4(3))."""
+    k, mean, squares = 0, 0.0, 0.0
+    for i in range(m.size):
+        while k < nodes.size and nodes[k] < m[i] / c:
+            k += 1
+        step = 1 - k / nodes.size - mean
+        mean += step / (i + 1)
+        squares += step * (1 - k / nodes.size - mean)
+    return np.sqrt(squares / m.size)
+
+
+@sized_kernel
+def _t_bisection(sorted_max, alpha, nodes, out):  # pragma: no cover - numba
+    """Per family (rows of ascending maxima), ``out[g] = (c, cdf(0.99 c), cdf(1.01 c),
+    sd)``: c the smallest value where ``P(M / S <= c) >= 1 - alpha``, by bisection to a
+    relative width of 1e-9 (far below the MC error), and sd that of the per-draw
+    probabilities at c (:func:`_per_draw_sd`); NaN for an empty family."""
+    for g in prange(sorted_max.shape[0]):
+        m = sorted_max[g]
+        if m[-1] < _EMPTY:
+            out[g, :] = np.nan
+            continue
+        lo, hi = 0.0, max(m[-1], 1.0) / nodes[0] * 2
+        while hi - lo > 1e-9 * hi:
+            mid = (lo + hi) / 2
+            if _t_cdf(m, mid, nodes) < 1 - alpha:
+                lo = mid
+            else:
+                hi = mid
+        out[g, 0] = hi
+        out[g, 1] = _t_cdf(m, 0.99 * hi, nodes)
+        out[g, 2] = _t_cdf(m, 1.01 * hi, nodes)
+        out[g, 3] = _per_draw_sd(m, hi, nodes)
+
+
+def _t_quantiles_with_se(sorted_max: np.ndarray, alpha: float, nodes: np.ndarray):
+    """Per family (rows of ascending Gaussian maxima M), the ``1 - alpha`` quantile c of
+    ``M / S`` and its MC SE by the delta method (:func:`_t_bisection`): the SD of the
+    per-draw probabilities ``P(S >= M_i / c)`` over ``sqrt(n)``, divided by the slope of
+    the CDF at c. NaN for a family with no positive-variance contrast."""
+    n_fam, n = sorted_max.shape
+    found = np.empty((n_fam, 4))
+    kernel = _t_bisection.choose(n_fam * 40 * nodes.size * np.log2(n + 1))[0]
+    kernel(sorted_max, alpha, nodes, found)
+    c, below, above, sd = found.T
+    with np.errstate(invalid="ignore"):
+        slope = (above - below) / (0.02 * c)
+        se = np.where(slope > 0, sd / np.sqrt(n) / slope, np.inf)
+    return c, np.where(np.isnan(c), np.nan, se)
 
 
 def _quantiles(draws: np.ndarray, alpha: float, df) -> tuple[np.ndarray, np.ndarray]:
@@ -374,10 +416,8 @@ def _quantiles(draws: np.ndarray, alpha: float, df) -> tuple[np.ndarray, np.ndar
     integrated out (module doc, conditional Monte Carlo)."""
     if df is None:
         return _quantile_with_se(draws, alpha)
-    nodes = _chi_scale_nodes(df)
-    crit, se = zip(*(_t_quantile_with_se(np.sort(draws[:, g]).astype(float), alpha, nodes)
-                     for g in range(draws.shape[1])), strict=True)
-    return np.array(crit), np.array(se)
+    return _t_quantiles_with_se(np.sort(draws.T, axis=1).astype(float), alpha,
+                                _chi_scale_nodes(df))
 
 
 def _family(Fp, a, b, sign, group, n_groups) -> _Family:
