@@ -87,11 +87,25 @@ def test_threaded_kernels_equal_serial(seed, monkeypatch):
                                    err_msg=name)
 
 
-def test_cli_thread_pools_sleep_unless_the_user_says_otherwise(monkeypatch):
+def test_cli_blas_threads_sleep_unless_the_user_says_otherwise(monkeypatch):
     from winrate.cli import _waiting_threads_sleep
 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     _waiting_threads_sleep()
     assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
-    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    _waiting_threads_sleep()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_numba_workers_wait_passively_unless_the_user_says_otherwise(given, expected):
+    """Importing the kernels' module (as every analysis does) sets passive OpenMP waiting
+    in a fresh process, and leaves a user's own setting alone."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    code = "import os, winrate.parallel; print(os.environ['OMP_WAIT_POLICY'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == expected

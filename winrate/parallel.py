@@ -12,15 +12,26 @@ Numba's on-disk cache names an entry by the function's qualified name and its si
 not by its compilation flags, so two compilations of one function under one name load
 whichever was cached first. The two compilations here get distinct names (``name_serial``,
 ``name_parallel``) and so distinct cache entries.
+
+Waiting workers sleep. Numba's OpenMP workers spin after every parallel region; where the
+other core is busy (a second process, the main thread's numpy work) the spinning takes
+the core a kernel needs: ``analyze`` on the 10M-row bench log took 4.0 s after a series of
+kernel runs in the same process, 2.5 s with passive waiting (``scripts/bench.py``). So
+importing this module sets ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it; it takes
+effect where the OpenMP runtime is not yet loaded, as numba loads it at the first
+threaded kernel.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import types
 
-import numba
-from numba import njit
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before numba's OpenMP pool starts
+
+import numba  # noqa: E402
+from numba import njit  # noqa: E402
 
 #: Elementary loop steps (rows, non-zeros, draws x cells) below which kernels run serially.
 PARALLEL_MIN_WORK = 1_000_000
