@@ -70,12 +70,11 @@ def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None =
     if g < 2 or total - g <= 0:
         return float("nan")
     weighted = values if weight is None else weight * values
-    group_sum = np.bincount(codes, weights=weighted, minlength=n_groups)
-    group_mean = np.divide(group_sum, size, out=np.zeros(n_groups), where=present)
+    group_sum = np.bincount(codes, weights=weighted, minlength=n_groups)[present]
     grand_mean = weighted.sum() / total
-    ss_between = (size_present * (group_mean[present] - grand_mean) ** 2).sum()
-    resid = values - group_mean[codes]
-    ss_within = float(resid @ (resid if weight is None else weight * resid))
+    ss_between = (size_present * (group_sum / size_present - grand_mean) ** 2).sum()
+    # SSW = sum_r w_r v_r^2 - sum_g S_g^2 / n_g: no pass over the rows' group means
+    ss_within = max(float(values @ weighted) - float((group_sum**2 / size_present).sum()), 0.0)
     ms_between = ss_between / (g - 1)
     ms_within = ss_within / (total - g)
     n0 = (total - (size_present**2).sum() / total) / (g - 1)
