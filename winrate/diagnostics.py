@@ -98,16 +98,17 @@ def comparisons_per_cluster(model_a: np.ndarray, model_b: np.ndarray, codes: np.
 @njit(cache=True)
 def _clusters_per_model(model_a, model_b, codes, n_models, n_clusters):  # pragma: no cover
     """Number of distinct clusters each model appears in (as model_a or model_b), in one
-    pass over the rows with a bit per (model, cluster) when that table takes at most 64 bits
-    per row; otherwise the rows' models are counting-sorted by cluster and each model
-    remembers the last cluster it was counted in (memory O(n + G + K))."""
+    pass over the rows with a bit per (cluster, model) when that table takes at most 64 bits
+    per row (cluster-major, so a row's two bits usually share a cache line); otherwise the
+    rows' models are counting-sorted by cluster and each model remembers the last cluster
+    it was counted in (memory O(n + G + K))."""
     n = codes.shape[0]
     count = np.zeros(n_models, np.int64)
     if n_models * n_clusters <= 64 * n:
         seen = np.zeros((n_models * n_clusters + 7) >> 3, np.uint8)
         for r in range(n):
             for m in (model_a[r], model_b[r]):
-                key = m * n_clusters + codes[r]
+                key = codes[r] * n_models + m
                 bit = np.uint8(1 << (key & 7))
                 if seen[key >> 3] & bit == 0:
                     seen[key >> 3] |= bit
