@@ -52,7 +52,7 @@ def test_single_cluster_pairs_and_comparisons_per_cluster():
     codes = np.array([3, 3, 1, 2, 0])
     np.testing.assert_array_equal(single_cluster_pairs(pair, codes, 3), [True, False, True])
     a, b = np.array([0, 0, 1]), np.array([1, 2, 2])
-    m = comparisons_per_cluster(a, b, np.array([0, 0, 1]), 3, np.ones(3))
+    m = comparisons_per_cluster(a, b, np.array([0, 0, 1]), np.array([2.0, 2.0, 2.0]))
     np.testing.assert_allclose(m, [2.0, 1.0, 1.0])
 
 

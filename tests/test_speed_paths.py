@@ -73,9 +73,11 @@ def test_comparisons_per_cluster_against_a_pandas_groupby(n, k, n_clusters):
                           "w": np.tile(weight, 2)})
     grouped = frame.groupby("model")
     expected = (grouped["w"].sum() / grouped["cluster"].nunique()).reindex(range(k + 2))
-    got = comparisons_per_cluster(a, b, codes, k + 2, weight)  # two models never seen: NaN
+    n_weighted = grouped["w"].sum().reindex(range(k + 2), fill_value=0).to_numpy()
+    got = comparisons_per_cluster(a, b, codes, n_weighted)  # two models never seen: NaN
     np.testing.assert_allclose(got, expected.to_numpy(), rtol=1e-15)
-    unweighted = comparisons_per_cluster(a, b, codes, k + 2, None)
+    n_rows = grouped.size().reindex(range(k + 2), fill_value=0).to_numpy().astype(float)
+    unweighted = comparisons_per_cluster(a, b, codes, n_rows)
     counts = grouped.size() / grouped["cluster"].nunique()
     np.testing.assert_allclose(unweighted, counts.reindex(range(k + 2)).to_numpy(), rtol=1e-15)
 

@@ -333,7 +333,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     se = np.where(unidentified, np.nan, np.sqrt(np.clip(var, 0, None)))
     deff = np.where(unidentified, np.nan, diagnostics.design_effect(cov, cov_naive))
     m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
-                                            log.n_models, log.frequency)[board.codes]
+                                            board.counts.sum(axis=1))[board.codes]
     lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
     share, largest = (x[board.codes] for x in diagnostics.dominant_share(group))
     effective = diagnostics.effective_clusters(group)[board.codes]

@@ -83,16 +83,16 @@ def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None =
 
 
 def comparisons_per_cluster(model_a: np.ndarray, model_b: np.ndarray, codes: np.ndarray,
-                            n_models: int, weight: np.ndarray | None) -> np.ndarray:
-    """``m_a``: comparisons of model a divided by the number of clusters a appears in.
+                            n_per_model: np.ndarray) -> np.ndarray:
+    """``m_a``: comparisons of model a (``n_per_model``, frequency-weighted, e.g. the row
+    sums of a fit's pair counts) divided by the number of clusters a appears in.
 
-    ``codes`` are the axis' dense cluster codes ``0..G-1``; ``weight`` the rows'
-    frequencies (None: one comparison each)."""
-    n_a = (np.bincount(model_a, weights=weight, minlength=n_models)
-           + np.bincount(model_b, weights=weight, minlength=n_models))
+    ``codes`` are the axis' dense cluster codes ``0..G-1``."""
+    n_models = len(n_per_model)
     n_clusters = int(codes.max()) + 1 if codes.size else 0
     clusters_of_a = _clusters_per_model(model_a, model_b, codes, n_models, n_clusters)
-    return np.divide(n_a, clusters_of_a, out=np.full(n_models, np.nan), where=clusters_of_a > 0)
+    return np.divide(n_per_model, clusters_of_a, out=np.full(n_models, np.nan),
+                     where=clusters_of_a > 0)
 
 
 @njit(cache=True)

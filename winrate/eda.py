@@ -436,9 +436,10 @@ def _prompt_m(log: ComparisonLog, axes: dict[str, AxisCheck], codes: np.ndarray)
         return axes["prompt"].m
     if "prompt" not in log.axes:
         return np.full(codes.shape, np.nan)
+    n_all = (np.bincount(log.model_a, weights=log.weight, minlength=log.n_models)
+             + np.bincount(log.model_b, weights=log.weight, minlength=log.n_models))
     return diagnostics.comparisons_per_cluster(log.model_a, log.model_b,
-                                               log.axes["prompt"].codes, log.n_models,
-                                               log.weight)[codes]
+                                               log.axes["prompt"].codes, n_all)[codes]
 
 
 def _structure(log: ComparisonLog, base: _Base, m_prompt: np.ndarray) -> dict:
