@@ -17,7 +17,10 @@ from winrate.diagnostics import anova_icc, comparisons_per_cluster, single_clust
 from winrate.errors import WinrateWarning
 
 
-def test_anova_icc_matches_statsmodels_anova():
+@pytest.mark.parametrize("offset", [0.0, 1e8])
+def test_anova_icc_matches_statsmodels_anova(offset):
+    """Against statsmodels' ANOVA table; a common offset of 1e8 (scores in large units)
+    must not change it (the sums of squares are taken about the grand mean)."""
     rng = np.random.default_rng(0)
     groups = np.repeat(np.arange(25), rng.integers(1, 9, 25))
     values = rng.normal(size=25)[groups] * 0.7 + rng.normal(size=groups.size)
@@ -25,8 +28,8 @@ def test_anova_icc_matches_statsmodels_anova():
     msb, msw = table["mean_sq"].iloc[0], table["mean_sq"].iloc[1]
     sizes = np.bincount(groups)
     n0 = (sizes.sum() - (sizes**2).sum() / sizes.sum()) / (len(sizes) - 1)
-    assert anova_icc(values, groups) == pytest.approx((msb - msw) / (msb + (n0 - 1) * msw),
-                                                      rel=1e-12)
+    assert anova_icc(values + offset, groups) == pytest.approx(
+        (msb - msw) / (msb + (n0 - 1) * msw), rel=1e-9 if offset else 1e-12)
 
 
 def test_anova_icc_frequency_weights_equal_expansion():

@@ -125,6 +125,22 @@ def test_per_clustering_ses_match_brute_force():
     assert report.main == "prompt+judge"
 
 
+@pytest.mark.parametrize("options", [{}, {"baseline": "0"}], ids=["winrate", "baseline"])
+def test_prompts_per_model_without_a_prompt_only_clustering(options):
+    """With only the two-way clustering asked for, each model's prompt count and m come
+    from the fit's comparison counts and the prompt codes (not a prompt axis summary):
+    both against pandas."""
+    frame = _star_frame() if options else _frame(seed=6)
+    report = _explore(_log(frame), ("judge+prompt",), **options)
+    per_prompt = pd.concat([frame[["model_a", "prompt"]].set_axis(["m", "p"], axis=1),
+                            frame[["model_b", "prompt"]].set_axis(["m", "p"], axis=1)])
+    names = [int(m) for m in report.models]
+    prompts = per_prompt.groupby("m")["p"].nunique().loc[names].to_numpy()
+    np.testing.assert_allclose(report.prompts, prompts, rtol=1e-12)
+    m = per_prompt.groupby("m").size().loc[names].to_numpy() / prompts
+    assert report.structure["m_prompt"]["median"] == pytest.approx(np.median(m))
+
+
 def test_shared_response_icc_and_structure_against_pandas():
     frame = _frame(seed=5)
     report = _explore(_log(frame), ("prompt", "judge"))

@@ -69,12 +69,14 @@ def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None =
     g = size_present.size
     if g < 2 or total - g <= 0:
         return float("nan")
-    weighted = values if weight is None else weight * values
+    grand_mean = (values if weight is None else weight * values).sum() / total
+    # SSW = SST - SSB on values centred at the grand mean, so a large common offset cancels
+    # before any square is taken; no pass gathers each row's group mean
+    centred = values - grand_mean
+    weighted = centred if weight is None else weight * centred
     group_sum = np.bincount(codes, weights=weighted, minlength=n_groups)[present]
-    grand_mean = weighted.sum() / total
-    ss_between = (size_present * (group_sum / size_present - grand_mean) ** 2).sum()
-    # SSW = sum_r w_r v_r^2 - sum_g S_g^2 / n_g: no pass over the rows' group means
-    ss_within = max(float(values @ weighted) - float((group_sum**2 / size_present).sum()), 0.0)
+    ss_between = float((group_sum**2 / size_present).sum())
+    ss_within = max(float(centred @ weighted) - ss_between, 0.0)
     ms_between = ss_between / (g - 1)
     ms_within = ss_within / (total - g)
     n0 = (total - (size_present**2).sum() / total) / (g - 1)

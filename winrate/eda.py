@@ -429,17 +429,17 @@ def _axis_check(log, run: LeaderboardAnalysis, name: str, layout: _ByModel) -> A
     )
 
 
-def _prompt_m(log: ComparisonLog, axes: dict[str, AxisCheck], codes: np.ndarray) -> np.ndarray:
-    """m_a on the prompt axis (reported models ``codes``): from its summary if the prompt
-    axis was analysed."""
+def _prompt_m(log: ComparisonLog, axes: dict[str, AxisCheck], base: _Base) -> np.ndarray:
+    """m_a on the prompt axis (the reported models of ``base``): from its summary if the
+    prompt axis was analysed, else from the fit's comparison counts."""
     if "prompt" in axes:
         return axes["prompt"].m
     if "prompt" not in log.axes:
-        return np.full(codes.shape, np.nan)
-    n_all = (np.bincount(log.model_a, weights=log.weight, minlength=log.n_models)
-             + np.bincount(log.model_b, weights=log.weight, minlength=log.n_models))
+        return np.full(base.codes.shape, np.nan)
+    n_all = np.zeros(log.n_models)
+    n_all[base.codes] = base.n
     return diagnostics.comparisons_per_cluster(log.model_a, log.model_b,
-                                               log.axes["prompt"].codes, n_all)[codes]
+                                               log.axes["prompt"].codes, n_all)[base.codes]
 
 
 def _structure(log: ComparisonLog, base: _Base, m_prompt: np.ndarray) -> dict:
@@ -493,7 +493,7 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
     axes = {s[0]: checks[s[0]] for s in specs if s[0] in checks and len(s) == 1}
     identified = [name for name, r in results.items() if r.identified]
     main = "prompt+judge" if "prompt+judge" in identified else next(iter(identified), None)
-    m_prompt = _prompt_m(log, axes, base.codes)
+    m_prompt = _prompt_m(log, axes, base)
     prompts = np.divide(n_a, m_prompt, out=np.full(n_a.shape, np.nan), where=m_prompt > 0)
     return EdaReport(
         dataset=dataset,

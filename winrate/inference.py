@@ -401,6 +401,7 @@ def _t_quantiles_with_se(sorted_max: np.ndarray, alpha: float, nodes: np.ndarray
     the CDF at c. NaN for a family with no positive-variance contrast."""
     n_fam, n = sorted_max.shape
     found = np.empty((n_fam, 4))
+    # work: about 40 bisection steps (to 1e-9), each a binary search per node
     kernel = _t_bisection.choose(n_fam * 40 * nodes.size * np.log2(n + 1))[0]
     kernel(sorted_max, alpha, nodes, found)
     c, below, above, sd = found.T
