@@ -8,10 +8,12 @@ import pytest
 from scipy.sparse.csgraph import connected_components
 
 from winrate import estimators
+from winrate.bradley_terry import empirical_bayes_probabilities
 from winrate.data import ComparisonLog, read_comparisons
 from winrate.diagnostics import comparisons_per_cluster, component_labels, single_cluster_pairs
 from winrate.errors import WinrateInputError
-from winrate.leaderboard import degenerate_pair_cov, fit
+from winrate.leaderboard import fit
+from winrate.small_sample import beta_binomial_floor, degenerate_pair_cov, wilson_floor
 from winrate.variance import group_meat, multiway_cluster_cov, repair_psd, small_sample_factor
 
 from .conftest import random_log
@@ -32,31 +34,34 @@ def test_component_labels_partition_like_scipy(seed):
     assert labels[0] == 0 and np.all(np.diff(np.maximum.accumulate(labels)) <= 1)
 
 
-def test_wilson_floor_equals_a_sum_of_outer_products():
+def test_small_sample_floor_equals_a_sum_of_outer_products():
     """Every single-outcome pair (lo, hi) adds var * v v^T, v = w_lo,hi e_lo - w_hi,lo e_hi,
-    built here one pair at a time (with a baseline the reported models are a subset)."""
+    built here one pair at a time (with a baseline the reported models are a subset), for
+    the empirical-Bayes floor and for the Wilson floor (a fully ordered log)."""
     rng = np.random.default_rng(3)
-    a = np.array([0, 0, 1, 1, 2, 3, 0, 2, 3, 1, 0])
-    b = np.array([1, 1, 2, 2, 3, 0, 2, 0, 1, 3, 3])
-    score = np.array([1, 1, 0, 0, 1, 1, 0.5, 1, 0, 1, 0.5])
-    log = ComparisonLog.from_arrays(a, b, score, frequency=rng.integers(1, 4, a.size))
-    for baseline in (None, "0"):
-        board = fit(log, baseline=baseline)
-        cov, degenerate = degenerate_pair_cov(board, log.frequency, 1.96)
-        assert degenerate.sum() >= 3
-        expected = np.zeros((log.n_models,) * 2)
-        z = 1.96
-        for p in np.flatnonzero(degenerate):
-            lo, hi = board.pairs[p]
-            n, psi = board.counts[lo, hi], board.psi[lo, hi]
-            centre = (psi + z**2 / (2 * n)) / (1 + z**2 / n)
-            half = z / (1 + z**2 / n) * np.sqrt(psi * (1 - psi) / n + z**2 / (4 * n**2))
-            var = (max(psi - centre + half, centre + half - psi) / z) ** 2
-            v = np.zeros(log.n_models)
-            v[lo], v[hi] = board.weights[lo, hi], -board.weights[hi, lo]
-            expected += var * np.outer(v, v)
-        keep = board.codes
-        np.testing.assert_allclose(cov, expected[np.ix_(keep, keep)], rtol=1e-13, atol=1e-16)
+    a = np.array([0, 0, 1, 1, 2, 3, 0, 2, 3, 1, 0, 1, 2])
+    b = np.array([1, 1, 2, 2, 3, 0, 2, 0, 1, 3, 3, 0, 1])
+    mixed = np.array([1, 1, 0, 0, 1, 1, 0.5, 1, 0, 1, 0.5, 1, 1])
+    ordered = (a < b).astype(float)  # lower code always wins: no cycle, Wilson floor
+    for score, kind in ((mixed, "empirical Bayes"), (ordered, "Wilson")):
+        log = ComparisonLog.from_arrays(a, b, score, frequency=rng.integers(1, 4, a.size))
+        for baseline in (None, "0"):
+            board = fit(log, baseline=baseline)
+            cov, degenerate, used = degenerate_pair_cov(board, log.frequency, 1.96)
+            assert used == kind and degenerate.sum() >= 2
+            predicted = empirical_bayes_probabilities(board.psi, board.counts)
+            expected = np.zeros((log.n_models,) * 2)
+            for p in np.flatnonzero(degenerate):
+                lo, hi = board.pairs[p]
+                n, psi = board.counts[lo, hi], board.psi[lo, hi]
+                var = (wilson_floor(psi, n, 1.96) if predicted is None else
+                       beta_binomial_floor(predicted[0][lo, hi], n * psi, n))
+                v = np.zeros(log.n_models)
+                v[lo], v[hi] = board.weights[lo, hi], -board.weights[hi, lo]
+                expected += var * np.outer(v, v)
+            keep = board.codes
+            np.testing.assert_allclose(cov, expected[np.ix_(keep, keep)], rtol=1e-13,
+                                       atol=1e-16)
 
 
 @pytest.mark.parametrize(("n", "k", "n_clusters"), [(500, 6, 40), (300, 90, 280), (50, 3, 1)])

@@ -29,7 +29,7 @@ from winrate.inference import (
     simultaneous_intervals,
     wald_intervals,
 )
-from winrate.leaderboard import Leaderboard, degenerate_pair_cov
+from winrate.leaderboard import Leaderboard
 from winrate.progress import stage
 from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
 from winrate.results import (
@@ -41,6 +41,7 @@ from winrate.results import (
     text_block,
     wald_bounds,
 )
+from winrate.small_sample import degenerate_pair_cov
 from winrate.variance import (
     CORRECTIONS,
     DEFAULT_CORRECTION,
@@ -503,7 +504,7 @@ def not_estimable_models(board: Leaderboard, se: np.ndarray,
     """Models whose uncertainty cannot be estimated, with the reason in words.
 
     A model with no comparisons has no score. A zero (or undefined) SE after the
-    small-sample floor (:func:`winrate.leaderboard.degenerate_pair_cov`;
+    small-sample floor (:mod:`winrate.small_sample`;
     :func:`negligible_se`), or an axis on which its variance is not identified
     (:func:`_axis_summary`), means all of its comparisons fall in a single cluster of an
     axis, so their influence sums to zero there. Such a model gets no interval and a rank
@@ -779,20 +780,24 @@ def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint):
 
 
 def _small_sample_floor(board: Leaderboard, log: ComparisonLog, cov, cov_naive, alpha):
-    """Add the Wilson floor of single-outcome pairs to both covariances
-    (:func:`winrate.leaderboard.degenerate_pair_cov`), with a note naming the pairs."""
-    floor, degenerate = degenerate_pair_cov(board, log.frequency, critical_value(alpha))
-    if not degenerate.any():
+    """Add the small-sample floor of single-outcome pairs to both covariances
+    (:mod:`winrate.small_sample`), with a note naming the pairs and the floor."""
+    floor, degenerate, kind = degenerate_pair_cov(board, log.frequency, critical_value(alpha))
+    if kind is None:
         return cov, cov_naive, []
     names = board.all_models
     shown = [f"{names[lo]} vs {names[hi]} ({plural(board.counts[lo, hi], 'comparison')})"
              for lo, hi in board.pairs[degenerate][:5]]
+    how = ("the posterior mean of its binomial variance under a Beta prior centred on a "
+           "Bradley-Terry fit of the other pairs (empirical Bayes), so pairs the log places "
+           "far apart stay narrow and close pairs do not" if kind == "empirical Bayes" else
+           "the variance that makes its interval reach the far Wilson bound, because no "
+           "group of three or more models beat each other both ways, so the log cannot say "
+           "how far apart models are (this floor is conservative)")
     note = (f"{int(degenerate.sum())} model pair(s) had the same outcome in every comparison "
             f"({'; '.join(shown)}{', ...' if degenerate.sum() > 5 else ''}): their sample "
-            "variance is zero, so each got the variance that makes its interval reach the "
-            "far Wilson bound (small-sample floor) instead of a zero-width interval. The floor "
-            "is conservative: where many pairs are near-certain, the intervals are wider than "
-            "they need to be.")
+            f"variance is zero, so instead of a zero-width interval each got {how} "
+            "(small-sample floor, winrate.small_sample).")
     return cov + floor, cov_naive + floor, [note]
 
 

@@ -84,10 +84,8 @@ def dominance_problem(wins: np.ndarray, names: np.ndarray) -> str | None:
     is finite iff this digraph is strongly connected (module doc); otherwise a group of
     models never lost to (or never won against) every model outside it.
     """
-    from scipy.sparse.csgraph import connected_components  # 0.15 s to import: only here
-
-    n_comp, labels = connected_components(sp.csr_array(wins > 0), directed=True,
-                                          connection="strong")
+    labels = strong_components(wins)
+    n_comp = labels.max() + 1
     if n_comp == 1:
         return None
     beaten_by_outside = np.zeros(n_comp, bool)
@@ -104,6 +102,16 @@ def dominance_problem(wins: np.ndarray, names: np.ndarray) -> str | None:
         parts.append(f"{_group(names[labels == comp])} never won against a model outside it "
                      "(its rating would be -infinity)")
     return "; ".join(parts)
+
+
+def strong_components(wins: np.ndarray) -> np.ndarray:
+    """Label of each model's strongly connected component of the "scored against" digraph
+    (``wins[a, b] > 0``): within one component the MLE of every rating difference is
+    finite, across two it is not (:func:`dominance_problem`)."""
+    from scipy.sparse.csgraph import connected_components  # 0.15 s to import: only here
+
+    return connected_components(sp.csr_array(wins > 0), directed=True,
+                                connection="strong")[1]
 
 
 def _group(members: np.ndarray) -> str:
@@ -211,13 +219,15 @@ def _centring(k: int, n_params: int) -> np.ndarray:
     return np.outer(u, u)
 
 
-def _newton(objective, n_params: int, k: int, centred: bool, what: str) -> np.ndarray:
-    """Maximise a concave log-likelihood by Newton's method with step halving.
+def _newton(objective, n_params: int, k: int, centred: bool, what: str,
+            start: np.ndarray | None = None) -> np.ndarray:
+    """Maximise a concave log-likelihood by Newton's method with step halving, from
+    ``start`` (default zeros).
 
     With ``centred`` the step solves ``(H + u u') d = g``: g is orthogonal to u, so d is the
     minimum-norm Newton step and the ratings stay centred.
     """
-    params = np.zeros(n_params)
+    params = np.zeros(n_params) if start is None else start.copy()
     fix = _centring(k, n_params) if centred else 0.0
     loglik, grad, info = objective(params)
     for _ in range(_MAX_ITER):
@@ -246,6 +256,75 @@ def _inverse_information(info: np.ndarray, k: int, centred: bool) -> np.ndarray:
         return np.linalg.inv(info)
     fix = _centring(k, info.shape[0])
     return np.linalg.inv(info + fix) - fix
+
+
+# ------------------------------------------------------------------ empirical Bayes
+
+#: Search interval of the prior variance tau^2 (natural logit units) for
+#: :func:`empirical_bayes_probabilities`: from near-equal models to e^60-odds spreads.
+_PRIOR_VARIANCE_RANGE = (1e-3, 1e3)
+#: Fewest models in the largest strong component for the data to speak to the rating scale.
+MIN_SCALE_MODELS = 3
+
+
+def _pairs_from_counts(psi: np.ndarray, counts: np.ndarray, models: np.ndarray) -> _Pairs:
+    """Pair totals of the observed pairs among ``models`` (codes into psi and counts)."""
+    sub = counts[np.ix_(models, models)]
+    lo, hi = np.nonzero(np.triu(sub, k=1))
+    n = sub[lo, hi]
+    return _Pairs(lo, hi, np.nan_to_num(psi[np.ix_(models, models)])[lo, hi] * n, n,
+                  len(models))
+
+
+def _ridge_ratings(data: _Pairs, variance: float, start=None) -> np.ndarray:
+    return _newton(lambda t: _logit_pairs(t, data, 1.0 / variance), data.k, data.k, False,
+                   "Bradley-Terry (empirical Bayes)", start)
+
+
+def laplace_evidence(log_variance: float, data: _Pairs, start=None) -> tuple[float, np.ndarray]:
+    """Laplace approximation to the log marginal likelihood of the pair totals under the
+    prior ``theta ~ N(0, tau^2 I)``, ``tau^2 = exp(log_variance)`` (Tierney & Kadane 1986,
+    JASA 81(393); MacKay 1992, Neural Comput. 4(3)), up to a constant, and the posterior
+    mode::
+
+        log m(tau^2) ~ l(theta^) - |theta^|^2 / (2 tau^2) - K/2 log tau^2 - 1/2 log det H
+
+    with ``theta^`` the mode and ``H`` the observed information plus ``I / tau^2``.
+    """
+    variance = float(np.exp(log_variance))
+    theta = _ridge_ratings(data, variance, start)
+    penalised, _, info = _logit_pairs(theta, data, 1.0 / variance)
+    logdet = np.linalg.slogdet(info)[1]
+    return penalised - data.k / 2 * log_variance - logdet / 2, theta
+
+
+def empirical_bayes_probabilities(psi: np.ndarray, counts: np.ndarray):
+    """Bradley-Terry win probabilities ``pi_ab = expit(theta_a - theta_b)`` under a ridge
+    prior whose variance is estimated from the data, or None where the data say nothing
+    about the rating scale.
+
+    The prior variance ``tau^2`` maximises :func:`laplace_evidence` (type-II maximum
+    likelihood) on the pairs inside the largest strong component of the "scored against"
+    digraph (:func:`strong_components`), where rating differences have a finite MLE: models
+    that never lost (or never won) outside their component would pull ``tau^2`` to
+    infinity. All models are then fitted with that prior, which keeps every rating finite.
+    None when the largest component has fewer than :data:`MIN_SCALE_MODELS` models.
+    Returns ``(pi, tau2)``: the (K, K) probabilities and the prior variance.
+    """
+    from scipy.optimize import minimize_scalar
+
+    wins = np.nan_to_num(psi) * counts
+    labels = strong_components(wins)
+    core = np.flatnonzero(labels == np.bincount(labels).argmax())
+    if core.size < MIN_SCALE_MODELS:
+        return None
+    data = _pairs_from_counts(psi, counts, core)
+    bounds = np.log(_PRIOR_VARIANCE_RANGE)
+    best = minimize_scalar(lambda v: -laplace_evidence(v, data)[0], bounds=bounds,
+                           method="bounded", options={"xatol": 1e-3})
+    tau2 = float(np.exp(best.x))
+    theta = _ridge_ratings(_pairs_from_counts(psi, counts, np.arange(len(counts))), tau2)
+    return expit(theta[:, None] - theta[None, :]), tau2
 
 
 # ------------------------------------------------------------------ score rows

@@ -102,7 +102,6 @@ from winrate.data import ComparisonLog, as_log, read_dataset
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
 from winrate.inference import critical_value
-from winrate.leaderboard import degenerate_pair_cov
 from winrate.report import defined_median, json_safe
 from winrate.results import (
     Summary,
@@ -112,6 +111,7 @@ from winrate.results import (
     text_block,
     wald_bounds,
 )
+from winrate.small_sample import degenerate_pair_cov
 from winrate.tables import comment_block, render_table
 from winrate.variance import DEFAULT_CORRECTION
 
@@ -358,8 +358,8 @@ class _Base:
 
     @classmethod
     def of(cls, run: LeaderboardAnalysis, log: ComparisonLog) -> _Base:
-        """``floor``: the Wilson floor of single-outcome pairs that ``analyze`` adds to every
-        covariance of the win rate (:func:`winrate.leaderboard.degenerate_pair_cov`), added
+        """``floor``: the small-sample floor of single-outcome pairs that ``analyze`` adds to
+        every covariance of the win rate (:mod:`winrate.small_sample`), added
         here to the one-way terms a multiway analysis reports too; zero for other estimators.
         ``anchor``: the mask of a Bradley-Terry anchor, whose rating has no variance."""
         board = run.leaderboard

@@ -21,19 +21,8 @@ Opponent weights:
 * a user ``(K, K)`` matrix (array, or DataFrame indexed by model names on both axes).
   It must put no weight on an unobserved pair: unobserved pairs are never imputed.
 
-Small-sample floor. A pair whose comparisons all had the same outcome (e.g. 1 win in 1
-comparison) has zero sample variance, so every variance estimator built on it -- naive,
-clustered, jackknife -- gives it zero width. :func:`degenerate_pair_cov` gives each such
-pair the variance that makes its Wald interval reach the far end of the Wilson score
-interval of its proportion (Wilson 1927, JASA 22(158); recommended for small n by Agresti &
-Coull 1998, Amer. Stat. 52(2), and Brown, Cai & DasGupta 2001, Stat. Sci. 16(2))::
-
-    Var_ab = (max(psi - L, U - psi) / z)^2,
-    [L, U] = (psi + z^2/2N -/+ z sqrt(psi (1 - psi) / N + z^2 / 4N^2)) / (1 + z^2 / N)
-
-pushed onto the scores through the influence of psi_ab (``w_ab`` on S_a, ``-w_ba`` on S_b).
-One win in one comparison gets [L, U] = [0.21, 1], so its pair's SE is 0.40 and no rank is
-certain; ten wins in ten get SE 0.14. The floor vanishes for pairs with any variation.
+Pairs whose comparisons all had the same outcome get a small-sample floor on their
+variance (:mod:`winrate.small_sample`).
 
 A disconnected comparison graph is an error naming its components
 (:func:`winrate.diagnostics.check_connected`): no comparison links the components' scores.
@@ -334,30 +323,6 @@ def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None) -> L
     return Leaderboard(log.models[keep], scores[keep], psi, counts, w, infl, pair, pairs,
                        centered, bread=select, log_models=log.models, contestants=keep,
                        options={"baseline": str(log.models[base])})
-
-
-def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
-                        z: float) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson floor (module doc) of the reported scores' covariance, and the (P,) mask of
-    pairs whose comparisons all had the same outcome."""
-    lo, hi = board.pairs[:, 0], board.pairs[:, 1]
-    n = board.counts[lo, hi]
-    squares = board.centered**2 if frequency is None else frequency * board.centered**2
-    spread = np.bincount(board.pair, weights=squares, minlength=len(lo))
-    degenerate = spread <= 1e-12 * n
-    d = np.flatnonzero(degenerate)
-    lo, hi, n = lo[d], hi[d], n[d]
-    psi = board.psi[lo, hi]
-    centre = (psi + z**2 / (2 * n)) / (1 + z**2 / n)
-    half = z / (1 + z**2 / n) * np.sqrt(psi * (1 - psi) / n + z**2 / (4 * n**2))
-    var = (np.maximum(psi - (centre - half), centre + half - psi) / z) ** 2
-    # pair (lo, hi) pushes S_lo by w_lo,hi and S_hi by -w_hi,lo: add var * v v^T
-    push_lo, push_hi = board.weights[lo, hi], -board.weights[hi, lo]
-    cov = np.zeros((len(board.all_models),) * 2)
-    for (i, j), (pi, pj) in (((lo, lo), (push_lo, push_lo)), ((hi, hi), (push_hi, push_hi)),
-                             ((lo, hi), (push_lo, push_hi)), ((hi, lo), (push_hi, push_lo))):
-        np.add.at(cov, (i, j), var * pi * pj)
-    return cov[np.ix_(board.codes, board.codes)], degenerate
 
 
 def model_code(log: ComparisonLog, name: str, flag: str) -> int:

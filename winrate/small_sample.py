@@ -1,0 +1,98 @@
+"""Small-sample floor of the win rate's covariance: pairs whose comparisons all agree.
+
+A pair whose comparisons all had the same outcome (1 win in 1 comparison, 7 ties in 7) has
+zero sample variance, so every variance estimator built on it -- naive, clustered,
+jackknife -- gives it zero width. Its psi_ab = x / n is still a binomial proportion with
+variance ``p (1 - p) / n``; only ``p (1 - p)`` must come from somewhere else.
+
+Empirical-Bayes floor (the default). The other pairs of the log say how far apart models
+are: a Bradley-Terry fit predicts each pair's ``pi_ab`` with a ridge prior whose variance
+is estimated from the log (:func:`winrate.bradley_terry.empirical_bayes_probabilities`).
+The pair's own outcomes update the prior ``p ~ Beta(m pi, m (1 - pi))``, worth ``m = 2``
+comparisons (at ``pi = 1/2`` the uniform prior of Bayes and Laplace), and the floor is the
+posterior mean of the variance (a conjugate Beta-binomial step; see e.g. Gelman et al.
+2013, *Bayesian Data Analysis*, 3rd ed., sec. 2.4)::
+
+    a = m pi + x,   b = m (1 - pi) + n - x       (x = n psi_ab, ties counting half)
+    Var_ab = E[p (1 - p) | x] / n = a b / ((a + b) (a + b + 1)) / n
+
+So a pair of near-equal models gets close to ``1/4n`` whatever it showed, and a pair the
+rest of the log places far apart gets a small variance, as its sampling variance is: in a
+lopsided design (most pairs near-certain) a floor built from the pair alone makes every
+interval too wide, and one built from the fit is nearly exact (coverage study,
+``paper/coverage``).
+
+Wilson floor (when the log cannot place the models). If the largest strong component of
+the "scored against" digraph has fewer than three models -- e.g. a fully ordered log, in
+which every pair went one way -- nothing in the data measures the spread of abilities,
+and each pair gets the variance that makes its Wald interval reach the far end of the
+Wilson score interval of its proportion (Wilson 1927, JASA 22(158); recommended for small
+n by Agresti & Coull 1998, Amer. Stat. 52(2), and Brown, Cai & DasGupta 2001, Stat. Sci.
+16(2))::
+
+    Var_ab = (max(psi - L, U - psi) / z)^2,
+    [L, U] = (psi + z^2/2n -/+ z sqrt(psi (1 - psi) / n + z^2 / 4n^2)) / (1 + z^2 / n)
+
+One win in one comparison then gets [L, U] = [0.21, 1], an SE of 0.40.
+
+Either floor is pushed onto the scores through the influence of psi_ab (``w_ab`` on S_a,
+``-w_ba`` on S_b). Neither is ever zero, so no pair looks certain; both vanish for pairs
+with any variation, whose sample variance is used as it is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from winrate.bradley_terry import empirical_bayes_probabilities
+from winrate.leaderboard import Leaderboard
+
+#: Weight of the Bradley-Terry prediction in the floor's Beta prior, in comparisons.
+PRIOR_COMPARISONS = 2.0
+
+
+def degenerate_pairs(board: Leaderboard, frequency: np.ndarray | None) -> np.ndarray:
+    """(P,) mask of the observed pairs whose comparisons all had the same outcome."""
+    n = board.counts[board.pairs[:, 0], board.pairs[:, 1]]
+    squares = board.centered**2 if frequency is None else frequency * board.centered**2
+    spread = np.bincount(board.pair, weights=squares, minlength=len(n))
+    return spread <= 1e-12 * n
+
+
+def beta_binomial_floor(prior_mean, x, n, strength: float = PRIOR_COMPARISONS):
+    """Posterior mean of ``p (1 - p) / n`` under ``p ~ Beta(m pi, m (1 - pi))`` after ``x``
+    successes in ``n`` trials (module doc)."""
+    a = strength * prior_mean + x
+    b = strength * (1 - prior_mean) + n - x
+    return a * b / ((a + b) * (a + b + 1)) / n
+
+
+def wilson_floor(psi, n, z: float):
+    """The variance whose Wald interval reaches the far Wilson bound (module doc)."""
+    centre = (psi + z**2 / (2 * n)) / (1 + z**2 / n)
+    half = z / (1 + z**2 / n) * np.sqrt(psi * (1 - psi) / n + z**2 / (4 * n**2))
+    return (np.maximum(psi - (centre - half), centre + half - psi) / z) ** 2
+
+
+def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None, z: float):
+    """Floor (module doc) of the reported scores' covariance, the (P,) mask of the pairs
+    whose comparisons all had the same outcome, and which floor was used
+    (``"empirical Bayes"`` or ``"Wilson"``; None without such pairs)."""
+    degenerate = degenerate_pairs(board, frequency)
+    k = len(board.all_models)
+    if not degenerate.any():
+        return np.zeros((len(board.codes),) * 2), degenerate, None
+    lo, hi = board.pairs[degenerate, 0], board.pairs[degenerate, 1]
+    n, psi = board.counts[lo, hi], board.psi[lo, hi]
+    predicted = empirical_bayes_probabilities(board.psi, board.counts)
+    if predicted is None:
+        var, kind = wilson_floor(psi, n, z), "Wilson"
+    else:
+        var, kind = beta_binomial_floor(predicted[0][lo, hi], n * psi, n), "empirical Bayes"
+    # pair (lo, hi) pushes S_lo by w_lo,hi and S_hi by -w_hi,lo: add var * v v^T
+    push_lo, push_hi = board.weights[lo, hi], -board.weights[hi, lo]
+    cov = np.zeros((k, k))
+    for (i, j), (pi, pj) in (((lo, lo), (push_lo, push_lo)), ((hi, hi), (push_hi, push_hi)),
+                             ((lo, hi), (push_lo, push_hi)), ((hi, lo), (push_hi, push_lo))):
+        np.add.at(cov, (i, j), var * pi * pj)
+    return cov[np.ix_(board.codes, board.codes)], degenerate, kind
