@@ -68,7 +68,7 @@ from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.inference import critical_value, simultaneous_intervals
 from winrate.leaderboard import fit
-from winrate.method_choice import choose, median_pair_size
+from winrate.method_choice import choose, thinnest_pair_size
 from winrate.resampling import cluster_bootstrap, multiway_jackknife_cov, wild_cluster_bootstrap
 from winrate.simulate import SimulationDesign, simulate_comparisons
 from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
@@ -413,9 +413,10 @@ def designs_markdown(table: pd.DataFrame, reps: int) -> str:
               "the share (%) of models that missed an opponent: where most models missed "
               "one, no variance method covers it, because the estimate is not aimed at it. "
               "winrate warns when pairs were never compared and, above 10% of pairs, points "
-              "to `--model bt`. Against the estimand the win rate does aim at, the same cells "
-              "over-cover (table above): pairs whose few comparisons all agree get the "
-              "small-sample floor, which keeps such a pair from ever looking certain.", "",
+              "to `--model bt`. The estimand the win rate does aim at is covered in the table "
+              "above; there, many pairs are near-certain and their few comparisons often "
+              "agree, and the small-sample floor takes such a pair's variance from a "
+              "Bradley-Terry fit of the rest of the log (`winrate.small_sample`).", "",
               _md_table(field.pivot_table(index="cell", columns="method", values="field",
                                           aggfunc="first", sort=False)
                         [[m for m in DESIGN_METHODS if m in set(field["method"])]]
@@ -511,13 +512,13 @@ def auto_method(log, board) -> str | None:
     """The grid method that ``method="auto"`` (:func:`winrate.method_choice.choose`) runs
     on this log, decided per log as ``analyze`` decides it: the pigeonhole bootstrap, or
     the two-way CR1 sandwich with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters); None
-    when this log's median observed pair rests on fewer than ``THIN_PAIR`` comparisons and
+    when some model's median observed pair rests on fewer than ``THIN_PAIR`` comparisons and
     auto runs CR2 with Pan-Wall t, no grid method (:func:`one_rep` then runs ``analyze``).
     ``tests/test_coverage.py`` checks that analyze's auto intervals are exactly this
     method's."""
     sizes = [log.axes[name].n_clusters for name in ("prompt", "judge")]
     choice = choose(("prompt", "judge"), sizes, board.estimator,
-                    median_pair_size(board.counts))
+                    thinnest_pair_size(board.counts))
     if choice.method == "bootstrap":
         return "pigeonhole"
     if choice.correction != "cr1":

@@ -22,7 +22,7 @@ from winrate.method_choice import (
     SMALL_AXIS,
     THIN_PAIR,
     choose,
-    median_pair_size,
+    thinnest_pair_size,
 )
 from winrate.simulate import SimulationDesign, simulate_comparisons
 from winrate.variance import (
@@ -243,9 +243,17 @@ def test_choose_follows_the_documented_rule():
     assert choose(("prompt",), [300], "bt", 1).correction == "cr1"
 
 
-def test_median_pair_size_reads_observed_pairs_only():
+def test_thinnest_pair_size_is_the_smallest_per_model_median_of_observed_pairs():
+    """Per model, the median over its observed pairs (zeros are unobserved): 4, median(4,
+    10) = 7 and 10, against a brute-force loop on a random sparse matrix."""
     counts = np.array([[0, 4, 0], [4, 0, 10], [0, 10, 0]])
-    assert median_pair_size(counts) == 7.0
+    assert thinnest_pair_size(counts) == 4.0
+    rng = np.random.default_rng(1)
+    upper = np.triu(rng.integers(0, 30, (9, 9)) * (rng.random((9, 9)) < 0.5), k=1)
+    counts = upper + upper.T
+    medians = [np.median([c for c in row if c > 0]) for row in counts if (row > 0).any()]
+    assert thinnest_pair_size(counts) == min(medians)
+    assert np.isnan(thinnest_pair_size(np.zeros((3, 3))))
 
 
 def test_auto_is_the_sandwich_it_names():
@@ -255,7 +263,19 @@ def test_auto_is_the_sandwich_it_names():
     assert auto.settings["correction"] == "cr2"
     explicit = quiet(sim.log, cluster="prompt", method="sandwich", correction="cr2")
     np.testing.assert_array_equal(auto.cov, explicit.cov)
-    assert auto.method_note.startswith("auto: the median model pair rests on")
+    assert auto.method_note.startswith("auto: some model's median pair rests on")
+
+
+def test_rare_models_make_a_design_thin_though_the_median_pair_is_large():
+    """Six models compared 40 times per pair and a rare one compared 3 times with each:
+    the median pair has 40 comparisons, but the rare model's pairs are thin, so auto takes
+    CR2 (the study's 5-pairs-per-prompt cell: CR1 covered 89.8% simultaneously there)."""
+    counts = np.full((7, 7), 40) - 40 * np.eye(7, dtype=int)
+    counts[6, :6] = counts[:6, 6] = 3
+    upper = counts[np.triu_indices(7, k=1)]
+    assert np.median(upper) == 40 and thinnest_pair_size(counts) == 3
+    choice = choose(("prompt",), [300], "winrate", thinnest_pair_size(counts))
+    assert choice.correction == "cr2" and choice.reference == "t"
 
 
 def test_auto_uses_t_below_50_clusters_and_normal_above():

@@ -613,7 +613,7 @@ def _auto_choice(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, 
     """:func:`winrate.method_choice.choose` for this log, fit and clustering."""
     sizes = [log.axes[name].n_clusters for name in clustering]
     return method_choice.choose(clustering, sizes, board.estimator,
-                                method_choice.median_pair_size(board.counts))
+                                method_choice.thinnest_pair_size(board.counts))
 
 
 def analyze(log, cluster=None, weights="uniform",

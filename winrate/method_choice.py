@@ -17,8 +17,9 @@ cell), which also measures the ``auto`` rule itself:
    on the smallest axis (a handful of judges) the bootstrap has too little to resample
    and the t(G - 1) sandwich of 3 does better (30 prompts x 5 judges: 95.5 / 94.8 against
    94.7 / 91.3).
-3. **The win rate on a thin design** (the median observed pair is informed by fewer than
-   :data:`THIN_PAIR` comparisons): the CR2 sandwich (:mod:`winrate.variance`, Bell &
+3. **The win rate on a thin design** (some model's median observed pair is informed by
+   fewer than :data:`THIN_PAIR` comparisons, :func:`thinnest_pair_size`): the CR2
+   sandwich (:mod:`winrate.variance`, Bell &
    McCaffrey 2002) with a t reference on Pan & Wall's (2002) degrees of freedom per model
    (:func:`winrate.variance.pan_wall_df`). Each pair's mean is then estimated from a few
    prompts: their leverage biases CR1 down by about the share of a pair each prompt
@@ -50,8 +51,9 @@ MIN_BOOTSTRAP_AXIS = 10
 #: From this many clusters on the smallest axis, the normal reference (t(G - 1) is within
 #: 2.5% of it).
 LARGE_AXIS = 50
-#: Median comparisons per observed model pair below which the win rate's design is thin
-#: (the study's thin cells have 2-5, the crossed grid from 30 prompts 24 and more).
+#: Median comparisons per observed pair of some model below which the win rate's design is
+#: thin (the study's thin cells have 1-6 for their rarest models, the crossed grid from 30
+#: prompts about 20 and more).
 THIN_PAIR = 20
 #: Cluster counts at or below which no method reached nominal coverage in the study.
 TOO_FEW = 2
@@ -70,18 +72,26 @@ class AutoChoice:
     reason: str
 
 
-def median_pair_size(counts: np.ndarray) -> float:
-    """Median number of comparisons over the observed model pairs (upper triangle of the
-    symmetric (K, K) ``counts``); NaN when no pair was observed."""
-    upper = counts[np.triu_indices_from(counts, k=1)]
-    observed = upper[upper > 0]
-    return float(np.median(observed)) if observed.size else float("nan")
+def thinnest_pair_size(counts: np.ndarray) -> float:
+    """The smallest, over models, of the median number of comparisons over the model's
+    observed pairs (the symmetric (K, K) ``counts``); NaN when no pair was observed.
+
+    Per model, because the leverage that CR2 corrects is a pair's: a few rare models whose
+    pairs rest on a handful of comparisons are thin even when the median pair of the whole
+    log is large (the study's 5-pairs-per-prompt cell: median pair 31, rare models' pairs
+    about 6, and CR1 with a normal reference covered 89.8% simultaneously).
+    """
+    observed = np.where(counts > 0, counts, np.nan)
+    has_pairs = ~np.isnan(observed).all(axis=1)
+    if not has_pairs.any():
+        return float("nan")
+    return float(np.nanmedian(observed[has_pairs], axis=1).min())
 
 
 def choose(names: tuple[str, ...], sizes: list[int], estimator: str,
            pair_size: float) -> AutoChoice:
     """The ``auto`` rule (module doc) for clustering axes ``names`` with ``sizes`` clusters,
-    the ``estimator`` (``"winrate"`` or ``"bt"``) and the median observed pair size."""
+    the ``estimator`` (``"winrate"`` or ``"bt"``) and :func:`thinnest_pair_size`."""
     if not names:
         return AutoChoice("sandwich", "cr1", "normal",
                           "no clustering, so each comparison is an independent unit")
@@ -94,8 +104,8 @@ def choose(names: tuple[str, ...], sizes: list[int], estimator: str,
     if estimator == "winrate" and pair_size < THIN_PAIR:
         return AutoChoice(
             "sandwich", "cr2", "t",
-            f"the median model pair rests on {pair_size:g} comparisons (< {THIN_PAIR}), so "
-            "each prompt carries a large share of a pair: CR2 corrects that leverage, and "
+            f"some model's median pair rests on {pair_size:g} comparisons (< {THIN_PAIR}), "
+            "so each prompt carries a large share of a pair: CR2 corrects that leverage, and "
             "t with Pan-Wall df per model carries the noise of the variance estimate")
     g_min = min(sizes)
     if g_min >= LARGE_AXIS:
