@@ -18,7 +18,7 @@ import pandas as pd
 from common import PAPER, ROOT, Paper
 
 from winrate.analysis import INCOMPLETE_SHARE
-from winrate.method_choice import MIN_BOOTSTRAP_AXIS, SMALL_AXIS
+from winrate.method_choice import MIN_BOOTSTRAP_AXIS, SMALL_AXIS, THIN_PAIR
 
 REPS = 600
 WORKERS = 2
@@ -153,6 +153,7 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     paper.number("cov_auto_thin_worst_wrong", thin.worst_model_wrong_share.max(), ".1f")
     paper.number("cov_design_reps", int(table.reps.min()), "d")
     paper.number("auto_small_axis", SMALL_AXIS, "d")
+    paper.number("auto_thin_pair", THIN_PAIR, "d")
     paper.number("auto_min_bootstrap_axis", MIN_BOOTSTRAP_AXIS, "d")
     shown = table.assign(coverage=[f"{m:.1f} / {s:.1f}" for m, s in
                                    zip(table.marginal, table.simultaneous, strict=True)])
