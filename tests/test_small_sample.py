@@ -169,3 +169,20 @@ def test_far_apart_pairs_get_a_smaller_floor_than_close_ones():
     close = beta_binomial_floor(pi[1, 0], 3.0, 3.0)
     far = beta_binomial_floor(pi[4, 0], 3.0, 3.0)
     assert 0 < far < close / 5
+
+
+@pytest.mark.parametrize("peak", [-6.0, -1.3, 0.0, 2.5, 6.5])
+def test_golden_section_finds_the_maximum_of_scipy_bounded_brent(peak):
+    """Against scipy's bounded Brent search on smooth unimodal curves, and at the ends for
+    a curve that rises to them."""
+    from winrate.bradley_terry import golden_section_max
+
+    def curve(x):
+        return -np.log1p((x - peak) ** 2) + 0.1 * x
+
+    ours = golden_section_max(curve, -7, 7, tol=1e-6)
+    theirs = optimize.minimize_scalar(lambda x: -curve(x), bounds=(-7, 7), method="bounded",
+                                      options={"xatol": 1e-8}).x
+    assert ours == pytest.approx(theirs, abs=1e-5)
+    assert golden_section_max(lambda x: x, -7, 7) == pytest.approx(7, abs=1e-3)
+    assert golden_section_max(lambda x: -x, -7, 7) == pytest.approx(-7, abs=1e-3)

@@ -298,6 +298,27 @@ def laplace_evidence(log_variance: float, data: _Pairs, start=None) -> tuple[flo
     return penalised - data.k / 2 * log_variance - logdet / 2, theta
 
 
+def golden_section_max(f, low: float, high: float, tol: float = 1e-3) -> float:
+    """Maximiser of a unimodal ``f`` on ``[low, high]`` to within ``tol`` by golden-section
+    search (Kiefer 1953, Proc. AMS 4(3)): each step keeps the part of the bracket that
+    holds the larger of two interior values, shrinking it by 1/phi = 0.618. A monotone
+    ``f`` converges to the end it rises towards. (scipy.optimize would do the same; its
+    import takes half a second, longer than this search.)"""
+    shrink = (np.sqrt(5.0) - 1) / 2
+    left, right = high - shrink * (high - low), low + shrink * (high - low)
+    f_left, f_right = f(left), f(right)
+    while high - low > tol:
+        if f_left >= f_right:
+            high, right, f_right = right, left, f_left
+            left = high - shrink * (high - low)
+            f_left = f(left)
+        else:
+            low, left, f_left = left, right, f_right
+            right = low + shrink * (high - low)
+            f_right = f(right)
+    return (low + high) / 2
+
+
 def empirical_bayes_probabilities(psi: np.ndarray, counts: np.ndarray):
     """Bradley-Terry win probabilities ``pi_ab = expit(theta_a - theta_b)`` under a ridge
     prior whose variance is estimated from the data, or None where the data say nothing
@@ -311,18 +332,19 @@ def empirical_bayes_probabilities(psi: np.ndarray, counts: np.ndarray):
     None when the largest component has fewer than :data:`MIN_SCALE_MODELS` models.
     Returns ``(pi, tau2)``: the (K, K) probabilities and the prior variance.
     """
-    from scipy.optimize import minimize_scalar
-
     wins = np.nan_to_num(psi) * counts
     labels = strong_components(wins)
     core = np.flatnonzero(labels == np.bincount(labels).argmax())
     if core.size < MIN_SCALE_MODELS:
         return None
     data = _pairs_from_counts(psi, counts, core)
-    bounds = np.log(_PRIOR_VARIANCE_RANGE)
-    best = minimize_scalar(lambda v: -laplace_evidence(v, data)[0], bounds=bounds,
-                           method="bounded", options={"xatol": 1e-3})
-    tau2 = float(np.exp(best.x))
+    last = [None]  # each evaluation starts Newton from the previous mode
+
+    def evidence(log_variance):
+        value, last[0] = laplace_evidence(log_variance, data, last[0])
+        return value
+
+    tau2 = float(np.exp(golden_section_max(evidence, *np.log(_PRIOR_VARIANCE_RANGE))))
     theta = _ridge_ratings(_pairs_from_counts(psi, counts, np.arange(len(counts))), tau2)
     return expit(theta[:, None] - theta[None, :]), tau2
 
