@@ -98,7 +98,7 @@ def test_warnings_are_returned_and_emitted():
     assert "2 of 4 model pairs are observed within a single prompt" in text
     assert "1 of 4 model pairs are observed within a single judge" in text
     assert "2 model pair(s) had the same outcome in every comparison" in text
-    assert "Bradley-Terry fit of the other pairs" in text  # 0, 1, 2 beat each other both ways
+    assert "Bradley-Terry fit of the whole log" in text  # 0, 1, 2 beat each other both ways
     # model 2's two comparisons (a win and a loss) are both in prompt 0: the prompt part of
     # its two-way variance is not identified, so it is not estimable (no interval)
     assert list(result.not_estimable) == ["2"]

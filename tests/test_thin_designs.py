@@ -42,7 +42,7 @@ def test_single_win_is_not_ranked_first_with_certainty():
     assert result.se[i] > 0.3
     assert result.intervals.low[i] < 0.5 < result.intervals.high[i]
     assert result.joint.rank_low[i] == 1 and result.joint.rank_high[i] >= 4
-    assert any("Bradley-Terry fit of the other pairs" in w for w in result.warnings)
+    assert any("Bradley-Terry fit of the whole log" in w for w in result.warnings)
 
 
 def test_disconnected_pair_is_an_error_naming_the_components():

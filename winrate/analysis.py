@@ -789,11 +789,11 @@ def _small_sample_floor(board: Leaderboard, log: ComparisonLog, cov, cov_naive, 
     shown = [f"{names[lo]} vs {names[hi]} ({plural(board.counts[lo, hi], 'comparison')})"
              for lo, hi in board.pairs[degenerate][:5]]
     how = ("the posterior mean of its binomial variance under a Beta prior centred on a "
-           "Bradley-Terry fit of the other pairs (empirical Bayes), so pairs the log places "
+           "Bradley-Terry fit of the whole log (empirical Bayes), so pairs the log places "
            "far apart stay narrow and close pairs do not" if kind == "empirical Bayes" else
            "the variance that makes its interval reach the far Wilson bound, because no "
-           "group of three or more models beat each other both ways, so the log cannot say "
-           "how far apart models are (this floor is conservative)")
+           "three or more models are linked by wins in both directions, so the log cannot "
+           "say how far apart models are (this floor is conservative)")
     note = (f"{int(degenerate.sum())} model pair(s) had the same outcome in every comparison "
             f"({'; '.join(shown)}{', ...' if degenerate.sum() > 5 else ''}): their sample "
             f"variance is zero, so instead of a zero-width interval each got {how} "
