@@ -186,3 +186,24 @@ def test_golden_section_finds_the_maximum_of_scipy_bounded_brent(peak):
     assert ours == pytest.approx(theirs, abs=1e-5)
     assert golden_section_max(lambda x: x, -7, 7) == pytest.approx(7, abs=1e-3)
     assert golden_section_max(lambda x: -x, -7, 7) == pytest.approx(-7, abs=1e-3)
+
+
+def test_analyze_carries_the_floor_it_added():
+    """A model with a single comparison (a win) has no variance of its own: its whole
+    variance is the floor of its one pair, Var = E[p(1 - p) | 1 of 1] under the
+    empirical-Bayes prior (weight 1 on its only opponent); analyze reports that floor in
+    ``small_sample_floor``, added once to both covariances."""
+    a, b, score = _lopsided_rows(seed=3, k=4, spread=0.3)
+    log = ComparisonLog.from_arrays(np.append(a, 4), np.append(b, 0), np.append(score, 1.0),
+                                    prompt=np.arange(a.size + 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        run = analyze(log, cluster="prompt", method="sandwich")
+    pi, _ = empirical_bayes_probabilities(*pairwise_table(log)[:2])
+    expected = beta_binomial_floor(pi[4, 0], 1.0, 1.0)
+    floor = run.small_sample_floor
+    assert floor[4, 4] == pytest.approx(expected, rel=1e-12)
+    assert run.cov[4, 4] == pytest.approx(expected, rel=1e-12)
+    assert run.cov_naive[4, 4] == pytest.approx(expected, rel=1e-12)
+    bt = analyze(log, cluster="prompt", model="bt", prior=1.0, method="sandwich")
+    assert not bt.small_sample_floor.any()

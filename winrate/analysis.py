@@ -131,6 +131,9 @@ class LeaderboardAnalysis:
     joint: JointInference | None = None
     coefficients: Coefficients | None = None
     not_estimable: dict[str, str] = field(default_factory=dict)
+    #: (K, K) small-sample floor already in ``cov`` and ``cov_naive``
+    #: (:mod:`winrate.small_sample`); zeros without single-outcome pairs or for Bradley-Terry
+    small_sample_floor: np.ndarray | None = None
 
     @property
     def models(self) -> np.ndarray:
@@ -705,9 +708,10 @@ def analyze(log, cluster=None, weights="uniform",
             and "not PSD" not in str(w.message)))
         cov, df, method_note = choice.cov, choice.df, choice.note
         psd_repaired = psd_repaired or choice.psd_repaired
-    floor_notes = []
+    floor, floor_notes = np.zeros(cov.shape), []
     if board.estimator == "winrate":
-        cov, cov_naive, floor_notes = _small_sample_floor(board, log, cov, cov_naive, alpha)
+        floor, floor_notes = _small_sample_floor(board, log, alpha)
+        cov, cov_naive = cov + floor, cov_naive + floor
     if method == "sandwich":
         df = _reference_df(board, axes, correction, reference,
                            result.term_meats[:len(clustering)] if clustering else [], cov)
@@ -756,7 +760,7 @@ def analyze(log, cluster=None, weights="uniform",
         settings=settings, warnings=notes, method=choice.method if choice else "sandwich",
         method_note=method_note, joint=joint,
         coefficients=_coefficients(board, full, naive_full, alpha, df),
-        not_estimable=not_estimable,
+        not_estimable=not_estimable, small_sample_floor=floor,
     )
 
 
@@ -779,12 +783,12 @@ def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint):
         "poor: read their intervals as rough.")
 
 
-def _small_sample_floor(board: Leaderboard, log: ComparisonLog, cov, cov_naive, alpha):
-    """Add the small-sample floor of single-outcome pairs to both covariances
-    (:mod:`winrate.small_sample`), with a note naming the pairs and the floor."""
+def _small_sample_floor(board: Leaderboard, log: ComparisonLog, alpha):
+    """The small-sample floor of single-outcome pairs (:mod:`winrate.small_sample`), with
+    a note naming the pairs and the floor."""
     floor, degenerate, kind = degenerate_pair_cov(board, log.frequency, critical_value(alpha))
     if kind is None:
-        return cov, cov_naive, []
+        return floor, []
     names = board.all_models
     shown = [f"{names[lo]} vs {names[hi]} ({plural(board.counts[lo, hi], 'comparison')})"
              for lo, hi in board.pairs[degenerate][:5]]
@@ -798,7 +802,7 @@ def _small_sample_floor(board: Leaderboard, log: ComparisonLog, cov, cov_naive, 
             f"({'; '.join(shown)}{', ...' if degenerate.sum() > 5 else ''}): their sample "
             f"variance is zero, so instead of a zero-width interval each got {how} "
             "(small-sample floor, winrate.small_sample).")
-    return cov + floor, cov_naive + floor, [note]
+    return floor, [note]
 
 
 def _blank(intervals: WaldIntervals, models, not_estimable: dict) -> WaldIntervals:

@@ -461,10 +461,8 @@ def _check_identified(log, counts, psi, prior, names) -> None:
 
 
 def _pairs_data(log, table, ties: str) -> _Pairs:
-    psi, counts, _, pairs = table
-    lo, hi = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
-    N = counts[lo, hi]
-    data = _Pairs(lo, hi, psi[lo, hi] * N, N, log.n_models)
+    psi, counts = table[0], table[1]
+    data = _pairs_from_counts(psi, counts, np.arange(log.n_models))
     if ties != "davidson":
         return data
     _, _, s_lo = _low_orientation(log)
@@ -475,8 +473,8 @@ def _pairs_data(log, table, ties: str) -> _Pairs:
                                                                            log.model_b)
     pair = table[2][key]
     f = log.weight
-    count = [np.bincount(pair, f * (s_lo == v), len(lo)) for v in (1.0, 0.0, 0.5)]
-    return _Pairs(lo, hi, data.W, N, log.n_models, *count)
+    count = [np.bincount(pair, f * (s_lo == v), len(data.lo)) for v in (1.0, 0.0, 0.5)]
+    return _Pairs(data.lo, data.hi, data.W, data.N, log.n_models, *count)
 
 
 def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, anchor=None,

@@ -101,7 +101,6 @@ from winrate.analysis import (
 from winrate.data import ComparisonLog, as_log, read_dataset
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import fit
-from winrate.inference import critical_value
 from winrate.report import defined_median, json_safe
 from winrate.results import (
     Summary,
@@ -111,7 +110,6 @@ from winrate.results import (
     text_block,
     wald_bounds,
 )
-from winrate.small_sample import degenerate_pair_cov
 from winrate.tables import comment_block, render_table
 from winrate.variance import DEFAULT_CORRECTION
 
@@ -357,15 +355,13 @@ class _Base:
     anchor: np.ndarray
 
     @classmethod
-    def of(cls, run: LeaderboardAnalysis, log: ComparisonLog) -> _Base:
+    def of(cls, run: LeaderboardAnalysis) -> _Base:
         """``floor``: the small-sample floor of single-outcome pairs that ``analyze`` adds to
         every covariance of the win rate (:mod:`winrate.small_sample`), added
         here to the one-way terms a multiway analysis reports too; zero for other estimators.
         ``anchor``: the mask of a Bradley-Terry anchor, whose rating has no variance."""
         board = run.leaderboard
-        k = len(board.models)
-        floor = (degenerate_pair_cov(board, log.frequency, critical_value(run.alpha))[0]
-                 if board.estimator == "winrate" else np.zeros((k, k)))
+        floor = run.small_sample_floor
         anchor = (board.options.get("anchor") or {}).get("model")
         return cls(run.scores, run.se_naive, board.comparisons_per_model, len(board.pairs),
                    board.models, board.codes, floor, board.models.astype(str) == anchor)
@@ -383,14 +379,14 @@ def _run_analyses(log, specs, weights, correction, estimator: dict):
         if len(spec) == 1 and any(spec[0] in r.summaries for r in runs.values()):
             continue
         run = _quiet_analyze(log, spec, weights, correction, board)
-        base = base or _Base.of(run, log)
+        base = base or _Base.of(run)
         for name in singles.intersection(run.axes).difference(checks):
             layout = layout or _ByModel.of(log, run)
             checks[name] = _axis_check(log, run, name, layout)
         runs[spec] = _Run(run.se, run.deff, run.cov, dict(run.axes), run.warnings)
     if base is None:
         run = _quiet_analyze(log, (), weights, correction, board)
-        base, runs[()] = _Base.of(run, log), _Run(run.se, run.deff, run.cov, {}, run.warnings)
+        base, runs[()] = _Base.of(run), _Run(run.se, run.deff, run.cov, {}, run.warnings)
     return runs, checks, base
 
 

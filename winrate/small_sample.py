@@ -36,8 +36,11 @@ n by Agresti & Coull 1998, Amer. Stat. 52(2), and Brown, Cai & DasGupta 2001, St
 One win in one comparison then gets [L, U] = [0.21, 1], an SE of 0.40.
 
 Either floor is pushed onto the scores through the influence of psi_ab (``w_ab`` on S_a,
-``-w_ba`` on S_b). Neither is ever zero, so no pair looks certain; both vanish for pairs
-with any variation, whose sample variance is used as it is.
+``-w_ba`` on S_b). Both vanish for pairs with any variation, whose sample variance is used
+as it is. The Wilson floor is never zero; the empirical-Bayes one is zero only if the fit
+puts a pair's pi at 0 or 1 in double precision (a rating gap above about 37), and a model
+whose SE then rounds to zero is reported as not estimable
+(:func:`winrate.analysis.not_estimable_models`), never as certain.
 """
 
 from __future__ import annotations
