@@ -64,6 +64,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from winrate import estimators
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.inference import critical_value, simultaneous_intervals
@@ -517,7 +518,7 @@ def auto_method(log, board) -> str | None:
     ``tests/test_coverage.py`` checks that analyze's auto intervals are exactly this
     method's."""
     sizes = [log.axes[name].n_clusters for name in ("prompt", "judge")]
-    choice = choose(("prompt", "judge"), sizes, board.estimator,
+    choice = choose(("prompt", "judge"), sizes, estimators.of(board).thin_design_rule(),
                     thinnest_pair_size(board.counts))
     if choice.method == "bootstrap":
         return "pigeonhole"

@@ -229,18 +229,18 @@ def test_cr2_needs_strata_and_bradley_terry_gets_a_clear_error():
 
 
 def test_choose_follows_the_documented_rule():
-    assert choose((), [], "winrate", 100).method == "sandwich"
-    both_small = choose(("prompt", "judge"), [60, 30], "winrate", 100)
+    assert choose((), [], True, 100).method == "sandwich"
+    both_small = choose(("prompt", "judge"), [60, 30], True, 100)
     assert (both_small.method, both_small.reference) == ("bootstrap", "normal")
-    few_judges = choose(("prompt", "judge"), [60, MIN_BOOTSTRAP_AXIS - 1], "winrate", 100)
+    few_judges = choose(("prompt", "judge"), [60, MIN_BOOTSTRAP_AXIS - 1], True, 100)
     assert (few_judges.method, few_judges.reference) == ("sandwich", "t")
-    big = choose(("prompt", "judge"), [SMALL_AXIS, 30], "winrate", 100)
+    big = choose(("prompt", "judge"), [SMALL_AXIS, 30], True, 100)
     assert (big.method, big.correction, big.reference) == ("sandwich", "cr1", "t")
-    many = choose(("prompt",), [LARGE_AXIS], "winrate", 100)
+    many = choose(("prompt",), [LARGE_AXIS], True, 100)
     assert many.reference == "normal" and "normal reference" in many.reason
-    thin = choose(("prompt",), [300], "winrate", THIN_PAIR - 1)
+    thin = choose(("prompt",), [300], True, THIN_PAIR - 1)
     assert thin.correction == "cr2" and "leverage" in thin.reason
-    assert choose(("prompt",), [300], "bt", 1).correction == "cr1"
+    assert choose(("prompt",), [300], False, 1).correction == "cr1"
 
 
 def test_thinnest_pair_size_is_the_smallest_per_model_median_of_observed_pairs():
@@ -274,7 +274,7 @@ def test_rare_models_make_a_design_thin_though_the_median_pair_is_large():
     counts[6, :6] = counts[:6, 6] = 3
     upper = counts[np.triu_indices(7, k=1)]
     assert np.median(upper) == 40 and thinnest_pair_size(counts) == 3
-    choice = choose(("prompt",), [300], "winrate", thinnest_pair_size(counts))
+    choice = choose(("prompt",), [300], True, thinnest_pair_size(counts))
     assert choice.correction == "cr2" and choice.reference == "t"
 
 

@@ -13,10 +13,10 @@ from tests.conftest import random_log
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.leaderboard import fit
+from winrate.estimators.win_rate import ESTIMATOR as WIN_RATE
+from winrate.leaderboard import PairScorer
 from winrate.resampling import (
-    PairScorer,
     ProductWeightScorer,
-    _influence_map,
     _wild_statistics,
     cluster_bootstrap,
     jackknife_cov,
@@ -85,7 +85,7 @@ def test_user_weight_matrix_rows_are_rescaled_on_dropped_pairs():
     matrix = np.where(board.counts > 0, 1.0 + np.arange(25).reshape(5, 5) % 3, 0.0)
     board_m = fit(log, matrix)
     totals = pair_totals(log, board_m, log.axes["judge"].codes)
-    scorer = PairScorer(board_m, matrix, totals.total_counts)
+    scorer = PairScorer(board_m, totals.total_counts)
     full = scorer.scores(totals.total_wins, totals.total_counts)[0]
     np.testing.assert_allclose(full, board_m.scores, atol=1e-12)
     # without judge 2 the pair (0, 3) is gone: model 0's weights on its other opponents
@@ -221,7 +221,7 @@ def test_wild_statistics_equal_row_level_bootstrap_sandwich():
     counts_p = totals.total_counts
     psi = totals.total_wins / counts_p
     centred = (totals.wins - totals.counts.multiply(psi[None, :])).toarray()
-    amap = _influence_map(board, counts_p).toarray()
+    amap = WIN_RATE.wild_influence_map(board, counts_p).toarray()
     t_g = centred @ amap
     v = np.random.default_rng(2).choice([-1.0, 1.0, 0.5], size=(6, 4))
     got = _wild_statistics(v, centred, totals.counts.toarray(), counts_p, amap, t_g, 4 / 3,
@@ -409,7 +409,7 @@ def test_wild_draws_without_residual_variance_have_infinite_t():
     counts_p = totals.total_counts
     psi = totals.total_wins / counts_p
     centred = (totals.wins - totals.counts.multiply(psi[None, :])).toarray()
-    amap = _influence_map(board, counts_p)
+    amap = WIN_RATE.wild_influence_map(board, counts_p)
     t_g = np.asarray(centred @ amap)
     v, _ = wild_weights(2, 999, "webb")
     t = _wild_statistics(v, centred, totals.counts.toarray(), counts_p, amap, t_g, 2.0, False)

@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.analysis import analyze as analyze
     from winrate.constants import CORRECTIONS as CORRECTIONS
     from winrate.constants import DATASET_NAMES as DATASET_NAMES
-    from winrate.constants import ESTIMATORS as ESTIMATORS
     from winrate.constants import LOG_FORMATS as LOG_FORMATS
     from winrate.constants import VARIANCE_METHODS as VARIANCE_METHODS
     from winrate.data import ComparisonLog as ComparisonLog
@@ -37,6 +36,7 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.eda import explore_dataset as explore_dataset
     from winrate.errors import WinrateInputError as WinrateInputError
     from winrate.errors import WinrateWarning as WinrateWarning
+    from winrate.estimators import ESTIMATORS as ESTIMATORS
     from winrate.estimators import fit as fit
     from winrate.evals.frame import EvalReport as EvalReport
     from winrate.evals.frame import evaluate as evaluate
@@ -51,6 +51,11 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.inference import pairwise_differences as pairwise_differences
     from winrate.inference import rank_sets as rank_sets
     from winrate.inference import simultaneous_intervals as simultaneous_intervals
+    from winrate.notes import Note as Note
+    from winrate.notes import Notes as Notes
+    from winrate.settings import Joint as Joint
+    from winrate.settings import MonteCarlo as MonteCarlo
+    from winrate.settings import Variance as Variance
     from winrate.simulate import SimulationDesign as SimulationDesign
     from winrate.simulate import simulate_comparisons as simulate_comparisons
 
@@ -59,10 +64,11 @@ _EXPORTS = {
     # reading comparison logs and score tables
     "winrate.data": ("ComparisonLog", "read_comparisons", "read_dataset", "read_table"),
     "winrate.formats": ("read_log",),
-    "winrate.constants": ("ESTIMATORS", "VARIANCE_METHODS", "CORRECTIONS", "DATASET_NAMES",
-                          "LOG_FORMATS"),
+    "winrate.constants": ("VARIANCE_METHODS", "CORRECTIONS", "DATASET_NAMES", "LOG_FORMATS"),
     # leaderboards: estimator, covariance, intervals, diagnostics
-    "winrate.estimators": ("fit",),
+    "winrate.estimators": ("ESTIMATORS", "fit"),
+    "winrate.settings": ("Variance", "Joint", "MonteCarlo"),
+    "winrate.notes": ("Note", "Notes"),
     "winrate.analysis": ("analyze", "LeaderboardAnalysis"),
     "winrate.eda": ("explore", "explore_dataset", "EdaReport"),
     # joint inference from any estimate and covariance

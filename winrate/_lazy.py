@@ -33,3 +33,4 @@ def lazy_attributes(package: str, exports: dict[str, tuple[str, ...]]):
         return sorted({*namespace, *home, *namespace.get("__all__", ())})
 
     return __getattr__, __dir__
+

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from winrate import diagnostics, estimators, method_choice
+from winrate import diagnostics, estimators, method_choice, notes
 from winrate.data import ComparisonLog, as_log
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.inference import (
@@ -30,8 +30,9 @@ from winrate.inference import (
     wald_intervals,
 )
 from winrate.leaderboard import Leaderboard
+from winrate.notes import Notes
 from winrate.progress import stage
-from winrate.resampling import VARIANCE_METHODS, VarianceChoice, resampled_variance, sandwich_note
+from winrate.resampling import VarianceChoice, resampled_variance, sandwich_note
 from winrate.results import (
     Summary,
     bounds_frame,
@@ -41,22 +42,14 @@ from winrate.results import (
     text_block,
     wald_bounds,
 )
-from winrate.small_sample import degenerate_pair_cov
+from winrate.settings import LEGACY_KEYWORDS, Joint, MonteCarlo, Settings, Variance
 from winrate.variance import (
-    CORRECTIONS,
     DEFAULT_CORRECTION,
     GroupMeat,
     multiway_cluster_cov,
     naive_cov,
     pan_wall_df,
 )
-
-FEW_CLUSTERS = 30
-#: Effective clusters (G*) per model below which its clustered SE is called rough.
-FEW_EFFECTIVE = 10
-#: Share of unobserved model pairs above which the opponent-averaged win rate is declared not
-#: comparable across models (module doc of :func:`incomplete_design_note`).
-INCOMPLETE_SHARE = 0.10
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,8 +117,8 @@ class LeaderboardAnalysis:
     psd_repaired: bool
     n_comparisons: float
     n_rows: int
-    settings: dict
-    warnings: list[str] = field(default_factory=list)
+    settings: Settings
+    notes: Notes = field(default_factory=Notes)
     method: str = "sandwich"
     method_note: str = ""
     joint: JointInference | None = None
@@ -134,6 +127,50 @@ class LeaderboardAnalysis:
     #: (K, K) small-sample floor already in ``cov`` and ``cov_naive``
     #: (:mod:`winrate.small_sample`); zeros without single-outcome pairs or for Bradley-Terry
     small_sample_floor: np.ndarray | None = None
+    #: the log analysed, for re-inference (:meth:`with_clustering`)
+    log: ComparisonLog | None = field(default=None, repr=False)
+    #: the option objects of the call (variance, joint, monte_carlo)
+    requested: tuple = field(default=(), repr=False)
+
+    @property
+    def warnings(self) -> Notes:
+        """The notes (each a ``str`` with a ``code``; :mod:`winrate.notes`)."""
+        return self.notes
+
+    @property
+    def params(self) -> pd.Series:
+        """The scores, indexed by model name (statsmodels' ``params``)."""
+        return pd.Series(self.scores, index=self._index, name="score")
+
+    @property
+    def std_errors(self) -> pd.Series:
+        """The clustered SEs, indexed by model name (NaN: not estimable)."""
+        return pd.Series(self.se, index=self._index, name="se")
+
+    def cov_params(self) -> pd.DataFrame:
+        """The clustered covariance of the scores, labelled by model on both axes."""
+        return pd.DataFrame(self.cov, index=self._index, columns=self._index)
+
+    @property
+    def _index(self) -> pd.Index:
+        return pd.Index(self.models.astype(str), name="model")
+
+    def with_clustering(self, cluster, variance: Variance | None = None,
+                        **changes) -> LeaderboardAnalysis:
+        """The same fit re-inferred under another clustering (and optionally another
+        :class:`winrate.settings.Variance`, ``joint=``, ``monte_carlo=`` or ``alpha=``), as
+        pyfixest's ``vcov()``: the estimator is not refitted."""
+        old_variance, joint, monte_carlo = self.requested
+        kwargs = {"variance": variance or old_variance, "joint": joint,
+                  "monte_carlo": monte_carlo, "alpha": self.alpha, **changes}
+        return analyze(self.log, cluster, board=self.leaderboard, **kwargs)
+
+    def plot(self, path=None):
+        """The forest and rank plot (:func:`winrate.plots.leaderboard_figure`), written to
+        ``path`` when given; returns the matplotlib figure."""
+        from winrate.plots import leaderboard_figure, plot_leaderboard
+
+        return leaderboard_figure(self) if path is None else plot_leaderboard(self, path)
 
     @property
     def models(self) -> np.ndarray:
@@ -229,7 +266,7 @@ class LeaderboardAnalysis:
         from winrate.report import format_summary, format_table
 
         return text_block("Leaderboard analysis", [format_summary(self), format_table(self)],
-                          self.warnings)
+                          self.notes)
 
     def __repr__(self) -> str:
         s = self.settings
@@ -353,153 +390,77 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     )
 
 
-def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary) -> str | None:
-    """The Lindeberg warning: a cluster carrying more of a model's variance on an axis with
-    enough clusters than :data:`winrate.diagnostics.DOMINANT_SHARE`."""
-    if axis.largest_share is None or axis.n_clusters < FEW_CLUSTERS:
+def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary):
+    """The Lindeberg warning (:func:`winrate.notes.dominant_cluster`): a cluster carrying
+    more of a model's variance on an axis with enough clusters than
+    :data:`winrate.diagnostics.DOMINANT_SHARE`."""
+    if axis.largest_share is None or axis.n_clusters < notes.FEW_CLUSTERS:
         return None  # few clusters have their own warning
     limit = diagnostics.DOMINANT_SHARE
     flagged = np.flatnonzero(np.nan_to_num(axis.largest_share) > limit)
     if not flagged.size:
         return None
     worst = flagged[np.argmax(axis.largest_share[flagged])]
-    return (
-        f"axis '{axis.name}': a single cluster carries more than {limit:.0%} of the clustered "
-        f"variance for {flagged.size} model(s), up to {axis.largest_share[worst]:.0%} for "
-        f"{board.models[worst]} ({axis.name} {axis.largest_cluster[worst]}); its SE then "
-        "rests on fewer than 4 effective clusters and the normal approximation on that one "
-        "cluster (Lindeberg condition), so treat the SE as rough: use --method jackknife or "
-        "t critical values, and check the result without that cluster."
-    )
+    return notes.dominant_cluster(axis.name, limit, flagged.size, axis.largest_share[worst],
+                                  str(board.models[worst]), axis.largest_cluster[worst])
 
 
-def _few_effective_note(board: Leaderboard, axis: AxisSummary, remedy: str) -> str | None:
-    """The warning naming the models whose SE rests on fewer than :data:`FEW_EFFECTIVE`
-    effective clusters (G*, Carter, Schnepel & Steigerwald 2017) on an axis with enough
-    clusters overall (an axis with few clusters has its own warning), ending with
-    ``remedy`` (what the method in use does about it, or what to compare with)."""
-    if axis.effective_clusters is None or axis.n_clusters < FEW_CLUSTERS:
+def _few_effective_note(board: Leaderboard, axis: AxisSummary, remedy: str):
+    """The models whose SE rests on fewer than :data:`winrate.notes.FEW_EFFECTIVE` effective
+    clusters on an axis with enough clusters overall (an axis with few clusters has its own
+    warning), ending with ``remedy``."""
+    if axis.effective_clusters is None or axis.n_clusters < notes.FEW_CLUSTERS:
         return None
     g_star = axis.effective_clusters
-    flagged = np.flatnonzero(np.nan_to_num(g_star, nan=np.inf) < FEW_EFFECTIVE)
+    flagged = np.flatnonzero(np.nan_to_num(g_star, nan=np.inf) < notes.FEW_EFFECTIVE)
     if not flagged.size:
         return None
     flagged = flagged[np.argsort(g_star[flagged], kind="stable")]
-    shown = ", ".join(f"{board.models[i]} ({g_star[i]:.1f})" for i in flagged[:8])
-    return (
-        f"axis '{axis.name}': the SEs of {flagged.size} model(s) rest on fewer than "
-        f"{FEW_EFFECTIVE} effective {axis.name} clusters G* (of {axis.n_clusters:,}): "
-        f"{shown}{', ...' if flagged.size > 8 else ''}. Their comparisons are concentrated "
-        f"in a few {axis.name}s, so their intervals behave as if clustered in that few "
-        f"and are rough; {remedy}"
-    )
+    return notes.few_effective_clusters(
+        axis.name, axis.n_clusters, [(str(board.models[i]), g_star[i]) for i in flagged],
+        remedy)
 
 
-def judges_sample_note(log: ComparisonLog, clustering: tuple[str, ...]) -> str | None:
+def judges_sample_note(log: ComparisonLog, clustering: tuple[str, ...]):
     """The note that intervals clustered without a judge axis the log has, with fewer than
-    :data:`FEW_CLUSTERS` judges, are conditional on these judges (judges as fixed, not
-    sampled): they cover what these judges would say on new prompts, not what other
-    judges would."""
+    :data:`winrate.notes.FEW_CLUSTERS` judges, are conditional on these judges."""
     judges = log.axes.get("judge")
-    if judges is None or "judge" in clustering or not 2 <= judges.n_clusters < FEW_CLUSTERS:
+    if (judges is None or "judge" in clustering
+            or not 2 <= judges.n_clusters < notes.FEW_CLUSTERS):
         return None
-    return (f"the log has {judges.n_clusters} judges but the intervals are not clustered by "
-            f"judge: they are conditional on these {judges.n_clusters} judges (what they "
-            "would say on new prompts) and understate the uncertainty about what other "
-            "judges would say; cluster by prompt+judge to treat the judges as a sample.")
+    return notes.judges_fixed(judges.n_clusters)
 
 
-def incomplete_design_note(board: Leaderboard) -> str | None:
-    """The warning for win rates on a comparison graph far from complete, or None.
-
-    The opponent-averaged win rate ``S_a = sum_b w_ab psi_ab`` averages over the opponents a
-    met, so two models that met different opponents are scored on different tests. When more
-    than :data:`INCOMPLETE_SHARE` (10%) of the model pairs were never compared, the scores
-    are declared not comparable and Bradley-Terry (``--model bt``), which adjusts every
-    rating for the strength of the opponents met, is recommended; below that, a milder note
-    says how many pairs are missing. A baseline design needs only the baseline pairs, and
-    Bradley-Terry needs only a connected graph, so neither gets this note.
-    """
-    missing = board.unobserved_pairs
-    if not missing or board.estimator != "winrate" or board.options.get("baseline"):
-        return None
-    k = len(board.models)
-    share = len(missing) / (k * (k - 1) / 2)
-    unmet = pd.Series([m for pair in missing for m in pair]).value_counts()
-    most = ", ".join(f"{m} ({n} of {k - 1})" for m, n in unmet.head(5).items())
-    if share > INCOMPLETE_SHARE:
-        return (f"{len(missing)} of {k * (k - 1) // 2} model pairs ({share:.0%}) were never "
-                "compared: the opponent-averaged win rate scores each model against the "
-                "opponents it happened to meet, and its interval covers that average, not "
-                "the average over the whole field; scores are not comparable across models "
-                f"(most opponents missed: {most}). Use --model bt (Bradley-Terry adjusts for "
-                "opponent strength).")
-    were, they = ("pair was", "it is") if len(missing) == 1 else ("pairs were", "they are")
-    return (f"{len(missing)} model {were} never compared; {they} left out of the scores "
-            "(never imputed), so models are scored against slightly different opponent sets "
-            f"(opponents missed: {most}).")
-
-
-def _few_clusters(axis: AxisSummary, method: str, t_reference: bool = False) -> str:
-    """The few-cluster warning, worded for the variance method that was run."""
-    head = (f"axis '{axis.name}' has only {axis.n_clusters} clusters (< {FEW_CLUSTERS}): "
-            f"its clustered SE rests on {axis.n_clusters} independent units")
-    if method == "sandwich" and t_reference:
-        return (head + "; t(G - 1) critical values allow for that, but the SE itself is "
-                "rough.")
-    if method == "sandwich":
-        return (head + " and is unreliable; use t(G - 1) critical values (--reference t; "
-                "--method jackknife does) or a bootstrap, and treat the SE as rough.")
-    if method == "jackknife":
-        return (head + "; the jackknife with t(G - 1) critical values is the few-cluster "
-                "method, but with so few clusters its SE is still rough.")
-    return (head + f"; the bootstrap can only resample these {axis.n_clusters} clusters, "
-            "so its SE is rough.")
+def _remedy(method: str, correction: str, t_reference: bool) -> str:
+    if method != "sandwich":
+        return f"the {method} in use is less affected by this than the sandwich."
+    if correction == "cr2" and t_reference:
+        return ("CR2 with a t reference on each model's Pan-Wall df (the method in use) "
+                "widens them for it.")
+    return "compare with --method jackknife."
 
 
 def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
               not_estimable: dict[str, str], psd_repaired: bool,
               method: str = "sandwich", t_reference: bool = False,
-              correction: str = DEFAULT_CORRECTION) -> list[str]:
-    """Plain-language warnings about what the numbers can and cannot support."""
-    notes = []
-    if method != "sandwich":
-        remedy = f"the {method} in use is less affected by this than the sandwich."
-    elif correction == "cr2" and t_reference:
-        remedy = ("CR2 with a t reference on each model's Pan-Wall df (the method in use) "
-                  "widens them for it.")
-    else:
-        remedy = "compare with --method jackknife."
+              correction: str = DEFAULT_CORRECTION) -> list:
+    """What the numbers can and cannot support, as coded notes (:mod:`winrate.notes`)."""
+    found = []
+    remedy = _remedy(method, correction, t_reference)
     for axis in axes.values():
-        if axis.n_clusters < FEW_CLUSTERS:
-            notes.append(_few_clusters(axis, method, t_reference))
+        if axis.n_clusters < notes.FEW_CLUSTERS:
+            found.append(notes.few_clusters(axis.name, axis.n_clusters, method, t_reference))
         if axis.single_cluster_pairs:
-            notes.append(
-                f"axis '{axis.name}': {axis.single_cluster_pairs} of {len(board.pairs)} model "
-                f"pairs are observed within a single {axis.name} cluster; the {axis.name} "
-                "variance is not identified for them, so SEs of the models involved are "
-                "understated on that axis."
-            )
-        dominant = _dominant_cluster_note(board, axis)
-        if dominant:
-            notes.append(dominant)
-        few_effective = _few_effective_note(board, axis, remedy)
-        if few_effective:
-            notes.append(few_effective)
+            found.append(notes.single_cluster_pairs(axis.name, axis.single_cluster_pairs,
+                                                    len(board.pairs)))
+        found.append(_dominant_cluster_note(board, axis))
+        found.append(_few_effective_note(board, axis, remedy))
     if not_estimable:
-        notes.append("uncertainty not estimable (no SE, interval or certain rank is "
-                     "reported; a score, where shown, has no error bar): "
-                     + "; ".join(f"{m}: {why}" for m, why in not_estimable.items()))
-    incomplete = incomplete_design_note(board)
-    if incomplete:
-        notes.append(incomplete)
+        found.append(notes.not_estimable(not_estimable))
+    found.extend(estimators.of(board).design_notes(board))
     if psd_repaired:
-        notes.append(
-            "the multiway covariance was not positive semi-definite and was repaired by "
-            "clipping negative eigenvalues (Cameron, Gelbach & Miller 2011); some contrasts "
-            "may have understated SEs."
-        )
-    return notes
+        found.append(notes.psd_repaired())
+    return [note for note in found if note is not None]
 
 
 def not_estimable_models(board: Leaderboard, se: np.ndarray,
@@ -557,11 +518,10 @@ def clustering_problem(log: ComparisonLog, clustering: tuple[str, ...]) -> str |
 
 
 def _clustered_cov(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...],
-                   correction: str):
+                   correction: str, strata):
     """Multiway covariance of all parameters (ratings, then coefficients); CR2 takes the
-    win rate's pairs as strata (:mod:`winrate.variance`)."""
+    estimator's strata (:mod:`winrate.variance`)."""
     groups = [log.axes[name].codes for name in clustering]
-    strata = board.pair if correction == "cr2" else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         return multiway_cluster_cov(board.influence, groups, correction, bread=board.bread,
@@ -572,14 +532,6 @@ def _check_clustering(log: ComparisonLog, clustering: tuple[str, ...]) -> None:
     problem = clustering_problem(log, clustering)
     if problem is not None:
         raise WinrateInputError(f"cannot cluster by {'+'.join(clustering)}: {problem}")
-
-
-def _check_correction(correction: str, estimator: str) -> None:
-    if correction not in CORRECTIONS:
-        raise WinrateInputError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
-    if correction == "cr2" and estimator != "winrate":
-        raise WinrateInputError("correction 'cr2' is defined for the win rate's pair means; "
-                                "use 'cr1' with Bradley-Terry")
 
 
 def _reference_df(board: Leaderboard, axes: dict, correction: str, reference: str,
@@ -609,67 +561,62 @@ def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
         return used, None
     chosen = " + ".join(used) if used else "none (rows treated as independent)"
     reasons = "; ".join(problem for problem in problems.values() if problem)
-    return used, f"default clustering prompt+judge: clustered by {chosen}, because {reasons}"
+    return used, notes.default_clustering(chosen, reasons)
 
 
 def _auto_choice(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...]):
     """:func:`winrate.method_choice.choose` for this log, fit and clustering."""
     sizes = [log.axes[name].n_clusters for name in clustering]
-    return method_choice.choose(clustering, sizes, board.estimator,
+    return method_choice.choose(clustering, sizes, estimators.of(board).thin_design_rule(),
                                 method_choice.thinnest_pair_size(board.counts))
 
 
-def analyze(log, cluster=None, weights="uniform",
-            correction: str | None = None, alpha: float = 0.05,
-            reference: str | None = None, *, model: str = "winrate", baseline: str | None = None,
-            anchor=None, covariates=(), prior: float | None = None, ties: str = "half",
-            method: str = "auto",
-            bootstrap_reps: int = 999, seed: int | None = 0, simultaneous: bool = False,
-            ranks: bool = False, pairwise: bool = False, rank_method: str = "marginal",
-            n_draws: int = DEFAULT_DRAWS, progress: bool | None = None,
-            board: Leaderboard | None = None) -> LeaderboardAnalysis:
+def analyze(log, cluster=None, model: str | None = None, *, variance: Variance | None = None,
+            joint: Joint | None = None, monte_carlo: MonteCarlo | None = None,
+            alpha: float = 0.05, board: Leaderboard | None = None,
+            progress: bool | None = None, **options) -> LeaderboardAnalysis:
     """Fit scores and their clustered covariance, intervals and diagnostics.
 
-    ``model`` chooses the estimator (:data:`winrate.estimators.ESTIMATORS`: the half-tie
-    win rate or Bradley-Terry on the Elo scale); ``baseline``, ``anchor``, ``covariates``,
-    ``prior`` and ``ties`` are its options (:func:`winrate.estimators.fit`). Everything
-    below reads only the estimator's influence, whichever it is.
     ``log``: a :class:`ComparisonLog`, or a DataFrame or file path read by
     :func:`winrate.read_comparisons` with the default column names.
     ``cluster`` names the axes (``"none"``, ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or
     any extra axis of the log); None (default): ``prompt+judge``, or those of the two the
     log can be clustered by, with a note saying which and why (:func:`default_clustering`).
-    ``reference="t"`` uses t(G - 1) critical values with G the smallest cluster count among
-    the axes (normal when unclustered). Warnings are both
-    returned in the result and emitted as :class:`WinrateWarning`.
+    ``model`` names the estimator (:data:`winrate.estimators.REGISTRY`; default the win
+    rate) and ``options`` are its options (``weights``, ``baseline``, ``anchor``,
+    ``covariates``, ``prior``, ``ties``, as it declares them). Everything below reads only
+    the estimator's influence and asks the estimator what it supports.
 
-    ``correction`` and ``reference`` default to the method's choice: ``"cr1"`` and
-    ``"normal"`` for the explicit methods, the design's for ``"auto"``; given, they are kept.
-    ``method``: ``"auto"`` (default: the method, correction and reference chosen from the
-    design by :func:`winrate.method_choice.choose`), ``"sandwich"`` (the multiway CR
-    sandwich), ``"jackknife"`` (CV3J with t(G - 1)) or ``"bootstrap"`` (wild, cluster or
-    pigeonhole bootstrap by the clustering; :func:`winrate.resampling.resampled_variance`);
-    ``method_note`` says which and why. ``simultaneous``, ``ranks`` and ``pairwise`` add
-    :class:`JointInference` (Monte-Carlo critical values with ``n_draws`` draws and
-    ``seed``). ``board``: a :func:`winrate.estimators.fit` of this log with these options,
-    to analyse one fit under several clusterings without refitting. ``progress``: progress bars
-    for the bootstrap and the joint inference (:mod:`winrate.progress`; None: on a terminal).
+    ``variance`` (:class:`winrate.settings.Variance`): the method, ``"auto"`` by default
+    (method, correction and reference chosen from the design by
+    :func:`winrate.method_choice.choose`), ``"sandwich"`` (the multiway CR sandwich),
+    ``"jackknife"`` (CV3J with t(G - 1)) or ``"bootstrap"``
+    (:func:`winrate.resampling.resampled_variance`); a correction or reference given there
+    is kept; ``method_note`` says which and why. ``joint``
+    (:class:`winrate.settings.Joint`) adds simultaneous intervals, rank sets and pairwise
+    differences (:class:`JointInference`) with the draws and seed of ``monte_carlo``
+    (:class:`winrate.settings.MonteCarlo`, which also seeds the bootstraps).
+    ``board``: a fit of this log (:func:`winrate.estimators.fit`) to analyse under several
+    clusterings without refitting; an option given here that differs from the fit's is an
+    error naming both. ``progress``: progress bars (:mod:`winrate.progress`; None: on a
+    terminal). Every note is kept on the result (``notes``, each with a code) and emitted
+    as a :class:`WinrateWarning`. Today's flat keywords (``method=``, ``correction=``,
+    ``seed=``, ``ranks=``, ...) are accepted with a ``deprecated`` note.
     """
-    if method not in VARIANCE_METHODS:
-        raise WinrateInputError(f"method must be one of {VARIANCE_METHODS}, got {method!r}")
-    if reference not in (None, "normal", "t"):
-        raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
+    variance, joint, monte_carlo, options, legacy = _option_objects(variance, joint,
+                                                                     monte_carlo, options)
     log = as_log(log)
     default_note = None
     if cluster is None:
         clustering, default_note = default_clustering(log)
     else:
         clustering = parse_clustering(cluster)
-    if board is None:
-        board = estimators.fit(log, model, weights=weights, baseline=baseline, anchor=anchor,
-                               covariates=covariates, prior=prior, ties=ties)
+    with notes.collected("prior-dominates") as fit_notes:
+        board = _fitted(log, model, board, options)
     _check_clustering(log, clustering)
-    requested, auto, overridden = method, None, ""
+    estimator = estimators.of(board)
+    method, correction, reference = variance.method, variance.correction, variance.reference
+    auto, overridden = None, ""
     if method == "auto":
         auto = _auto_choice(log, board, clustering)
         method = auto.method
@@ -680,14 +627,17 @@ def analyze(log, cluster=None, weights="uniform",
                              if mine is not None and mine != theirs)
         correction, reference = correction or auto.correction, reference or auto.reference
     correction, reference = correction or DEFAULT_CORRECTION, reference or "normal"
-    _check_correction(correction, board.estimator)
+    if correction == "cr2":
+        estimator.require("cr2", "use correction 'cr1'")
+    seed = monte_carlo.seed
     k = len(board.models)
+    strata = estimator.cr2_strata(board) if correction == "cr2" else None
     naive_full = naive_cov(board.influence, correction, log.frequency, bread=board.bread,
-                           strata=board.pair if board.estimator == "winrate" else None)
+                           strata=strata)
     cov_naive = naive_full[:k, :k]
     axes, psd_repaired, full = {}, False, naive_full
     if clustering:
-        result = _clustered_cov(log, board, clustering, correction)
+        result = _clustered_cov(log, board, clustering, correction, strata)
         full, psd_repaired = result.cov, result.psd_repaired
         for i, name in enumerate(clustering):
             group = result.term_meats[i]  # row_squares: each column's sum of squared rows
@@ -696,22 +646,16 @@ def analyze(log, cluster=None, weights="uniform",
     cov = full[:k, :k]
     choice, resampling_notes = None, []
     if method != "sandwich":
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", WinrateWarning)
-            choice = resampled_variance(log, board, clustering, method, weights, alpha,
-                                        bootstrap_reps, seed, progress,
+        with notes.collected() as resampling_notes:
+            choice = resampled_variance(log, board, clustering, method, alpha,
+                                        variance.bootstrap_reps, seed, progress,
                                         correction=correction)
-        # keep the resampling warnings (few clusters, coarse bootstrap support, undefined
-        # replicates) as notes; PSD repair is reported by the common note below
-        resampling_notes = list(dict.fromkeys(
-            str(w.message) for w in caught if issubclass(w.category, WinrateWarning)
-            and "not PSD" not in str(w.message)))
+        # PSD repair is reported by the common note below
+        resampling_notes = resampling_notes.without("psd-repaired")
         cov, df, method_note = choice.cov, choice.df, choice.note
         psd_repaired = psd_repaired or choice.psd_repaired
-    floor, floor_notes = np.zeros(cov.shape), []
-    if board.estimator == "winrate":
-        floor, floor_notes = _small_sample_floor(board, log, alpha)
-        cov, cov_naive = cov + floor, cov_naive + floor
+    floor, floor_notes = _small_sample_floor(board, log, alpha)
+    cov, cov_naive = cov + floor, cov_naive + floor
     if method == "sandwich":
         df = _reference_df(board, axes, correction, reference,
                            result.term_meats[:len(clustering)] if clustering else [], cov)
@@ -723,13 +667,14 @@ def analyze(log, cluster=None, weights="uniform",
                                   choice.wild.high, float("nan"), alpha, df)
     not_estimable = not_estimable_models(board, intervals.se, axes)
     intervals = _blank(intervals, board.models, not_estimable)
-    joint = None
-    if simultaneous or ranks or pairwise:
-        joint = joint_inference(board.scores, cov, alpha, df, simultaneous=simultaneous,
-                                ranks=ranks, pairwise=pairwise, rank_method=rank_method,
-                                n_draws=n_draws, seed=seed, choice=choice,
-                                estimable=~np.isnan(intervals.se), progress=progress)
-    intervals, joint, range_note = _cut_to_range(board, intervals, joint)
+    joint_result = None
+    if joint.any:
+        joint_result = joint_inference(
+            board.scores, cov, alpha, df, simultaneous=joint.simultaneous, ranks=joint.ranks,
+            pairwise=joint.pairwise, rank_method=joint.rank_method,
+            n_draws=monte_carlo.n_draws, seed=seed, choice=choice,
+            estimable=~np.isnan(intervals.se), progress=progress)
+    intervals, joint_result, range_note = _cut_to_range(board, intervals, joint_result)
     if auto is not None:
         method_note = (f"auto: {auto.reason}{overridden}. "
                        f"{method_note[0].upper()}{method_note[1:]}")
@@ -737,31 +682,94 @@ def analyze(log, cluster=None, weights="uniform",
         default_note, range_note, judges_sample_note(log, clustering),
         method_choice.no_reliable_method(clustering, [a.n_clusters for a in axes.values()]),
     ) if note]
-    notes = (_warnings(board, axes, not_estimable, psd_repaired, method, df is not None,
-                       correction)
-             + floor_notes
-             + resampling_notes + design_notes)
-    for note in notes:
-        warnings.warn(note, WinrateWarning, stacklevel=2)
-    settings = {"estimator": board.estimator, "scale": board.scale,
-                "cluster": list(clustering) or ["none"],
-                "weights": _weights_label(weights) if board.estimator == "winrate" else None,
-                "correction": correction, "alpha": alpha, "reference": reference, "df": df,
-                "method": requested, "bootstrap_reps": bootstrap_reps, "seed": seed,
-                **{key: board.options.get(key) for key in
-                   ("baseline", "anchor", "prior", "ties", "covariates", "standardisation")
-                   if key in board.options}}
+    found = Notes([*legacy, *fit_notes,
+                   *_warnings(board, axes, not_estimable, psd_repaired, method,
+                              df is not None, correction),
+                   *floor_notes, *resampling_notes, *design_notes])
+    for note in found:
+        notes.emit(note)
+    settings = Settings(
+        estimator=board.estimator, scale=board.scale, cluster=list(clustering) or ["none"],
+        correction=correction, alpha=alpha, reference=reference, df=df,
+        method=variance.method, bootstrap_reps=variance.bootstrap_reps, seed=seed,
+        n_draws=monte_carlo.n_draws,
+        options={**estimator.settings(board.options), **_fitted_settings(board)})
     return LeaderboardAnalysis(
         leaderboard=board, clustering=clustering, cov=cov, cov_naive=cov_naive,
         intervals=intervals, deff=np.where(np.isnan(intervals.se), np.nan,
                                            diagnostics.design_effect(cov, cov_naive)),
         axes=axes,
         psd_repaired=psd_repaired, n_comparisons=log.n_comparisons, n_rows=log.n_rows,
-        settings=settings, warnings=notes, method=choice.method if choice else "sandwich",
-        method_note=method_note, joint=joint,
+        settings=settings, notes=found, method=choice.method if choice else "sandwich",
+        method_note=method_note, joint=joint_result,
         coefficients=_coefficients(board, full, naive_full, alpha, df),
-        not_estimable=not_estimable, small_sample_floor=floor,
+        not_estimable=not_estimable, small_sample_floor=floor, log=log,
+        requested=(variance, joint, monte_carlo),
     )
+
+
+def _fitted_settings(board: Leaderboard) -> dict:
+    """Fitted state that reports show with the options (the covariates' standardisation)."""
+    moments = board.fitted.get("standardisation")
+    return {} if moments is None else {"standardisation": moments}
+
+
+def _option_objects(variance, joint, monte_carlo, options: dict):
+    """The option objects, with today's flat keywords (``method=``, ``seed=``, ...) moved
+    into them and a ``deprecated`` note naming each; a flat keyword beside its object is an
+    error. Returns ``(variance, joint, monte_carlo, estimator options, notes)``."""
+    given = {"Variance": variance, "Joint": joint, "MonteCarlo": monte_carlo}
+    moved: dict[type, dict] = {}
+    for key in [key for key in options if key in LEGACY_KEYWORDS]:
+        moved.setdefault(LEGACY_KEYWORDS[key], {})[key] = options.pop(key)
+    found = []
+    for kind, values in moved.items():
+        if given[kind.__name__] is not None:
+            raise WinrateInputError(f"give {', '.join(values)} inside "
+                                    f"{_keyword(kind)}={kind.__name__}(...), not beside it")
+        shown = ", ".join(f"{key}={value!r}" for key, value in values.items())
+        found.append(notes.deprecated(shown, f"{_keyword(kind)}={kind.__name__}({shown})"))
+    return (variance or Variance(**moved.get(Variance, {})),
+            joint or Joint(**moved.get(Joint, {})),
+            monte_carlo or MonteCarlo(**moved.get(MonteCarlo, {})), options, found)
+
+
+def _keyword(kind: type) -> str:
+    return {Variance: "variance", Joint: "joint", MonteCarlo: "monte_carlo"}[kind]
+
+
+def _fitted(log: ComparisonLog, model: str | None, board: Leaderboard | None,
+            options: dict) -> Leaderboard:
+    """``board``, checked against the model and options of this call, or a new fit."""
+    if board is None:
+        return estimators.fit(log, model or estimators.DEFAULT_ESTIMATOR, **options)
+    estimator = estimators.of(board)
+    if model is not None and model != board.estimator:
+        raise WinrateInputError(f"model {model!r} was asked for, but the reused fit (board=) "
+                                f"is of model {board.estimator!r}")
+    settled = estimator.settle(options)
+    for name in options:
+        if not _same(settled[name], board.options.get(name)):
+            raise WinrateInputError(
+                f"option {name!r} is {_shown(settled[name])} in this call but "
+                f"{_shown(board.options.get(name))} in the reused fit (board=): refit with "
+                "these options, or leave the option out")
+    return board
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return type(a) is type(b) and a == b
+    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
+        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and a.equals(b)
+    try:
+        return bool(np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object)))
+    except (TypeError, ValueError):
+        return a == b
+
+
+def _shown(value) -> str:
+    return "a matrix" if isinstance(value, (np.ndarray, pd.DataFrame)) else repr(value)
 
 
 def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint):
@@ -775,34 +783,23 @@ def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint):
         joint, cut = replace(joint, sim_low=sim_low, sim_high=sim_high), cut | sim_cut
     if not cut.any():
         return intervals, joint, None
-    names = ", ".join(map(str, board.models[cut][:5])) + (", ..." if cut.sum() > 5 else "")
-    return intervals, joint, (
-        f"{plural(int(cut.sum()), 'model')} ({names}) had a normal interval reaching past "
-        "0% or 100% (marginal or simultaneous); it is cut at the bound, as for a proportion. "
-        "So little information is behind these scores that the normal approximation is "
-        "poor: read their intervals as rough.")
+    return intervals, joint, notes.interval_cut([str(m) for m in board.models[cut]])
 
 
 def _small_sample_floor(board: Leaderboard, log: ComparisonLog, alpha):
-    """The small-sample floor of single-outcome pairs (:mod:`winrate.small_sample`), with
-    a note naming the pairs and the floor."""
-    floor, degenerate, kind = degenerate_pair_cov(board, log.frequency, critical_value(alpha))
+    """The estimator's small-sample floor of single-outcome pairs (zero when it has none),
+    with a note naming the pairs and the floor."""
+    found = estimators.of(board).small_sample_floor(board, log.frequency, critical_value(alpha))
+    k = len(board.models)
+    if found is None:
+        return np.zeros((k, k)), []
+    floor, degenerate, kind = found
     if kind is None:
         return floor, []
     names = board.all_models
-    shown = [f"{names[lo]} vs {names[hi]} ({plural(board.counts[lo, hi], 'comparison')})"
+    shown = [(str(names[lo]), str(names[hi]), board.counts[lo, hi])
              for lo, hi in board.pairs[degenerate][:5]]
-    how = ("the posterior mean of its binomial variance under a Beta prior centred on a "
-           "Bradley-Terry fit of the whole log (empirical Bayes), so pairs the log places "
-           "far apart stay narrow and close pairs do not" if kind == "empirical Bayes" else
-           "the variance that makes its interval reach the far Wilson bound, because no "
-           "three or more models are linked by wins in both directions, so the log cannot "
-           "say how far apart models are (this floor is conservative)")
-    note = (f"{int(degenerate.sum())} model pair(s) had the same outcome in every comparison "
-            f"({'; '.join(shown)}{', ...' if degenerate.sum() > 5 else ''}): their sample "
-            f"variance is zero, so instead of a zero-width interval each got {how} "
-            "(small-sample floor, winrate.small_sample).")
-    return floor, [note]
+    return floor, [notes.small_sample_floor(shown, int(degenerate.sum()), kind)]
 
 
 def _blank(intervals: WaldIntervals, models, not_estimable: dict) -> WaldIntervals:
@@ -830,5 +827,3 @@ def _coefficients(board: Leaderboard, full: np.ndarray, naive_full: np.ndarray, 
                         cov, full)
 
 
-def _weights_label(weights) -> str:
-    return weights if isinstance(weights, str) else "matrix"

@@ -48,17 +48,17 @@ Stefanski & Boos 2002, "The calculus of M-estimation", Amer. Stat. 56(1)) with s
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
+from winrate import notes
 from winrate.constants import TIE_MODELS
 from winrate.data import ComparisonLog
 from winrate.diagnostics import check_connected
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError
 from winrate.leaderboard import (
     Leaderboard,
     baseline_code,
@@ -388,6 +388,8 @@ def parse_anchor(anchor) -> tuple[str, float] | None:
     """``"MODEL=RATING"`` (or a (model, rating) pair) -> (model, rating)."""
     if anchor is None:
         return None
+    if isinstance(anchor, dict):  # as a fit keeps it (Leaderboard.options)
+        anchor = (anchor.get("model"), anchor.get("rating"))
     if isinstance(anchor, str):
         model, sep, rating = anchor.rpartition("=")
         if not sep or not model:
@@ -456,8 +458,7 @@ def _check_identified(log, counts, psi, prior, names) -> None:
     if not prior:
         raise WinrateInputError(f"the Bradley-Terry MLE is not finite: {problem}. Add a "
                                 "ridge prior (--prior VAR) or more comparisons")
-    warnings.warn(f"Bradley-Terry: {problem}; only the ridge prior keeps these ratings "
-                  "finite, so they mostly reflect the prior", WinrateWarning, stacklevel=3)
+    notes.emit(notes.prior_dominates(problem), stacklevel=3)
 
 
 def _pairs_data(log, table, ties: str) -> _Pairs:
@@ -478,13 +479,14 @@ def _pairs_data(log, table, ties: str) -> _Pairs:
 
 
 def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, anchor=None,
-        baseline: str | None = None, covariates=()) -> Leaderboard:
+        baseline: str | None = None, covariates=(), table=None) -> Leaderboard:
     """Bradley-Terry (or Davidson) ratings on the Elo scale with their score rows and bread.
 
     ``prior``: variance VAR of the ridge prior on theta (natural units), None for the MLE.
     ``anchor``: ``"MODEL=RATING"``; default: mean rating 1000, or the baseline at 1000 when
     ``baseline`` is given (the baseline is then the reference and is not reported).
     ``covariates``: names of ``log.features`` to control for (style control).
+    ``table``: the log's :func:`winrate.leaderboard.pairwise_table`, when already computed.
     """
     if ties not in TIE_MODELS:
         raise WinrateInputError(f"ties must be one of {TIE_MODELS}, got {ties!r}")
@@ -495,7 +497,7 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
         raise WinrateInputError("covariates are supported with ties='half' only")
     precision = 0.0 if prior is None else 1.0 / prior
     anchor = parse_anchor(anchor)
-    table = pairwise_table(log)
+    table = pairwise_table(log) if table is None else table
     psi, counts = table[0], table[1]
     names = log.models
     keep, base_name = np.arange(log.n_models), None
@@ -526,15 +528,14 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
     bread = full_map @ _inverse_information(info, k, centred)
     options = {"ties": ties, "prior": prior, "covariates": list(covariates),
                "anchor": None if anchor is None else {"model": anchor[0], "rating": anchor[1]},
-               "baseline": base_name,
-               "standardisation": moments, "theta": params[:k]}
+               "baseline": base_name}
     return Leaderboard(
         models=names[keep], scores=R @ params[:k] + offset, psi=psi, counts=counts,
         weights=None, influence=rows, pair=pair, pairs=table[3], centered=centered,
         bread=bread, estimator="bt", scale="elo", log_models=names, contestants=keep,
         canonical_map=C, reported_map=A, report_offset=offset, coef_names=coef_names,
-        coef=params[k:],
-        options=options, row_level=bool(covariates) or ties == "davidson")
+        coef=params[k:], options=options, row_level=bool(covariates) or ties == "davidson",
+        fitted={"theta": params[:k], "standardisation": moments})
 
 
 def _fit_logit(log, table, precision, centred):
@@ -610,7 +611,7 @@ class PairRefit:
         self.k = len(board.all_models)
         self.precision = 0.0 if board.options["prior"] is None else 1 / board.options["prior"]
         self.tol = 1e-10 * np.asarray(total_counts, float)
-        self.theta0 = board.options["theta"]
+        self.theta0 = board.fitted["theta"]
         flat = np.concatenate([self.lo * self.k + self.lo, self.hi * self.k + self.hi,
                                self.lo * self.k + self.hi, self.hi * self.k + self.lo])
         n_pairs = len(self.lo)
@@ -665,45 +666,3 @@ class PairRefit:
                 break
         theta[moving | (np.abs(theta) > _DIVERGED).any(axis=1)] = np.nan
         return theta
-
-
-class RowRefit:
-    """Bradley-Terry refits of re-weighted logs when the fit needs the rows (covariates,
-    Davidson ties): replicate b gives row r the frequency ``counts[b, r]`` (the resampled
-    copies of the row) and :func:`fit` runs on it with the same options, covariates
-    re-standardised. A replicate whose fit is not identified (disconnected, infinite MLE)
-    has no ratings (NaN). One fit per replicate: O(n) each, so B replicates cost B fits.
-    """
-
-    def __init__(self, board: Leaderboard, log: ComparisonLog):
-        self.board, self.log = board, log
-        options = board.options
-        anchor = options["anchor"]
-        self.kwargs = {"ties": options["ties"], "prior": options["prior"],
-                       "covariates": tuple(options["covariates"]),
-                       "anchor": None if anchor is None or options["baseline"] else
-                       (anchor["model"], anchor["rating"]),
-                       "baseline": options["baseline"]}
-
-    def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """(B, L) canonical ratings; ``counts`` (B, n) are the replicate row frequencies."""
-        counts = np.atleast_2d(counts)
-        out = np.full((counts.shape[0], len(self.board.all_models)), np.nan)
-        for b, freq in enumerate(counts):
-            out[b] = self._refit(freq)
-        return out
-
-    def _refit(self, freq: np.ndarray) -> np.ndarray:
-        keep = freq > 1e-12 * freq.max(initial=0.0)
-        log = self.log
-        models = np.unique(np.concatenate([log.model_a[keep], log.model_b[keep]]))
-        if models.size < log.n_models:  # a model lost every comparison of this replicate
-            return np.nan
-        sub = ComparisonLog(log.model_a[keep], log.model_b[keep], log.score[keep], log.models,
-                            {}, freq[keep], {k: v[keep] for k, v in log.features.items()})
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", WinrateWarning)
-                return self.board.canonical_map @ fit(sub, **self.kwargs).options["theta"]
-        except WinrateInputError:  # not identified in this replicate
-            return np.nan

@@ -21,10 +21,8 @@ from winrate.constants import (
     DATASET_NAMES,
     DEFAULT_COLUMNS,
     DEFAULT_CORRECTION,
-    ESTIMATORS,
     LOG_FORMATS,
     TABLE_FORMATS,
-    TIE_MODELS,
     VARIANCE_METHODS,
 )
 from winrate.errors import (
@@ -42,28 +40,23 @@ DATASET_HELP = " | ".join(DATASET_NAMES)
 
 
 def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
-    """The estimator and its options, ``--weights`` and ``--correction``: shared by every
-    command that fits a leaderboard."""
-    parser.add_argument("--model", default="winrate", choices=ESTIMATORS,
-                        help="estimator: winrate (half-tie win rate, default) or bt "
-                             "(Bradley-Terry on the Elo scale)")
-    parser.add_argument("--baseline", metavar="MODEL",
-                        help="every model faces this baseline (AlpacaEval, arena-hard): it is "
-                             "the reference (50%% win rate, or the anchor rating) and is not "
-                             "ranked")
-    parser.add_argument("--anchor", metavar="MODEL=RATING",
-                        help="bt: fix MODEL's rating (default: mean rating 1000, or the "
-                             "baseline at 1000)")
-    parser.add_argument("--covariates", metavar="COL[,COL...]", default="",
-                        help="bt: numeric per-row columns of the (a, b) difference to control "
-                             "for (style control), standardised")
-    parser.add_argument("--prior", metavar="VAR", type=float,
-                        help="bt: ridge prior theta ~ N(0, VAR) in logit units (default: none)")
-    parser.add_argument("--ties", default="half", choices=TIE_MODELS,
-                        help="bt: ties as half wins (default) or Davidson's tie model")
-    parser.add_argument("--weights", default="uniform", choices=("uniform", "count"),
-                        help="winrate: opponent weights (default: uniform over observed "
-                             "opponents)")
+    """``--model`` and the options of every estimator, built from the estimators' own
+    option specs (:func:`winrate.estimators.all_options`), and ``--correction``: shared by
+    every command that fits a leaderboard. An option's flag is left out of the namespace
+    unless given, so each estimator gets only what the user asked for."""
+    from winrate import estimators
+
+    listed = ", ".join(f"{name} ({est.title})" for name, est in estimators.REGISTRY.items())
+    parser.add_argument("--model", default=estimators.DEFAULT_ESTIMATOR,
+                        choices=estimators.ESTIMATORS,
+                        help=f"estimator: {listed}; default {estimators.DEFAULT_ESTIMATOR}")
+    for option in estimators.all_options().values():
+        owners = ", ".join(estimators.owners(option.name))
+        default = "" if option.default in (None, ()) else f"; default {option.default}"
+        parser.add_argument(option.flag, dest=option.name, default=argparse.SUPPRESS,
+                            choices=option.choices, metavar=option.metavar,
+                            type=option.parse or str,
+                            help=f"{owners}: {option.help}{default}")
     parser.add_argument("--correction", default=None, choices=CORRECTIONS,
                         help=f"small-sample correction (default: the method's; "
                              f"{DEFAULT_CORRECTION} for explicit methods, cr2 for the win "
@@ -151,7 +144,14 @@ def load_log(args: argparse.Namespace, clustering) -> tuple:
             stage(f"reading {args.dataset or args.input}"):
         warnings.simplefilter("always", WinrateWarning)
         log = _read_log(args, clustering)
-    return log, [str(caught.message) for caught in loading]
+    return log, [_reader_note(caught.message) for caught in loading]
+
+
+def _reader_note(message):
+    """A loader's warning as a coded note (a reader's plain text gets the code ``reader``)."""
+    from winrate.notes import as_note
+
+    return as_note(message.args[0] if message.args else str(message), "reader")
 
 
 def _read_log(args: argparse.Namespace, clustering):
@@ -181,15 +181,18 @@ def _read_log(args: argparse.Namespace, clustering):
 
 
 def covariate_columns(args: argparse.Namespace) -> tuple[str, ...]:
-    """``--covariates a,b`` -> ("a", "b")."""
-    return tuple(c.strip() for c in getattr(args, "covariates", "").split(",") if c.strip())
+    """``--covariates a,b`` -> ("a", "b") (none when not given)."""
+    given = getattr(args, "covariates", "")
+    return tuple(c.strip() for c in given.split(",") if c.strip())
 
 
 def estimator_options(args: argparse.Namespace) -> dict:
-    """analyze() keywords of the estimator flags."""
-    return {"model": args.model, "weights": args.weights, "baseline": args.baseline,
-            "anchor": args.anchor, "covariates": covariate_columns(args), "prior": args.prior,
-            "ties": args.ties, "correction": args.correction}
+    """The estimator (``model``) and the options given on the command line."""
+    from winrate import estimators
+
+    given = {name: getattr(args, name) for name in estimators.all_options()
+             if hasattr(args, name)}
+    return {"model": args.model, **given}
 
 
 def run_leaderboard(args: argparse.Namespace) -> int:
@@ -216,8 +219,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
         clustering, note = default_clustering(log)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        result = analyze(log, cluster=clustering, alpha=args.alpha, reference=args.reference,
-                         **estimator_options(args), **joint)
+        result = analyze(log, cluster=clustering, alpha=args.alpha,
+                         **estimator_options(args), **_variance_flags(args), **joint)
     if getattr(args, "plot", None):
         from winrate.plots import plot_leaderboard
         from winrate.progress import stage
@@ -236,8 +239,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def _joint_flags(args: argparse.Namespace) -> dict:
-    """analyze() keywords for the inference flags (absent flags keep the defaults)."""
+def _variance_flags(args: argparse.Namespace) -> dict:
+    """analyze()'s ``variance`` and ``monte_carlo`` from the flags."""
+    from winrate.settings import MonteCarlo, Variance
+
     method = getattr(args, "method", "sandwich")
     reps = getattr(args, "bootstrap_reps", 999)
     if method == "bootstrap" and reps < 99:
@@ -245,26 +250,33 @@ def _joint_flags(args: argparse.Namespace) -> dict:
     seed = getattr(args, "seed", 0)
     if seed < 0:
         raise WinrateInputError(f"--seed must be a whole number >= 0, got {seed}")
+    return {"variance": Variance(method, args.correction, args.reference, reps),
+            "monte_carlo": MonteCarlo(seed=seed)}
+
+
+def _joint_flags(args: argparse.Namespace) -> dict:
+    """analyze()'s ``joint`` from the inference flags (absent flags keep the defaults); a
+    plot needs the simultaneous intervals and the rank sets."""
+    from winrate.settings import Joint
+
     plot = bool(getattr(args, "plot", None))
     simultaneous = getattr(args, "simultaneous", False) or plot
     ranks = getattr(args, "ranks", False) or plot
-    return {"method": method, "bootstrap_reps": reps, "seed": seed,
-            "simultaneous": simultaneous, "ranks": ranks,
-            "pairwise": getattr(args, "pairwise", False) or simultaneous or ranks,
-            "rank_method": getattr(args, "rank_method", "marginal")}
+    return {"joint": Joint(simultaneous, ranks,
+                           getattr(args, "pairwise", False) or simultaneous or ranks,
+                           getattr(args, "rank_method", "marginal"))}
 
 
 def _print_report(result, loaded=(), notes=(), table_format: str = "text") -> None:
     """The report on stdout (:func:`winrate.report.format_report`); on stderr, ``notes``
     (e.g. the clustering chosen by default), then the loader's warnings and the analysis
     warnings, each once."""
+    from winrate.notes import as_note
     from winrate.report import format_report
 
     print(format_report(result, table_format))
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    for warning in dict.fromkeys([*loaded, *result.warnings]):
-        print(f"warning: {warning}", file=sys.stderr)
+    for note in dict.fromkeys([*notes, *loaded, *result.notes]):
+        print(as_note(note, "reader").line(), file=sys.stderr)
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,8 +6,6 @@ instant). The module that implements each option re-exports its tuple under its
 historical name (``winrate.variance.CORRECTIONS``, ``winrate.formats.FORMATS``, ...).
 """
 
-#: Estimators of :func:`winrate.estimators.fit`: the half-tie win rate, Bradley-Terry.
-ESTIMATORS = ("winrate", "bt")
 #: Bradley-Terry tie models: ties as half wins, or Davidson's tie parameter.
 TIE_MODELS = ("half", "davidson")
 #: Small-sample corrections of clustered covariances: CR0, G/(G-1) per term, or CR2 (the
@@ -18,6 +16,10 @@ SCALAR_CORRECTIONS = ("none", "cr1")
 DEFAULT_CORRECTION = "cr1"
 #: Variance methods of :func:`winrate.analysis.analyze`; ``auto`` chooses from the design.
 VARIANCE_METHODS = ("auto", "sandwich", "jackknife", "bootstrap")
+#: Monte-Carlo draws of the joint critical values (:mod:`winrate.inference`).
+DEFAULT_DRAWS = 200_000
+#: Rank confidence sets: each covers its model's rank, or all cover jointly.
+RANK_METHODS = ("marginal", "simultaneous")
 #: Default column of each role in a comparison log.
 DEFAULT_COLUMNS = {
     "prompt": "prompt_id",

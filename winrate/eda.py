@@ -89,7 +89,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from winrate import diagnostics
+from winrate import diagnostics, estimators
 from winrate.analysis import (
     AxisSummary,
     LeaderboardAnalysis,
@@ -100,7 +100,6 @@ from winrate.analysis import (
 )
 from winrate.data import ComparisonLog, as_log, read_dataset
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.estimators import fit
 from winrate.report import defined_median, json_safe
 from winrate.results import (
     Summary,
@@ -110,6 +109,7 @@ from winrate.results import (
     text_block,
     wald_bounds,
 )
+from winrate.settings import Variance
 from winrate.tables import comment_block, render_table
 from winrate.variance import DEFAULT_CORRECTION
 
@@ -233,7 +233,7 @@ class EdaReport:
                                             keep=np.isfinite(result.se))
         else:
             low, high = wald_bounds(self.score, result.se, alpha, df)
-        scale = "elo" if self.settings.get("model") == "bt" else "probability"
+        scale = _estimator(self).scale
         low, high, _ = clip_to_range(low, high, scale)
         return bounds_frame(self.models, low, high, self.to_frame().index)
 
@@ -317,17 +317,23 @@ def shared_response_icc(log: ComparisonLog, analysis: LeaderboardAnalysis, codes
 # --------------------------------------------------------------------------- the report
 
 
-def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], weights, correction, board):
+def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], correction, board):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        return analyze(log, cluster=axes or "none", weights=weights, correction=correction,
-                       method="sandwich", board=board)
+        return analyze(log, cluster=axes or "none", board=board,
+                       variance=Variance("sandwich", correction))
 
 
 def _fit_quietly(log: ComparisonLog, weights, estimator: dict):
+    """The fit of the report's estimator; the opponent ``weights`` go to an estimator that
+    has them, and a scheme other than the default to one that has not is its error."""
+    options = dict(estimator)
+    model = options.pop("model", estimators.DEFAULT_ESTIMATOR)
+    if weights != "uniform" or "weights" in estimators.get(model).option_names:
+        options["weights"] = weights
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        return fit(log, weights=weights, **estimator)
+        return estimators.fit(log, model, **options)
 
 
 @dataclass(frozen=True)
@@ -378,14 +384,14 @@ def _run_analyses(log, specs, weights, correction, estimator: dict):
     for spec in sorted(identified, key=len, reverse=True):
         if len(spec) == 1 and any(spec[0] in r.summaries for r in runs.values()):
             continue
-        run = _quiet_analyze(log, spec, weights, correction, board)
+        run = _quiet_analyze(log, spec, correction, board)
         base = base or _Base.of(run)
         for name in singles.intersection(run.axes).difference(checks):
             layout = layout or _ByModel.of(log, run)
             checks[name] = _axis_check(log, run, name, layout)
         runs[spec] = _Run(run.se, run.deff, run.cov, dict(run.axes), run.warnings)
     if base is None:
-        run = _quiet_analyze(log, (), weights, correction, board)
+        run = _quiet_analyze(log, (), correction, board)
         base, runs[()] = _Base.of(run), _Run(run.se, run.deff, run.cov, {}, run.warnings)
     return runs, checks, base
 
@@ -608,9 +614,14 @@ def format_structure(report: EdaReport) -> str:
 
 def _unit(report: EdaReport) -> tuple[float, str]:
     """Printed scale: win rates in percent, Bradley-Terry ratings in Elo points."""
-    if report.settings.get("model") == "bt":
-        return 1.0, "Bradley-Terry ratings and SEs in Elo points"
-    return 100.0, "score and SEs in percent"
+    estimator = _estimator(report)
+    if estimator.unit.label == "Elo":
+        return estimator.unit.factor, f"{estimator.title} ratings and SEs in Elo points"
+    return estimator.unit.factor, "score and SEs in percent"
+
+
+def _estimator(report: EdaReport):
+    return estimators.get(report.settings.get("model", estimators.DEFAULT_ESTIMATOR))
 
 
 def model_table(report: EdaReport, scale: float | None = None) -> pd.DataFrame:
@@ -724,7 +735,7 @@ def explore_input(args) -> EdaReport:
     """:func:`explore_dataset` of --dataset, or :func:`explore` of the INPUT log."""
     from winrate.cli import estimator_options, load_log
 
-    options = estimator_options(args)
+    options = {**estimator_options(args), "correction": args.correction}
     if args.dataset and not args.input:
         return explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
                                **options)

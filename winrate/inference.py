@@ -74,7 +74,6 @@ binomial count below the quantile (David & Nagaraja 2003, "Order Statistics", se
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -83,10 +82,11 @@ import pandas as pd
 from numba import njit, prange
 from scipy import special
 
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate import notes
+from winrate.constants import DEFAULT_DRAWS, RANK_METHODS
+from winrate.errors import WinrateInputError
 from winrate.parallel import sized_kernel
 
-DEFAULT_DRAWS = 200_000
 #: Default Monte-Carlo tolerance: draws are added until the MC SE of every critical value is
 #: at most this fraction of it (module doc, "Draws"), up to ``n_draws``.
 DEFAULT_MC_TOLERANCE = 0.002
@@ -95,7 +95,7 @@ FIRST_DRAWS = 10_000
 _ZERO_VAR_RTOL = 1e-12  # a contrast variance <= this * max(diag V) counts as zero
 _NEG_EIG_RTOL = 1e-8  # eigenvalues below -this * max eigenvalue: cov is not PSD
 _CHUNK_BYTES = 32 * 2**20
-_METHODS = ("marginal", "simultaneous")
+_METHODS = RANK_METHODS
 
 
 # --------------------------------------------------------------------------- validation
@@ -172,12 +172,7 @@ def _check_draws(n_draws: int, alpha: float) -> int:
     if int(n_draws) != n_draws or n_draws < 1000:
         raise WinrateInputError(f"n_draws must be an integer >= 1000, got {n_draws}")
     if n_draws * alpha < 200:
-        warnings.warn(
-            f"only {n_draws * alpha:.0f} Monte-Carlo draws beyond the critical value; "
-            "increase n_draws for a stable quantile",
-            WinrateWarning,
-            stacklevel=4,
-        )
+        notes.emit(notes.few_tail_draws(n_draws * alpha), stacklevel=4)
     return int(n_draws)
 
 
@@ -201,12 +196,7 @@ def _factor(V: np.ndarray) -> np.ndarray:
 
 def _warn_zero(zero: np.ndarray, what: str) -> None:
     if zero.any():
-        warnings.warn(
-            f"{int(zero.sum())} {what} have zero variance: they are left out of the "
-            "simultaneous critical value and their estimates are treated as exact",
-            WinrateWarning,
-            stacklevel=3,
-        )
+        notes.emit(notes.zero_variance(int(zero.sum()), what), stacklevel=3)
 
 
 # ------------------------------------------------------------------ Monte-Carlo engine

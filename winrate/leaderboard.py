@@ -70,7 +70,8 @@ class Leaderboard:
     centered : (n,) pair-centred scores ``s_r - psi_ab`` of the lower-coded model.
     bread : (K + C, q) map from score rows to the influence of (scores, coef); None for the
         win rate without a baseline.
-    estimator : ``"winrate"`` or ``"bt"``; scale : ``"probability"`` or ``"elo"``.
+    estimator : the name of the estimator that made it (:data:`winrate.estimators.REGISTRY`);
+        scale : ``"probability"`` or ``"elo"``.
     log_models : the log's L model names; ``contestants`` (K,) their codes that are
         reported (a baseline is not a contestant).
     canonical_map, reported_map, report_offset : resampling works in a canonical
@@ -80,7 +81,9 @@ class Leaderboard:
         ``reported_map @ c + report_offset`` (None: ``c``). Covariances are combined and
         PSD-repaired in ``c`` and then mapped, so contrasts do not depend on the anchor.
     coef_names, coef : further parameters (style covariates, Davidson's tie parameter).
-    options : estimator settings for reports (baseline, anchor, prior, ties, covariates).
+    options : the estimator's options as fitted (:meth:`winrate.estimators.base.Estimator.settle`).
+    fitted : further fitted state of the estimator (Bradley-Terry's ``theta`` in natural
+        units, the covariates' ``standardisation``).
     row_level : True when the estimate depends on the rows beyond their pair totals
         (covariates, Davidson ties), so resampling refits it from row totals.
     """
@@ -106,6 +109,7 @@ class Leaderboard:
     coef: np.ndarray = field(default_factory=lambda: np.empty(0))
     options: dict = field(default_factory=dict)
     row_level: bool = False
+    fitted: dict = field(default_factory=dict)
 
     @property
     def resampling_units(self) -> tuple[np.ndarray, int]:
@@ -175,7 +179,7 @@ class Leaderboard:
         """The full-sample estimate in the canonical parameterisation."""
         if self.canonical_map is None:
             return self.scores
-        return self.canonical_map @ self.options["theta"]
+        return self.canonical_map @ self.fitted["theta"]
 
 
 @sized_kernel
@@ -298,17 +302,21 @@ def influence_matrix(log: ComparisonLog, weights: np.ndarray, psi: np.ndarray,
     return sp.csr_array((data, indices, indptr), shape=shape, copy=False), pair, centered
 
 
-def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None) -> Leaderboard:
+def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None,
+        table=None) -> Leaderboard:
     """Scores ``S_a = sum_b w_ab psi_ab`` and their influence matrix for a comparison log.
 
     ``baseline``: a design in which every model faces one reference model (AlpacaEval,
     arena-hard). Each contestant's score is its win rate against the baseline,
     ``S_a = psi_a,base`` (``w_ab = 1`` for b the baseline, 0 otherwise), and the baseline is
-    not reported: it is the reference at 50%.
+    not reported: it is the reference at 50%. ``table``: the log's :func:`pairwise_table`,
+    when already computed. The options are kept on the fit (``options``).
     """
-    psi, counts, pair_of_key, pairs = pairwise_table(log)
+    psi, counts, pair_of_key, pairs = pairwise_table(log) if table is None else table
     check_connected(counts, log.models)
     base = None if baseline is None else baseline_code(log, baseline, counts)
+    options = {"weights": weights,
+               "baseline": None if base is None else str(log.models[base])}
     if base is not None:
         weights = np.zeros(counts.shape)
         weights[:, base] = counts[:, base] > 0
@@ -317,12 +325,13 @@ def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None) -> L
     scores = np.where(has_games, (w * np.nan_to_num(psi)).sum(axis=1), np.nan)
     infl, pair, centered = influence_matrix(log, w, psi, counts, pair_of_key)
     if base is None:
-        return Leaderboard(log.models, scores, psi, counts, w, infl, pair, pairs, centered)
+        return Leaderboard(log.models, scores, psi, counts, w, infl, pair, pairs, centered,
+                           options=options)
     keep = np.flatnonzero(np.arange(log.n_models) != base)
     select = np.eye(log.n_models)[keep]
     return Leaderboard(log.models[keep], scores[keep], psi, counts, w, infl, pair, pairs,
                        centered, bread=select, log_models=log.models, contestants=keep,
-                       options={"baseline": str(log.models[base])})
+                       options=options)
 
 
 def model_code(log: ComparisonLog, name: str, flag: str) -> int:
@@ -344,3 +353,79 @@ def baseline_code(log: ComparisonLog, baseline: str, counts: np.ndarray) -> int:
             f"with baseline {baseline!r} every model must be compared with it; "
             f"{len(never)} never were: {never[:10]}{' ...' if len(never) > 10 else ''}")
     return base
+
+
+# ------------------------------------------------------------------ replicate refits
+
+_ZERO_COUNT_RTOL = 1e-10  # a replicate pair count <= this * full count counts as zero
+
+
+class PairScorer:
+    """Win-rate scores from pair totals, for a block of replicates at once.
+
+    ``scores(W, N)`` maps (B, P) pair totals to (B, C) canonical scores by the rules of
+    :func:`winrate.leaderboard.fit`: a pair whose replicate count is 0 is dropped and each
+    model's weights are renormalised over its remaining opponents (``"uniform"``: 1 / number
+    of observed opponents; ``"count"``: ``N*_ab / N*_a``); a user matrix is held fixed on
+    the remaining pairs, each row rescaled to its original row sum. With the log's own
+    totals it reproduces ``board.scores`` (tested to 1e-12). The weight scheme is the fit's
+    own (``board.options``), never the caller's.
+    """
+
+    def __init__(self, board, total_counts=None):
+        self.board = board
+        self.k = len(board.all_models)
+        self.lo, self.hi = board.pairs[:, 0], board.pairs[:, 1]
+        n_pairs = len(board.pairs)
+        rows = np.arange(n_pairs)
+        shape = (n_pairs, self.k)
+        self.to_lo = sp.csr_array((np.ones(n_pairs), (rows, self.lo)), shape=shape)
+        self.to_hi = sp.csr_array((np.ones(n_pairs), (rows, self.hi)), shape=shape)
+        scheme = board.options.get("weights", "uniform")
+        # a baseline design's weights are a fixed matrix (1 on the baseline column)
+        fixed = board.options.get("baseline") or not isinstance(scheme, str)
+        self.scheme = "matrix" if fixed else scheme
+        self.w_lo = board.weights[self.lo, self.hi]
+        self.w_hi = board.weights[self.hi, self.lo]
+        self.row_sum = board.weights.sum(axis=1)
+        full = board.counts[self.lo, self.hi] if total_counts is None else total_counts
+        self.tol = _ZERO_COUNT_RTOL * np.asarray(full, float)
+
+    def _spread(self, on_lo, on_hi):
+        """``out[:, a] = sum_{p: lo_p = a} on_lo[:, p] + sum_{p: hi_p = a} on_hi[:, p]``."""
+        return np.asarray(on_lo @ self.to_lo) + np.asarray(on_hi @ self.to_hi)
+
+    def scores(self, wins, counts):
+        return self.board.canonical(self.raw_scores(wins, counts))
+
+    def raw_scores(self, wins, counts):
+        """(B, L) scores of every log model (a baseline included)."""
+        wins, counts = np.atleast_2d(wins), np.atleast_2d(counts)
+        observed = counts > self.tol
+        psi = np.divide(wins, counts, out=np.zeros(wins.shape), where=observed)
+        if self.scheme == "count":
+            n_a = self._spread(counts * observed, counts * observed)
+            total = self._spread(wins * observed, (counts - wins) * observed)
+            return np.divide(total, n_a, out=np.full(n_a.shape, np.nan), where=n_a > 0)
+        if self.scheme == "uniform":
+            obs = observed.astype(float)
+            degree = self._spread(obs, obs)
+            inv = np.divide(1.0, degree, out=np.zeros(degree.shape), where=degree > 0)
+            raw = self._spread(psi * inv[:, self.lo], obs * (1 - psi) * inv[:, self.hi])
+            return np.where(degree > 0, raw, np.nan)
+        mass = self._spread(observed * self.w_lo, observed * self.w_hi)
+        scale = np.divide(self.row_sum, mass, out=np.full(mass.shape, np.nan), where=mass > 0)
+        return scale * self._spread(psi * self.w_lo, observed * (1 - psi) * self.w_hi)
+
+
+def wild_influence_map(board: Leaderboard, total_counts: np.ndarray) -> sp.csr_array:
+    """(P, K) ``A`` with ``A[p, lo] = w_lo,hi / N_p``, ``A[p, hi] = -w_hi,lo / N_p``: the
+    influence of a unit of centred pair total ``W_p - psi_p N_p`` on the scores."""
+    lo, hi = board.pairs[:, 0], board.pairs[:, 1]
+    n_pairs = len(lo)
+    rows = np.concatenate([np.arange(n_pairs)] * 2)
+    data = np.concatenate([board.weights[lo, hi], -board.weights[hi, lo]])
+    data /= np.concatenate([total_counts] * 2)
+    amap = sp.csr_array((data, (rows, np.concatenate([lo, hi]))),
+                        shape=(n_pairs, len(board.all_models)))
+    return amap if board.contestants is None else sp.csr_array(amap[:, board.codes])

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from winrate import notes
+
 #: Below this many clusters on every one of two or more axes, the pigeonhole bootstrap...
 SMALL_AXIS = 100
 #: ... provided the smallest axis has at least this many clusters.
@@ -88,10 +90,12 @@ def thinnest_pair_size(counts: np.ndarray) -> float:
     return float(np.nanmedian(observed[has_pairs], axis=1).min())
 
 
-def choose(names: tuple[str, ...], sizes: list[int], estimator: str,
+def choose(names: tuple[str, ...], sizes: list[int], thin_design_rule: bool,
            pair_size: float) -> AutoChoice:
     """The ``auto`` rule (module doc) for clustering axes ``names`` with ``sizes`` clusters,
-    the ``estimator`` (``"winrate"`` or ``"bt"``) and :func:`thinnest_pair_size`."""
+    whether the estimator takes the thin-design rule (CR2 with Pan-Wall df; it needs the
+    estimator's CR2 strata, :meth:`winrate.estimators.base.Estimator.thin_design_rule`) and
+    :func:`thinnest_pair_size`."""
     if not names:
         return AutoChoice("sandwich", "cr1", "normal",
                           "no clustering, so each comparison is an independent unit")
@@ -101,7 +105,7 @@ def choose(names: tuple[str, ...], sizes: list[int], estimator: str,
             f"every axis has fewer than {SMALL_AXIS} clusters (and at least "
             f"{MIN_BOOTSTRAP_AXIS}), where the two-way sandwich and the jackknife under-cover "
             "jointly and the pigeonhole bootstrap does not (paper/coverage)")
-    if estimator == "winrate" and pair_size < THIN_PAIR:
+    if thin_design_rule is True and pair_size < THIN_PAIR:
         return AutoChoice(
             "sandwich", "cr2", "t",
             f"some model's median pair rests on {pair_size:g} comparisons (< {THIN_PAIR}), "
@@ -117,22 +121,16 @@ def choose(names: tuple[str, ...], sizes: list[int], estimator: str,
                       "(MacKinnon, Nielsen & Webb 2023)")
 
 
-def no_reliable_method(names: tuple[str, ...], sizes: list[int]) -> str | None:
-    """The caveat for designs where no interval method reached nominal coverage in the
-    study (an axis with <= :data:`TOO_FEW` clusters, or two axes both at or below
-    :data:`FEW_BOTH`), or None."""
+def no_reliable_method(names: tuple[str, ...], sizes: list[int]):
+    """The caveat (a :class:`winrate.notes.Note`) for designs where no interval method
+    reached nominal coverage in the study (an axis with <= :data:`TOO_FEW` clusters, or two
+    axes both at or below :data:`FEW_BOTH`), or None."""
     if not names:
         return None
     axis, g = min(zip(names, sizes, strict=True), key=lambda pair: pair[1])
     if g <= TOO_FEW:
-        return (f"with only {g} {axis} clusters no interval method covers at its nominal "
-                f"level (coverage study, paper/coverage): the intervals are wide and still "
-                f"rough. Report results per {axis}, or cluster without the {axis} axis and "
-                f"say they are conditional on these {g} {axis}s.")
+        return notes.no_reliable_axis(axis, g)
     low, high = sorted(sizes)[:2] if len(sizes) > 1 else (g, np.inf)
     if low <= FEW_BOTH[0] and high <= FEW_BOTH[1]:
-        return (f"with {low} and {high} clusters on the two smallest axes no interval method "
-                "covers at its nominal level with informative intervals (coverage study, "
-                "paper/coverage: short of nominal, or, with few judges, valid but very "
-                "wide); treat the intervals as rough and collect more prompts.")
+        return notes.no_reliable_pair(low, high)
     return None

@@ -16,6 +16,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from winrate import estimators
 from winrate.analysis import LeaderboardAnalysis, joint_inference
 from winrate.errors import WinrateInputError
 from winrate.inference import critical_value
@@ -187,7 +188,8 @@ def _add_footer(fig: Figure, handles, labels, text: str) -> None:
 
 def _title(analysis: LeaderboardAnalysis) -> str:
     """A short title: what is ranked and how many."""
-    what = "Bradley-Terry ratings" if analysis.settings.get("scale") == "elo" else "Win rates"
+    title = estimators.of(analysis.leaderboard).title
+    what = f"{title} ratings" if analysis.settings.get("scale") == "elo" else "Win rates"
     return f"{what} of {int(np.isfinite(analysis.scores).sum())} models"
 
 

@@ -7,8 +7,8 @@ numbers that are undefined are ``null``, never NaN):
 key                    meaning
 =====================  ==================================================================
 schema                 ``"winrate.leaderboard/1"``
-settings               ``estimator`` (``winrate`` or ``bt``), ``scale`` (``probability``:
-                       scores in [0, 1]; ``elo``: Bradley-Terry ratings
+settings               ``estimator`` (``winrate``, ``bt`` or ``rao-kupper``), ``scale``
+                       (``probability``: scores in [0, 1]; ``elo``: Bradley-Terry ratings
                        ``400/ln(10) theta`` with mean 1000 or the anchor's rating),
                        ``baseline``, ``anchor`` (``{model, rating}`` or null), ``prior``,
                        ``ties``, ``covariates`` and their ``standardisation`` (Bradley-Terry
@@ -50,7 +50,9 @@ coefficients           further parameters (style covariates per standardised uni
                        ``se_naive``, ``ci_low``, ``ci_high``, ``cov``, and the joint
                        sandwich covariance ``cov_all`` of ratings and coefficients in the
                        order ``names_all``; null if none
-warnings               plain-language warnings
+warnings               the notes' texts (as in ``notes``), kept for scripts that read them
+notes                  every warning and note: ``code`` (stable; winrate.notes.CODES),
+                       ``severity`` (``warning`` or ``note``), ``axis``, ``models``, ``text``
 method                 variance method actually run: ``sandwich``, ``jackknife`` (CV3J),
                        ``wild bootstrap`` (ci_low/ci_high are then percentile-t),
                        ``cluster bootstrap`` or ``pigeonhole bootstrap``
@@ -87,6 +89,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from winrate import estimators
 from winrate.analysis import LeaderboardAnalysis, _expand
 from winrate.inference import reference_label
 from winrate.tables import comment_block, render_table
@@ -245,9 +248,10 @@ def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
 
 
 def display_unit(analysis: LeaderboardAnalysis) -> tuple[float, int, int]:
-    """Scale, width and decimals of printed scores: percentage points for win rates, Elo
-    points for ratings."""
-    return (1.0, 7, 1) if analysis.settings.get("scale") == "elo" else (100.0, 6, 2)
+    """Scale, width and decimals of printed scores, as the estimator declares its unit
+    (percentage points for win rates, Elo points for ratings)."""
+    unit = estimators.of(analysis.leaderboard).unit
+    return unit.factor, unit.width, unit.decimals
 
 
 def leaderboard_cells(analysis: LeaderboardAnalysis,
@@ -362,7 +366,7 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
         f"{'' if float(analysis.n_comparisons).is_integer() else _FRACTIONAL}, "
         f"{len(analysis.models)} models; "
         f"clustered by {' + '.join(s['cluster'])} ({s['correction']}), reference {ref}",
-        f"estimator: {estimator_description(s)}",
+        f"estimator: {estimator_description(analysis)}",
     ]
     if analysis.method_note:
         lines.append(f"variance: {analysis.method_note}")
@@ -386,26 +390,10 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
     return "\n".join(lines)
 
 
-def estimator_description(settings: dict) -> str:
-    """One line naming the estimator, its scale and its options."""
-    if settings.get("estimator") == "bt":
-        anchor = settings.get("anchor")
-        text = ("Bradley-Terry, Elo scale 400/ln(10) theta, "
-                + (f"anchored at {anchor['model']} = {anchor['rating']:g}" if anchor
-                   else "mean rating 1000")
-                + ("; ties as half wins" if settings.get("ties") == "half"
-                   else "; Davidson ties"))
-        if settings.get("prior") is not None:
-            text += f"; ridge prior theta ~ N(0, {settings['prior']:g})"
-        if settings.get("covariates"):
-            text += f"; controlled for {', '.join(settings['covariates'])} (standardised)"
-    elif settings.get("baseline"):
-        text = "half-tie win rate in % against the baseline"
-    else:
-        text = f"half-tie win rate in %, opponent weights {settings.get('weights')}"
-    if settings.get("baseline"):
-        text += f"; baseline {settings['baseline']} (the reference, not ranked)"
-    return text
+def estimator_description(analysis: LeaderboardAnalysis) -> str:
+    """One line naming the estimator, its scale and its options (the estimator's own
+    :meth:`winrate.estimators.base.Estimator.describe`)."""
+    return estimators.of(analysis.leaderboard).describe(analysis.leaderboard.options)
 
 
 def to_dict(analysis: LeaderboardAnalysis) -> dict:
@@ -421,7 +409,7 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
         for name, axis in analysis.axes.items()
     }
     doc = {
-        "schema": SCHEMA, "settings": analysis.settings,
+        "schema": SCHEMA, "settings": analysis.settings.to_dict(),
         "n_comparisons": analysis.n_comparisons, "n_rows": analysis.n_rows,
         "models": [str(m) for m in analysis.models], "score": analysis.scores,
         "se": iv.se, "se_naive": analysis.se_naive, "ci_low": iv.low, "ci_high": iv.high,
@@ -431,7 +419,8 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
         "n": analysis.leaderboard.comparisons_per_model,
         "cov": analysis.cov, "axes": axes,
         "unobserved_pairs": [list(p) for p in analysis.leaderboard.unobserved_pairs],
-        "warnings": analysis.warnings,
+        "warnings": [str(note) for note in analysis.notes],
+        "notes": analysis.notes.to_list(),
         "coefficients": _coefficients_json(analysis),
         "not_estimable": analysis.not_estimable,
         **_joint_json(analysis),

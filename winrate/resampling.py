@@ -35,18 +35,16 @@ Methods
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
 import scipy.sparse as sp
 
-from winrate.bradley_terry import PairRefit, RowRefit
+from winrate import estimators, notes
 from winrate.constants import VARIANCE_METHODS
 from winrate.data import ComparisonLog
-from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.estimators import fit
+from winrate.errors import WinrateInputError
 from winrate.inference import _check_alpha, _quantile_with_se, reference_label
 from winrate.leaderboard import Leaderboard
 from winrate.progress import bar
@@ -107,75 +105,16 @@ def pair_totals(log: ComparisonLog, board: Leaderboard, groups) -> PairTotals:
     return PairTotals(wins, counts, n_groups)
 
 
-class PairScorer:
-    """Leaderboard scores from pair totals, for a block of replicates at once.
-
-    ``scores(W, N)`` maps (B, P) pair totals to (B, K) scores by the rules of
-    :func:`winrate.leaderboard.fit` and the dropped-pair convention of the module doc.
-    With the log's own totals it reproduces ``board.scores`` (tested to 1e-12).
-    """
-
-    def __init__(self, board: Leaderboard, weights="uniform", total_counts=None):
-        self.k = len(board.all_models)
-        self.lo, self.hi = board.pairs[:, 0], board.pairs[:, 1]
-        n_pairs = len(board.pairs)
-        rows = np.arange(n_pairs)
-        shape = (n_pairs, self.k)
-        self.to_lo = sp.csr_array((np.ones(n_pairs), (rows, self.lo)), shape=shape)
-        self.to_hi = sp.csr_array((np.ones(n_pairs), (rows, self.hi)), shape=shape)
-        self.scheme = weights if isinstance(weights, str) else "matrix"
-        self.w_lo = board.weights[self.lo, self.hi]
-        self.w_hi = board.weights[self.hi, self.lo]
-        self.row_sum = board.weights.sum(axis=1)
-        full = board.counts[self.lo, self.hi] if total_counts is None else total_counts
-        self.tol = _ZERO_COUNT_RTOL * np.asarray(full, float)
-
-    def _spread(self, on_lo: np.ndarray, on_hi: np.ndarray) -> np.ndarray:
-        """``out[:, a] = sum_{p: lo_p = a} on_lo[:, p] + sum_{p: hi_p = a} on_hi[:, p]``."""
-        return np.asarray(on_lo @ self.to_lo) + np.asarray(on_hi @ self.to_hi)
-
-    def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        wins, counts = np.atleast_2d(wins), np.atleast_2d(counts)
-        observed = counts > self.tol
-        psi = np.divide(wins, counts, out=np.zeros(wins.shape), where=observed)
-        if self.scheme == "count":
-            n_a = self._spread(counts * observed, counts * observed)
-            total = self._spread(wins * observed, (counts - wins) * observed)
-            return np.divide(total, n_a, out=np.full(n_a.shape, np.nan), where=n_a > 0)
-        if self.scheme == "uniform":
-            obs = observed.astype(float)
-            degree = self._spread(obs, obs)
-            inv = np.divide(1.0, degree, out=np.zeros(degree.shape), where=degree > 0)
-            raw = self._spread(psi * inv[:, self.lo], obs * (1 - psi) * inv[:, self.hi])
-            return np.where(degree > 0, raw, np.nan)
-        mass = self._spread(observed * self.w_lo, observed * self.w_hi)
-        scale = np.divide(self.row_sum, mass, out=np.full(mass.shape, np.nan), where=mass > 0)
-        return scale * self._spread(psi * self.w_lo, observed * (1 - psi) * self.w_hi)
+def replicate_scorer(board: Leaderboard, total_counts, log: ComparisonLog):
+    """Scores of replicate pair (or row) totals by refitting ``board``'s estimator exactly
+    (:meth:`winrate.estimators.base.Estimator.replicate_scorer`), with the fit's own
+    options."""
+    return estimators.of(board).replicate_scorer(board, total_counts, log)
 
 
-class _ContestantScorer:
-    """A win-rate :class:`PairScorer` whose per-log-model scores are mapped to the canonical
-    ones (a baseline is dropped)."""
-
-    def __init__(self, board: Leaderboard, weights, total_counts):
-        self.board = board
-        self.scorer = PairScorer(board, board.weights, total_counts)
-
-    def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        return self.board.canonical(self.scorer.scores(wins, counts))
-
-
-def replicate_scorer(board: Leaderboard, weights, total_counts, log: ComparisonLog):
-    """Scores of replicate pair totals by refitting ``board``'s estimator exactly: the win
-    rate from its ratio form (:class:`PairScorer`), Bradley-Terry by batched Newton
-    refits (:class:`winrate.bradley_terry.PairRefit`) or, when it needs the rows
-    (covariates, Davidson ties), by refits of the re-weighted rows
-    (:class:`winrate.bradley_terry.RowRefit`)."""
-    if board.estimator == "bt":
-        return RowRefit(board, log) if board.row_level else PairRefit(board, total_counts)
-    if board.contestants is None:
-        return PairScorer(board, weights, total_counts)
-    return _ContestantScorer(board, weights, total_counts)
+def _fitted(log: ComparisonLog, board: Leaderboard | None, weights) -> Leaderboard:
+    """``board``, or the win rate with opponent ``weights`` when none is given."""
+    return estimators.fit(log, weights=weights) if board is None else board
 
 
 def _coded_axes(log: ComparisonLog, groups: list) -> tuple[list[np.ndarray], list[int]]:
@@ -200,7 +139,7 @@ def _block_size(width: int) -> int:
 # ------------------------------------------------------------------------ jackknife
 
 
-def _jackknife_blocks(totals: PairTotals, scorer: PairScorer, units=None):
+def _jackknife_blocks(totals: PairTotals, scorer, units=None):
     """Yield ``(start, S^(-g))`` for blocks of deleted clusters g (module doc).
 
     ``units``: per-cluster number of identical units (row frequencies when each row is
@@ -223,9 +162,9 @@ def jackknife_replicates(log: ComparisonLog, groups, weights="uniform",
     """(G, K) delete-one-cluster scores ``S^(-g)``: exactly ``fit`` on the log without
     cluster g (NaN for a model left without comparisons), from the sufficient statistics
     ``S^(-g) = score(W - W_g, N - N_g)`` in O(G P) instead of G refits."""
-    board = fit(log, weights=weights) if board is None else board
+    board = _fitted(log, board, weights)
     totals = pair_totals(log, board, groups)
-    scorer = replicate_scorer(board, weights, totals.total_counts, log)
+    scorer = replicate_scorer(board, totals.total_counts, log)
     return board.reported(np.concatenate([s for _, s in _jackknife_blocks(totals, scorer)]))
 
 
@@ -249,14 +188,14 @@ class JackknifeCovariance:
     min_eigenvalue: float
 
 
-def _cv3(log, board, groups, weights, center, units=None) -> tuple[np.ndarray, int]:
+def _cv3(log, board, groups, center, units=None) -> tuple[np.ndarray, int]:
     """One jackknife term, accumulated over blocks of deleted clusters (no (G, K) array
     kept). ``units`` (see ``_jackknife_blocks``): cluster g stands for ``m_g`` identical
     units, each deleted in turn, so its replicate counts ``m_g`` times among
     ``n = sum_g m_g`` replicates. Computed in the canonical parameterisation
     (:class:`winrate.leaderboard.Leaderboard`)."""
     totals = pair_totals(log, board, groups)
-    scorer = replicate_scorer(board, weights, totals.total_counts, log)
+    scorer = replicate_scorer(board, totals.total_counts, log)
     estimate = board.canonical_scores
     k = estimate.size
     mult = np.ones(totals.n_clusters) if units is None else np.asarray(units, float)
@@ -304,10 +243,7 @@ def jackknife_cov(log: ComparisonLog, groups, weights="uniform",
 
 def _warn_undefined(undefined: int) -> None:
     if undefined:
-        warnings.warn(f"{undefined} jackknife replicate score(s) were undefined (deleting a "
-                      "cluster removed every comparison of a model); the full-sample score "
-                      "was used there, which understates that model's variance",
-                      WinrateWarning, stacklevel=3)
+        notes.emit(notes.undefined_replicates(undefined), stacklevel=3)
 
 
 def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
@@ -329,10 +265,10 @@ def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
     codes, sizes = _coded_axes(log, groups)
     if min(sizes) < 2:
         raise WinrateInputError("the jackknife needs at least 2 clusters on every axis")
-    board = fit(log, weights=weights) if board is None else board
+    board = _fitted(log, board, weights)
 
     def term(term_codes, _n_range):
-        return _cv3(log, board, term_codes, weights, center)
+        return _cv3(log, board, term_codes, center)
 
     cov, min_eig, repaired, parts = inclusion_exclusion(
         codes, sizes, term, "multiway jackknife covariance")
@@ -369,8 +305,8 @@ def row_jackknife_cov(log: ComparisonLog, weights="uniform", board: Leaderboard 
     n_units = int(freq.sum())
     if n_units < 2:
         raise WinrateInputError("the jackknife needs at least 2 comparisons")
-    board = fit(log, weights=weights) if board is None else board
-    cov, undefined = _cv3(log, board, np.arange(log.n_rows), weights, center, units=freq)
+    board = _fitted(log, board, weights)
+    cov, undefined = _cv3(log, board, np.arange(log.n_rows), center, units=freq)
     _warn_undefined(undefined)
     return JackknifeCovariance(board.reported_cov(cov), (n_units,), n_units - 1, undefined,
                                False, np.nan)
@@ -432,10 +368,10 @@ class ProductWeightScorer:
     those frequencies (tested).
     """
 
-    def __init__(self, log: ComparisonLog, board: Leaderboard, groups: list, weights="uniform"):
+    def __init__(self, log: ComparisonLog, board: Leaderboard, groups: list):
         cells, self.n_cells, self.sizes, self.cell_of_axis = _cell_structure(log, groups)
         totals = pair_totals(log, board, cells)
-        self.scorer = replicate_scorer(board, weights, totals.total_counts, log)
+        self.scorer = replicate_scorer(board, totals.total_counts, log)
         self.wins_t, self.counts_t = totals.wins.T.tocsr(), totals.counts.T.tocsr()
 
     def scores(self, cluster_weights: list[np.ndarray]) -> np.ndarray:
@@ -469,8 +405,8 @@ def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps:
         raise WinrateInputError(f"bootstrap reps must be an integer >= 2, got {reps}")
     if not groups:
         raise WinrateInputError("the bootstrap needs at least one clustering axis")
-    board = fit(log, weights=weights) if board is None else board
-    scorer = ProductWeightScorer(log, board, groups, weights)
+    board = _fitted(log, board, weights)
+    scorer = ProductWeightScorer(log, board, groups)
     rng = np.random.default_rng(seed)
 
     def draw(b):
@@ -497,8 +433,8 @@ def row_bootstrap(log: ComparisonLog, weights="uniform", reps: int = 999,
         raise WinrateInputError(f"bootstrap reps must be an integer >= 2, got {reps}")
     freq = _require_whole_frequencies(log, "bootstrap")
     n_units = int(freq.sum())
-    board = fit(log, weights=weights) if board is None else board
-    scorer = ProductWeightScorer(log, board, [np.arange(log.n_rows)], weights)
+    board = _fitted(log, board, weights)
+    scorer = ProductWeightScorer(log, board, [np.arange(log.n_rows)])
     rng = np.random.default_rng(seed)
     inv = np.divide(1.0, freq, out=np.zeros(freq.shape), where=freq > 0)
 
@@ -528,9 +464,7 @@ def _bootstrap_result(board, reps, method, sizes, seed) -> BootstrapResult:
     defined = ~np.isnan(estimate)
     bad = np.isnan(reps[:, defined]).any(axis=1)
     if bad.any():
-        warnings.warn(f"{int(bad.sum())} of {len(reps)} bootstrap replicates left a model "
-                      "without comparisons and were dropped; the bootstrap distribution is "
-                      "conditional on every model being drawn", WinrateWarning, stacklevel=3)
+        notes.emit(notes.bootstrap_conditional(int(bad.sum()), len(reps)), stacklevel=3)
     reps = np.where(np.isnan(reps), np.nan_to_num(estimate), reps)[~bad]
     if len(reps) < 2:
         raise WinrateInputError("fewer than 2 bootstrap replicates left every model scored")
@@ -597,19 +531,6 @@ def wild_weights(n_clusters: int, reps: int, distribution: str = "webb", seed=0
     return points[rng.integers(0, len(points), (reps, n_clusters))], False
 
 
-def _influence_map(board: Leaderboard, total_counts: np.ndarray) -> sp.csr_array:
-    """(P, K) ``A`` with ``A[p, lo] = w_lo,hi / N_p``, ``A[p, hi] = -w_hi,lo / N_p``: the
-    influence of a unit of centred pair total ``W_p - psi_p N_p`` on the scores."""
-    lo, hi = board.pairs[:, 0], board.pairs[:, 1]
-    n_pairs = len(lo)
-    rows = np.concatenate([np.arange(n_pairs)] * 2)
-    data = np.concatenate([board.weights[lo, hi], -board.weights[hi, lo]])
-    data /= np.concatenate([total_counts] * 2)
-    amap = sp.csr_array((data, (rows, np.concatenate([lo, hi]))),
-                        shape=(n_pairs, len(board.all_models)))
-    return amap if board.contestants is None else sp.csr_array(amap[:, board.codes])
-
-
 def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha: float = 0.05,
                            reps: int = 9999, distribution: str = "webb", seed: int | None = 0,
                            correction: str = DEFAULT_CORRECTION,
@@ -641,7 +562,7 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     """
     alpha = _check_alpha(alpha)
     factor = small_sample_factor(2, correction)  # validates correction before any work
-    board = fit(log, weights=weights) if board is None else board
+    board = _fitted(log, board, weights)
     totals = pair_totals(log, board, groups)
     n_groups = totals.n_clusters
     if n_groups < 2:
@@ -651,7 +572,7 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     counts_p = totals.total_counts
     psi = np.divide(totals.total_wins, counts_p)
     centred = (totals.wins - totals.counts.multiply(psi[None, :])).toarray()  # (G, P) E_gp
-    amap = _influence_map(board, counts_p)
+    amap = estimators.of(board).wild_influence_map(board, counts_p)
     t_g = np.asarray(centred @ amap)  # (G, K) cluster sums of the influence
     factor = small_sample_factor(n_groups, correction)
     cov = factor * t_g.T @ t_g
@@ -699,19 +620,9 @@ def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) 
 
 def _warn_coarse_support(distribution: str, n_groups: int, alpha: float) -> None:
     if distribution == "rademacher" and 2.0 / 2**n_groups > alpha:
-        warnings.warn(
-            f"Rademacher weights with {n_groups} clusters have only 2^{n_groups} = "
-            f"{2**n_groups} equally likely draws ({2**(n_groups - 1)} distinct |t*|): no "
-            f"bootstrap quantile reaches {1 - alpha:.0%}, so the interval is set by the "
-            "largest draw and its coverage is not controlled; use Webb weights",
-            WinrateWarning, stacklevel=3)
+        notes.emit(notes.coarse_rademacher(n_groups, alpha), stacklevel=3)
     elif n_groups <= 5:
-        warnings.warn(
-            f"the wild cluster bootstrap with only {n_groups} clusters is unreliable "
-            "(MacKinnon & Webb 2017): its intervals can under- or over-cover badly"
-            + (", and with 2 clusters some draws leave almost no residual variation, so "
-               "the interval can be arbitrarily wide" if n_groups == 2 else ""),
-            WinrateWarning, stacklevel=3)
+        notes.emit(notes.few_wild_clusters(n_groups), stacklevel=3)
 
 
 # ------------------------------------------------------------ method choice for reports
@@ -765,7 +676,7 @@ def sandwich_note(names, sizes, correction: str, df) -> str:
 
 
 def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str, ...],
-                       method: str, weights="uniform", alpha: float = 0.05, reps: int = 999,
+                       method: str, alpha: float = 0.05, reps: int = 999,
                        seed: int | None = 0, progress: bool | None = None,
                        correction: str = DEFAULT_CORRECTION) -> VarianceChoice:
     """Covariance by the jackknife or a bootstrap, chosen by the clustering (``names``
@@ -791,9 +702,9 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
     label = _axes_phrase(names, sizes) if names else "comparisons (no clustering)"
     if method == "jackknife":
         if names:
-            jack = multiway_jackknife_cov(log, groups, weights, board)
+            jack = multiway_jackknife_cov(log, groups, board=board)
         else:
-            jack = row_jackknife_cov(log, weights, board)
+            jack = row_jackknife_cov(log, board=board)
         note = (f"jackknife (CV3J: delete one cluster, mean-centred) by {label}, "
                 f"t({jack.df}) reference: ")
         if names:
@@ -804,9 +715,11 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
             note += "no clustering requested, so each comparison is deleted in turn"
         return VarianceChoice("jackknife", jack.cov, jack.df, note,
                               psd_repaired=jack.psd_repaired)
-    if len(groups) == 1 and sizes[0] <= WILD_MAX_CLUSTERS and board.estimator == "winrate":
+    estimator = estimators.of(board)
+    if (len(groups) == 1 and sizes[0] <= WILD_MAX_CLUSTERS
+            and estimator.supports("wild bootstrap")):
         dist = "webb" if sizes[0] <= WEBB_MAX_CLUSTERS else "rademacher"
-        wild = wild_cluster_bootstrap(log, groups[0], weights, alpha, reps, dist, seed,
+        wild = wild_cluster_bootstrap(log, groups[0], "uniform", alpha, reps, dist, seed,
                                       correction, board=board, progress=progress)
         why = ("Webb 6-point weights since Rademacher has only 2^G draws" if dist == "webb"
                else "Rademacher weights")
@@ -816,18 +729,18 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
                 f"inference use its {correction} covariance with t({sizes[0] - 1})")
         return VarianceChoice("wild bootstrap", wild.cov, sizes[0] - 1, note, wild=wild)
     if not names:
-        boot = row_bootstrap(log, weights, reps, seed, board, progress)
+        boot = row_bootstrap(log, "uniform", reps, seed, board, progress)
         note = (f"bootstrap of comparisons ({len(boot.replicates):,} replicates), normal "
                 "intervals from the bootstrap covariance: no clustering requested, "
                 "comparisons are resampled")
         return VarianceChoice("cluster bootstrap", boot.cov, None, note, bootstrap=boot)
-    boot = cluster_bootstrap(log, groups, weights, reps, seed, board, progress)
+    boot = cluster_bootstrap(log, groups, "uniform", reps, seed, board, progress)
     kind = "pigeonhole bootstrap" if len(groups) > 1 else "cluster bootstrap"
     why = ("crossed axes: Owen's (2007) pigeonhole bootstrap resamples each axis "
            "independently; it is conservative (counts the cell variance twice)"
            if len(groups) > 1 else f"one axis with > {WILD_MAX_CLUSTERS} clusters"
-           if board.estimator == "winrate" else "Bradley-Terry is refitted on every "
-           "resampled log (the wild bootstrap's linearisation is the win rate's)")
+           if estimator.supports("wild bootstrap") else f"{estimator.title} is "
+           f"{estimator.refit_phrase} (the wild bootstrap's linearisation is the win rate's)")
     note = (f"{kind} by {label} ({len(boot.replicates):,} replicates), normal intervals from "
             f"the bootstrap covariance: {why}")
     if min(sizes) < FEW_CLUSTERS:

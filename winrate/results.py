@@ -42,8 +42,14 @@ def text_block(title: str, parts, notes=()) -> Summary:
     lines.append("=" * width)
     if notes:
         lines.append("Warnings:")
-        lines.extend(f"[{i}] {note}" for i, note in enumerate(notes, 1))
+        lines.extend(f"[{i}] {_coded(note)}" for i, note in enumerate(notes, 1))
     return Summary("\n".join(lines))
+
+
+def _coded(note) -> str:
+    """A note with its code in front (:class:`winrate.notes.Note`); other text as it is."""
+    code = getattr(note, "code", None)
+    return f"({code}) {note}" if code else str(note)
 
 
 def bounds_frame(names, low, high, order=None) -> pd.DataFrame:

@@ -47,7 +47,6 @@ Small-sample corrections ``c(G)``:
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -57,8 +56,9 @@ import pandas as pd
 import scipy.sparse as sp
 from numba import njit
 
+from winrate import notes
 from winrate.constants import CORRECTIONS, DEFAULT_CORRECTION
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError
 from winrate.parallel import sized_kernel
 
 _PSD_TOLERANCE = 1e-10
@@ -663,14 +663,7 @@ def combine_terms(parts, what: str = "multiway covariance", stacklevel: int = 3)
     else:
         cov, min_eig, repaired = total, np.nan, False
     if repaired:
-        warnings.warn(
-            f"the {what} was not PSD (positive semi-definite; smallest eigenvalue "
-            f"{min_eig:.3g}); negative eigenvalues were clipped to zero (Cameron, Gelbach & "
-            "Miller 2011, sec. 2.3). Standard errors of some contrasts may be understated; "
-            "this usually means too few clusters on one axis.",
-            WinrateWarning,
-            stacklevel=stacklevel,
-        )
+        notes.emit(notes.not_psd(what, min_eig), stacklevel=stacklevel)
     return cov, min_eig, repaired
 
 

@@ -1,0 +1,76 @@
+"""The estimators, one module each behind one protocol (:mod:`winrate.estimators.base`).
+
+Every estimator returns a :class:`winrate.leaderboard.Leaderboard` (estimates, sparse score
+or influence rows and a bread), and everything downstream -- variance, resampling,
+inference, diagnostics, reports -- reads only that object and asks the estimator that made
+it (:func:`of`) for what it needs. :data:`REGISTRY` lists them:
+
+* ``"winrate"`` (default): the half-tie win rate ``S_a = sum_b w_ab psi_ab``
+  (:mod:`winrate.estimators.win_rate`), in [0, 1]; with a baseline, each model's win rate
+  against it.
+* ``"bt"``: Bradley-Terry ratings on the Elo scale (:mod:`winrate.estimators.bradley_terry`),
+  with ties as half wins or Davidson's model, a ridge prior, style covariates, an anchor.
+* ``"rao-kupper"``: Bradley-Terry with Rao and Kupper's tie threshold
+  (:mod:`winrate.estimators.rao_kupper`).
+
+Adding an estimator is one module plus one line below. This package is light to import
+(its modules load numpy and the kernels on first use), so the command line builds its
+estimator flags from :func:`all_options` without loading a numerical library.
+"""
+
+from __future__ import annotations
+
+from winrate.errors import WinrateInputError
+from winrate.estimators import bradley_terry, rao_kupper, win_rate
+from winrate.estimators.base import Estimator, Option, SufficientData
+
+REGISTRY: dict[str, Estimator] = {
+    win_rate.ESTIMATOR.name: win_rate.ESTIMATOR,
+    bradley_terry.ESTIMATOR.name: bradley_terry.ESTIMATOR,
+    rao_kupper.ESTIMATOR.name: rao_kupper.ESTIMATOR,
+}
+#: The estimator names (``model=``, ``--model``), the default first.
+ESTIMATORS = tuple(REGISTRY)
+DEFAULT_ESTIMATOR = ESTIMATORS[0]
+
+
+def get(name: str) -> Estimator:
+    """The estimator called ``name``; an error listing the estimators otherwise."""
+    if name not in REGISTRY:
+        raise WinrateInputError(f"model must be one of {ESTIMATORS}, got {name!r}")
+    return REGISTRY[name]
+
+
+def of(board) -> Estimator:
+    """The estimator that made the fit ``board``."""
+    return REGISTRY[board.estimator]
+
+
+def owners(option: str) -> list[str]:
+    """The names of the estimators that have ``option``."""
+    return [name for name, est in REGISTRY.items()
+            if any(o.name == option for o in est.options)]
+
+
+def all_options() -> dict[str, Option]:
+    """Every option of every estimator, each once (first declaration wins), in order."""
+    seen: dict[str, Option] = {}
+    for est in REGISTRY.values():
+        for option in est.options:
+            seen.setdefault(option.name, option)
+    return seen
+
+
+def fit(log, model: str = DEFAULT_ESTIMATOR, **options):
+    """Fit estimator ``model`` (:data:`REGISTRY`) with its ``options`` to ``log`` (a
+    :class:`winrate.data.ComparisonLog`, DataFrame or file path,
+    :func:`winrate.data.as_log`). An option the estimator does not have is an error naming
+    the estimators that do; the options are kept on the fit (``board.options``)."""
+    from winrate.data import as_log
+
+    estimator = get(model)
+    return estimator.fit(SufficientData(as_log(log)), estimator.settle(options))
+
+
+__all__ = ["ESTIMATORS", "REGISTRY", "Estimator", "Option", "SufficientData", "all_options",
+           "fit", "get", "of", "owners"]

@@ -1,0 +1,256 @@
+"""The estimator protocol: what every estimator declares, and the data it fits from.
+
+An estimator is one module of this package holding one :class:`Estimator` instance, listed
+in the registry (:data:`winrate.estimators.REGISTRY`). It declares
+
+* its ``name`` (the ``model=`` value and ``--model`` choice), ``title``, the ``scale`` of its
+  scores (``"probability"`` or ``"elo"``) and the printed ``unit``;
+* its ``options`` (:class:`Option`): one spec from which the API validates keywords and the
+  command line builds its flags and ``--help``;
+* ``fit(data, options)``: estimates and their influence (a
+  :class:`winrate.leaderboard.Leaderboard`) from a :class:`SufficientData`, which answers
+  named group-by sums (per-pair totals; per-row terms at given parameters);
+* what variance and resampling need from it: ``replicate_scorer`` (exact refits of
+  re-weighted pair or row totals), ``cr2_strata`` (the rows' strata of the CR2 leverage
+  correction, or None: not supported), ``small_sample_floor`` (a variance floor for pairs
+  whose comparisons all agree, or None), ``wild_influence_map`` (the linear map of pair
+  totals to the influence that the wild bootstrap perturbs, or None: not supported),
+  ``design_notes`` (what the design means for its scores) and ``describe`` (one line for
+  reports).
+
+A feature an estimator does not support is refused with a message naming the estimator
+(:meth:`Estimator.require`), never given another estimator's answer. Modules of this
+package import numpy and the kernel modules inside the methods that use them, so the
+registry, and with it the command line's ``--help``, stays light.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from winrate.errors import WinrateInputError
+
+#: Features a variance method may need from an estimator (``Estimator.supports``).
+FEATURES = ("cr2", "wild bootstrap", "small-sample floor", "thin-design rule")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """How scores print: ``factor`` times the score, with ``decimals`` in a column of
+    ``width``, called ``label`` (``"%"``, ``"Elo"``)."""
+
+    factor: float
+    width: int
+    decimals: int
+    label: str
+
+
+PERCENT = Unit(100.0, 6, 2, "%")
+ELO = Unit(1.0, 7, 1, "Elo")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of one or more estimators: API keyword ``name``, command-line flag
+    ``--name`` (underscores as dashes), its ``default``, ``help``, ``choices`` and the
+    ``parse`` of the flag's text (None: the text itself). ``check(value)`` returns the
+    normalised value or raises :class:`WinrateInputError` naming the option."""
+
+    name: str
+    default: Any
+    help: str
+    choices: tuple | None = None
+    metavar: str | None = None
+    parse: Callable | None = None
+    check: Callable | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def validate(self, value):
+        if self.choices is not None and isinstance(value, str) and value not in self.choices:
+            raise WinrateInputError(f"option {self.name!r} must be one of {self.choices}, "
+                                    f"got {value!r}")
+        return value if self.check is None or value is None else self.check(value)
+
+
+@dataclass(frozen=True)
+class SufficientData:
+    """The data an estimator fits from, as named group-by sums, answered in memory.
+
+    ``pair_table()``: per unordered pair of model codes (lo < hi), the frequency-weighted
+    comparisons ``N = sum f``, the lower model's score ``W = sum f s`` (half-tie kernel),
+    as (L, L) arrays ``psi`` and ``counts`` with each observed pair's index and the (P, 2)
+    pairs (:func:`winrate.leaderboard.pairwise_table`). ``outcome_counts()``: per pair the
+    frequency-weighted wins, losses and ties of the lower-coded model. ``rows``: the log, for
+    row-level terms (score rows; per-row likelihood terms of a Newton step). A scan of a
+    log too large for memory answers the same sums from an engine.
+    """
+
+    log: Any
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def rows(self):
+        return self.log
+
+    def pair_table(self):
+        if "pairs" not in self._cache:
+            from winrate.leaderboard import pairwise_table
+
+            self._cache["pairs"] = pairwise_table(self.log)
+        return self._cache["pairs"]
+
+    def outcome_counts(self) -> tuple:
+        """(wins, losses, ties) of the lower-coded model per observed pair (P,) each;
+        an error naming the estimator's need when outcomes are graded."""
+        import numpy as np
+
+        if "outcomes" not in self._cache:
+            log = self.log
+            if not np.isin(log.score, (0.0, 0.5, 1.0)).all():
+                raise WinrateInputError("a tie model needs outcomes win / loss / tie; this "
+                                        "log has graded preferences (use ties='half')")
+            lo = np.minimum(log.model_a, log.model_b)
+            hi = np.maximum(log.model_a, log.model_b)
+            s_lo = np.where(log.model_a < log.model_b, log.score, 1.0 - log.score)
+            pair = self.pair_table()[2][lo * log.n_models + hi]
+            n_pairs = len(self.pair_table()[3])
+            self._cache["outcomes"] = tuple(
+                np.bincount(pair, log.weight * (s_lo == v), n_pairs) for v in (1.0, 0.0, 0.5))
+        return self._cache["outcomes"]
+
+
+class Estimator:
+    """The protocol (module doc); subclasses override what they support."""
+
+    name: str = ""
+    title: str = ""
+    scale: str = "probability"
+    unit: Unit = PERCENT
+    options: tuple[Option, ...] = ()
+    #: what a resampling note says about this estimator's refits
+    refit_phrase: str = "refitted on every resampled log"
+
+    def __repr__(self) -> str:
+        return f"<estimator {self.name!r}: {self.title}>"
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(option.name for option in self.options)
+
+    # ---------------------------------------------------------------- options
+
+    def settle(self, given: dict) -> dict:
+        """Every option of this estimator, validated: ``given`` values, else defaults. An
+        option this estimator does not have is an error naming the estimators that do."""
+        from winrate.estimators import owners  # the registry (this module's importer)
+
+        mine = {option.name: option for option in self.options}
+        foreign = [name for name in given if name not in mine]
+        if foreign:
+            parts = [f"{name!r} applies to {', '.join(owners(name)) or 'no estimator'}"
+                     for name in foreign]
+            raise WinrateInputError(f"option {'; '.join(parts)}, not to model {self.name!r}")
+        return {name: option.validate(given.get(name, option.default))
+                for name, option in mine.items()}
+
+    def fit(self, data: SufficientData, options: dict):
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- variance needs
+
+    def replicate_scorer(self, board, total_counts, log):
+        """Canonical scores of replicate totals: by default, a refit of re-weighted rows
+        (exact for any estimator, one fit per replicate)."""
+        return RowRefit(self, board, log)
+
+    def row_level(self, options: dict) -> bool:
+        """Whether refits need the rows (True) or only the pair totals."""
+        return True
+
+    def cr2_strata(self, board):
+        """The rows' strata of the CR2 leverage correction; None when not supported."""
+        return None
+
+    def small_sample_floor(self, board, frequency, z: float):
+        """``(floor (K, K), degenerate pairs mask, kind)`` or None when not defined."""
+        return None
+
+    def wild_influence_map(self, board, total_counts):
+        """The (P, K) map of centred pair totals to the influence, or None."""
+        return None
+
+    def thin_design_rule(self) -> bool:
+        """Whether ``auto`` may choose CR2 with Pan-Wall df on a thin design (it needs
+        ``cr2_strata``)."""
+        return False
+
+    def design_notes(self, board) -> list:
+        return []
+
+    def describe(self, options: dict) -> str:
+        return self.title
+
+    def supports(self, feature: str) -> bool:
+        """Whether this estimator supports ``feature`` (:data:`FEATURES`)."""
+        probes = {"cr2": lambda: type(self).cr2_strata is not Estimator.cr2_strata,
+                  "wild bootstrap": lambda: (type(self).wild_influence_map
+                                             is not Estimator.wild_influence_map),
+                  "small-sample floor": lambda: (type(self).small_sample_floor
+                                                 is not Estimator.small_sample_floor),
+                  "thin-design rule": self.thin_design_rule}
+        return probes[feature]()
+
+    def require(self, feature: str, instead: str) -> None:
+        """An error naming this estimator when it does not support ``feature``, saying
+        what to use ``instead``."""
+        if not self.supports(feature):
+            raise WinrateInputError(f"{feature} is not defined for model {self.name!r} "
+                                    f"({self.title}); {instead}")
+
+
+class RowRefit:
+    """Refits of re-weighted logs: replicate b gives row r the frequency ``counts[b, r]``
+    and the estimator is fitted again with the same options. A replicate whose fit is not
+    identified (disconnected, an infinite MLE) has no scores (NaN). O(n) per replicate."""
+
+    def __init__(self, estimator: Estimator, board, log):
+        self.estimator, self.board, self.log = estimator, board, log
+        self.options = dict(board.options)
+
+    def scores(self, wins, counts):
+        """(B, L) canonical scores; ``counts`` (B, n) are the replicate row frequencies."""
+        import numpy as np
+
+        counts = np.atleast_2d(counts)
+        out = np.full((counts.shape[0], len(self.board.canonical_scores)), np.nan)
+        for b, freq in enumerate(counts):
+            out[b] = self._refit(freq)
+        return out
+
+    def _refit(self, freq):
+        import warnings
+
+        import numpy as np
+
+        from winrate.data import ComparisonLog
+        from winrate.errors import WinrateWarning
+
+        keep = freq > 1e-12 * freq.max(initial=0.0)
+        log = self.log
+        models = np.unique(np.concatenate([log.model_a[keep], log.model_b[keep]]))
+        if models.size < log.n_models:  # a model lost every comparison of this replicate
+            return np.nan
+        sub = ComparisonLog(log.model_a[keep], log.model_b[keep], log.score[keep], log.models,
+                            {}, freq[keep], {k: v[keep] for k, v in log.features.items()})
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", WinrateWarning)
+                refit = self.estimator.fit(SufficientData(sub), self.options)
+        except WinrateInputError:  # not identified in this replicate
+            return np.nan
+        return refit.canonical_scores
