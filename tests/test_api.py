@@ -82,7 +82,7 @@ def test_main_names_and_py_typed_are_there():
     for name in ("read_comparisons", "read_dataset", "read_log", "analyze", "explore", "fit",
                  "ESTIMATORS", "evaluate", "question_scores", "__version__"):
         assert name in winrate.__all__
-    assert winrate.ESTIMATORS == ("winrate", "bt")
+    assert winrate.ESTIMATORS == ("winrate", "bt", "rao-kupper")
     assert (ROOT / "winrate" / "py.typed").exists()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "py.typed" in project["tool"]["setuptools"]["package-data"]["winrate"]
@@ -183,7 +183,7 @@ def test_summary_repr_and_equality(log, analysis):
     assert isinstance(text, str) and repr(text) == str(text)
     for block in (format_summary(analysis), format_table(analysis)):
         assert block in text
-    assert all(f"] {warning}" in text for warning in analysis.warnings)
+    assert all(f"] ({note.code}) {note}" in text for note in analysis.notes)
     shown = repr(analysis)
     assert "\n" not in shown and len(shown) < 200 and "array" not in shown
     assert "models=5" in shown and "'prompt+judge'" in shown

@@ -148,7 +148,8 @@ def test_cli_rejects_bt_options_for_the_win_rate(tmp_path, capsys):
     pd.DataFrame({"model_a": ["x", "y"], "model_b": ["y", "x"], "outcome": ["a", "b"]}).to_csv(
         path, index=False)
     assert main(["leaderboard", str(path), "--cluster", "none", "--anchor", "x=1000"]) == 2
-    assert "--anchor apply to --model bt only" in capsys.readouterr().err
+    assert "option 'anchor' applies to bt, rao-kupper, not to model 'winrate'" in (
+        capsys.readouterr().err)
 
 
 # ----------------------------------------------------------------------------- real data

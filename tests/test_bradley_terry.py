@@ -199,8 +199,8 @@ def test_mle_equals_statsmodels_glm(case):
     np.testing.assert_allclose(board.scores, expected[:k], rtol=0, atol=1e-8)
     np.testing.assert_allclose(board.coef, expected[k:], rtol=0, atol=1e-8)
     theta = np.concatenate([[0.0], res.params[:k - 1]])
-    np.testing.assert_allclose(board.options["theta"], theta - theta.mean(), atol=1e-10)
-    np.testing.assert_allclose(board.scores, ELO * board.options["theta"] + 1000, atol=1e-10)
+    np.testing.assert_allclose(board.fitted["theta"], theta - theta.mean(), atol=1e-10)
+    np.testing.assert_allclose(board.scores, ELO * board.fitted["theta"] + 1000, atol=1e-10)
     assert board.unobserved_pairs == [("m0", "m4")]
 
 
@@ -211,7 +211,7 @@ def test_covariates_are_standardised_with_weighted_moments():
     for name in FEATURES:
         x = log.features[name]
         mean = np.sum(f * x) / np.sum(f)
-        moments = board.options["standardisation"][name]
+        moments = board.fitted["standardisation"][name]
         assert moments["mean"] == pytest.approx(mean, rel=1e-12)
         assert moments["sd"] == pytest.approx(np.sqrt(np.sum(f * (x - mean) ** 2) / np.sum(f)),
                                               rel=1e-12)
@@ -223,7 +223,7 @@ def test_covariates_are_standardised_with_weighted_moments():
     weight = np.concatenate([f * log.score, f * (1 - log.score)])
     fit = sm.GLM(np.repeat([1.0, 0.0], log.n_rows), exog, family=sm.families.Binomial(),
                  freq_weights=weight).fit(tol=1e-14, tol_criterion="params")
-    sds = [board.options["standardisation"][c]["sd"] for c in FEATURES]
+    sds = [board.fitted["standardisation"][c]["sd"] for c in FEATURES]
     np.testing.assert_allclose(board.coef, fit.params[-2:] * sds, atol=1e-8)
 
 
@@ -312,7 +312,7 @@ def test_prior_fit_and_sandwich_equal_direct_computation(covariates):
     board = bradley_terry.fit(log, prior=var, covariates=covariates)
     params = penalised_fit(log, var, covariates)
     k = log.n_models
-    np.testing.assert_allclose(board.options["theta"], params[:k], atol=1e-9)
+    np.testing.assert_allclose(board.fitted["theta"], params[:k], atol=1e-9)
     np.testing.assert_allclose(board.coef, params[k:], atol=1e-9)
     report = ELO * (np.eye(k) - 1 / k)
     np.testing.assert_allclose(board.scores, report @ params[:k] + 1000, atol=1e-7)
@@ -436,7 +436,7 @@ def test_davidson_mle_equals_direct_maximisation(seed):
     log = bt_log(seed, tie_rate=0.3, graded=0.0, whole=bool(seed % 2))
     board = bradley_terry.fit(log, ties="davidson")
     expected = davidson_fit(log)
-    np.testing.assert_allclose(board.options["theta"], expected[:-1], atol=1e-8)
+    np.testing.assert_allclose(board.fitted["theta"], expected[:-1], atol=1e-8)
     np.testing.assert_allclose(board.coef, expected[-1:], atol=1e-8)
     assert board.coef_names == ("tie: log nu (Davidson)",)
 

@@ -78,7 +78,7 @@ def arena_rank_cov(log, theta, reg=ARENA_HESSIAN_REG) -> np.ndarray:
 
 def test_row_sandwich_is_the_centred_moore_penrose_sandwich(arena):
     log, board, cov = arena
-    theta = board.options["theta"]
+    theta = board.fitted["theta"]
     assert np.abs(score_equations(log, theta)).max() < 1e-8
     assert abs(theta.mean()) < 1e-12
     H, M = information_and_meat(log, theta)
@@ -89,7 +89,7 @@ def test_row_sandwich_is_the_centred_moore_penrose_sandwich(arena):
 
 def test_arena_rank_sandwich_differs_only_by_its_hessian_ridge(arena):
     log, board, cov = arena
-    theta = board.options["theta"]
+    theta = board.fitted["theta"]
     se = np.sqrt(np.diag(cov))
     se_arena = np.sqrt(np.diag(arena_rank_cov(log, theta)))
     gap = se - se_arena

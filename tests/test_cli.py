@@ -32,7 +32,7 @@ def test_leaderboard_json_matches_library(log_file, tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr()
     assert "SE naive" in printed.out and "warning:" not in printed.out
-    assert "warning: axis 'judge' has only 4 clusters" in printed.err
+    assert "warning [few-clusters]: axis 'judge' has only 4 clusters" in printed.err
     doc = json.loads(out.read_text())
     assert REQUIRED_KEYS <= set(doc)
     with warnings.catch_warnings():

@@ -519,7 +519,8 @@ def test_default_clustering_uses_the_axes_that_exist(drop, used, reason, tmp_pat
     assert main(["leaderboard", str(path), "--json", str(out)]) == 0
     err = capsys.readouterr().err
     chosen = " + ".join(used) if used != ["none"] else "none (rows treated as independent)"
-    assert f"note: default clustering prompt+judge: clustered by {chosen}, because" in err
+    assert (f"note [default-clustering]: default clustering prompt+judge: clustered by "
+            f"{chosen}, because") in err
     assert reason in err
     doc = json.loads(out.read_text())
     assert doc["settings"]["cluster"] == used
@@ -555,12 +556,12 @@ def test_warnings_go_to_stderr_and_jackknife_is_not_told_to_use_itself(tmp_path,
                  "sandwich"]) == 0
     sandwich = capsys.readouterr()
     assert "warning" not in sandwich.out
-    assert "warning: axis 'judge' has only 4 clusters (< 30)" in sandwich.err
+    assert "warning [few-clusters]: axis 'judge' has only 4 clusters (< 30)" in sandwich.err
     assert "--method jackknife does" in sandwich.err
     assert main(["leaderboard", str(path), "--cluster", "prompt+judge", "--method",
                  "jackknife"]) == 0
     jackknife = capsys.readouterr()
-    assert "warning: axis 'judge' has only 4 clusters (< 30)" in jackknife.err
+    assert "warning [few-clusters]: axis 'judge' has only 4 clusters (< 30)" in jackknife.err
     assert "--method jackknife" not in jackknife.err and "use t(G - 1)" not in jackknife.err
     assert "the jackknife with t(G - 1) critical values is the few-cluster method" \
            in jackknife.err

@@ -631,13 +631,14 @@ def analyze(log, cluster=None, model: str | None = None, *, variance: Variance |
         estimator.require("cr2", "use correction 'cr1'")
     seed = monte_carlo.seed
     k = len(board.models)
-    strata = estimator.cr2_strata(board) if correction == "cr2" else None
+    strata = estimator.cr2_strata(board)  # the naive covariance's per-pair ddof too
     naive_full = naive_cov(board.influence, correction, log.frequency, bread=board.bread,
                            strata=strata)
     cov_naive = naive_full[:k, :k]
     axes, psd_repaired, full = {}, False, naive_full
     if clustering:
-        result = _clustered_cov(log, board, clustering, correction, strata)
+        result = _clustered_cov(log, board, clustering, correction,
+                                strata if correction == "cr2" else None)
         full, psd_repaired = result.cov, result.psd_repaired
         for i, name in enumerate(clustering):
             group = result.term_meats[i]  # row_squares: each column's sum of squared rows
