@@ -39,7 +39,7 @@ bench: $(BIN)/.installed
 
 paper: $(BIN)/.installed
 	$(BIN)/python scripts/paper/build.py $(if $(FULL),--full)
-	$(BIN)/python scripts/readme_examples.py
+	$(BIN)/python scripts/doc_examples.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,6 +1,10 @@
-"""Shared fixtures: small random comparison logs with missing pairs, ties and unequal clusters."""
+"""Shared fixtures: small random comparison logs with missing pairs, ties and unequal clusters;
+and the closing line of a run without the data directory (how many tests it skipped)."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -61,3 +65,42 @@ def alpaca_eval_log():
 
     return load
 
+
+
+# ------------------------------------------------------------- runs without the real data
+
+DATA_VARIABLE = "WINRATE_DATA"
+
+
+def skip_reason(report) -> str:
+    """The reason of a skipped test's report (a ``(path, line, reason)`` triple, also after
+    pytest-xdist has sent the report from a worker)."""
+    longrepr = report.longrepr
+    return str(longrepr[-1]) if isinstance(longrepr, tuple | list) else str(longrepr)
+
+
+def missing_data_note(skipped, data: str | None) -> str | None:
+    """The closing note of a run whose data directory is ``data`` (the variable's value):
+    None when it is a directory, or when no skipped test needed it. A real-data test names
+    the variable in its skip reason."""
+    if data and Path(data).is_dir():
+        return None
+    count = sum(DATA_VARIABLE in skip_reason(report) for report in skipped)
+    if not count:
+        return None
+    state = f"is {data!r}, not a directory" if data else "is not set"
+    return (f"{count} real-data test{'s' if count != 1 else ''} skipped: {DATA_VARIABLE} {state}. "
+            f"Run `{DATA_VARIABLE}=/path/to/data make test` for the full suite (the Makefile "
+            f"sets it to ../shared/data when that folder exists).")
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter):
+    """Say how many tests a run without the data skipped. An outermost wrapper (tryfirst)
+    writes after pytest's short summary, so the note sits just above the final count."""
+    yield
+    note = missing_data_note(terminalreporter.stats.get("skipped", []),
+                             os.environ.get(DATA_VARIABLE))
+    if note:
+        terminalreporter.write_sep("-", "real data")
+        terminalreporter.write_line(note)

@@ -1,5 +1,5 @@
 """The public API: top-level names, the result objects' ``to_frame``, ``conf_int``,
-``summary``, ``repr`` and ``==``, and the README's Python examples through top-level names.
+``summary``, ``repr`` and ``==``, and the documentation's Python examples through top-level names.
 
 Intervals are checked against hand computations with scipy's normal, t and beta quantiles,
 simultaneous ones against :func:`winrate.inference.simultaneous_intervals` applied to a
@@ -28,6 +28,7 @@ from winrate.report import format_summary, format_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]  # as scripts/doc_examples.py
 
 
 def quiet(call, *args, **kwargs):
@@ -38,7 +39,7 @@ def quiet(call, *args, **kwargs):
 
 @pytest.fixture(scope="module")
 def log():
-    """The README's worked example: 5 models, 120 prompts, 30 judges (scripts/readme_examples)."""
+    """The README's worked example: 5 models, 120 prompts, 30 judges (scripts/doc_examples)."""
     design = winrate.SimulationDesign(n_models=5, n_prompts=120, n_judges=30)
     return winrate.simulate_comparisons(design, seed=7).log
 
@@ -344,15 +345,17 @@ def test_a_report_without_its_scores_cannot_recompute(clustered_report):
         bare.conf_int(0.1)
 
 
-# ------------------------------------------------------------------------------ README
+# ------------------------------------------------------------------------------- docs
 
 
-def readme_python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+def python_blocks() -> list[str]:
+    """The Python blocks of the README, then of every docs/ page."""
+    return [block for page in PAGES
+            for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
 
 
-def test_readme_python_uses_top_level_names_only():
-    blocks = readme_python_blocks()
+def test_documented_python_uses_top_level_names_only():
+    blocks = python_blocks()
     assert len(blocks) >= 2
     for code in blocks:
         for node in ast.walk(ast.parse(code)):
@@ -366,9 +369,9 @@ def test_readme_python_uses_top_level_names_only():
                 assert node.attr in winrate.__all__, node.attr
 
 
-def test_readme_python_examples_run_and_match_the_worked_example(tmp_path, monkeypatch, log):
-    """Run every README Python block next to the worked example's ``example.csv``; the
-    first one's leaderboard is the README's printed table."""
+def test_documented_python_runs_and_matches_the_worked_example(tmp_path, monkeypatch, log):
+    """Run every Python block of the README and docs/ next to the worked example's
+    ``example.csv``; the first one's leaderboard is the README's printed table."""
     frame = pd.DataFrame({"prompt_id": log.axes["prompt"].labels[log.axes["prompt"].codes],
                           "judge_id": log.axes["judge"].labels[log.axes["judge"].codes],
                           "model_a": log.models[log.model_a], "model_b": log.models[log.model_b],
@@ -377,7 +380,7 @@ def test_readme_python_examples_run_and_match_the_worked_example(tmp_path, monke
     frame.to_csv(tmp_path / "example.csv", index=False)
     monkeypatch.chdir(tmp_path)
     namespaces = []
-    for code in readme_python_blocks():
+    for code in python_blocks():
         namespace: dict = {}
         quiet(exec, compile(code, str(README), "exec"), namespace)
         namespaces.append(namespace)

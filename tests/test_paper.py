@@ -149,12 +149,13 @@ def test_small_real_datasets_rebuild_the_committed_results(build, tmp_path):
     _assert_same_bytes(paper)
 
 
-def test_readme_quotes_the_generated_numbers():
-    """Every number the README quotes in prose (``<!-- n:KEY -->V<!-- /n -->``) is the
-    generated ``paper/numbers.json[KEY]`` (scripts/readme_examples.py fills them)."""
-    readme = (PAPER.parent / "README.md").read_text()
+def test_the_documentation_quotes_the_generated_numbers():
+    """Every number the README and docs/ quote in prose (``<!-- n:KEY -->V<!-- /n -->``) is
+    the generated ``paper/numbers.json[KEY]`` (scripts/doc_examples.py fills them)."""
+    pages = [PAPER.parent / "README.md", *sorted((PAPER.parent / "docs").glob("*.md"))]
+    text = "".join(page.read_text() for page in pages)
     numbers = __import__("json").loads((PAPER / "numbers.json").read_text())
-    quoted = re.findall(r"<!-- n:([a-z0-9_]+) -->(.*?)<!-- /n -->", readme)
+    quoted = re.findall(r"<!-- n:([a-z0-9_]+) -->(.*?)<!-- /n -->", text)
     assert len(quoted) > 20
     assert [(key, numbers.get(key)) for key, _ in quoted] == quoted
 

@@ -85,7 +85,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--digits", type=int, default=1, help="decimals of percentages")
     parser.add_argument("--seed", type=int, default=0, help="seed of Monte-Carlo intervals")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
-                        help="write the full results as JSON (schema in the README)")
+                        help="write the full results as JSON (schema in docs/json.md)")
 
 
 def _write_json(path: Path | None, document: dict) -> None:

@@ -1,23 +1,27 @@
-"""Regenerate the command outputs and the quoted real-data numbers in README.md.
+"""Regenerate the command outputs, tables and quoted real-data numbers of the documentation.
 
-* Every example is a ``winrate`` command line; its printed report (stdout) replaces the
-  block between ``<!-- example:NAME -->`` and ``<!-- /example:NAME -->``. Long per-model
-  tables are trimmed to their first and last rows.
+The documentation is README.md and every page under ``docs/`` (:func:`documents`).
+
+* Every generated block sits between ``<!-- example:NAME -->`` and ``<!-- /example:NAME -->``
+  in exactly one page. A command example (:data:`EXAMPLES`) is a ``winrate`` command line;
+  its printed report (stdout) fills the fenced block, long per-model tables trimmed to
+  their first and last rows. A table (:data:`TABLES`) is the Markdown a library function
+  or a ``make paper`` file gives.
 * Every number quoted in the prose sits between ``<!-- n:KEY -->`` and ``<!-- /n -->`` and
   is replaced by ``paper/numbers.json[KEY]``, the numbers ``make paper`` generates.
 
-So every real-data number the README shows comes from a command or a generated file, and a
-rerun leaves README.md unchanged when nothing changed. Every example runs in a temporary
-folder holding the example inputs of ``winrate example`` (simulated, fixed seeds), so the
-README's commands run as written there.
+So every real-data number the documentation shows comes from a command or a generated
+file, and a rerun leaves every page unchanged when nothing changed. Every command example
+runs in a temporary folder holding the example inputs of ``winrate example`` (simulated,
+fixed seeds), so the pages' commands run as written there.
 
-:func:`command_blocks` reads the command blocks back out of the README (every fenced block
+:func:`command_blocks` reads the command blocks back out of a page (every fenced block
 whose first line is ``$ COMMAND``) and :func:`mismatch` compares what a command prints with
-what the README shows (``...`` stands for lines left out); ``tests/test_readme.py`` runs
-every block that way.
+what the page shows (``...`` stands for lines left out); ``tests/test_doc_examples.py``
+runs every block of every page that way.
 
-Usage: ``python scripts/readme_examples.py [--check]`` (needs the data: ``WINRATE_DATA``;
-run ``make paper`` first for the numbers). ``--check`` exits 1 if README.md is stale.
+Usage: ``python scripts/doc_examples.py [--check]`` (needs the data: ``WINRATE_DATA``;
+run ``make paper`` first for the numbers). ``--check`` exits 1 if a page is stale.
 """
 
 from __future__ import annotations
@@ -35,13 +39,21 @@ import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from winrate.cli import main as winrate_main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-NUMBERS = ROOT / "paper" / "numbers.json"
+DOCS = ROOT / "docs"
+PAPER = ROOT / "paper"
+NUMBERS = PAPER / "numbers.json"
+
+
+def documents() -> list[Path]:
+    """README.md, then every ``docs/*.md`` page in name order."""
+    return [README, *sorted(DOCS.glob("*.md"))]
 
 
 def run(argv: list[str]) -> list[str]:
@@ -133,16 +145,51 @@ EXAMPLES = {
 }
 
 
+@cache
+def mmlu_pro_tables() -> tuple[str, str]:
+    """The two Markdown tables of the MMLU-Pro eval (scores, neighbour differences)."""
+    from winrate.evals.mmlu import mmlu_pro_clustered
+
+    return tuple(table.strip() for table in mmlu_pro_clustered().tables())
+
+
+def table_under(path: Path, heading: str) -> str:
+    """The first Markdown table after the line ``heading`` of a generated file."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    after = lines[lines.index(heading) + 1:]
+    start = next(i for i, line in enumerate(after) if line.startswith("|"))
+    stop = next((i for i in range(start, len(after)) if not after[i].startswith("|")),
+                len(after))
+    return "\n".join(after[start:stop])
+
+
+TABLES = {
+    "mmlu-pro-scores": lambda: mmlu_pro_tables()[0],
+    "mmlu-pro-pairs": lambda: mmlu_pro_tables()[1],
+    "exact-coverage-95": lambda: table_under(PAPER / "tables" / "interval_coverage_exact.md",
+                                             "## Nominal 95%"),
+}
+
+
+def generated_blocks() -> dict[str, Callable[[], str]]:
+    """Every generated block by name: command examples fenced, tables between blank lines
+    (so that the closing marker cannot read as a table row)."""
+    fenced = {name: (lambda make=make: "```\n" + make() + "\n```")
+              for name, make in EXAMPLES.items()}
+    spaced = {name: (lambda make=make: "\n" + make() + "\n") for name, make in TABLES.items()}
+    return {**fenced, **spaced}
+
+
 @dataclass(frozen=True)
 class Command:
-    """One ``$ line`` of a README block and the output shown under it."""
+    """One ``$ line`` of a page's command block and the output shown under it."""
 
     line: str
     shown: tuple[str, ...]
 
 
 def command_blocks(text: str) -> list[list[Command]]:
-    """The README's command blocks: fenced blocks whose first line starts with ``$ ``; a
+    """A page's command blocks: fenced blocks whose first line starts with ``$ ``; a
     line ending in a backslash continues on the next one."""
     blocks = []
     for body in re.findall(r"^```\n(\$ .*?)^```$", text, re.S | re.M):
@@ -182,22 +229,37 @@ def mismatch(shown, actual: list[str]) -> str | None:
                   if (i > 0 or s == 0) and (i < len(runs) - 1 or s == end)]
         found = next((s for s in starts if actual[s:s + len(part)] == part), None)
         if found is None:
-            return (f"the README shows {part} but the command prints "
+            return (f"the page shows {part} but the command prints "
                     f"{actual[at:at + len(part) + 2]}")
         at = found + len(part)
     return None
 
 
-def render_examples(text: str) -> str:
-    """README text with every example block replaced by a fresh run."""
-    for name, make in EXAMPLES.items():
-        pattern = re.compile(rf"(<!-- example:{name} -->\n```\n).*?(```\n<!-- /example:"
-                             rf"{name} -->)", re.S)
-        if not pattern.search(text):
-            raise SystemExit(f"README.md has no block for example {name!r}")
+def block_pattern(name: str) -> re.Pattern:
+    """The generated block ``name``: its opening marker line, body and closing marker."""
+    return re.compile(rf"(^<!-- example:{name} -->\n).*?(^<!-- /example:{name} -->$)",
+                      re.S | re.M)
+
+
+def render_blocks(texts: dict[Path, str]) -> dict[Path, str]:
+    """The pages with every generated block replaced by a fresh run. Each block must sit in
+    exactly one page, and every marker in a page must name a known block."""
+    blocks = generated_blocks()
+    for path, text in texts.items():
+        unknown = set(re.findall(r"^<!-- example:([\w-]+) -->$", text, re.M)) - set(blocks)
+        if unknown:
+            raise SystemExit(f"{path.name} has blocks no generator makes: {sorted(unknown)}")
+    texts = dict(texts)
+    for name, make in blocks.items():
+        pattern = block_pattern(name)
+        holders = [path for path, text in texts.items() if pattern.search(text)]
+        if len(holders) != 1:
+            raise SystemExit(f"block {name!r} must be in exactly one page, not in "
+                             f"{[path.name for path in holders]}")
         body = make()
-        text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), text)
-    return text
+        texts[holders[0]] = pattern.sub(lambda m, body=body: m.group(1) + body + "\n"
+                                        + m.group(2), texts[holders[0]])
+    return texts
 
 
 def render_numbers(text: str, numbers: dict[str, str]) -> str:
@@ -205,7 +267,7 @@ def render_numbers(text: str, numbers: dict[str, str]) -> str:
     def fill(match):
         key = match.group(1)
         if key not in numbers:
-            raise SystemExit(f"README.md quotes {key!r}, which paper/numbers.json lacks")
+            raise SystemExit(f"a page quotes {key!r}, which paper/numbers.json lacks")
         return f"<!-- n:{key} -->{numbers[key]}<!-- /n -->"
 
     return re.sub(r"<!-- n:([a-z0-9_]+) -->.*?<!-- /n -->", fill, text)
@@ -213,17 +275,19 @@ def render_numbers(text: str, numbers: dict[str, str]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if README.md is stale")
+    parser.add_argument("--check", action="store_true", help="fail if a page is stale")
     args = parser.parse_args()
-    old = README.read_text(encoding="utf-8")
+    old = {path: path.read_text(encoding="utf-8") for path in documents()}
     numbers = json.loads(NUMBERS.read_text(encoding="utf-8"))
-    new = render_numbers(render_examples(old), numbers)
+    new = {path: render_numbers(text, numbers) for path, text in render_blocks(old).items()}
+    stale = [path for path in old if new[path] != old[path]]
     if args.check:
-        if new != old:
-            print("README.md is out of date: run scripts/readme_examples.py", file=sys.stderr)
-            return 1
-        return 0
-    README.write_text(new, encoding="utf-8")
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run scripts/doc_examples.py",
+                  file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(new[path], encoding="utf-8")
     return 0
 
 
