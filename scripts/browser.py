@@ -126,3 +126,77 @@ def pixel_spread(png: bytes) -> float:
 
     pixels = image.imread(io.BytesIO(png), format="png")[..., :3]
     return float(np.asarray(pixels, float).mean(axis=-1).std())
+
+
+#: Installed before every page load (:func:`record_violations`): each load the page's
+#: Content-Security-Policy refuses is kept in ``window.__violations``.
+RECORD_VIOLATIONS = ("window.__violations = [];"
+                     "document.addEventListener('securitypolicyviolation', function (e) {"
+                     "  window.__violations.push(e.blockedURI || e.violatedDirective); });")
+
+
+def record_violations(driver) -> None:
+    """From the next page load on, keep the loads the policy refused (:func:`blocked_loads`)."""
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                           {"source": RECORD_VIOLATIONS})
+
+
+def payload_ran(driver) -> object:
+    """What a hostile model name's script set (``window.__pwned``), or None if none ran."""
+    return driver.execute_script("return window.__pwned === undefined ? null : window.__pwned;")
+
+
+def _parse_number(shown: str) -> float | None:
+    return None if shown == "\u2014" else float(shown.replace(",", ""))
+
+
+def _parse_interval(shown: str) -> tuple[float | None, float | None]:
+    if shown == "\u2014":
+        return None, None
+    low, high = shown.strip("[]").split(", ")
+    return _parse_number(low), _parse_number(high)
+
+
+def table_problems(doc: dict, header: list[str], rows: list[list[str]]) -> list[str]:
+    """What the shown leaderboard table misses or misstates against the JSON document
+    ``doc``: each model on one row, with its score, clustered interval, simultaneous
+    interval and rank set as the document has them, to the shown precision (Elo points to
+    0.1, percentages to 0.01); a dash exactly where the document has null."""
+    elo = doc["settings"].get("scale") == "elo"
+    factor, tolerance = (1.0, 0.05) if elo else (100.0, 0.005)
+    col = {label: j for j, label in enumerate(header)}
+    ci = next(j for label, j in col.items() if label.endswith(" CI"))
+    sim = next((j for label, j in col.items() if label.endswith(" simult.")), None)
+    by_model = {}
+    for row in rows:
+        by_model.setdefault(row[col["model"]], []).append(row)
+    problems = [f"{len(rows)} rows for {len(doc['models'])} models"] \
+        if len(rows) != len(doc["models"]) else []
+
+    def differs(shown, value) -> bool:
+        if value is None or shown is None:
+            return (value is None) != (shown is None)
+        return abs(shown - factor * value) > tolerance * (1 + 1e-9)
+
+    for i, model in enumerate(doc["models"]):
+        found = by_model.get(model, [])
+        if len(found) != 1:
+            problems.append(f"model {model!r} on {len(found)} rows")
+            continue
+        row = found[0]
+        checks = [("score", _parse_number(row[col["score"]]), doc["score"][i])]
+        low, high = _parse_interval(row[ci])
+        checks += [("ci_low", low, doc["ci_low"][i]), ("ci_high", high, doc["ci_high"][i])]
+        if doc.get("sim_low") is not None:
+            low, high = _parse_interval(row[sim]) if sim is not None else (None, None)
+            checks += [("sim_low", low, doc["sim_low"][i]), ("sim_high", high,
+                                                             doc["sim_high"][i])]
+        problems += [f"{model!r}: {key} shows {shown}, the document has {value}"
+                     for key, shown, value in checks if differs(shown, value)]
+        if doc.get("rank_low") is not None:
+            expected = (f"{doc['rank_low'][i]}\u2013{doc['rank_high'][i]}"
+                        if doc["rank_low"][i] is not None else "\u2014")
+            if row[col["rank set"]] != expected:
+                problems.append(f"{model!r}: rank set {row[col['rank set']]!r}, expected "
+                                f"{expected!r}")
+    return problems

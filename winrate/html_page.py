@@ -162,8 +162,9 @@ def nice_ticks(low: float, high: float, target: int = 5) -> list[float]:
     raw = span / target
     power = 10 ** math.floor(math.log10(raw))
     step = min((m * power for m in (1, 2, 5, 10)), key=lambda s: abs(math.log(s / raw)))
-    first = math.ceil(low / step)
-    return [round(k * step, 10) for k in range(first, math.floor(high / step) + 1)]
+    digits = max(0, 1 - math.floor(math.log10(step)))  # one place below the step's
+    return [round(k * step, digits)
+            for k in range(math.ceil(low / step), math.floor(high / step) + 1)]
 
 
 # --------------------------------------------------------------------------- HTML pieces
@@ -196,18 +197,22 @@ def table(table_id: str, head: list[str], rows: list[str], tall: bool = False) -
             + "\n</tbody></table></div>")
 
 
-_LEFT = ' class="l"'
-
-
-def plain_table(head: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """A small static table of escaped cells, the first ``left`` columns left-aligned."""
+def plain_table(head: list[str], rows: list[list[str]], left: int = 1,
+                wrap: int | None = None) -> str:
+    """A small static table of escaped cells, the first ``left`` columns left-aligned and
+    column ``wrap`` (long text) wrapped."""
     def cells(values, tag):
-        return "".join(f"<{tag}{_LEFT if i < left else ''}>{text(v)}</{tag}>"
+        return "".join(f"<{tag}{_cell_class(i, left, wrap)}>{text(v)}</{tag}>"
                        for i, v in enumerate(values))
 
     body = "".join(f"<tr>{cells(r, 'td')}</tr>" for r in rows)
     return (f'<div class="scroll"><table class="plain"><thead><tr>{cells(head, "th")}</tr>'
             f"</thead><tbody>{body}</tbody></table></div>")
+
+
+def _cell_class(i: int, left: int, wrap: int | None) -> str:
+    classes = " ".join(c for c, on in (("l", i < left or i == wrap), ("wrap", i == wrap)) if on)
+    return f' class="{classes}"' if classes else ""
 
 
 def key_values(items: list[tuple[str, str]]) -> str:
@@ -319,11 +324,13 @@ class Scale:
     width: int = CHART_WIDTH
 
     @classmethod
-    def spanning(cls, values, width: int = CHART_WIDTH) -> Scale:
-        """Over every defined value, padded by 3% each side (as the PNG forest plot)."""
+    def spanning(cls, values, width: int = CHART_WIDTH, least: float = 1e-9) -> Scale:
+        """Over every defined value, padded by 3% each side (as the PNG forest plot), and
+        at least ``least`` wide (widened about its centre)."""
         finite = [v for v in values if defined(v)]
         low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
-        pad = 0.03 * (high - low) or 1.0
+        widen = max(0.0, least - 1.06 * (high - low)) / 2
+        pad = 0.03 * (high - low) + widen
         return cls(low - pad, high + pad, width)
 
     def x(self, value: float) -> float:
@@ -392,7 +399,7 @@ def _leaderboard_view(doc: dict) -> dict:
             "ranks": doc.get("rank_low") is not None,
             "gstar": any(defined(g) for g in doc["effective_clusters"]),
             "order": best_first(doc["score"]), "level": level_label(doc["settings"]["alpha"]),
-            "scale": Scale.spanning([unit.factor * v for v in ends if defined(v)])}
+            "scale": Scale.spanning([unit.factor * v for v in ends if defined(v)], least=1.0)}
 
 
 def _chart_cell(doc: dict, view: dict, i: int) -> str:
@@ -638,19 +645,16 @@ def _clustering_text(settings: dict) -> str:
     return f"clustered by {' + '.join(axes)}" if axes else "unclustered (rows independent)"
 
 
-def _leaderboard_facts(doc: dict, view: dict) -> str:
+def _leaderboard_facts(doc: dict) -> str:
     s = doc["settings"]
     axes = doc["axes"]
-    clusters = " \u00d7 ".join(f"{a['n_clusters']:,}" for a in axes.values()) or DASH
-    top = view["order"][0] if view["order"] else None
+    clusters = " \u00d7 ".join(f"{a['n_clusters']:,}" for a in axes.values())
     return facts([
         ("models", f"{len(doc['models']):,}", ""),
         ("comparisons", count(doc["n_comparisons"]), f"{count(doc['n_rows'])} rows"),
-        ("clusters", clusters, _clustering_text(s)),
+        ("clusters", clusters or "none", " + ".join(axes) or "rows independent"),
         ("variance", str(doc.get("method") or DASH), f"{s.get('correction')}, "
                                                      f"{_reference_text(s)}"),
-        ("top score", view["unit"](doc["score"][top]) if top is not None else DASH,
-         doc["models"][top] if top is not None else ""),
     ])
 
 
@@ -665,7 +669,7 @@ def leaderboard_page(doc: dict, version: str, title: str | None = None) -> str:
     stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "winrate"
     header, rows = leaderboard_csv(doc, view)
     actions = downloads(csv_link(header, rows, f"{stem}.csv"), stem)
-    body = (_leaderboard_facts(doc, view) + notes_section(doc)
+    body = (_leaderboard_facts(doc) + notes_section(doc)
             + leaderboard_section(doc, view) + pairwise_section(doc, view)
             + method_section(doc) + coefficients_section(doc) + data_section(doc))
     return page(title, lede, actions, body, doc, version)
@@ -678,7 +682,7 @@ def _eda_view(doc: dict) -> dict:
     elo = doc["settings"].get("model") == "bt"
     shown = {name: c for name, c in doc["clusterings"].items() if c["identified"]}
     inflations = [v for c in shown.values() for v in c["inflation"] if defined(v)]
-    scale = (Scale.spanning([1.0, *inflations]) if inflations else None)
+    scale = Scale.spanning([1.0, *inflations], least=0.5) if inflations else None
     return {"unit": score_unit(elo), "shown": shown, "scale": scale,
             "order": best_first(doc["score"])}
 
@@ -793,7 +797,7 @@ def _axis_check_rows(doc: dict) -> list[list[str]]:
 def eda_summary_section(doc: dict) -> str:
     parts = ["<h3>Clusterings</h3>" + plain_table(
         ["clustering", "clusters", "SE inflation median [min, max]", "status"],
-        _clustering_rows(doc), left=1)]
+        _clustering_rows(doc), wrap=3)]
     if doc["axes"]:
         parts.append("<h3>Per axis</h3>" + plain_table(
             ["axis", "clusters", "pair ICC", "own ICC median", "implied rho median",
