@@ -84,7 +84,8 @@ def console_errors(driver) -> list[str]:
 
 
 def resource_requests(driver) -> list[str]:
-    """Every resource the page requested (Resource Timing): none for a self-contained page."""
+    """Every resource the page tried to load (Resource Timing; a load the policy refused is
+    listed too, though nothing was sent): none for a self-contained page."""
     return driver.execute_script(
         "return performance.getEntriesByType('resource').map(function (e) { return e.name; });")
 
@@ -112,9 +113,10 @@ def header_labels(driver, table_id: str = "leaderboard") -> list[str]:
 
 
 def horizontal_overflow(driver) -> int:
-    """How far the page is wider than the viewport (CSS pixels; 0 when it fits)."""
-    return driver.execute_script(
-        "return Math.max(0, document.documentElement.scrollWidth - window.innerWidth);")
+    """How far the page is wider than the viewport (CSS pixels; 0 when it fits). The
+    viewport is the root's client width: on a phone, ``innerWidth`` grows with the page."""
+    return driver.execute_script("var root = document.documentElement;"
+                                 "return Math.max(0, root.scrollWidth - root.clientWidth);")
 
 
 def pixel_spread(png: bytes) -> float:
