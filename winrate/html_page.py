@@ -37,7 +37,7 @@ LEADERBOARD_SCHEMA = "winrate.leaderboard/1"
 EDA_SCHEMA = "winrate.eda/1"
 DASH = "\u2014"
 #: Width and height (CSS pixels) of each model's interval chart.
-CHART_WIDTH, CHART_HEIGHT = 220, 24
+CHART_WIDTH, CHART_HEIGHT = 240, 24
 _CHART_PAD = 6
 #: Colours of the clusterings in the exploratory report's inflation chart, in order.
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -97,7 +97,8 @@ class Unit:
     name: str
 
     def __call__(self, value) -> str:
-        return number(value, self.decimals, self.factor)
+        """Without thousands separators, as the printed report shows scores."""
+        return f"{self.factor * value:.{self.decimals}f}" if defined(value) else DASH
 
 
 def score_unit(elo: bool) -> Unit:
@@ -188,6 +189,12 @@ def td(shown: str, value=None, cls: str = "num") -> str:
     key = "" if value is None or (isinstance(value, float) and not math.isfinite(value)) \
         else (repr(value) if isinstance(value, float) else str(value))
     return f'<td class="{cls}" data-v="{text(key)}">{text(shown)}</td>'
+
+
+def model_cell(name: str) -> str:
+    """The model's name, sorting by it; its full text also on hover (a long name is cut)."""
+    return (f'<td class="l model sticky-2" data-v="{text(name)}" title="{text(name)}">'
+            f"{text(name)}</td>")
 
 
 def table(table_id: str, head: list[str], rows: list[str], tall: bool = False) -> str:
@@ -346,7 +353,7 @@ class Scale:
 
     def axis(self, decimals: int) -> str:
         """The header of a chart column: tick labels over the shared scale."""
-        labels = "".join(f'<text x="{self.x(t)}" y="12">{t:,.{decimals}f}</text>'
+        labels = "".join(f'<text x="{self.x(t)}" y="12">{t:.{decimals}f}</text>'
                          for t in self.ticks())
         return (f'<svg class="axis" width="{self.width}" height="16" viewBox="0 0 '
                 f'{self.width} 16" aria-hidden="true">{labels}</svg>')
@@ -444,7 +451,7 @@ def _leaderboard_row(doc: dict, view: dict, rank: int, i: int) -> str:
     lows, highs = view["naive"]
     k = len(doc["models"])
     cells = [td(str(rank), rank, "num sticky-1"),
-             td(doc["models"][i], doc["models"][i], "l model sticky-2"),
+             model_cell(doc["models"][i]),
              td(unit(doc["score"][i]), doc["score"][i]),
              _chart_cell(doc, view, i),
              td(interval(doc["ci_low"][i], doc["ci_high"][i], unit), doc["ci_low"][i], "ci"),
@@ -741,7 +748,7 @@ def eda_table(doc: dict, view: dict) -> str:
     rows = []
     for rank, i in enumerate(view["order"], start=1):
         cells = [td(str(rank), rank, "num sticky-1"),
-                 td(doc["models"][i], doc["models"][i], "l model sticky-2"),
+                 model_cell(doc["models"][i]),
                  td(*cols[0][3](i))]
         if view["scale"]:
             cells.append(_inflation_chart(doc, view, i))
