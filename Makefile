@@ -11,7 +11,7 @@ export WINRATE_DATA := $(SHARED_DATA)
 endif
 endif
 
-.PHONY: demo test lint bench paper clean
+.PHONY: demo test lint bench paper clean browser
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,10 +26,25 @@ demo: $(BIN)/.installed
 # (winrate's matrices are K x K; the CLI sets the same defaults in winrate/cli.py).
 # loadfile: each test module runs on one worker, so its module-scoped fixtures (real
 # datasets, the coverage study) are built once.
-test: $(BIN)/.installed
+test: $(BIN)/.installed browser
 	$(BIN)/ruff check winrate scripts tests
 	OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 \
 		--dist loadfile -p no:cacheprovider
+
+# The web page's browser tests (tests/test_html_page.py) run in Debian's chromium with
+# chromium-driver: installed here (quietly) when missing and running as root with apt-get;
+# otherwise those tests skip with a reason naming what is missing.
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing chromium and chromium-driver (apt-get) for the browser tests"; \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				chromium chromium-driver; } >/dev/null 2>&1 || \
+				echo "could not install chromium and chromium-driver: browser tests skip"; \
+		else \
+			echo "chromium or chromium-driver missing (not root): browser tests skip"; \
+		fi; \
+	fi
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check winrate scripts tests

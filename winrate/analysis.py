@@ -274,6 +274,18 @@ class LeaderboardAnalysis:
                 f"comparisons={self.n_comparisons:g}, cluster={'+'.join(s['cluster'])!r}, "
                 f"method={self.method!r}, alpha={self.alpha:g})")
 
+    def to_html(self, path=None, title: str | None = None) -> str:
+        """The analysis as one self-contained web page (:mod:`winrate.html_page`), also
+        written to ``path`` when given."""
+        from winrate import html_page, report
+
+        return html_page.publish(report.to_dict(self), path, title)
+
+    def _repr_html_(self) -> str:
+        from winrate.html_page import notebook_frame
+
+        return notebook_frame(self.to_html())
+
 
 @dataclass(frozen=True, eq=False)
 class JointInference:

@@ -87,6 +87,9 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--table-format", choices=TABLE_FORMATS, default="text",
                         help="text (default), markdown (a pipe table) or latex (a booktabs "
                              "tabular); the report's other lines become a comment above it")
+    parser.add_argument("--html", metavar="PATH",
+                        help="write the report as one self-contained web page here (sortable "
+                             "table, interval charts, notes; loads nothing from the network)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bars on stderr for steps that take more than a few "
                              "seconds (default: only when stderr is a terminal)")
@@ -209,7 +212,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
-    for flag in ("json", "csv", "plot"):
+    for flag in ("json", "csv", "plot", "html"):
         check_output_path(getattr(args, flag, None), f"--{flag}")
     joint = _joint_flags(args)
     clustering = parse_clustering(args.cluster) if args.cluster is not None else None
@@ -231,6 +234,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
         write_json(result, args.json)
     if args.csv:
         leaderboard_table(result).to_csv(args.csv, index=False)
+    if args.html:
+        from winrate.report import to_dict
+
+        write_page(to_dict(result), args, "leaderboard")
     _print_report(result, loaded, [note] if note else [], args.table_format)
     if getattr(args, "pairwise", False):
         from winrate.report import format_pairwise
@@ -277,6 +284,15 @@ def _print_report(result, loaded=(), notes=(), table_format: str = "text") -> No
     print(format_report(result, table_format))
     for note in dict.fromkeys([*notes, *loaded, *result.notes]):
         print(as_note(note, "reader").line(), file=sys.stderr)
+
+
+def write_page(doc: dict, args: argparse.Namespace, kind: str) -> None:
+    """--html: the web page of the JSON document ``doc`` (:mod:`winrate.html_page`),
+    titled by the dataset or input file, e.g. "chatbot_arena leaderboard"."""
+    from winrate.html_page import publish
+
+    source = args.dataset or os.path.basename(args.input or "") or "winrate"
+    publish(doc, args.html, title=f"{source} {kind}")
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -345,10 +361,15 @@ def run_eda(args: argparse.Namespace) -> int:
     from winrate.progress import preference
 
     check_output_path(args.json, "--json")
+    check_output_path(args.html, "--html")
     with preference(args.progress):
         report = explore_input(args)
     if args.json:
         write_json(report, args.json)
+    if args.html:
+        from winrate.eda import to_dict
+
+        write_page(to_dict(report), args, "exploratory report")
     print(format_report(report, args.table_format))
     return 0
 

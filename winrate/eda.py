@@ -247,6 +247,18 @@ class EdaReport:
                 f"comparisons={self.structure['n_comparisons']:g}, "
                 f"clusterings={list(self.clusterings)}, main={self.main!r})")
 
+    def to_html(self, path=None, title: str | None = None) -> str:
+        """The report as one self-contained web page (:mod:`winrate.html_page`), also
+        written to ``path`` when given."""
+        from winrate.html_page import publish
+
+        return publish(to_dict(self), path, title)
+
+    def _repr_html_(self) -> str:
+        from winrate.html_page import notebook_frame
+
+        return notebook_frame(self.to_html())
+
 
 # --------------------------------------------------------------------------- loading
 

@@ -1,0 +1,885 @@
+"""A leaderboard or exploratory report as one self-contained web page.
+
+The page is rendered from the JSON document alone (``winrate.report.to_dict`` of an
+analysis, schema ``winrate.leaderboard/1``, or ``winrate.eda.to_dict`` of an exploratory
+report, ``winrate.eda/1``): its keys are the stable interface, so this module imports no
+numerical code and can render a JSON file written by another version of winrate.
+
+What the page holds: its styles and script inline (``winrate/html_assets``), every table
+and chart rendered here as HTML and inline SVG, and the document itself in a
+``<script type="application/json">`` block, from which the script offers the JSON download
+and draws the pairwise matrix. Nothing is loaded from anywhere: the Content-Security-Policy
+allows no source but the page's own script and style, named by their SHA-256 hashes, and
+``data:`` images; so even a string that escaped its escaping could neither load nor run
+anything. Every string of the document is escaped (:func:`html.escape`, and
+:func:`script_json` for the embedded JSON). The same document and version give the same
+bytes: no timestamp, and every list in a fixed order (models best score first, ties in
+``models`` order, as :func:`winrate.report.leaderboard_table` orders them).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import html
+import io
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from statistics import NormalDist
+from urllib.parse import quote
+
+from winrate.errors import WinrateInputError
+
+LEADERBOARD_SCHEMA = "winrate.leaderboard/1"
+EDA_SCHEMA = "winrate.eda/1"
+DASH = "\u2014"
+#: Width and height (CSS pixels) of each model's interval chart.
+CHART_WIDTH, CHART_HEIGHT = 240, 24
+_CHART_PAD = 6
+#: Colours of the clusterings in the exploratory report's inflation chart, in order.
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+
+
+# --------------------------------------------------------------------------- escaping
+
+
+def text(value) -> str:
+    """``value`` as HTML text or attribute value (quotes escaped too)."""
+    return html.escape(str(value), quote=True)
+
+
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                   "\u2029": "\\u2029"}
+
+
+def script_json(doc) -> str:
+    """``doc`` as JSON safe inside ``<script>``: ``<``, ``>``, ``&`` and the line
+    separators U+2028/U+2029 as ``\\uXXXX`` escapes, so no string can close the element
+    (``</script>``) or open a comment; ``JSON.parse`` of it gives ``doc`` back."""
+    raw = json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return "".join(_SCRIPT_ESCAPES.get(ch, ch) for ch in raw)
+
+
+def _asset(name: str) -> str:
+    return resources.files("winrate").joinpath("html_assets", name).read_text(encoding="utf-8")
+
+
+def _sha256(source: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(source.encode()).digest()).decode() + "'"
+
+
+def content_security_policy(script: str, style: str) -> str:
+    """Nothing from anywhere (``default-src 'none'``) but the page's own inline script and
+    style, allowed by hash, and ``data:`` images (the favicon)."""
+    return (f"default-src 'none'; script-src {_sha256(script)}; style-src {_sha256(style)}; "
+            "img-src data:; base-uri 'none'; form-action 'none'")
+
+
+def installed_version() -> str:
+    """The installed winrate's version (package metadata; no numerical import)."""
+    from importlib.metadata import version
+
+    return version("winrate")
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+@dataclass(frozen=True)
+class Unit:
+    """How scores are shown: ``factor`` times the JSON value, to ``decimals`` places."""
+
+    factor: float
+    decimals: int
+    name: str
+
+    def __call__(self, value) -> str:
+        """Without thousands separators, as the printed report shows scores."""
+        return f"{self.factor * value:.{self.decimals}f}" if defined(value) else DASH
+
+
+def score_unit(elo: bool) -> Unit:
+    """Elo points to one decimal, or win probabilities in percent to two (as printed)."""
+    return Unit(1.0, 1, "Elo points") if elo else Unit(100.0, 2, "percentage points")
+
+
+def defined(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+        value)
+
+
+def number(value, decimals: int = 2, factor: float = 1.0) -> str:
+    """``factor * value`` with ``decimals`` places and thousands separators; a dash if null."""
+    return f"{factor * value:,.{decimals}f}" if defined(value) else DASH
+
+
+def count(value) -> str:
+    """A count as it is: ``1,034``, or ``1,034.5`` for fractional frequency weights."""
+    if not defined(value):
+        return DASH
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.10g}"
+
+
+def interval(low, high, unit: Unit) -> str:
+    return f"[{unit(low)}, {unit(high)}]" if defined(low) and defined(high) else DASH
+
+
+def level_label(alpha: float) -> str:
+    return f"{100 * (1 - alpha):.10g}%"
+
+
+def best_first(scores: list) -> list[int]:
+    """Model indices by score, best first; ties keep ``models`` order, null scores last."""
+    return sorted(range(len(scores)),
+                  key=lambda i: (0, -scores[i]) if defined(scores[i]) else (1, 0))
+
+
+def naive_bounds(doc: dict) -> tuple[list, list]:
+    """The naive interval ``S_a -/+ z_{1-alpha/2} SE_naive`` (rows independent, normal
+    reference, as :mod:`winrate.plots` draws it), cut at [0, 1] for win probabilities
+    (:func:`winrate.results.clip_to_range`); null where the naive SE is."""
+    z = NormalDist().inv_cdf(1 - doc["settings"]["alpha"] / 2)
+    cut = doc["settings"].get("scale") == "probability"
+
+    def bound(score, se, sign):
+        if not (defined(score) and defined(se)):
+            return None
+        value = score + sign * z * se
+        return min(1.0, max(0.0, value)) if cut else value
+
+    pairs = list(zip(doc["score"], doc["se_naive"], strict=True))
+    return [bound(s, e, -1) for s, e in pairs], [bound(s, e, 1) for s, e in pairs]
+
+
+def nice_ticks(low: float, high: float, target: int = 5) -> list[float]:
+    """Round tick values in [low, high], about ``target`` of them, spaced 1, 2 or 5 times
+    a power of ten (Heckbert's "nice numbers", Graphics Gems, 1990)."""
+    span = high - low
+    if not span > 0:
+        return [low]
+    raw = span / target
+    power = 10 ** math.floor(math.log10(raw))
+    step = min((m * power for m in (1, 2, 5, 10)), key=lambda s: abs(math.log(s / raw)))
+    digits = max(0, 1 - math.floor(math.log10(step)))  # one place below the step's
+    return [round(k * step, digits)
+            for k in range(math.ceil(low / step), math.floor(high / step) + 1)]
+
+
+# --------------------------------------------------------------------------- HTML pieces
+
+
+def th(label: str, sort: str | None = None, numeric: bool = True, sub: str = "",
+       cls: str = "") -> str:
+    """A header cell; sortable (a button) when ``sort`` is the first click's direction."""
+    classes = " ".join(c for c in (cls, "" if numeric else "l") if c)
+    attrs = f' class="{classes}"' if classes else ""
+    inner = text(label)
+    if sort:
+        attrs += f' data-sort="{sort}"' + (' data-type="num"' if numeric else "")
+        inner = f'<button type="button">{inner}</button>'
+    sub_html = f'<span class="sub">{text(sub)}</span>' if sub else ""
+    return f"<th{attrs} scope=\"col\">{inner}{sub_html}</th>"
+
+
+def td(shown: str, value=None, cls: str = "num") -> str:
+    """A body cell showing ``shown`` (escaped) and sorting by ``value`` (``data-v``)."""
+    key = "" if value is None or (isinstance(value, float) and not math.isfinite(value)) \
+        else (repr(value) if isinstance(value, float) else str(value))
+    return f'<td class="{cls}" data-v="{text(key)}">{text(shown)}</td>'
+
+
+def model_cell(name: str) -> str:
+    """The model's name, sorting by it; its full text also on hover (a long name is cut)."""
+    return (f'<td class="l model sticky-2" data-v="{text(name)}" title="{text(name)}">'
+            f"{text(name)}</td>")
+
+
+def table(table_id: str, head: list[str], rows: list[str], tall: bool = False) -> str:
+    cls = "scroll tall" if tall else "scroll"
+    return (f'<div class="{cls}"><table id="{table_id}" class="sortable"><thead><tr>'
+            + "".join(head) + "</tr></thead><tbody>\n" + "\n".join(rows)
+            + "\n</tbody></table></div>")
+
+
+def plain_table(head: list[str], rows: list[list[str]], left: int = 1,
+                wrap: int | None = None) -> str:
+    """A small static table of escaped cells, the first ``left`` columns left-aligned and
+    column ``wrap`` (long text) wrapped."""
+    def cells(values, tag):
+        return "".join(f"<{tag}{_cell_class(i, left, wrap)}>{text(v)}</{tag}>"
+                       for i, v in enumerate(values))
+
+    body = "".join(f"<tr>{cells(r, 'td')}</tr>" for r in rows)
+    return (f'<div class="scroll"><table class="plain"><thead><tr>{cells(head, "th")}</tr>'
+            f"</thead><tbody>{body}</tbody></table></div>")
+
+
+def _cell_class(i: int, left: int, wrap: int | None) -> str:
+    classes = " ".join(c for c, on in (("l", i < left or i == wrap), ("wrap", i == wrap)) if on)
+    return f' class="{classes}"' if classes else ""
+
+
+def key_values(items: list[tuple[str, str]]) -> str:
+    return "<dl class=\"kv\">" + "".join(f"<dt>{text(k)}</dt><dd>{text(v)}</dd>"
+                                         for k, v in items) + "</dl>"
+
+
+def facts(items: list[tuple[str, str, str]]) -> str:
+    """Headline numbers as cards: (label, value, small print)."""
+    cards = "".join(f'<li><span class="k">{text(k)}</span><span class="v">{text(v)}</span>'
+                    + (f'<span class="s">{text(s)}</span>' if s else "") + "</li>"
+                    for k, v, s in items)
+    return f'<ul class="facts">{cards}</ul>'
+
+
+def notes_section(doc: dict) -> str:
+    """Every note with its code, severity, axis and models (the ``notes`` key when the
+    document has it, else its ``warnings`` strings); nothing when there are none."""
+    notes = doc.get("notes")
+    if notes is None:
+        notes = [{"code": None, "severity": "warning", "text": w} for w in doc.get("warnings")
+                 or ()]
+    if not notes:
+        return ""
+    items = [_note_item(note) for note in notes]
+    return (f'<section id="notes"><h2>Notes ({len(items)})</h2>'
+            f'<ul class="notes">{"".join(items)}</ul></section>')
+
+
+def _note_item(note: dict) -> str:
+    severity = note.get("severity") or "warning"
+    code = note.get("code")
+    about = []
+    if note.get("axis"):
+        about.append(f"axis: {note['axis']}")
+    models = list(note.get("models") or ())
+    if models:
+        shown = ", ".join(models[:12]) + (f" and {len(models) - 12} more" if len(models) > 12
+                                          else "")
+        about.append(f"models: {shown}")
+    return (f'<li class="{"note" if severity == "note" else "warning"}"'
+            + (f' data-code="{text(code)}"' if code else "") + ">"
+            + f'<span class="badge">{text(severity)}</span>'
+            + (f'<code class="code">{text(code)}</code>' if code else "")
+            + text(note.get("text", ""))
+            + (f'<span class="about">{text("; ".join(about))}</span>' if about else "")
+            + "</li>")
+
+
+def csv_link(header: list[str], rows: list[list], filename: str) -> str:
+    """A download link holding the table as CSV in a ``data:`` URL (nulls empty)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([["" if v is None else v for v in row] for row in rows])
+    href = "data:text/csv;charset=utf-8," + quote(buffer.getvalue(), safe="")
+    return (f'<a class="button" id="download-csv" download="{text(filename)}" '
+            f'href="{text(href)}">Table (CSV)</a>')
+
+
+def downloads(csv_html: str, stem: str) -> str:
+    json_link = (f'<a class="button" id="download-json" download="{text(stem)}.json" '
+                 'href="#">Full result (JSON)</a>')
+    return f'<div class="downloads">{csv_html}{json_link}</div>'
+
+
+def page(title: str, lede: str, actions: str, body: str, doc: dict, version: str) -> str:
+    """The whole document: head with the policy, a header with ``title``, ``lede`` and
+    ``actions`` (the downloads), ``body``, the embedded JSON, the script."""
+    style, script = _asset("page.css"), _asset("page.js")
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" '
+        f'content="{text(content_security_policy(script, style))}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta name="generator" content="winrate {text(version)}">',
+        '<link rel="icon" href="data:,">',
+        f"<title>{text(title)}</title>",
+        f"<style>{style}</style>",
+        "</head>",
+        "<body>",
+        "<main>",
+        f'<header class="top"><div><h1>{text(title)}</h1>'
+        f'<p class="lede">{text(lede)}</p></div>{actions}</header>',
+        body,
+        f'<footer>Made with winrate {text(version)} from a <code>{text(doc["schema"])}'
+        "</code> document. Self-contained: this file loads nothing from the network.</footer>",
+        "</main>",
+        f'<script id="winrate-data" type="application/json">{script_json(doc)}</script>',
+        f"<script>{script}</script>",
+        "</body>",
+        "</html>",
+        "",
+    ])
+
+
+# --------------------------------------------------------------------------- charts
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Linear map of displayed values onto ``[_CHART_PAD, width - _CHART_PAD]``."""
+
+    low: float
+    high: float
+    width: int = CHART_WIDTH
+
+    @classmethod
+    def spanning(cls, values, width: int = CHART_WIDTH, least: float = 1e-9) -> Scale:
+        """Over every defined value, padded by 3% each side (as the PNG forest plot), and
+        at least ``least`` wide (widened about its centre)."""
+        finite = [v for v in values if defined(v)]
+        low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
+        widen = max(0.0, least - 1.06 * (high - low)) / 2
+        pad = 0.03 * (high - low) + widen
+        return cls(low - pad, high + pad, width)
+
+    def x(self, value: float) -> float:
+        return round(_CHART_PAD + (value - self.low) / (self.high - self.low)
+                     * (self.width - 2 * _CHART_PAD), 1)
+
+    def ticks(self) -> list[float]:
+        return nice_ticks(self.low, self.high)
+
+    def grid(self, height: int) -> str:
+        path = "".join(f"M{self.x(t)} 0V{height}" for t in self.ticks())
+        return f'<path class="grid" d="{path}"/>'
+
+    def axis(self, decimals: int) -> str:
+        """The header of a chart column: tick labels over the shared scale."""
+        labels = "".join(f'<text x="{self.x(t)}" y="12">{t:.{decimals}f}</text>'
+                         for t in self.ticks())
+        return (f'<svg class="axis" width="{self.width}" height="16" viewBox="0 0 '
+                f'{self.width} 16" aria-hidden="true">{labels}</svg>')
+
+
+def _tick_decimals(scale: Scale) -> int:
+    ticks = scale.ticks()
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    return max(0, -math.floor(math.log10(step))) if step < 1 else 0
+
+
+def interval_chart(scale: Scale, score, bounds: list[tuple[str, object, object]],
+                   label: str) -> str:
+    """One model's intervals as lines (one per ``(css class, low, high)``, top to bottom)
+    and its score as a dot, all on ``scale``."""
+    lines, step = [], CHART_HEIGHT / (len(bounds) + 1)
+    for k, (cls, low, high) in enumerate(bounds, start=1):
+        if defined(low) and defined(high):
+            y = round(k * step, 1)
+            lines.append(f'<line class="{cls}" x1="{scale.x(low)}" x2="{scale.x(high)}" '
+                         f'y1="{y}" y2="{y}"/>')
+    dot = (f'<circle class="pt" cx="{scale.x(score)}" cy="{CHART_HEIGHT / 2:g}" r="2.6"/>'
+           if defined(score) else "")
+    return (f'<svg class="iv" width="{scale.width}" height="{CHART_HEIGHT}" viewBox="0 0 '
+            f'{scale.width} {CHART_HEIGHT}" role="img" aria-label="{text(label)}">'
+            f"{scale.grid(CHART_HEIGHT)}{''.join(lines)}{dot}</svg>")
+
+
+# --------------------------------------------------------------------------- leaderboard
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the leaderboard table: its header and, per model index, the shown text
+    and the sort key."""
+
+    header: str
+    cell: object  # callable(i) -> (shown, key)
+
+
+def _leaderboard_view(doc: dict) -> dict:
+    """What the leaderboard section needs, computed once from ``doc``."""
+    elo = doc["settings"].get("scale") == "elo"
+    unit = score_unit(elo)
+    naive_low, naive_high = naive_bounds(doc)
+    sim = doc.get("sim_low") is not None
+    ends = [*doc["ci_low"], *doc["ci_high"], *naive_low, *naive_high,
+            *((doc["sim_low"] or []) + (doc["sim_high"] or []))]
+    return {"unit": unit, "naive": (naive_low, naive_high), "sim": sim,
+            "ranks": doc.get("rank_low") is not None,
+            "gstar": any(defined(g) for g in doc["effective_clusters"]),
+            "order": best_first(doc["score"]), "level": level_label(doc["settings"]["alpha"]),
+            "scale": Scale.spanning([unit.factor * v for v in ends if defined(v)], least=1.0)}
+
+
+def _chart_cell(doc: dict, view: dict, i: int) -> str:
+    unit, scale = view["unit"], view["scale"]
+    f = unit.factor
+
+    def scaled(v):
+        return f * v if defined(v) else None
+
+    bounds = []
+    if view["sim"]:
+        bounds.append(("sim", scaled(doc["sim_low"][i]), scaled(doc["sim_high"][i])))
+    bounds.append(("clu", scaled(doc["ci_low"][i]), scaled(doc["ci_high"][i])))
+    bounds.append(("nai", scaled(view["naive"][0][i]), scaled(view["naive"][1][i])))
+    label = f"{doc['models'][i]}: score {unit(doc['score'][i])}"
+    chart = interval_chart(scale, scaled(doc["score"][i]), bounds, label)
+    return f'<td class="chart">{chart}</td>'
+
+
+def _leaderboard_header(doc: dict, view: dict) -> list[str]:
+    level, unit = view["level"], view["unit"]
+    decimals = _tick_decimals(view["scale"])
+    head = [th("#", "ascending", cls="sticky-1"),
+            th("model", "ascending", numeric=False, cls="sticky-2"),
+            th("score", "descending", sub="Elo" if unit.factor == 1.0 else "%"),
+            f'<th class="chart" scope="col">{view["scale"].axis(decimals)}</th>',
+            th(f"{level} CI", "descending", sub="clustered"),
+            th(f"{level} naive", "descending", sub="rows independent")]
+    if view["sim"]:
+        head.append(th(f"{level} simult.", "descending", sub="all models jointly"))
+    if view["ranks"]:
+        head.append(th("rank set", "ascending", sub=doc.get("rank_method") or ""))
+    head += [th("SE", "ascending", sub="clustered"), th("infl.", "descending", sub="SE / naive")]
+    if view["gstar"]:
+        head.append(th("G*", "ascending", sub="eff. clusters"))
+    head.append(th("n", "descending", sub="comparisons"))
+    return head
+
+
+def _leaderboard_row(doc: dict, view: dict, rank: int, i: int) -> str:
+    unit = view["unit"]
+    lows, highs = view["naive"]
+    k = len(doc["models"])
+    cells = [td(str(rank), rank, "num sticky-1"),
+             model_cell(doc["models"][i]),
+             td(unit(doc["score"][i]), doc["score"][i]),
+             _chart_cell(doc, view, i),
+             td(interval(doc["ci_low"][i], doc["ci_high"][i], unit), doc["ci_low"][i], "ci"),
+             td(interval(lows[i], highs[i], unit), lows[i], "ci")]
+    if view["sim"]:
+        cells.append(td(interval(doc["sim_low"][i], doc["sim_high"][i], unit),
+                        doc["sim_low"][i], "ci"))
+    if view["ranks"]:
+        low, high = doc["rank_low"][i], doc["rank_high"][i]
+        shown = f"{low}\u2013{high}" if defined(low) else DASH
+        cells.append(td(shown, low * (k + 1) + high if defined(low) else None))
+    cells += [td(unit(doc["se"][i]), doc["se"][i]),
+              td(number(doc["inflation"][i]), doc["inflation"][i])]
+    if view["gstar"]:
+        g = doc["effective_clusters"][i]
+        cells.append(td(number(g, 1), g))
+    cells.append(td(count(doc["n"][i]), doc["n"][i]))
+    return f'<tr data-i="{rank - 1}" data-m="{i}">' + "".join(cells) + "</tr>"
+
+
+def leaderboard_csv(doc: dict, view: dict) -> tuple[list[str], list[list]]:
+    """The table as CSV, on the JSON's own scale (win probabilities in [0, 1] or Elo)."""
+    keys = ["score", "se_naive", "se", "ci_low", "ci_high"]
+    keys += ["sim_low", "sim_high"] if view["sim"] else []
+    keys += ["rank_low", "rank_high"] if view["ranks"] else []
+    keys += ["inflation", "effective_clusters", "n"]
+    header = ["rank", "model", *keys[:5], "naive_low", "naive_high", *keys[5:]]
+    rows = [[rank, doc["models"][i], *(doc[k][i] for k in keys[:5]), view["naive"][0][i],
+             view["naive"][1][i], *(doc[k][i] for k in keys[5:])]
+            for rank, i in enumerate(view["order"], start=1)]
+    return header, rows
+
+
+def _legend(view: dict) -> str:
+    level = view["level"]
+    sim = (f'<span><i class="swatch sim"></i>{level} simultaneous (all models jointly)</span>'
+           if view["sim"] else "")
+    return (f'<div class="legend">{sim}<span><i class="swatch clu"></i>{level} clustered</span>'
+            f'<span><i class="swatch nai"></i>{level} naive (rows independent)</span>'
+            f'<span><svg width="10" height="10" aria-hidden="true"><circle class="pt" cx="5" '
+            f'cy="5" r="3"/></svg>score ({text(view["unit"].name)})</span></div>')
+
+
+def leaderboard_section(doc: dict, view: dict) -> str:
+    head = _leaderboard_header(doc, view)
+    rows = [_leaderboard_row(doc, view, rank, i)
+            for rank, i in enumerate(view["order"], start=1)]
+    explain = ("Click a column header to sort; click again to reverse. Intervals are at the "
+               f"{view['level']} level; the naive interval treats every comparison as "
+               "independent, the clustered one does not.")
+    return ('<section id="board"><h2>Leaderboard</h2>'
+            f'<p class="muted small">{text(explain)}</p>{_legend(view)}'
+            + table("leaderboard", head, rows, tall=True) + "</section>")
+
+
+def _adjustments(doc: dict) -> list[tuple[str, str]]:
+    """The multiplicity adjustments the document has p-values for: max-T first."""
+    first = doc["pairwise"][0]
+    options = [("p_max_t", "max-T (single step)"), ("p_holm", "Holm")]
+    return [(key, label) for key, label in options if first.get(key) is not None]
+
+
+def pairwise_section(doc: dict, view: dict) -> str:
+    """The "which differences are real" matrix: drawn by the page's script from the
+    embedded ``pairwise`` list, rows and columns in rank order."""
+    if not doc.get("pairwise"):
+        return ""
+    options = _adjustments(doc)
+    radios = "".join(f'<label><input type="radio" name="adjust" value="{key}"'
+                     f'{" checked" if n == 0 else ""}> {text(label)}</label>'
+                     for n, (key, label) in enumerate(options))
+    unit = view["unit"]
+    alpha = doc["settings"]["alpha"]
+    return (
+        '<section id="pairwise"><h2>Which differences are real</h2>'
+        f'<p class="muted small">Each cell compares the row model with the column model (both '
+        f"numbered by rank, as in the table). A pair is a real difference when its p-value, "
+        f"adjusted for testing all {len(doc['pairwise']):,} pairs, is below {alpha:g}. "
+        "Point at (or tap) a cell for the numbers.</p>"
+        f'<div class="controls"><span>adjustment:</span>{radios}</div>'
+        '<div class="legend"><span><i class="box ahead"></i>row model ahead</span>'
+        '<span><i class="box behind"></i>row model behind</span>'
+        '<span><i class="box same"></i>not distinguishable</span></div>'
+        '<p id="pair-summary"></p>'
+        f'<div class="matrix-wrap"><canvas id="pair-matrix" width="0" height="0" '
+        f'data-unit="{text(unit.name)}" data-factor="{unit.factor:g}" '
+        f'data-decimals="{unit.decimals}" aria-label="pairwise significance matrix">'
+        "</canvas></div>"
+        '<p id="pair-readout" class="muted" aria-live="polite"></p>'
+        "<noscript><p>The matrix needs JavaScript; the JSON download has every pair."
+        "</p></noscript></section>")
+
+
+def estimator_text(settings: dict) -> str:
+    """The estimator in words, from the document's settings."""
+    if settings.get("estimator") == "bt":
+        anchor = settings.get("anchor")
+        words = ("Bradley-Terry, Elo scale (400 / ln 10 per logit), "
+                 + (f"{anchor['model']} anchored at {anchor['rating']:g}" if anchor
+                    else "mean rating 1000")
+                 + ("; ties as half wins" if settings.get("ties") != "davidson"
+                    else "; Davidson ties"))
+        if settings.get("prior") is not None:
+            words += f"; ridge prior theta ~ N(0, {settings['prior']:g})"
+        if settings.get("covariates"):
+            words += f"; controlled for {', '.join(settings['covariates'])}"
+    elif settings.get("baseline"):
+        words = "half-tie win rate against the baseline"
+    else:
+        words = f"half-tie win rate, opponent weights {settings.get('weights')}"
+    if settings.get("baseline"):
+        words += f"; baseline {settings['baseline']} (the reference, not ranked)"
+    return words
+
+
+def _reference_text(settings: dict) -> str:
+    df = settings.get("df")
+    if isinstance(df, list):
+        finite = sorted(d for d in df if defined(d))
+        median = finite[len(finite) // 2] if finite else None
+        return f"t with per-model degrees of freedom (Pan-Wall; median {number(median, 1)})"
+    return f"t({df:g})" if defined(df) else (settings.get("reference") or "normal")
+
+
+def method_section(doc: dict) -> str:
+    s = doc["settings"]
+    items = [("estimator", estimator_text(s)),
+             ("clustering", " + ".join(s.get("cluster") or ["none"])),
+             ("variance method", f"{doc.get('method') or DASH} (requested: {s.get('method')})"),
+             ("why", doc.get("method_note") or DASH),
+             ("small-sample correction", str(s.get("correction"))),
+             ("reference distribution", _reference_text(s)),
+             ("level", f"{level_label(s['alpha'])} (alpha = {s['alpha']:g})")]
+    if doc.get("simultaneous_critical_value") is not None:
+        items.append(("simultaneous critical value",
+                      f"{doc['simultaneous_critical_value']:.3f}" + _monte_carlo(doc)))
+    if doc.get("rank_method"):
+        items.append(("rank sets", f"{doc['rank_method']} (Mogstad et al. 2024; 1 = best)"))
+    if "bootstrap" in str(doc.get("method")):
+        items.append(("bootstrap replicates", count(s.get("bootstrap_reps"))))
+    items.append(("seed", str(s.get("seed"))))
+    return f'<section id="method"><h2>Method</h2>{key_values(items)}</section>'
+
+
+def _monte_carlo(doc: dict) -> str:
+    part = (doc.get("monte_carlo") or {}).get("simultaneous")
+    if not part:
+        return ""
+    return f" (Monte-Carlo SE {part['mc_se']:.4f} from {part['n_draws']:,} draws)"
+
+
+def _axis_rows(doc: dict) -> list[list[str]]:
+    rows = []
+    for name, axis in doc["axes"].items():
+        gstar = sorted(g for g in axis.get("effective_clusters") or () if defined(g))
+        rows.append([name, count(axis["n_clusters"]), number(axis["mean_cluster_size"], 1),
+                     number(axis["icc"], 3), count(axis["single_cluster_pairs"]),
+                     number(gstar[len(gstar) // 2], 1) if gstar else DASH])
+    return rows
+
+
+def data_section(doc: dict) -> str:
+    k = len(doc["models"])
+    parts = [key_values([
+        ("comparisons", count(doc["n_comparisons"])), ("rows", count(doc["n_rows"])),
+        ("models", f"{k:,}"),
+        ("pairs never compared", f"{len(doc.get('unobserved_pairs') or ()):,} of "
+                                 f"{k * (k - 1) // 2:,}"),
+    ])]
+    if doc["axes"]:
+        parts.append("<h3>Clusters per axis</h3>" + plain_table(
+            ["axis", "clusters", "mean size", "pair ICC", "single-cluster pairs",
+             "median G*"], _axis_rows(doc)))
+    else:
+        parts.append('<p class="muted">Unclustered: every comparison is treated as an '
+                     "independent unit, so G* is not defined.</p>")
+    if doc.get("not_estimable"):
+        parts.append("<h3>Not estimable</h3>" + key_values(list(doc["not_estimable"].items())))
+    return '<section id="data"><h2>Data</h2>' + "".join(parts) + "</section>"
+
+
+def coefficients_section(doc: dict) -> str:
+    coef = doc.get("coefficients")
+    if not coef:
+        return ""
+    level = level_label(doc["settings"]["alpha"])
+    rows = [[name, number(coef["estimate"][i], 4), number(coef["se_naive"][i], 4),
+             number(coef["se"][i], 4),
+             f"[{number(coef['ci_low'][i], 4)}, {number(coef['ci_high'][i], 4)}]"]
+            for i, name in enumerate(coef["names"])]
+    return ('<section id="coefficients"><h2>Coefficients</h2>'
+            + plain_table(["coefficient", "estimate", "SE naive", "SE", f"{level} CI"], rows)
+            + "</section>")
+
+
+def _clustering_text(settings: dict) -> str:
+    axes = [a for a in settings.get("cluster") or () if a != "none"]
+    return f"clustered by {' + '.join(axes)}" if axes else "unclustered (rows independent)"
+
+
+def _leaderboard_facts(doc: dict) -> str:
+    s = doc["settings"]
+    axes = doc["axes"]
+    clusters = " \u00d7 ".join(f"{a['n_clusters']:,}" for a in axes.values())
+    return facts([
+        ("models", f"{len(doc['models']):,}", ""),
+        ("comparisons", count(doc["n_comparisons"]), f"{count(doc['n_rows'])} rows"),
+        ("clusters", clusters or "none", " + ".join(axes) or "rows independent"),
+        ("variance", str(doc.get("method") or DASH), f"{s.get('correction')}, "
+                                                     f"{_reference_text(s)}"),
+    ])
+
+
+def leaderboard_page(doc: dict, version: str, title: str | None = None) -> str:
+    """The page of a ``winrate.leaderboard/1`` document (module docstring)."""
+    view = _leaderboard_view(doc)
+    title = title or "Leaderboard"
+    s = doc["settings"]
+    estimator = "Bradley-Terry ratings" if s.get("estimator") == "bt" else "win rates"
+    lede = (f"{len(doc['models']):,} models, {count(doc['n_comparisons'])} comparisons; "
+            f"{estimator} with {view['level']} intervals, {_clustering_text(s)}")
+    stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "winrate"
+    header, rows = leaderboard_csv(doc, view)
+    actions = downloads(csv_link(header, rows, f"{stem}.csv"), stem)
+    body = (_leaderboard_facts(doc) + notes_section(doc)
+            + leaderboard_section(doc, view) + pairwise_section(doc, view)
+            + method_section(doc) + coefficients_section(doc) + data_section(doc))
+    return page(title, lede, actions, body, doc, version)
+
+
+# --------------------------------------------------------------------------- eda
+
+
+def _eda_view(doc: dict) -> dict:
+    elo = doc["settings"].get("model") == "bt"
+    shown = {name: c for name, c in doc["clusterings"].items() if c["identified"]}
+    inflations = [v for c in shown.values() for v in c["inflation"] if defined(v)]
+    scale = Scale.spanning([1.0, *inflations], least=0.5) if inflations else None
+    return {"unit": score_unit(elo), "shown": shown, "scale": scale,
+            "order": best_first(doc["score"])}
+
+
+def _eda_columns(doc: dict, view: dict) -> list[tuple[str, str, str, object]]:
+    """(header, sub, first sort, value of model i) of the per-model table's numeric columns."""
+    unit = view["unit"]
+    cols = [("score", "Elo" if unit.factor == 1.0 else "%", "descending",
+             lambda i: (unit(doc["score"][i]), doc["score"][i])),
+            ("SE naive", "rows independent", "ascending",
+             lambda i: (unit(doc["se_naive"][i]), doc["se_naive"][i]))]
+    for name, c in view["shown"].items():
+        cols.append((f"SE {name}", "clustered", "ascending",
+                     lambda i, c=c: (unit(c["se"][i]), c["se"][i])))
+    for name, c in view["shown"].items():
+        cols.append((f"\u00d7 {name}", "inflation", "descending",
+                     lambda i, c=c: (number(c["inflation"][i]), c["inflation"][i])))
+    for name, a in doc["axes"].items():
+        cols.append((f"G* {name}", "eff. clusters", "ascending",
+                     lambda i, a=a: (number(a["effective_clusters"][i], 1),
+                                     a["effective_clusters"][i])))
+    main = doc["summary"]["main"]
+    if main:
+        eff = doc["clusterings"][main]["effective_n"]
+        cols.append(("eff. n", f"n / DEFF ({main})", "descending",
+                     lambda i: (count(round(eff[i])) if defined(eff[i]) else DASH, eff[i])))
+    cols.append(("n", "comparisons", "descending", lambda i: (count(doc["n"][i]), doc["n"][i])))
+    if doc.get("prompts") is not None:
+        cols.append(("prompts", "", "descending",
+                     lambda i: (count(doc["prompts"][i]), doc["prompts"][i])))
+    return cols
+
+
+def _inflation_chart(doc: dict, view: dict, i: int) -> str:
+    """Model i's SE inflation under each identified clustering, one coloured dot each."""
+    scale = view["scale"]
+    dots = "".join(
+        f'<circle cx="{scale.x(c["inflation"][i])}" cy="{CHART_HEIGHT / 2:g}" r="3.5" '
+        f'fill="{_PALETTE[k % len(_PALETTE)]}" fill-opacity="0.85"/>'
+        for k, c in enumerate(view["shown"].values()) if defined(c["inflation"][i]))
+    return (f'<td class="chart"><svg class="iv" width="{scale.width}" height="{CHART_HEIGHT}" '
+            f'viewBox="0 0 {scale.width} {CHART_HEIGHT}" role="img" '
+            f'aria-label="{text(doc["models"][i])}: SE inflation">'
+            f"{scale.grid(CHART_HEIGHT)}{dots}</svg></td>")
+
+
+def eda_table(doc: dict, view: dict) -> str:
+    cols = _eda_columns(doc, view)
+    head = [th("#", "ascending", cls="sticky-1"),
+            th("model", "ascending", numeric=False, cls="sticky-2"),
+            *(th(label, first, sub=sub) for label, sub, first, _ in cols[:1])]
+    if view["scale"]:
+        axis = view["scale"].axis(_tick_decimals(view["scale"]))
+        head.append(f'<th class="chart" scope="col">{axis}</th>')
+    head += [th(label, first, sub=sub) for label, sub, first, _ in cols[1:]]
+    rows = []
+    for rank, i in enumerate(view["order"], start=1):
+        cells = [td(str(rank), rank, "num sticky-1"),
+                 model_cell(doc["models"][i]),
+                 td(*cols[0][3](i))]
+        if view["scale"]:
+            cells.append(_inflation_chart(doc, view, i))
+        cells += [td(*value(i)) for _, _, _, value in cols[1:]]
+        rows.append(f'<tr data-i="{rank - 1}" data-m="{i}">' + "".join(cells) + "</tr>")
+    legend = "".join(f'<span><svg width="10" height="10" aria-hidden="true"><circle cx="5" '
+                     f'cy="5" r="4" fill="{_PALETTE[k % len(_PALETTE)]}"/></svg>'
+                     f"SE inflation, {text(name)}</span>"
+                     for k, name in enumerate(view["shown"]))
+    return ('<section id="board"><h2>Per model</h2><p class="muted small">SE inflation = '
+            "clustered SE / naive SE = sqrt(design effect). Click a column header to sort."
+            f'</p><div class="legend">{legend}</div>'
+            + table("leaderboard", head, rows, tall=True) + "</section>")
+
+
+def eda_csv(doc: dict, view: dict) -> tuple[list[str], list[list]]:
+    """Per model, best first, on the JSON's scale: n, prompts, score, naive SE, then SE,
+    inflation and effective n of every identified clustering, G* of every axis."""
+    header = ["model", "n", "prompts", "score", "se_naive"]
+    columns = [doc["n"], doc.get("prompts") or [None] * len(doc["models"]), doc["score"],
+               doc["se_naive"]]
+    for name, c in view["shown"].items():
+        header += [f"se_{name}", f"inflation_{name}", f"effective_n_{name}"]
+        columns += [c["se"], c["inflation"], c["effective_n"]]
+    for name, a in doc["axes"].items():
+        header.append(f"gstar_{name}")
+        columns.append(a["effective_clusters"])
+    rows = [[doc["models"][i], *(col[i] for col in columns)] for i in view["order"]]
+    return header, rows
+
+
+def _clustering_rows(doc: dict) -> list[list[str]]:
+    rows = []
+    for name, c in doc["clusterings"].items():
+        if c["identified"]:
+            clusters = " \u00d7 ".join(f"{g:,}" for g in c["n_clusters"])
+            spread = (f"{number(c['inflation_median'])} [{number(c['inflation_min'])}, "
+                      f"{number(c['inflation_max'])}]")
+            rows.append([name, clusters, spread, "identified"])
+        else:
+            rows.append([name, DASH, DASH, c.get("reason") or "not identified"])
+    return rows
+
+
+def _axis_check_rows(doc: dict) -> list[list[str]]:
+    return [[name, count(a["n_clusters"]), number(a["pair_icc"], 4),
+             number(a["shared_icc_median"], 3), number(a["rho_median"], 3),
+             number(a["m_median"], 1), number(a["effective_clusters_median"], 1),
+             f"{number(a['predicted_median'])} vs {number(a['measured_median'])}"]
+            for name, a in doc["axes"].items()]
+
+
+def eda_summary_section(doc: dict) -> str:
+    parts = ["<h3>Clusterings</h3>" + plain_table(
+        ["clustering", "clusters", "SE inflation median [min, max]", "status"],
+        _clustering_rows(doc), wrap=3)]
+    if doc["axes"]:
+        parts.append("<h3>Per axis</h3>" + plain_table(
+            ["axis", "clusters", "pair ICC", "own ICC median", "implied rho median",
+             "m median", "G* median", "Kish check: predicted vs measured"],
+            _axis_check_rows(doc)))
+    s = doc["summary"]
+    if s["main"]:
+        parts.append(key_values([
+            (f"effective n ({s['main']}), median", number(s["effective_n_median"], 0)),
+            ("prompts per model, median", number(s["prompts_median"], 0)),
+            ("effective n per prompt, median", number(s["effective_n_per_prompt_median"]))]))
+    return '<section id="summary"><h2>How much clustering inflates the SEs</h2>' + "".join(
+        parts) + "</section>"
+
+
+def _eda_facts(doc: dict) -> str:
+    s = doc["structure"]
+    return facts([
+        ("models", f"{s['n_models']:,}", ""),
+        ("comparisons", count(s["n_comparisons"]), f"{count(s['n_rows'])} rows"),
+        ("pairs compared", f"{s['n_pairs']:,}", f"of {s['n_pairs_possible']:,}"),
+        ("prompts", count(s["n_prompts"]), ""),
+        ("judges", count(s["n_judges"]), ""),
+        ("ties", number(100 * s["tie_share"], 1) + "%", "of comparisons"),
+    ])
+
+
+def eda_page(doc: dict, version: str, title: str | None = None) -> str:
+    """The page of a ``winrate.eda/1`` document (module docstring)."""
+    view = _eda_view(doc)
+    title = title or (f"Exploratory report: {doc['dataset']}" if doc.get("dataset")
+                      else "Exploratory report")
+    s = doc["settings"]
+    lede = (f"How much clustering inflates each model's standard error; clusterings "
+            f"{', '.join(s.get('clusterings') or ())}, correction {s.get('correction')}")
+    stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "winrate"
+    header, rows = eda_csv(doc, view)
+    settings = [("estimator", estimator_text({"estimator": s.get("model"), **s})),
+                *((k, str(v)) for k, v in s.items() if k not in ("model",))]
+    actions = downloads(csv_link(header, rows, f"{stem}.csv"), stem)
+    body = (_eda_facts(doc) + notes_section(doc) + eda_summary_section(doc)
+            + eda_table(doc, view)
+            + f'<section id="method"><h2>Settings</h2>{key_values(settings)}</section>')
+    return page(title, lede, actions, body, doc, version)
+
+
+# --------------------------------------------------------------------------- entry points
+
+_PAGES = {LEADERBOARD_SCHEMA: leaderboard_page, EDA_SCHEMA: eda_page}
+
+
+def render(doc: dict, version: str, title: str | None = None) -> str:
+    """The page of a JSON document of winrate (by its ``schema``)."""
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema not in _PAGES:
+        raise WinrateInputError(f"cannot render a page of schema {schema!r}; expected one of "
+                                f"{', '.join(_PAGES)}")
+    return _PAGES[schema](doc, version, title)
+
+
+def publish(doc: dict, path=None, title: str | None = None,
+            version: str | None = None) -> str:
+    """The page of ``doc`` (:func:`render`; ``version`` defaults to the installed one),
+    also written to ``path`` (UTF-8) when given."""
+    content = render(doc, version or installed_version(), title)
+    if path is not None:
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(content)
+    return content
+
+
+def notebook_frame(content: str, height: int = 640) -> str:
+    """``content`` for a notebook cell (``_repr_html_``): inside a sandboxed ``<iframe
+    srcdoc>``, so its styles, script and policy stay in the frame and leave the notebook's
+    alone; scripts run in an opaque origin, downloads are allowed."""
+    return (f'<iframe srcdoc="{text(content)}" sandbox="allow-scripts allow-downloads" '
+            f'width="100%" height="{height}" style="border:1px solid #d8dee4;border-radius:6px" '
+            'title="winrate page"></iframe>')
