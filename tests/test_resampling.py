@@ -12,9 +12,8 @@ import pytest
 from tests.conftest import random_log
 from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.leaderboard import fit
 from winrate.estimators.win_rate import ESTIMATOR as WIN_RATE
-from winrate.leaderboard import PairScorer
+from winrate.leaderboard import PairScorer, fit
 from winrate.resampling import (
     ProductWeightScorer,
     _wild_statistics,
