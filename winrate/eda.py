@@ -580,6 +580,8 @@ def to_dict(report: EdaReport) -> dict:
     eff = report.effective_n
     doc = {
         "schema": SCHEMA, "dataset": report.dataset, "settings": report.settings,
+        "scale": _estimator(report).scale,
+        "estimator_description": _estimator(report).describe(_estimator_options(report)),
         "structure": report.structure, "models": [str(m) for m in report.models],
         "n": report.n, "prompts": report.prompts, "score": report.score,
         "se_naive": report.se_naive, "clusterings": clusterings, "axes": axes,
@@ -630,6 +632,14 @@ def _unit(report: EdaReport) -> tuple[float, str]:
     if estimator.unit.label == "Elo":
         return estimator.unit.factor, f"{estimator.title} ratings and SEs in Elo points"
     return estimator.unit.factor, "score and SEs in percent"
+
+
+def _estimator_options(report: EdaReport) -> dict:
+    """The report's estimator options, each given or its default."""
+    estimator = _estimator(report)
+    given = {name: report.settings[name] for name in estimator.option_names
+             if name in report.settings}
+    return estimator.settle(given)
 
 
 def _estimator(report: EdaReport):

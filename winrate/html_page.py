@@ -545,26 +545,10 @@ def pairwise_section(doc: dict, view: dict) -> str:
         "</p></noscript></section>")
 
 
-def estimator_text(settings: dict) -> str:
-    """The estimator in words, from the document's settings."""
-    if settings.get("estimator") == "bt":
-        anchor = settings.get("anchor")
-        words = ("Bradley-Terry, Elo scale (400 / ln 10 per logit), "
-                 + (f"{anchor['model']} anchored at {anchor['rating']:g}" if anchor
-                    else "mean rating 1000")
-                 + ("; ties as half wins" if settings.get("ties") != "davidson"
-                    else "; Davidson ties"))
-        if settings.get("prior") is not None:
-            words += f"; ridge prior theta ~ N(0, {settings['prior']:g})"
-        if settings.get("covariates"):
-            words += f"; controlled for {', '.join(settings['covariates'])}"
-    elif settings.get("baseline"):
-        words = "half-tie win rate against the baseline"
-    else:
-        words = f"half-tie win rate, opponent weights {settings.get('weights')}"
-    if settings.get("baseline"):
-        words += f"; baseline {settings['baseline']} (the reference, not ranked)"
-    return words
+def estimator_text(doc: dict) -> str:
+    """The estimator in words: the document's own description (written by the estimator,
+    :meth:`winrate.estimators.base.Estimator.describe`)."""
+    return doc.get("estimator_description") or str(doc["settings"].get("estimator", ""))
 
 
 def _reference_text(settings: dict) -> str:
@@ -578,7 +562,7 @@ def _reference_text(settings: dict) -> str:
 
 def method_section(doc: dict) -> str:
     s = doc["settings"]
-    items = [("estimator", estimator_text(s)),
+    items = [("estimator", estimator_text(doc)),
              ("clustering", " + ".join(s.get("cluster") or ["none"])),
              ("variance method", f"{doc.get('method') or DASH} (requested: {s.get('method')})"),
              ("why", doc.get("method_note") or DASH),
@@ -670,7 +654,7 @@ def leaderboard_page(doc: dict, version: str, title: str | None = None) -> str:
     view = _leaderboard_view(doc)
     title = title or "Leaderboard"
     s = doc["settings"]
-    estimator = "Bradley-Terry ratings" if s.get("estimator") == "bt" else "win rates"
+    estimator = "ratings" if s.get("scale") == "elo" else "win rates"
     lede = (f"{len(doc['models']):,} models, {count(doc['n_comparisons'])} comparisons; "
             f"{estimator} with {view['level']} intervals, {_clustering_text(s)}")
     stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "winrate"
@@ -686,7 +670,7 @@ def leaderboard_page(doc: dict, version: str, title: str | None = None) -> str:
 
 
 def _eda_view(doc: dict) -> dict:
-    elo = doc["settings"].get("model") == "bt"
+    elo = doc.get("scale") == "elo"
     shown = {name: c for name, c in doc["clusterings"].items() if c["identified"]}
     inflations = [v for c in shown.values() for v in c["inflation"] if defined(v)]
     scale = Scale.spanning([1.0, *inflations], least=0.5) if inflations else None
@@ -842,7 +826,7 @@ def eda_page(doc: dict, version: str, title: str | None = None) -> str:
             f"{', '.join(s.get('clusterings') or ())}, correction {s.get('correction')}")
     stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "winrate"
     header, rows = eda_csv(doc, view)
-    settings = [("estimator", estimator_text({"estimator": s.get("model"), **s})),
+    settings = [("estimator", estimator_text(doc)),
                 *((k, str(v)) for k, v in s.items() if k not in ("model",))]
     actions = downloads(csv_link(header, rows, f"{stem}.csv"), stem)
     body = (_eda_facts(doc) + notes_section(doc) + eda_summary_section(doc)

@@ -7,6 +7,7 @@ numbers that are undefined are ``null``, never NaN):
 key                    meaning
 =====================  ==================================================================
 schema                 ``"winrate.leaderboard/1"``
+estimator_description  the estimator, its scale and options in one line (as ``summary()``)
 settings               ``estimator`` (``winrate``, ``bt`` or ``rao-kupper``), ``scale``
                        (``probability``: scores in [0, 1]; ``elo``: Bradley-Terry ratings
                        ``400/ln(10) theta`` with mean 1000 or the anchor's rating),
@@ -410,6 +411,7 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
     }
     doc = {
         "schema": SCHEMA, "settings": analysis.settings.to_dict(),
+        "estimator_description": estimator_description(analysis),
         "n_comparisons": analysis.n_comparisons, "n_rows": analysis.n_rows,
         "models": [str(m) for m in analysis.models], "score": analysis.scores,
         "se": iv.se, "se_naive": analysis.se_naive, "ci_low": iv.low, "ci_high": iv.high,
