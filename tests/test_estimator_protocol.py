@@ -273,7 +273,8 @@ def test_labelled_results_and_reinference_without_refitting():
     direct = _quiet(winrate.analyze, log, "judge", variance=Variance("sandwich", "cr1"))
     assert judge.leaderboard is result.leaderboard
     np.testing.assert_allclose(judge.se, direct.se, rtol=1e-12)
-    assert "n_rows=" not in repr(log) or len(repr(log)) < 300
+    assert repr(log) == (f"ComparisonLog(rows={log.n_rows:,}, models=5, clusters: "
+                         f"prompt={log.axes['prompt'].n_clusters}, judge=4)")
 
 
 # ------------------------------------------------------------------ the layout rule

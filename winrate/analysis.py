@@ -760,7 +760,7 @@ def _fitted(log: ComparisonLog, model: str | None, board: Leaderboard | None,
     if model is not None and model != board.estimator:
         raise WinrateInputError(f"model {model!r} was asked for, but the reused fit (board=) "
                                 f"is of model {board.estimator!r}")
-    settled = estimator.settle(options)
+    settled = estimators.settle(estimator, options)
     for name in options:
         if not _same(settled[name], board.options.get(name)):
             raise WinrateInputError(

@@ -88,6 +88,14 @@ class ComparisonLog:
         """Number of comparisons the log stands for (the sum of frequencies)."""
         return float(self.frequency.sum()) if self.frequency is not None else float(self.n_rows)
 
+    def __repr__(self) -> str:
+        """One line: rows, comparisons, models and the clusters of each axis."""
+        axes = ", ".join(f"{name}={axis.n_clusters:,}" for name, axis in self.axes.items())
+        weighted = "" if self.frequency is None else f", comparisons={self.n_comparisons:,g}"
+        features = f", features={sorted(self.features)}" if self.features else ""
+        return (f"ComparisonLog(rows={self.n_rows:,}{weighted}, models={self.n_models}, "
+                f"clusters: {axes or 'none'}{features})")
+
     @property
     def weight(self) -> np.ndarray:
         """Per-row frequency, ones when the log is unweighted."""

@@ -61,6 +61,17 @@ def all_options() -> dict[str, Option]:
     return seen
 
 
+def settle(estimator: Estimator, options: dict) -> dict:
+    """``estimator``'s options, validated (:meth:`Estimator.settle`); an option it does
+    not have is an error naming the estimators that do."""
+    foreign = [name for name in options if name not in estimator.option_names]
+    if foreign:
+        parts = [f"{name!r} applies to {', '.join(owners(name)) or 'no estimator'}"
+                 for name in foreign]
+        raise WinrateInputError(f"option {'; '.join(parts)}, not to model {estimator.name!r}")
+    return estimator.settle(options)
+
+
 def fit(log, model: str = DEFAULT_ESTIMATOR, **options):
     """Fit estimator ``model`` (:data:`REGISTRY`) with its ``options`` to ``log`` (a
     :class:`winrate.data.ComparisonLog`, DataFrame or file path,
@@ -69,8 +80,8 @@ def fit(log, model: str = DEFAULT_ESTIMATOR, **options):
     from winrate.data import as_log
 
     estimator = get(model)
-    return estimator.fit(SufficientData(as_log(log)), estimator.settle(options))
+    return estimator.fit(SufficientData(as_log(log)), settle(estimator, options))
 
 
 __all__ = ["ESTIMATORS", "REGISTRY", "Estimator", "Option", "SufficientData", "all_options",
-           "fit", "get", "of", "owners"]
+           "fit", "get", "of", "owners", "settle"]

@@ -145,18 +145,11 @@ class Estimator:
     # ---------------------------------------------------------------- options
 
     def settle(self, given: dict) -> dict:
-        """Every option of this estimator, validated: ``given`` values, else defaults. An
-        option this estimator does not have is an error naming the estimators that do."""
-        from winrate.estimators import owners  # the registry (this module's importer)
-
-        mine = {option.name: option for option in self.options}
-        foreign = [name for name in given if name not in mine]
-        if foreign:
-            parts = [f"{name!r} applies to {', '.join(owners(name)) or 'no estimator'}"
-                     for name in foreign]
-            raise WinrateInputError(f"option {'; '.join(parts)}, not to model {self.name!r}")
-        return {name: option.validate(given.get(name, option.default))
-                for name, option in mine.items()}
+        """Every option of this estimator, validated: ``given`` values, else defaults
+        (an option it does not have is refused by the registry,
+        :func:`winrate.estimators.settle`, which names the estimators that have it)."""
+        return {option.name: option.validate(given.get(option.name, option.default))
+                for option in self.options}
 
     def fit(self, data: SufficientData, options: dict):
         raise NotImplementedError
