@@ -9,7 +9,7 @@ fitted to that log::
     P(a wins) = sigma(eta_r - kappa),  P(b wins) = sigma(-eta_r - kappa),  tie otherwise
 
 with ``u_pa ~ N(0, prompt_var)`` (model a's response to prompt p, shared by its comparisons
-on p) and ``v_ja ~ N(0, judge_var)`` (judge j's taste for a). Fitting, in three steps:
+on p) and ``v_ja ~ N(0, judge_var)`` (judge j's taste for a). Fitting, in four steps:
 
 1. **Marginal ordered logit** (no random effects): theta, beta, kappa by maximum likelihood
    on the counts of wins, ties and losses of each ordered pair (outcomes above 1/2 count as
@@ -37,12 +37,23 @@ on p) and ``v_ja ~ N(0, judge_var)`` (judge j's taste for a). Fitting, in three 
    covariance uses the attenuated slope, and the link is not linear): on a synthetic
    crossed log with components (0.5, 0.2) they gave about (0.29, 0.13). So the components
    are rescaled until the same steps 1-2, applied to logs drawn from the model on the same
-   design, reproduce the real log's moment estimates: :data:`CALIBRATION_ROUNDS` rounds of
-   ``component *= real moment / mean simulated moment`` over :data:`CALIBRATION_DRAWS`
-   seeded draws (a component estimated at 0 stays 0).
+   design, reproduce the real log's moment estimates (the mean over
+   :data:`CALIBRATION_DRAWS` logs drawn with the same seed each round, so the simulated
+   moment is a deterministic function of the components): a secant step on the log of
+   each component per round, at most :data:`CALIBRATION_ROUNDS` rounds, until the log
+   moments agree to :data:`CALIBRATION_TOLERANCE`, components capped at
+   :data:`MAX_COMPONENT` (``OutcomeModel.calibrated`` says whether it converged); a
+   component estimated at 0 stays 0.
 
-Truth (exact for the fitted model): ``W = u_pa - u_pb + v_ja - v_jb ~ N(0, V)``, so
-``P_first(a, b) = E h(theta_a - theta_b + beta + sqrt(V) Z)`` (Gauss-Hermite,
+In a baseline design (AlpacaEval) each contestant answers a prompt once, in one comparison,
+so only the baseline's response effect is shared and identified: the baseline's response
+gets the prompt component and the contestants' responses none (their variation is part of
+the comparison noise). Giving the contestants the same variance would cap the correlation
+of two contestants' outcomes on a prompt at 1/2, below what AlpacaEval shows.
+
+Truth (exact for the fitted model): ``W = u_pa - u_pb + v_ja - v_jb ~ N(0, V_ab)`` with
+``V_ab`` the sum of the two response variances and twice the judge component, so
+``P_first(a, b) = E h(theta_a - theta_b + beta + sqrt(V_ab) Z)`` (Gauss-Hermite,
 :func:`heldout.numerics.normal_expectation`). The order of every row is part of the fixed
 design, so a pair's ``psi_ab`` is the mean over its rows, ``f_ab P_first(a, b) + (1 - f_ab)
 (1 - P_first(b, a))`` with ``f_ab`` the share of the pair's rows that show a first (1/2 in
@@ -79,10 +90,13 @@ from heldout.sample import Sample, log_frame, truths
 
 #: Share of observed pairs seen in both orders from which the position bias is fitted.
 MIN_BOTH_ORDERS = 0.25
-#: Indirect-inference calibration of the components (step 4): rounds, logs per round, seed.
-CALIBRATION_ROUNDS = 4
+#: Indirect-inference calibration of the components (step 4): at most this many rounds,
+#: logs per round, their seed, the tolerance on log moments and the largest component.
+CALIBRATION_ROUNDS = 12
 CALIBRATION_DRAWS = 4
 CALIBRATION_SEED = 20260024
+CALIBRATION_TOLERANCE = 0.02
+MAX_COMPONENT = 25.0
 RIDGE_VARIANCE = 4.0
 ATTENUATION = 16 * np.sqrt(3) / (15 * np.pi)
 #: Bundled logs whose designs are kept, with their read_dataset options and baseline.
@@ -94,7 +108,8 @@ ARENA = "chatbot_arena"
 @dataclass(frozen=True)
 class OutcomeModel:
     """The fitted outcome model (module doc), on the conditional (de-attenuated) scale, and
-    the marginal fit it came from."""
+    the marginal fit it came from. ``baseline``: the code of a baseline whose response is
+    the only one with a variance (baseline designs, module doc), or None."""
 
     theta: np.ndarray
     beta: float
@@ -102,10 +117,21 @@ class OutcomeModel:
     prompt_var: float
     judge_var: float
     marginal: tuple[np.ndarray, float, float]
+    baseline: int | None = None
+    calibrated: bool = True
 
     @property
-    def latent_var(self) -> float:
-        return 2 * self.prompt_var + 2 * self.judge_var
+    def response_var(self) -> np.ndarray:
+        """Per model, the variance of its response effect."""
+        if self.baseline is None:
+            return np.full(self.theta.size, self.prompt_var)
+        return np.where(np.arange(self.theta.size) == self.baseline, self.prompt_var, 0.0)
+
+    @property
+    def latent_var(self) -> np.ndarray:
+        """(K, K) variance of ``W = u_pa - u_pb + v_ja - v_jb`` for each pair."""
+        r = self.response_var
+        return r[:, None] + r[None, :] + 2 * self.judge_var
 
     def first_win(self) -> np.ndarray:
         """``P_first(a, b)``: a's expected half-tie score when shown first (module doc)."""
@@ -116,7 +142,7 @@ class OutcomeModel:
     def outcomes(self, rng, rows: dict[str, np.ndarray], n_prompts: int, n_judges: int):
         """Outcome codes (0 second wins, 1 tie, 2 first wins) of ``rows``."""
         k = self.theta.size
-        u = rng.normal(0.0, np.sqrt(self.prompt_var), (n_prompts, k))
+        u = np.sqrt(self.response_var) * rng.standard_normal((n_prompts, k))
         v = rng.normal(0.0, np.sqrt(self.judge_var), (n_judges, k))
         p, j, a, b = rows["prompt"], rows["judge"], rows["first"], rows["second"]
         eta = self.theta[a] - self.theta[b] + self.beta + u[p, a] - u[p, b] + v[j, a] - v[j, b]
@@ -222,35 +248,61 @@ def raw_fit(rows, score, weight, k: int, judged: bool, with_bias: bool):
     return (theta, beta, kappa), moments
 
 
-def conditional_model(marginal, components) -> OutcomeModel:
+def conditional_model(marginal, components, baseline: int | None = None,
+                      calibrated: bool = True) -> OutcomeModel:
     """Step 3 (module doc): the marginal fit de-attenuated for these components."""
     theta, beta, kappa = marginal
     prompt_var, judge_var = components
-    scale = np.sqrt(1 + ATTENUATION**2 * (2 * prompt_var + 2 * judge_var))
+    responses = prompt_var * (1 if baseline is not None else 2)
+    scale = np.sqrt(1 + ATTENUATION**2 * (responses + 2 * judge_var))
     return OutcomeModel(scale * theta, scale * beta, scale * kappa, float(prompt_var),
-                        float(judge_var), marginal)
+                        float(judge_var), marginal, baseline, calibrated)
 
 
 def fit_outcome_model(rows, score, weight, k: int, n_judges: int,
-                      borrowed_prompt_var: float | None = None) -> OutcomeModel:
+                      borrowed_prompt_var: float | None = None,
+                      baseline: int | None = None) -> OutcomeModel:
     """Steps 1-4 (module doc) on a log's rows (codes), scores and frequency weights; with
     ``borrowed_prompt_var`` (a log without prompts) that prompt component and no judge
-    component."""
+    component; ``baseline``: the baseline's code in a baseline design."""
     judged, with_bias = n_judges > 1, _position_identified(rows)
     marginal, raw = raw_fit(rows, score, weight, k, judged, with_bias)
     if borrowed_prompt_var is not None:
         return conditional_model(marginal, (borrowed_prompt_var, 0.0))
-    rng = np.random.default_rng(CALIBRATION_SEED)
     n_prompts, ones = int(rows["prompt"].max()) + 1, np.ones(score.size)
-    components = np.array(raw)
+    target = np.log(np.maximum(raw, 1e-300))
+    active = np.asarray(raw) > 0
+    log_c, previous, slope = target.copy(), None, np.ones(2)
+
+    def simulated(log_components):
+        """Steps 1-2 on logs drawn from the model (common random numbers)."""
+        model = conditional_model(marginal, np.where(active, np.exp(log_components), 0.0),
+                                  baseline)
+        rng = np.random.default_rng(CALIBRATION_SEED)
+        moments = np.mean([raw_fit(rows, model.outcomes(rng, rows, n_prompts, n_judges) / 2,
+                                   ones, k, judged, with_bias)[1]
+                           for _ in range(CALIBRATION_DRAWS)], axis=0)
+        return np.log(np.maximum(moments, 1e-300))
+
+    converged = not active.any()
     for _ in range(CALIBRATION_ROUNDS):
-        model = conditional_model(marginal, components)
-        simulated = np.mean([raw_fit(rows, model.outcomes(rng, rows, n_prompts, n_judges) / 2,
-                                     ones, k, judged, with_bias)[1]
-                             for _ in range(CALIBRATION_DRAWS)], axis=0)
-        components = np.where(simulated > 0, components * np.divide(
-            raw, simulated, out=np.ones(2), where=simulated > 0), components)
-    return conditional_model(marginal, components)
+        if converged:
+            break
+        current = simulated(log_c)
+        gap = np.where(active, target - current, 0.0)
+        if np.abs(gap).max() < CALIBRATION_TOLERANCE:
+            converged = True
+            break
+        if previous is not None:
+            moved = log_c - previous[0]
+            slope = np.where(np.abs(moved) > 1e-9, (current - previous[1])
+                             / np.where(np.abs(moved) > 1e-9, moved, 1.0), slope)
+            slope = np.clip(slope, 0.1, 1.0)
+        previous = (log_c.copy(), current)
+        log_c = np.minimum(log_c + np.clip(gap / slope, -np.log(4), np.log(4)),
+                           np.log(MAX_COMPONENT))
+    components = np.where(active, np.exp(log_c), 0.0)
+    return conditional_model(marginal, components, baseline, converged)
 
 
 def _log_rows(log) -> dict[str, np.ndarray]:
@@ -293,8 +345,10 @@ class RealDesign:
     @cached_property
     def model(self) -> OutcomeModel:
         log = self.log
+        base = (None if self.baseline is None
+                else int(np.flatnonzero(log.models.astype(str) == self.baseline)[0]))
         return fit_outcome_model(self.rows, log.score, log.weight, log.n_models,
-                                 _n_clusters(log, "judge"))
+                                 _n_clusters(log, "judge"), baseline=base)
 
     @cached_property
     def psi(self) -> np.ndarray:
