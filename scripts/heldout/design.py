@@ -31,7 +31,8 @@ class Design:
     """``n_models`` contestants (plus a baseline when ``baseline``), ``n_prompts`` prompts,
     ``pairs_per_prompt`` comparisons per prompt (an int, an inclusive ``(low, high)`` range
     drawn uniformly per prompt, or None for every pair), ``n_judges`` judges,
-    ``rare_models`` rare models drawn ``rare_weight`` times as often."""
+    ``rare_models`` rare models drawn ``rare_weight`` times as often; ``distinct=False``
+    draws a prompt's pairs independently (with replacement), so a pair can recur on it."""
 
     n_models: int
     n_prompts: int
@@ -40,6 +41,7 @@ class Design:
     rare_models: int = 0
     rare_weight: float = 0.2
     baseline: bool = False
+    distinct: bool = True
 
     @property
     def n_total(self) -> int:
@@ -77,10 +79,14 @@ class Design:
     def draw(self, rng, pair_weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """``prompt``, ``judge``, ``first``, ``second`` codes of every comparison."""
         pairs, weights = self.candidate_pairs(pair_weights)
-        sizes = np.minimum(self.prompt_sizes(rng, len(pairs)), len(pairs))
-        keys = np.log(weights)[None, :] + rng.gumbel(size=(self.n_prompts, len(pairs)))
-        rank = np.argsort(np.argsort(-keys, axis=1, kind="stable"), axis=1, kind="stable")
-        prompt, chosen = np.nonzero(rank < sizes[:, None])
+        if self.distinct:
+            sizes = np.minimum(self.prompt_sizes(rng, len(pairs)), len(pairs))
+            keys = np.log(weights)[None, :] + rng.gumbel(size=(self.n_prompts, len(pairs)))
+            rank = np.argsort(np.argsort(-keys, axis=1, kind="stable"), axis=1, kind="stable")
+            prompt, chosen = np.nonzero(rank < sizes[:, None])
+        else:
+            prompt = np.repeat(np.arange(self.n_prompts), self.prompt_sizes(rng, len(pairs)))
+            chosen = rng.choice(len(pairs), prompt.size, p=weights / weights.sum())
         n = prompt.size
         swap = rng.random(n) < 0.5
         low, high = pairs[chosen, 0], pairs[chosen, 1]
