@@ -17,8 +17,14 @@ the default and by variants that change one ingredient at a time:
 The floor variants monkeypatch ``winrate.small_sample.beta_binomial_floor`` inside this
 process only; winrate itself is unchanged. Each row also records the coverage of the
 *field* truth (the mean of psi over every opponent the design allows), to separate the
-estimand from the variance. Run: ``python scripts/heldout/diagnose.py [--reps 200]``
-(writes ``paper/coverage/heldout/side/``).
+estimand from the variance.
+
+A second experiment reruns the pre-registered cells where the default missed the rule or
+the few-cluster PandaLM cell over-covered (:data:`METHOD_CELLS`) with other variance
+methods (:data:`METHODS`), each estimator as in the study.
+
+Run: ``python scripts/heldout/diagnose.py [--reps 200]`` (writes
+``paper/coverage/heldout/side/``: ``side_experiments.csv`` and ``methods.csv``).
 """
 
 from __future__ import annotations
@@ -37,9 +43,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from heldout.cells import cell_by_key  # noqa: E402
 from heldout.design import Design  # noqa: E402
 from heldout.shared import SharedResponses  # noqa: E402
-from heldout.study import rep_seed  # noqa: E402
+from heldout.study import analyse, measure, per_model, rep_seed  # noqa: E402
 from heldout.thurstone import Thurstone  # noqa: E402
 from winrate import small_sample  # noqa: E402
 from winrate.analysis import analyze  # noqa: E402
@@ -62,6 +69,17 @@ SETTINGS = {
     "floor-plugin": {},
     "floor-mean": {},
     "no-floor": {},
+}
+
+
+METHOD_CELLS = {"S-small": ("winrate", "bt"), "R-pandalm": ("winrate", "bt"),
+                "R-alpaca": ("winrate",), "R-prd": ("winrate", "bt")}
+METHODS = {
+    "default": {},
+    "sandwich-cr1-t": {"method": "sandwich", "correction": "cr1", "reference": "t"},
+    "sandwich-cr1-normal": {"method": "sandwich", "correction": "cr1", "reference": "normal"},
+    "jackknife": {"method": "jackknife"},
+    "prompt-only-t": {"method": "sandwich", "cluster": "prompt", "reference": "t"},
 }
 
 
@@ -124,9 +142,41 @@ def one_rep(key: str, rep: int) -> list[dict]:
     return rows
 
 
+def method_rep(key: str, rep: int) -> list[dict]:
+    """One replication of a pre-registered cell under every method of :data:`METHODS`."""
+    cell = cell_by_key(key)
+    seed = rep_seed(key, rep)  # the study's seed: the same logs as the diagnostic pass
+    sample = cell.generator.draw(seed)
+    log = read_comparisons(sample.frame, feature_cols=sample.covariates)
+    rows = []
+    for estimator in METHOD_CELLS[key]:
+        for name, options in METHODS.items():
+            row = {"cell": key, "estimator": estimator, "variant": name, "rep": rep}
+            row.update(measure(analyse(log, sample, estimator, seed, **options),
+                               sample.truth[estimator]))  # "method": what analyze ran
+            rows.append(row)
+    return rows
+
+
 def _task(args):
-    key, reps = args
-    return [row for rep in reps for row in one_rep(key, rep)]
+    kind, key, reps = args
+    one = one_rep if kind == "floors" else method_rep
+    return [row for rep in reps for row in one(key, rep)]
+
+
+def summarise_methods(frame: pd.DataFrame) -> pd.DataFrame:
+    """Marginal and simultaneous coverage and the SD of z per cell, estimator and method."""
+    out = []
+    for (key, estimator, variant), part in frame.groupby(["cell", "estimator", "variant"],
+                                                         sort=False):
+        z = per_model(part, "z")
+        out.append({"cell": key, "estimator": estimator, "variant": variant,
+                    "method": part["method"].mode().iloc[0],
+                    "reps": len(part), "marginal": 100 * part["marginal"].mean(),
+                    "simultaneous": 100 * part["simultaneous"].astype(float).mean(),
+                    "sd_z": np.nanstd(z.to_numpy(), ddof=1),
+                    "width": part["width"].mean()})
+    return pd.DataFrame(out)
 
 
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:
@@ -150,16 +200,21 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default="paper/coverage/heldout/side")
     args = parser.parse_args(argv)
-    tasks = [(key, range(s, min(s + 20, args.reps))) for key in STRESS
+    tasks = [(kind, key, range(s, min(s + 20, args.reps)))
+             for kind, keys in (("floors", STRESS), ("methods", METHOD_CELLS)) for key in keys
              for s in range(0, args.reps, 20)]
     with Pool(args.workers, initializer=numba.set_num_threads, initargs=(1,)) as pool:
-        rows = [row for part in pool.imap(_task, tasks) for row in part]
-    frame = pd.DataFrame(rows)
+        parts = list(pool.imap(_task, tasks))  # in task order: deterministic tables
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    table = summarise(frame)
-    table.to_csv(out / "side_experiments.csv", index=False, float_format="%.4f")
-    print(table.round(3).to_string())
+    floors = pd.DataFrame([r for t, p in zip(tasks, parts, strict=True) if t[0] == "floors"
+                           for r in p])
+    methods = pd.DataFrame([r for t, p in zip(tasks, parts, strict=True)
+                            if t[0] == "methods" for r in p])
+    for name, table in (("side_experiments", summarise(floors)),
+                        ("methods", summarise_methods(methods))):
+        table.to_csv(out / f"{name}.csv", index=False, float_format="%.4f")
+        print(table.round(3).to_string())
 
 
 if __name__ == "__main__":
