@@ -40,7 +40,10 @@ correlated, so counting model-reps as independent would understate it). Simultan
 coverage is a proportion of reps: SE = sqrt(p (1 - p) / reps).
 
 Usage: ``python scripts/coverage.py [--reps 600] [--workers 2] [--out paper/coverage]``;
-``--quick`` runs a tiny grid for a smoke test.
+``--quick`` runs a tiny grid for a smoke test. ``--held-out`` runs the pre-registered
+held-out study instead (``docs/coverage.md``; :mod:`heldout.study` in ``scripts/heldout/``
+takes the remaining options: ``--reps``, ``--cells``, ``--estimators``, ``--workers``,
+``--out``, ``--summary-only``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ if __name__ == "coverage":
     raise ImportError("scripts/coverage.py is the coverage study, not the coverage package")
 
 import argparse
+import sys
 import time
 import warnings
 import zlib
@@ -721,6 +725,12 @@ def designs_figure(table: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--held-out" in argv:  # the held-out study has its own options (module doc)
+        from heldout.study import main as held_out
+
+        held_out([a for a in argv if a != "--held-out"])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=600)
     parser.add_argument("--workers", type=int, default=2)
