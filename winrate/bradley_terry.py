@@ -434,18 +434,27 @@ def _standardised(log: ComparisonLog, covariates) -> tuple[np.ndarray, dict]:
         raise WinrateInputError(f"covariate(s) {missing} not in the log; it has features "
                                 f"{sorted(log.features)} (read them with feature_cols / "
                                 "--covariates)")
+    twice = sorted({c for c in covariates if covariates.count(c) > 1})
+    if twice:
+        raise WinrateInputError(f"covariate(s) {twice} given more than once")
     w = log.weight
     columns, moments = [], {}
     for name in covariates:
         x = log.features[name]
         mean = np.average(x, weights=w)
         sd = np.sqrt(np.average((x - mean) ** 2, weights=w))
-        if not sd > 0:
-            raise WinrateInputError(f"covariate {name!r} is constant (sd 0): it cannot be "
+        if not sd > _CONSTANT_SD * np.abs(x).max():  # 0.3 in every row has sd ~1e-17
+            raise WinrateInputError(f"covariate {name!r} is constant (sd {sd:.3g} against "
+                                    f"values up to {np.abs(x).max():.3g}): it cannot be "
                                     "standardised or estimated")
         columns.append((x - mean) / sd)
         moments[name] = {"mean": float(mean), "sd": float(sd)}
     return np.column_stack(columns), moments
+
+
+#: A covariate whose sd is below this fraction of its largest |value| is constant up to
+#: rounding (the sd of n copies of 0.3 computes to ~1e-17, not 0).
+_CONSTANT_SD = 1e-10
 
 
 def _check_identified(log, counts, psi, prior, names) -> None:
