@@ -311,3 +311,58 @@ def test_format_flag_of_another_format_is_an_error(tmp_path, capsys):
     assert main(["leaderboard", str(path), "--format", "clean_battle",
                  "--skip-malformed"]) == 2
     assert "--skip-malformed applies to --format arena_hard" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- alpaca_eval
+
+
+def alpaca_records(model, n=6, base="gpt4_1106_preview", seed=0, annotator="weighted_judge"):
+    rng = np.random.default_rng(seed)
+    return [{"instruction": f"q{i}", "output_1": "base answer", "generator_1": base,
+             "output_2": f"answer {i} of {model}", "generator_2": model,
+             "annotator": annotator, "preference": float(1 + rng.random())}
+            for i in range(n)]
+
+
+def write_results(root, folder_model, records):
+    path = root / "results" / folder_model / "weighted_judge" / "annotations.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(records))
+    return path
+
+
+def test_alpaca_eval_results_folder_names_the_model(tmp_path):
+    """A copy of model-a's annotations under results/model-b: read as model-b (the folder,
+    AlpacaEval's convention) with a note naming the file, not merged into model-a."""
+    write_results(tmp_path, "model-a", alpaca_records("model-a"))
+    write_results(tmp_path, "model-b", alpaca_records("model-a"))
+    write_results(tmp_path, "model-c", alpaca_records("model-c", seed=1))
+    frame, codes = noted(read_format, tmp_path / "results", "alpaca_eval")
+    assert codes.count("folder-names-model") == 2  # the renamed file, the duplicated pair
+    counts = frame["model_a"].astype(str).value_counts().to_dict()
+    assert counts == {"model-a": 6, "model-b": 6, "model-c": 6}
+
+
+def test_alpaca_eval_unstructured_file_keeps_its_rows_names(tmp_path):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(alpaca_records("m1") + alpaca_records("m2", seed=2)))
+    frame, codes = noted(read_format, path, "alpaca_eval")
+    assert set(frame["model_a"].astype(str)) == {"m1", "m2"} and codes == []
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("WINRATE_DATA"),
+                    reason="WINRATE_DATA is not set")
+def test_alpaca_eval_format_and_dataset_name_models_alike():
+    from pathlib import Path
+
+    from winrate.data import read_dataset
+
+    folder = Path(__import__("os").environ["WINRATE_DATA"]) / "alpaca_eval" \
+        / "weighted_alpaca_eval_gpt4_turbo"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        dataset = read_dataset("alpaca_eval")
+    formatted, codes = noted(read_log, folder, "alpaca_eval")
+    assert list(formatted.models) == list(dataset.models)
+    assert "NullModel" in formatted.models and "example" not in formatted.models
+    assert "folder-names-model" in codes

@@ -395,12 +395,12 @@ def alpaca_frame():
 def test_real_alpaca_eval_counts(alpaca_plain_records, alpaca_frame, alpaca_eval_log):
     files = alpaca_plain_records
     expected = Counter()
-    for _, records in files:
+    for path, records in files:  # the file names the model (AlpacaEval's convention)
         for r in records:
             p = r["preference"]
             if r["generator_1"] != r["generator_2"] and p is not None \
                     and (p == 0 or 1 <= p <= 2):
-                expected[(r["generator_2"], r["generator_1"])] += 1
+                expected[(path.name.split(".json")[0], r["generator_1"])] += 1
     frame = alpaca_frame
     got = Counter(zip(frame["model_a"].astype(str), frame["model_b"].astype(str),
                       strict=True))
@@ -623,13 +623,14 @@ def test_real_alpaca_eval_style_length_by_plain_loops(alpaca_plain_records, alpa
     """Per model: the sum of (len(output_2) - len(output_1)) / (sum of lengths + 1) over the
     kept records, computed from the files with plain json."""
     expected = Counter()
-    for _, records in alpaca_plain_records:
+    for path, records in alpaca_plain_records:
         for r in records:
             p = r["preference"]
             if r["generator_1"] != r["generator_2"] and p is not None \
                     and (p == 0 or 1 <= p <= 2):
                 long_2, long_1 = len(r["output_2"]), len(r["output_1"])
-                expected[r["generator_2"]] += (long_2 - long_1) / (long_2 + long_1 + 1)
+                expected[path.name.split(".json")[0]] += ((long_2 - long_1)
+                                                          / (long_2 + long_1 + 1))
     frame = alpaca_frame
     got = frame.groupby(frame["model_a"].astype(str))["style_length"].sum()
     assert sorted(got.index) == sorted(expected)

@@ -35,7 +35,11 @@ Formats (:data:`FORMATS`)
     runs from 1 (baseline better) to 2 (model better), continuous for the weighted judges;
     1.5 and 0 are draws, null a failed judge. Mapping: model_a = generator_2, model_b =
     generator_1, outcome = preference - 1 (a draw is 0.5), prompt_id = instruction, judge_id
-    = annotator. As upstream (``metrics/helpers.py``, ``BaseScoringRule.describe_head2head``
+    = annotator. The model is the one the path names, as AlpacaEval's results folder
+    does (``results/<model>/...``, or a ``<model>.json[.gz]`` file); a file whose rows name
+    another single model is read as the path's model, with a note, and files sharing most
+    annotations are named in a note. As upstream (``metrics/helpers.py``,
+    ``BaseScoringRule.describe_head2head``
     and ``metrics/winrate.py``, ``get_winrate``), null preferences and values outside
     {0} and [1, 2] are dropped (with a warning counting them), so the mean outcome of a
     model is AlpacaEval's ``win_rate`` / 100 and its SEM is ``standard_error`` / 100.
@@ -399,6 +403,7 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
     parts = []
     dropped = _Dropped("alpaca_eval", "a null preference (failed judge) or one outside {0} "
                        "and [1, 2], as AlpacaEval drops them")
+    folder = _FolderNamesModel()
     for path in _progress(files, "alpaca_eval"):
         records, positions, what = _read_records(path)
         keys = ("instruction", "generator_1", "generator_2", "annotator", "preference",
@@ -426,6 +431,8 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
                                         f"{first_rows(~text.to_numpy(), positions[valid])}")
         text = {key: _text_ids(rows[key], path, key, positions[valid], what).to_numpy()
                 for key in ("instruction", "annotator", "generator_1", "generator_2")}
+        text["generator_2"] = folder.model(path, text["generator_2"], text["annotator"])
+        folder.add_annotations(path, rows)
         parts.append(pd.DataFrame({
             "prompt_id": text["instruction"],
             "judge_id": text["annotator"],
@@ -436,7 +443,76 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
                                              rows["output_1"].str.len().to_numpy(float)),
         }))
     dropped.warn()
+    folder.note()
     return _assemble(parts, "alpaca_eval")
+
+
+class _FolderNamesModel:
+    """AlpacaEval's convention: the results folder names the model
+    (``results/<model>/<annotator>/annotations.json``; a ``<model>.json[.gz]`` file, as in
+    the bundled copy, names it by its file name). A file whose rows all name one other
+    model as ``generator_2`` is read as the model its path names, with a note naming the
+    file (a copy left under another model's folder would otherwise merge into that model
+    and the folder's model vanish); a file whose rows name several models is not laid out
+    that way and keeps its rows' names. A note also names pairs of files that share more
+    than half of the smaller one's annotations (same instruction, both outputs, annotator
+    and preference): a duplicated file counted twice."""
+
+    def __init__(self):
+        self.renamed: dict[Path, tuple[str, str]] = {}
+        self.keys: dict[Path, set] = {}
+
+    @staticmethod
+    def path_model(path: Path, annotators: set) -> str | None:
+        """The model the path names in AlpacaEval's layouts, else None: upstream's
+        ``results/<model>/<annotator>/annotations.json``, or ``<annotator>/<model>.json``
+        (the bundled copy), the folder being the rows' annotator."""
+        if path.name.startswith("annotations.json"):
+            parents = path.resolve().parents
+            return parents[1].name if len(parents) > 2 and parents[2].name == "results" else None
+        if annotators == {path.parent.name}:
+            return path.name.split(".json")[0]
+        return None
+
+    def model(self, path: Path, generator: np.ndarray, annotator: np.ndarray) -> np.ndarray:
+        named = set(generator.tolist())
+        folder = self.path_model(path, set(annotator.tolist()))
+        if len(named) != 1 or not folder or folder in named:
+            return generator
+        self.renamed[path] = (named.pop(), folder)
+        return np.full(generator.shape, folder, dtype=object)
+
+    def add_annotations(self, path: Path, rows: pd.DataFrame) -> None:
+        keys = ("instruction", "output_1", "output_2", "annotator", "preference")
+        self.keys[path] = set(zip(*(rows[k].astype(str) for k in keys), strict=True))
+
+    def _copies(self) -> list[tuple[Path, Path, int]]:
+        paths = list(self.keys)
+        found = []
+        for i, first in enumerate(paths):  # one loop over file pairs, not rows
+            for second in paths[i + 1:]:
+                shared = len(self.keys[first] & self.keys[second])
+                smaller = min(len(self.keys[first]), len(self.keys[second]))
+                if smaller and shared > smaller / 2:
+                    found.append((first, second, shared))
+        return found
+
+    def note(self) -> None:
+        if self.renamed:
+            shown = "; ".join(f"{path.name} (rows name {named!r}, read as {folder!r})"
+                              for path, (named, folder) in list(self.renamed.items())[:5])
+            emit(Note("folder-names-model",
+                      f"alpaca_eval: {len(self.renamed)} file(s) whose rows name another model "
+                      f"than their folder or file name, which names the model in AlpacaEval: "
+                      f"{shown}", models=[f for _, f in self.renamed.values()]), stacklevel=4)
+        copies = self._copies()
+        if copies:
+            shown = "; ".join(f"{a.name} and {b.name} ({n} annotations)"
+                              for a, b, n in copies[:5])
+            emit(Note("folder-names-model",
+                      f"alpaca_eval: {len(copies)} pair(s) of files share most of their "
+                      f"annotations (a duplicated file is counted twice): {shown}"),
+                 stacklevel=4)
 
 
 # --------------------------------------------------------------------------- qlora / prd
