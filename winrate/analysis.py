@@ -284,20 +284,26 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
     if simultaneous and choice is not None and choice.wild is not None:
         crit, low, high = (choice.wild.simultaneous_critical_value, choice.wild.sim_low,
                            choice.wild.sim_high)
-    elif simultaneous:
+    elif simultaneous and est.size:
         with stage("simultaneous intervals", progress):
             sim = simultaneous_intervals(est, V, alpha, df, **mc)
         crit, low, high = sim.critical_value, _expand(sim.low, keep), _expand(sim.high, keep)
+    elif simultaneous:  # no estimable model: no joint interval
+        low, high = np.full(keep.shape, np.nan), np.full(keep.shape, np.nan)
     rank_low = rank_high = None
     if ranks:
-        with stage("rank sets", progress):
-            rank = rank_sets(est, V, alpha, df, method=rank_method, **mc)
         unknown = ~np.isnan(scores) & ~keep
-        rank_low, rank_high = _expand(rank.low, keep), _expand(rank.high + unknown.sum(), keep)
+        rank_low, rank_high = np.full(keep.shape, np.nan), np.full(keep.shape, np.nan)
+        if est.size:  # none is estimable (e.g. all ties): every model could rank anywhere
+            with stage("rank sets", progress):
+                rank = rank_sets(est, V, alpha, df, method=rank_method, **mc)
+            rank_low = _expand(rank.low, keep)
+            rank_high = _expand(rank.high + unknown.sum(), keep)
         rank_low[unknown], rank_high[unknown] = 1, (~np.isnan(scores)).sum()
     if pairwise:
         with stage("pairwise differences", progress):
-            pairs = pairwise_differences(est, V, alpha, df, **mc)
+            pairs = (pairwise_differences(est, V, alpha, df, **mc) if est.size
+                     else PairwiseDifferences.none(alpha, df))
     return JointInference(crit, low, high, rank, pairs, keep, rank_low, rank_high, sim)
 
 

@@ -483,7 +483,19 @@ def _pairs_data(log, table, ties: str) -> _Pairs:
     pair = table[2][key]
     f = log.weight
     count = [np.bincount(pair, f * (s_lo == v), len(data.lo)) for v in (1.0, 0.0, 0.5)]
+    _check_tie_parameter(count[0].sum() + count[1].sum(), count[2].sum())
     return _Pairs(data.lo, data.hi, data.W, data.N, log.n_models, *count)
+
+
+def _check_tie_parameter(decisive: float, ties: float) -> None:
+    """Davidson's tie parameter has a finite MLE only with both ties and decisive outcomes:
+    with only ties ``log nu -> +inf``, with none ``log nu -> -inf`` (its score
+    ``sum (tie - P(tie))`` has one sign), and its SE would print as 0."""
+    if not ties or not decisive:
+        what = "every comparison is a tie" if not decisive else "no comparison is a tie"
+        raise WinrateInputError(f"Davidson's tie model: {what}, so its tie parameter diverges "
+                                f"(log nu -> {'+' if not decisive else '-'}inf); use ties "
+                                "as half wins (--ties half)")
 
 
 def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, anchor=None,

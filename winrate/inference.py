@@ -623,12 +623,29 @@ def simultaneous_intervals(
                                                       df, mc)
     stat = _pair_stat(est, se, zero)
     p_adj = _max_t_pvalues(sorted_max, stat, df)
-    c = float(crit[0])
+    c = _within_exact_bounds(float(crit[0]), rows.size, alpha, df, used)
     half = np.where(zero, 0.0, c * se)
     return SimultaneousIntervals(
         est, se, est - half, est + half, p_adj, c, float(mc_se[0]), alpha, df, used,
         mc.tolerance,
     )
+
+
+def _within_exact_bounds(c: float, m: int, alpha: float, df, n_draws: int) -> float:
+    """The Monte-Carlo quantile ``c`` of ``max`` of ``m`` two-sided ``|T|`` kept within
+    its exact bounds: at least the marginal ``q_{1-alpha/2}`` (the maximum is at least any
+    one ``|T|``) and at most Bonferroni's ``q_{1-alpha/(2m)}`` (the union bound). When
+    fewer than 200 draws lie beyond the quantile (``n_draws * alpha < 200``, e.g. alpha
+    = 1e-6) the order statistic cannot resolve it and the Bonferroni value is used: in
+    that far tail the union bound is nearly exact (the events rarely overlap), and it is
+    conservative."""
+    if m == 0 or not np.isfinite(c):
+        return c
+    marginal = critical_value(alpha, df)
+    bonferroni = critical_value(alpha / m, df)
+    if n_draws * alpha < 200:
+        return float(bonferroni)
+    return float(np.clip(c, marginal, bonferroni))
 
 
 # ---------------------------------------------------------------- pairwise differences
@@ -694,6 +711,12 @@ class PairwiseDifferences:
     df: float | None
     n_draws: int
     mc_tolerance: float | None = None
+
+    @classmethod
+    def none(cls, alpha: float, df=None) -> PairwiseDifferences:
+        """No pair: when no model has an estimable score (e.g. every comparison a tie)."""
+        empty, index = np.zeros(0), np.zeros(0, dtype=np.int64)
+        return cls(index, index, *([empty] * 8), np.nan, np.nan, alpha, df, 0)
 
     def to_frame(self, names=None) -> pd.DataFrame:
         """One row per pair; ``names`` (length K) labels the models."""
@@ -833,7 +856,9 @@ def _stepdown_rejections(stat, zero, rows, alpha, df, F, mc, stepdown):
         fams = np.flatnonzero(redo)
         code = np.searchsorted(fams, group[sel])
         fresh = _critical_values(F, a[sel], b[sel], sign, code, fams.size, alpha, df, mc)
-        crit[fams], mc_se[fams] = fresh[:2]
+        # c >= 0: at alpha near 1 the quantile of a one-sided maximum can fall below 0,
+        # and a negative c would reject both S_a <= S_b and S_a >= S_b (low > high)
+        crit[fams], mc_se[fams] = np.maximum(fresh[0], 0.0), fresh[1]
         mc = replace(mc, n_draws=fresh[3], tolerance=None)  # later steps: the same draws
         c = crit[group]
         new_up = ~up & ((stat > c) | (zero & (stat > 0)))
