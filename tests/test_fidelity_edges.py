@@ -94,3 +94,31 @@ def test_all_ties_davidson_says_the_tie_parameter_diverges(tmp_path, capsys):
     err = one_line_error(capsys, ["leaderboard", str(path), "--model", "bt", "--ties",
                                   "davidson"])
     assert "tie parameter diverges" in err
+
+
+@pytest.mark.parametrize("flag", ["--csv", "--json"])
+def test_output_may_not_overwrite_the_input(flag, tmp_path, capsys):
+    path = battle_log(tmp_path / "log.csv")
+    before = path.read_bytes()
+    err = one_line_error(capsys, ["leaderboard", str(path), flag, str(path)])
+    assert "is the input file" in err and path.read_bytes() == before
+
+
+def test_output_may_not_overwrite_a_file_of_the_input_folder(tmp_path, capsys):
+    folder = tmp_path / "battles"
+    folder.mkdir()
+    (folder / "b.jsonl").write_text(json.dumps({"question_id": 1, "model_a": "x",
+                                                "model_b": "y", "winner": "tie"}) + "\n")
+    err = one_line_error(capsys, ["leaderboard", str(folder), "--format", "clean_battle",
+                                  "--json", str(folder / "b.jsonl")])
+    assert "is the input file" in err
+
+
+def test_unwritable_output_fails_before_the_computation(tmp_path, capsys):
+    """/proc takes no new file, even for root: the error comes before the log is read (a
+    log that could not be read would otherwise be reported first)."""
+    bad_log = tmp_path / "log.csv"
+    bad_log.write_text("model_a,model_b\nx,y\n")  # no outcome column
+    err = one_line_error(capsys, ["leaderboard", str(bad_log), "--json",
+                                  "/proc/winrate-report.json"])
+    assert "cannot write it" in err

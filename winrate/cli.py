@@ -245,7 +245,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
     for flag in ("json", "csv", "plot"):
-        check_output_path(getattr(args, flag, None), f"--{flag}")
+        check_output_path(getattr(args, flag, None), f"--{flag}", _input_files(args))
     joint = _joint_flags(args)
     clustering = parse_clustering(args.cluster) if args.cluster is not None else None
     log, loaded = load_log(args, clustering or ())
@@ -272,6 +272,18 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
         print("\n" + format_pairwise(result, args.table_format))
     return 0
+
+
+def _input_files(args: argparse.Namespace) -> list:
+    """The files INPUT reads (a folder's files for --format), which no output may replace."""
+    source = getattr(args, "input", None)
+    if source is None or not os.path.exists(source):
+        return []
+    if not os.path.isdir(source):
+        return [source]
+    from winrate.formats import find_files
+
+    return find_files(source) if getattr(args, "format", None) else []
 
 
 def _joint_flags(args: argparse.Namespace) -> dict:
@@ -370,7 +382,7 @@ def run_eda(args: argparse.Namespace) -> int:
     from winrate.eda import explore_input, format_report, write_json
     from winrate.progress import preference
 
-    check_output_path(args.json, "--json")
+    check_output_path(args.json, "--json", _input_files(args))
     with preference(args.progress):
         report = explore_input(args)
     if args.json:
