@@ -122,3 +122,24 @@ def test_unwritable_output_fails_before_the_computation(tmp_path, capsys):
     err = one_line_error(capsys, ["leaderboard", str(bad_log), "--json",
                                   "/proc/winrate-report.json"])
     assert "cannot write it" in err
+
+
+def test_rank_sets_over_the_work_budget_use_bonferroni():
+    """Marginal rank sets of K models have K(K - 1) contrasts: at 1,000 models the
+    Monte-Carlo max-T would take minutes and GBs (issue 26: 127 s, 2 GB), so over
+    ``MC_WORK`` the critical values are Bonferroni's q_{1 - alpha / m}, m = 2(K - 1) at the
+    first step, computed here by hand; the sets stay ordered. The timing itself is
+    measured by ``scripts/bench.py --only ranks`` (not a timed test)."""
+    from winrate.inference import MC_WORK, rank_sets
+
+    K = 1000
+    assert K * (K - 1) * 10_000 > MC_WORK
+    rng = np.random.default_rng(0)
+    est = rng.normal(size=K) * 0.05
+    V = np.diag(rng.uniform(1e-4, 1e-3, K))
+    with pytest.warns(Warning, match="Bonferroni"):
+        result = rank_sets(est, V, 0.05, stepdown=False)
+    assert result.n_draws == 0
+    np.testing.assert_allclose(result.critical_value, special.ndtri(1 - 0.05 / (2 * (K - 1))),
+                               rtol=1e-12)
+    assert (result.low <= result.high).all()
