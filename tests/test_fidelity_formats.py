@@ -10,6 +10,7 @@ import json
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import statsmodels.api as sm
 
@@ -366,3 +367,26 @@ def test_alpaca_eval_format_and_dataset_name_models_alike():
     assert list(formatted.models) == list(dataset.models)
     assert "NullModel" in formatted.models and "example" not in formatted.models
     assert "folder-names-model" in codes
+
+
+def test_baseline_score_counts_only_the_rows_it_uses(tmp_path, capsys):
+    """An arena-hard folder plus a file of model-vs-model battles (clean_battle-like rows
+    joined in a CSV): the score against the baseline ignores them, and now so do the
+    comparison count and n (each model's n = its games against the baseline, counted
+    here by hand)."""
+    rows = [{"prompt_id": f"q{i}", "model_a": m, "model_b": "base",
+             "outcome": float((i + j) % 3 == 0)}
+            for i in range(20) for j, m in enumerate(("m1", "m2", "m3"))]
+    extra = [{"prompt_id": f"x{i}", "model_a": "m1", "model_b": "m2", "outcome": 1.0}
+             for i in range(30)]
+    path = tmp_path / "log.csv"
+    pd.DataFrame(rows + extra).to_csv(path, index=False)
+    out = tmp_path / "out.json"
+    assert main(["leaderboard", str(path), "--baseline", "base", "--cluster", "prompt",
+                 "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["n_comparisons"] == 60 and report["n"] == [20, 20, 20]
+    assert "rows compare two models without the baseline" in capsys.readouterr().err
+    for model, score in zip(report["models"], report["score"], strict=True):
+        mine = [r["outcome"] for r in rows if r["model_a"] == model]
+        assert score == pytest.approx(np.mean(mine), abs=1e-12)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import diagnostics, estimators, method_choice
-from winrate.data import ComparisonLog, as_log
+from winrate.data import ComparisonLog, as_log, rows_against
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.inference import (
     DEFAULT_DRAWS,
@@ -666,6 +666,8 @@ def analyze(log, cluster=None, weights="uniform",
     if reference not in (None, "normal", "t"):
         raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
     log = as_log(log)
+    if baseline is not None and model == "winrate" and board is None:
+        log = rows_against(log, baseline)  # what the score uses, and so n and the counts
     default_note = None
     if cluster is None:
         clustering, default_note = default_clustering(log)

@@ -166,6 +166,10 @@ def load_log(args: argparse.Namespace, clustering) -> tuple:
             stage(f"reading {args.dataset or args.input}"):
         warnings.simplefilter("always", WinrateWarning)
         log = _read_log(args, clustering)
+        if getattr(args, "baseline", None) and getattr(args, "model", None) == "winrate":
+            from winrate.data import rows_against
+
+            log = rows_against(log, args.baseline)  # analyze's own, with its note shown
     return log, [str(caught.message) for caught in loading]
 
 

@@ -643,3 +643,32 @@ def read_dataset(name: str, models=None, **options) -> ComparisonLog:
     extra = tuple(c for c in frame.columns if c not in standard and c not in features)
     weight = "count" if "count" in frame.columns else None
     return read_comparisons(frame, weight_col=weight, extra_cols=extra, feature_cols=features)
+
+
+def rows_against(log: ComparisonLog, baseline: str) -> ComparisonLog:
+    """The rows of ``log`` in which one side is ``baseline``.
+
+    A score against a baseline (AlpacaEval, arena-hard: ``S_a = psi_a,base``) uses only
+    those rows; rows of two contestants would otherwise count in the comparison total, the
+    per-model ``n`` and the cluster sizes without entering the score. They are left out
+    with a note (``off-baseline-rows``). A baseline that is not a model is left for the
+    estimator to report. Clusters left empty are dropped from their axis."""
+    found = np.flatnonzero(log.models.astype(str) == str(baseline))
+    if found.size == 0:
+        return log
+    keep = (log.model_a == found[0]) | (log.model_b == found[0])
+    if keep.all() or not keep.any():
+        return log
+    emit(Note("off-baseline-rows",
+              f"{int((~keep).sum())} of {log.n_rows} rows compare two models without the "
+              f"baseline {baseline!r}: a score against the baseline does not use them, so "
+              "they are left out of the analysis, the comparison count and n (Bradley-Terry, "
+              "--model bt, uses them)", severity="note"), stacklevel=3)
+    axes = {}
+    for name, axis in log.axes.items():
+        codes, used = factorize_groups(axis.codes[keep])
+        axes[name] = ClusterAxis(codes, axis.labels[used])
+    return ComparisonLog(
+        log.model_a[keep], log.model_b[keep], log.score[keep], log.models, axes,
+        None if log.frequency is None else log.frequency[keep],
+        {name: values[keep] for name, values in log.features.items()})
