@@ -23,11 +23,17 @@ Sections (``--only`` runs one):
   breakdown (read, code, fit, covariance, diagnostics, inference, report; start-up is the
   fresh process' remainder) comes from the same command run in this process with each
   stage's functions timed.
+* ``ranks``: ``winrate leaderboard FILE --ranks`` on a Parquet log of ``--ranks-n``
+  comparisons (200,000) among ``--ranks-models`` models (1,000), 20 per prompt, in a
+  fresh process: wall time and the child's peak resident memory (issue 26's target:
+  <= 10 s and <= 1 GiB at 1,000 models; the K(K - 1) contrasts of marginal rank sets then
+  take Bonferroni critical values, ``winrate.inference.MC_WORK``).
 * ``startup``: ``winrate --help`` in a fresh process.
 
 Usage: ``python scripts/bench.py [--only SECTION] [--n 10000000] [--models 100]
 [--prompts 1000000] [--judges 10] [--repeat 3] [--model winrate|bt] [--joint-n 1000000]
-[--cli-n 5000000] [--cli-prompts 500000] [--workdir DIR]``. The numba kernels are
+[--cli-n 5000000] [--cli-prompts 500000] [--ranks-n 200000] [--ranks-models 1000]
+[--workdir DIR]``. The numba kernels are
 compiled (or loaded from cache) by a small warm-up run first, so in-process timings
 measure steady-state work; fresh processes pay their start-up, as a user does. Every time
 is the best of ``--repeat`` runs; the machine may be shared, so compare ratios of one run.
@@ -56,7 +62,7 @@ from winrate.data import ComparisonLog
 from winrate.estimators import ESTIMATORS, fit
 from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
 
-SECTIONS = ("kernels", "analyze", "joint", "cli", "startup")
+SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup")
 
 
 def synthetic_log(n: int, k: int, n_prompts: int, n_judges: int, seed: int = 0):
@@ -338,6 +344,25 @@ def bench_cli(args, workdir: Path) -> None:
     _print_stages(total, stages, fresh)
 
 
+def bench_ranks(args, workdir: Path) -> None:
+    path = workdir / f"ranks_{args.ranks_n}_{args.ranks_models}.parquet"
+    if not path.exists():
+        write_parquet_log(path, args.ranks_n, args.ranks_models, args.ranks_n // 20,
+                          args.judges)
+    command = [*_winrate_command(), "leaderboard", str(path), "--ranks"]
+    best, peak = np.inf, 0.0
+    for _ in range(args.repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        best = min(best, time.perf_counter() - start)
+        peak = max(peak, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
+    print(f"rank sets: winrate leaderboard --ranks, {args.ranks_n:,} rows, "
+          f"{args.ranks_models} models, fresh process")
+    print(f"  wall time            {best:7.3f} s")
+    print(f"  peak resident memory {peak / 1024**2:7.3f} GB (largest child so far)")
+
+
 def bench_startup(args) -> None:
     seconds = _fresh_process([*_winrate_command(), "--help"], args.repeat)
     print(f"start-up: winrate --help {seconds:7.3f} s   (fresh process)")
@@ -355,6 +380,8 @@ def main() -> None:
     parser.add_argument("--joint-n", type=int, default=1_000_000)
     parser.add_argument("--cli-n", type=int, default=5_000_000)
     parser.add_argument("--cli-prompts", type=int, default=500_000)
+    parser.add_argument("--ranks-n", type=int, default=200_000)
+    parser.add_argument("--ranks-models", type=int, default=1_000)
     parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
                                                      "(default: a temporary folder)")
     parser.add_argument("--record", type=Path, metavar="PATH",
@@ -423,6 +450,8 @@ def _run(args) -> None:
             bench_joint(args, workdir)
         if "cli" in sections:
             bench_cli(args, workdir)
+        if "ranks" in sections:
+            bench_ranks(args, workdir)
     if "startup" in sections:
         bench_startup(args)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2

@@ -163,7 +163,16 @@ def table_under(path: Path, heading: str) -> str:
     return "\n".join(after[start:stop])
 
 
+def note_codes() -> str:
+    """Every note code and what it flags (:data:`winrate.notes.CODES`)."""
+    from winrate.notes import CODES
+
+    return "\n".join(["| code | what it flags |", "|---|---|",
+                      *(f"| `{code}` | {meaning} |" for code, meaning in CODES.items())])
+
+
 TABLES = {
+    "note-codes": note_codes,
     "mmlu-pro-scores": lambda: mmlu_pro_tables()[0],
     "mmlu-pro-pairs": lambda: mmlu_pro_tables()[1],
     "exact-coverage-95": lambda: table_under(PAPER / "tables" / "interval_coverage_exact.md",

@@ -58,7 +58,7 @@ def test_format_names():
 
 def test_style_difference_by_hand():
     got = style_difference([3, 0, 0, 5], [1, 0, 2, 5])
-    assert got.tolist() == [0.5, 0.0, -1.0, 0.0]
+    assert got.tolist() == pytest.approx([2 / 5, 0.0, -2 / 3, 0.0], abs=1e-15)
 
 
 def test_clean_model_name():
@@ -95,8 +95,8 @@ def test_alpaca_eval_fixture(tmp_path):
     assert rows(frame, "prompt_id", "model_a", "model_b") == [
         (f"q{i}", "m1", "base") for i in (0, 1, 2, 3, 4, 7)]
     np.testing.assert_allclose(frame["outcome"], [0.0, 1.0, 0.7, 0.5, 0.5, 0.2])
-    # (6 - 2) / (6 + 2) for the model's longer answer; 0 when both are empty
-    np.testing.assert_allclose(frame["style_length"], [0.5] * 5 + [0.0])
+    # (6 - 2) / (6 + 2 + 1) for the model's longer answer; 0 when both are empty
+    np.testing.assert_allclose(frame["style_length"], [4 / 9] * 5 + [0.0])
     with pytest.warns(WinrateWarning, match="dropped 2 row"):
         discrete = read_format(tmp_path / "m1.json.gz", "alpaca_eval", discrete=True)
     np.testing.assert_allclose(discrete["outcome"], [0.0, 1.0, 1.0, 0.5, 0.5, 0.0])
@@ -241,10 +241,10 @@ def test_clean_battle_fixture(tmp_path):
     assert rows(as_list, "prompt_id", "judge_id", "model_a", "model_b", "outcome") == [
         ("c1", "u1", "x", "y", 1.0), ("c2", "u2", "y", "z", 0.0), ("c3", "u1", "x", "z", 0.5),
         ("7", "u1", "z", "y", 0.5)]
-    np.testing.assert_allclose(as_list["style_tokens"], [0.5, 0.0, 0.0, -0.5])
-    np.testing.assert_allclose(as_list["style_header_count"], [1.0, 0, 0, 0])
-    np.testing.assert_allclose(as_list["style_list_count"], [0, 0.5, 0, 0])  # (3-1)/(3+1)
-    np.testing.assert_allclose(as_list["style_bold_count"], [-1.0, 0, 0, 0])
+    np.testing.assert_allclose(as_list["style_tokens"], [20 / 41, 0.0, 0.0, -2 / 5])
+    np.testing.assert_allclose(as_list["style_header_count"], [2 / 3, 0, 0, 0])
+    np.testing.assert_allclose(as_list["style_list_count"], [0, 2 / 5, 0, 0])  # (3-1)/(3+1+1)
+    np.testing.assert_allclose(as_list["style_bold_count"], [-4 / 5, 0, 0, 0])
     dropped = read_format(tmp_path / "list.json", "clean_battle", both_bad="drop")
     assert len(dropped) == 3
     log = read_log(tmp_path / "list.json", "clean_battle")
@@ -270,7 +270,7 @@ def test_clean_battle_optional_fields_and_errors(tmp_path):
                                                 r"line\(s\) 2"):
         read_format(write_jsonl(tmp_path / "bad.jsonl", bad), "clean_battle")
     with pytest.raises(WinrateInputError, match=r"unknown option\(s\) \['baseline'\]; it "
-                                                r"takes \['both_bad', 'style'\]"):
+                                                r"takes \['both_bad', 'style', "):
         read_format(tmp_path / "p.json", "clean_battle", baseline="x")
 
 
@@ -290,8 +290,11 @@ def test_arena_hard_fixture(tmp_path):
         judgment("q2", "m1", "B>A", "B>>A"),   # game 1: m1 (B) better; game 2: baseline
         judgment("q3", "m1", "A=B", None),
     ])
+    for baseline in ("gpt-4-0314", "gpt-4o"):  # the baseline judged against itself
+        write_jsonl(folder / f"{baseline}.jsonl", [judgment("q1", baseline, "A=B", "A=B")])
     with pytest.warns(WinrateWarning, match=r"dropped 1 row\(s\) with a null game verdict"):
-        frame = read_format(tmp_path, "arena_hard")
+        frame = read_format(tmp_path, "arena_hard", baseline="gpt-4-0314", strong_weight=1)
+    frame = frame.loc[frame["model_a"] == "m1"]
     assert rows(frame, "prompt_id", "judge_id", "model_a", "model_b", "outcome") == [
         ("q1", "gpt-4-1106-preview", "m1", "gpt-4-0314", 0.0),
         ("q2", "gpt-4-1106-preview", "m1", "gpt-4-0314", 1.0),
@@ -301,8 +304,8 @@ def test_arena_hard_fixture(tmp_path):
     ]
     assert "count" not in frame.columns
     with pytest.warns(WinrateWarning):
-        weighted = read_log(folder / "m1.jsonl", "arena_hard", baseline="gpt-4o",
-                            strong_weight=3)
+        weighted = read_log([folder / "m1.jsonl", folder / "gpt-4o.jsonl"], "arena_hard",
+                            baseline="gpt-4o")  # upstream's weight 3 by default
     assert weighted.frequency.tolist() == [3, 1, 1, 1, 3]
     assert list(weighted.models) == ["gpt-4o", "m1"]
     # arena-hard-auto's own expansion: 3 + 1 + 1 + 1 + 3 battles, mean model score
@@ -319,11 +322,11 @@ def test_arena_hard_v2_records_and_errors(tmp_path):
     with pytest.raises(WinrateInputError, match="name the baseline 'o3-mini', not "
                                                 "baseline='gpt-4-0314'"):
         read_format(tmp_path / "v2.jsonl", "arena_hard", baseline="gpt-4-0314")
-    bad = [judgment(1, "m", "A>B", "A>>>B")]
+    bad = [judgment(1, "m", "A>B", "A>>>B", baseline="b")]
     with pytest.raises(WinrateInputError, match=r"bad\.jsonl: game 2: unknown verdict "
                                                 r"'A>>>B' in line\(s\) 1"):
         read_format(write_jsonl(tmp_path / "bad.jsonl", bad), "arena_hard")
-    one_game = [{"question_id": 1, "model": "m", "games": [{"score": "A>B"}]}]
+    one_game = [{"question_id": 1, "model": "m", "games": [{"score": "A>B"}], "baseline": "b"}]
     with pytest.raises(WinrateInputError, match="not a list of two games"):
         read_format(write_jsonl(tmp_path / "one.jsonl", one_game), "arena_hard")
     with pytest.raises(WinrateInputError, match="strong_weight must be an integer >= 1"):
@@ -336,12 +339,13 @@ def test_arena_hard_v2_records_and_errors(tmp_path):
 def test_cli_format_folder(tmp_path, capsys):
     folder = tmp_path / "judgments"
     records = [judgment(q, m, g1, g2) for q in range(12) for m, g1, g2 in
-               (("m1", "A>B", "B>A"), ("m2", "B>A", "A>B"), ("m3", "A=B", "A>B"))]
+               (("m1", "A>B", "B>A"), ("m2", "B>A", "A>B"), ("m3", "A=B", "A>B"),
+                ("gpt-4-0314", "A=B", "A=B"))]
     write_jsonl(folder / "all.jsonl", records)
     assert main(["leaderboard", str(folder), "--format", "arena_hard", "--cluster",
-                 "prompt"]) == 0
+                 "prompt", "--baseline", "gpt-4-0314"]) == 0
     out = capsys.readouterr().out
-    assert "72 comparisons, 4 models" in out and "gpt-4-0314" in out
+    assert "72 comparisons, 3 models" in out and "baseline gpt-4-0314 (the reference" in out
     assert main(["leaderboard", str(folder), "--format", "arena_hard", "--discrete"]) == 2
     assert "--discrete applies to --format alpaca_eval" in capsys.readouterr().err
     assert main(["leaderboard", str(tmp_path / "none"), "--format", "qlora"]) == 2
@@ -391,12 +395,12 @@ def alpaca_frame():
 def test_real_alpaca_eval_counts(alpaca_plain_records, alpaca_frame, alpaca_eval_log):
     files = alpaca_plain_records
     expected = Counter()
-    for _, records in files:
+    for path, records in files:  # the file names the model (AlpacaEval's convention)
         for r in records:
             p = r["preference"]
             if r["generator_1"] != r["generator_2"] and p is not None \
                     and (p == 0 or 1 <= p <= 2):
-                expected[(r["generator_2"], r["generator_1"])] += 1
+                expected[(path.name.split(".json")[0], r["generator_1"])] += 1
     frame = alpaca_frame
     got = Counter(zip(frame["model_a"].astype(str), frame["model_b"].astype(str),
                       strict=True))
@@ -616,17 +620,17 @@ def test_real_pair_folders_outcomes_by_plain_loops(name):
 
 @needs_real
 def test_real_alpaca_eval_style_length_by_plain_loops(alpaca_plain_records, alpaca_frame):
-    """Per model: the sum of (len(output_2) - len(output_1)) / (sum of lengths) over the
+    """Per model: the sum of (len(output_2) - len(output_1)) / (sum of lengths + 1) over the
     kept records, computed from the files with plain json."""
     expected = Counter()
-    for _, records in alpaca_plain_records:
+    for path, records in alpaca_plain_records:
         for r in records:
             p = r["preference"]
             if r["generator_1"] != r["generator_2"] and p is not None \
                     and (p == 0 or 1 <= p <= 2):
                 long_2, long_1 = len(r["output_2"]), len(r["output_1"])
-                expected[r["generator_2"]] += ((long_2 - long_1) / (long_2 + long_1)
-                                               if long_2 + long_1 else 0.0)
+                expected[path.name.split(".json")[0]] += ((long_2 - long_1)
+                                                          / (long_2 + long_1 + 1))
     frame = alpaca_frame
     got = frame.groupby(frame["model_a"].astype(str))["style_length"].sum()
     assert sorted(got.index) == sorted(expected)
@@ -644,7 +648,8 @@ def test_real_alpaca_eval_style_length_by_plain_loops(alpaca_plain_records, alpa
      r"line\(s\) 1"),
     ("arena_hard", "c.jsonl", [judgment(1, "m", "A>B", "A>B", baseline={"name": "b"})],
      "baseline", r"line\(s\) 1"),
-    ("arena_hard", "c.jsonl", [judgment(1, "m", "A>B", "A>B", judge=["j"])], "judge",
+    ("arena_hard", "c.jsonl", [judgment(1, "m", "A>B", "A>B", judge=["j"], baseline="b")],
+     "judge",
      r"line\(s\) 1"),
 ])
 def test_id_or_name_that_is_not_text_or_number_is_an_error(tmp_path, fmt, name, records,

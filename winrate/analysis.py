@@ -333,20 +333,26 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
     if simultaneous and choice is not None and choice.wild is not None:
         crit, low, high = (choice.wild.simultaneous_critical_value, choice.wild.sim_low,
                            choice.wild.sim_high)
-    elif simultaneous:
+    elif simultaneous and est.size:
         with stage("simultaneous intervals", progress):
             sim = simultaneous_intervals(est, V, alpha, df, **mc)
         crit, low, high = sim.critical_value, _expand(sim.low, keep), _expand(sim.high, keep)
+    elif simultaneous:  # no estimable model: no joint interval
+        low, high = np.full(keep.shape, np.nan), np.full(keep.shape, np.nan)
     rank_low = rank_high = None
     if ranks:
-        with stage("rank sets", progress):
-            rank = rank_sets(est, V, alpha, df, method=rank_method, **mc)
         unknown = ~np.isnan(scores) & ~keep
-        rank_low, rank_high = _expand(rank.low, keep), _expand(rank.high + unknown.sum(), keep)
+        rank_low, rank_high = np.full(keep.shape, np.nan), np.full(keep.shape, np.nan)
+        if est.size:  # none is estimable (e.g. all ties): every model could rank anywhere
+            with stage("rank sets", progress):
+                rank = rank_sets(est, V, alpha, df, method=rank_method, **mc)
+            rank_low = _expand(rank.low, keep)
+            rank_high = _expand(rank.high + unknown.sum(), keep)
         rank_low[unknown], rank_high[unknown] = 1, (~np.isnan(scores)).sum()
     if pairwise:
         with stage("pairwise differences", progress):
-            pairs = pairwise_differences(est, V, alpha, df, **mc)
+            pairs = (pairwise_differences(est, V, alpha, df, **mc) if est.size
+                     else PairwiseDifferences.none(alpha, df))
     return JointInference(crit, low, high, rank, pairs, keep, rank_low, rank_high, sim)
 
 
@@ -624,7 +630,7 @@ def analyze(log, cluster=None, model: str | None = None, *, variance: Variance |
     else:
         clustering = parse_clustering(cluster)
     with notes.collected("prior-dominates") as fit_notes:
-        board = _fitted(log, model, board, options)
+        board, log = _fitted(log, model, board, options)
     _check_clustering(log, clustering)
     estimator = estimators.of(board)
     method, correction, reference = variance.method, variance.correction, variance.reference
@@ -752,10 +758,15 @@ def _keyword(kind: type) -> str:
 
 
 def _fitted(log: ComparisonLog, model: str | None, board: Leaderboard | None,
-            options: dict) -> Leaderboard:
-    """``board``, checked against the model and options of this call, or a new fit."""
+            options: dict) -> tuple[Leaderboard, ComparisonLog]:
+    """``board`` (checked against the model and options of this call) or a new fit, and
+    the rows of ``log`` the estimator uses (:meth:`winrate.estimators.base.Estimator.rows`:
+    a score against a baseline leaves out the rows without it)."""
     if board is None:
-        return estimators.fit(log, model or estimators.DEFAULT_ESTIMATOR, **options)
+        estimator = estimators.get(model or estimators.DEFAULT_ESTIMATOR)
+        settled = estimators.settle(estimator, options)
+        log = estimator.rows(log, settled)
+        return estimator.fit(estimators.SufficientData(log), settled), log
     estimator = estimators.of(board)
     if model is not None and model != board.estimator:
         raise WinrateInputError(f"model {model!r} was asked for, but the reused fit (board=) "
@@ -767,7 +778,7 @@ def _fitted(log: ComparisonLog, model: str | None, board: Leaderboard | None,
                 f"option {name!r} is {_shown(settled[name])} in this call but "
                 f"{_shown(board.options.get(name))} in the reused fit (board=): refit with "
                 "these options, or leave the option out")
-    return board
+    return board, estimator.rows(log, board.options)
 
 
 def _same(a, b) -> bool:

@@ -436,18 +436,27 @@ def _standardised(log: ComparisonLog, covariates) -> tuple[np.ndarray, dict]:
         raise WinrateInputError(f"covariate(s) {missing} not in the log; it has features "
                                 f"{sorted(log.features)} (read them with feature_cols / "
                                 "--covariates)")
+    twice = sorted({c for c in covariates if covariates.count(c) > 1})
+    if twice:
+        raise WinrateInputError(f"covariate(s) {twice} given more than once")
     w = log.weight
     columns, moments = [], {}
     for name in covariates:
         x = log.features[name]
         mean = np.average(x, weights=w)
         sd = np.sqrt(np.average((x - mean) ** 2, weights=w))
-        if not sd > 0:
-            raise WinrateInputError(f"covariate {name!r} is constant (sd 0): it cannot be "
+        if not sd > _CONSTANT_SD * np.abs(x).max():  # 0.3 in every row has sd ~1e-17
+            raise WinrateInputError(f"covariate {name!r} is constant (sd {sd:.3g} against "
+                                    f"values up to {np.abs(x).max():.3g}): it cannot be "
                                     "standardised or estimated")
         columns.append((x - mean) / sd)
         moments[name] = {"mean": float(mean), "sd": float(sd)}
     return np.column_stack(columns), moments
+
+
+#: A covariate whose sd is below this fraction of its largest |value| is constant up to
+#: rounding (the sd of n copies of 0.3 computes to ~1e-17, not 0).
+_CONSTANT_SD = 1e-10
 
 
 def _check_identified(log, counts, psi, prior, names) -> None:
@@ -475,7 +484,19 @@ def _pairs_data(log, table, ties: str) -> _Pairs:
     pair = table[2][key]
     f = log.weight
     count = [np.bincount(pair, f * (s_lo == v), len(data.lo)) for v in (1.0, 0.0, 0.5)]
+    _check_tie_parameter(count[0].sum() + count[1].sum(), count[2].sum())
     return _Pairs(data.lo, data.hi, data.W, data.N, log.n_models, *count)
+
+
+def _check_tie_parameter(decisive: float, ties: float) -> None:
+    """Davidson's tie parameter has a finite MLE only with both ties and decisive outcomes:
+    with only ties ``log nu -> +inf``, with none ``log nu -> -inf`` (its score
+    ``sum (tie - P(tie))`` has one sign), and its SE would print as 0."""
+    if not ties or not decisive:
+        what = "every comparison is a tie" if not decisive else "no comparison is a tie"
+        raise WinrateInputError(f"Davidson's tie model: {what}, so its tie parameter diverges "
+                                f"(log nu -> {'+' if not decisive else '-'}inf); use ties "
+                                "as half wins (--ties half)")
 
 
 def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, anchor=None,

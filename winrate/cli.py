@@ -74,6 +74,21 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--discrete", action="store_true",
                         help="alpaca_eval: win / tie / loss from the preference (AlpacaEval's "
                              "discrete_win_rate) instead of the judge's probability")
+    parser.add_argument("--include-named", action="store_true",
+                        help="clean_battle: keep named (non-anonymous) battles too (LMArena "
+                             "ranks anonymous ones only, the default)")
+    parser.add_argument("--no-dedup", dest="dedup", action="store_false",
+                        help="clean_battle: ignore dedup_tag (by default only battles tagged "
+                             "'sampled' are kept, as LMArena does)")
+    parser.add_argument("--strong-weight", type=int, default=None, metavar="K",
+                        help="arena_hard: a strong verdict (A>>B) counts K times (default 3, "
+                             "arena-hard-auto's)")
+    parser.add_argument("--answers", metavar="FOLDER",
+                        help="arena_hard: the model_answer folder; adds the answers' style "
+                             "features (for --covariates)")
+    parser.add_argument("--skip-malformed", action="store_true",
+                        help="arena_hard: skip malformed records (e.g. one game) instead of "
+                             "stopping; the notes count them")
     for role, default in DEFAULT_COLUMNS.items():
         flag = role.replace("_", "-")
         parser.add_argument(f"--{flag}-col", dest=f"{role}_col", default=default,
@@ -173,14 +188,37 @@ def _read_log(args: argparse.Namespace, clustering):
     if not args.input:
         raise WinrateInputError("give an INPUT file or --dataset NAME")
     if getattr(args, "format", None):
-        baseline = getattr(args, "baseline", None)
-        options = {"baseline": baseline} if args.format == "arena_hard" and baseline else {}
-        return read_log(args.input, args.format, **discrete, **options)
+        return read_log(args.input, args.format, **discrete, **_format_options(args))
     extra = tuple(name for name in clustering if name not in ("prompt", "judge"))
     return read_comparisons(args.input, prompt_col=args.prompt_col, judge_col=args.judge_col,
                             model_a_col=args.model_a_col, model_b_col=args.model_b_col,
                             outcome_col=args.outcome_col, weight_col=args.weight_col,
                             extra_cols=extra, feature_cols=covariate_columns(args))
+
+
+#: Reader options of the format flags: (format, option, flag, value when not given).
+_FORMAT_FLAGS = (
+    ("clean_battle", "include_named", "--include-named", False),
+    ("clean_battle", "dedup", "--no-dedup", True),
+    ("arena_hard", "strong_weight", "--strong-weight", None),
+    ("arena_hard", "answers", "--answers", None),
+    ("arena_hard", "skip_malformed", "--skip-malformed", False),
+    ("arena_hard", "baseline", "--baseline", None),
+)
+
+
+def _format_options(args: argparse.Namespace) -> dict:
+    """The reader options of ``--format``'s flags; a flag of another format is an error."""
+    options = {}
+    for fmt, option, flag, unset in _FORMAT_FLAGS:
+        value = getattr(args, option, unset)
+        if value == unset:
+            continue
+        if fmt == args.format:
+            options[option] = value
+        elif option != "baseline":  # --baseline is also the estimator's
+            raise WinrateInputError(f"{flag} applies to --format {fmt} only")
+    return options
 
 
 def covariate_columns(args: argparse.Namespace) -> tuple[str, ...]:
@@ -213,7 +251,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
     for flag in ("json", "csv", "plot", "html"):
-        check_output_path(getattr(args, flag, None), f"--{flag}")
+        check_output_path(getattr(args, flag, None), f"--{flag}", _input_files(args))
     joint = _joint_flags(args)
     clustering = parse_clustering(args.cluster) if args.cluster is not None else None
     log, loaded = load_log(args, clustering or ())
@@ -244,6 +282,18 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
         print("\n" + format_pairwise(result, args.table_format))
     return 0
+
+
+def _input_files(args: argparse.Namespace) -> list:
+    """The files INPUT reads (a folder's files for --format), which no output may replace."""
+    source = getattr(args, "input", None)
+    if source is None or not os.path.exists(source):
+        return []
+    if not os.path.isdir(source):
+        return [source]
+    from winrate.formats import find_files
+
+    return find_files(source) if getattr(args, "format", None) else []
 
 
 def _variance_flags(args: argparse.Namespace) -> dict:
@@ -360,8 +410,8 @@ def run_eda(args: argparse.Namespace) -> int:
     from winrate.eda import explore_input, format_report, write_json
     from winrate.progress import preference
 
-    check_output_path(args.json, "--json")
-    check_output_path(args.html, "--html")
+    check_output_path(args.json, "--json", _input_files(args))
+    check_output_path(args.html, "--html", _input_files(args))
     with preference(args.progress):
         report = explore_input(args)
     if args.json:

@@ -24,6 +24,7 @@ import gzip
 import json
 import lzma
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,8 +32,10 @@ import numpy as np
 import pandas as pd
 from pandas._libs.parsers import STR_NA_VALUES
 
+from winrate import notes
 from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError, first_rows
+from winrate.notes import Note, emit
 from winrate.variance import factorize_groups
 
 _LABEL_SCORES = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
@@ -208,24 +211,48 @@ def _read_delimited(path: Path, sep: str, text_cols) -> pd.DataFrame:
                        na_values=missing)
 
 
-def _read_json(path: Path, lines: bool, text_cols) -> pd.DataFrame:
+def _read_json(path: Path, lines: bool, text_cols, scalar_cols=()) -> pd.DataFrame:
     """JSON (Lines) without type guessing (``"007"`` is not the number 7); ``text_cols``
-    holding JSON numbers become their text; a list, object or true / false there is an
-    error (its Python repr is no name)."""
+    holding JSON numbers become their text (:func:`id_text`: ``7`` and ``7.0`` are both
+    ``"7"``); a list, object or true / false there, or a list or object in a
+    ``scalar_cols`` column, is an error (its Python repr is no name or number)."""
     frame = pd.read_json(path, lines=lines, dtype=False)
-    for col in (c for c in text_cols if c in frame.columns):
+    for col in (c for c in dict.fromkeys((*text_cols, *scalar_cols)) if c in frame.columns):
         values = frame[col]
-        nested = values.map(_not_a_name).to_numpy(bool)
+        nested = values.map(_not_a_name if col in text_cols else _nested).to_numpy(bool)
         if nested.any():
+            belongs = "a name or id" if col in text_cols else "a number"
             raise WinrateInputError(f"{str(path)!r}: column {col!r} holds a list, object or "
-                                    "true/false where a name or id belongs, in row(s) "
+                                    f"true/false where {belongs} belongs, in row(s) "
                                     f"{first_rows(nested)} (counted from 0)")
-        frame[col] = values.where(values.isna(), values.astype(str))
+        if col in text_cols:
+            frame[col] = id_text(values)
     return frame
 
 
+def _nested(value) -> bool:
+    return isinstance(value, (list, dict, np.ndarray))
+
+
 def _not_a_name(value) -> bool:
-    return isinstance(value, (list, dict, bool, np.bool_))
+    return _nested(value) or isinstance(value, (bool, np.bool_))
+
+
+def id_text(values: pd.Series) -> pd.Series:
+    """Ids and names as text, the same rule in every reader: a string as written, a number
+    as its shortest text with an integral float as an integer (JSON ``7`` and ``7.0``, or a
+    Parquet float column's ``7.0``, are all ``"7"``); missing values stay missing. Each
+    distinct value is converted once."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    text = np.array([_one_id(v) for v in uniques], dtype=object)
+    return pd.Series(np.where(codes >= 0, text[codes] if text.size else None, None),
+                     index=values.index, dtype=object)
+
+
+def _one_id(value) -> str:
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
 
 
 #: A Parquet column whose dictionary pages take at most this many bytes (a few thousand
@@ -233,8 +260,9 @@ def _not_a_name(value) -> bool:
 _SMALL_DICTIONARY = 1 << 16
 
 
-def _read_parquet(path: Path, coded_cols) -> pd.DataFrame:
-    """A Parquet file with its string columns among ``coded_cols`` as pandas Categoricals.
+def _read_parquet(path: Path, coded_cols, scalar_cols=(), text_cols=()) -> pd.DataFrame:
+    """A Parquet file with its string columns among ``coded_cols`` as pandas Categoricals
+    (and float columns among ``text_cols`` as ids, :func:`id_text`).
 
     The codes come from Arrow's dictionary encoding, not from hashing Python strings: a
     column with few distinct values (every row group's dictionary page at most
@@ -249,6 +277,12 @@ def _read_parquet(path: Path, coded_cols) -> pd.DataFrame:
 
     source = pq.ParquetFile(path)
     schema, meta = source.schema_arrow, source.metadata
+    nested = [name for name in dict.fromkeys((*coded_cols, *scalar_cols))
+              if name in schema.names and pa.types.is_nested(schema.field(name).type)]
+    if nested:
+        raise WinrateInputError(f"{str(path)!r}: column(s) {nested} hold lists or structs "
+                                f"({schema.field(nested[0]).type}) where a name, id or "
+                                "number belongs")
     textual = [name for name in dict.fromkeys(coded_cols) if name in schema.names
                and (pa.types.is_string(schema.field(name).type)
                     or pa.types.is_large_string(schema.field(name).type))]
@@ -261,6 +295,9 @@ def _read_parquet(path: Path, coded_cols) -> pd.DataFrame:
                  else pc.dictionary_encode(column)).combine_chunks()
         codes = pc.fill_null(coded.indices, -1).to_numpy(zero_copy_only=False)
         frame[name] = pd.Categorical.from_codes(codes, coded.dictionary.to_pandas())
+    for name in (c for c in text_cols if c in frame.columns and c not in textual):
+        if pd.api.types.is_float_dtype(frame[name]):
+            frame[name] = id_text(frame[name])  # a float id column: 7.0 is the id "7"
     return frame[schema.names]
 
 
@@ -278,12 +315,12 @@ def _small_dictionaries(meta, name: str) -> bool:
     return True
 
 
-def _read(path: Path, fmt: str, text_cols, coded_cols=()) -> pd.DataFrame:
+def _read(path: Path, fmt: str, text_cols, coded_cols=(), scalar_cols=()) -> pd.DataFrame:
     if fmt in ("csv", "tsv"):
         return _read_delimited(path, "," if fmt == "csv" else "\t", text_cols)
     if fmt in ("json", "jsonl"):
-        return _read_json(path, fmt == "jsonl", text_cols)
-    return _read_parquet(path, coded_cols)
+        return _read_json(path, fmt == "jsonl", text_cols, scalar_cols)
+    return _read_parquet(path, coded_cols, scalar_cols, text_cols)
 
 
 def _open_binary(path: Path):
@@ -348,14 +385,16 @@ def table_format(path) -> str:
     return fmt
 
 
-def read_table(path, text_cols=(), coded_cols=()) -> pd.DataFrame:
+def read_table(path, text_cols=(), coded_cols=(), scalar_cols=()) -> pd.DataFrame:
     """Read a CSV/TSV, JSON Lines, JSON or Parquet file, chosen by extension (``.gz`` ok).
 
     ``text_cols`` (id and name columns) are read as text exactly as written: in CSV, prompt
     ids ``"007"`` and ``"7"`` stay distinct and a model named ``"NA"`` or ``"None"`` is not
     missing (only an empty field is). JSON is read without type guessing. Parquet string
     columns among ``coded_cols`` come back as Categoricals coded by Arrow's dictionary
-    encoding (:func:`_read_parquet`), so they need no further factorising. Any problem
+    encoding (:func:`_read_parquet`), so they need no further factorising. A list or
+    object in a column of ``text_cols``, ``coded_cols`` or ``scalar_cols`` (a JSON array, a
+    Parquet list column) is an error naming the column. Any problem
     with the file (missing, a directory, empty, not UTF-8, malformed) is a
     :class:`WinrateInputError` naming the file, never a pandas or pyarrow exception.
     """
@@ -368,7 +407,7 @@ def read_table(path, text_cols=(), coded_cols=()) -> pd.DataFrame:
     if path.stat().st_size == 0:
         raise WinrateInputError(f"{str(path)!r} is empty (0 bytes)")
     try:
-        return _read(path, fmt, text_cols, coded_cols)
+        return _read(path, fmt, text_cols, coded_cols, scalar_cols)
     except WinrateInputError:
         raise
     except UnicodeDecodeError:
@@ -418,12 +457,40 @@ def _code_models(frame: pd.DataFrame, col_a: str, col_b: str):
     a = index.get_indexer(a_names)[a_codes].astype(np.int32)
     b = index.get_indexer(b_names)[b_codes].astype(np.int32)
     _check_rows(a == b, col_a, f"the same model in {col_a!r} and {col_b!r}", frame.index)
+    _flag_similar_names(models)
     return a, b, models
 
 
+def _flag_similar_names(models: np.ndarray) -> None:
+    """A note (``similar-names``) for model names that differ only by surrounding
+    whitespace or Unicode normal form (``"gpt4"`` and ``"gpt4 "``; NFC and NFD accents):
+    they print alike but are different models here. Names are kept as written."""
+    names = [str(m) for m in models]
+    key = [unicodedata.normalize("NFC", name.strip()) for name in names]
+    groups: dict[str, list[str]] = {}
+    for k, name in zip(key, names, strict=True):
+        groups.setdefault(k, []).append(name)
+    alike = [group for group in groups.values() if len(group) > 1]
+    if alike:
+        shown = "; ".join(" vs ".join(repr(n) for n in group) for group in alike[:5])
+        emit(Note("similar-names",
+                  f"{len(alike)} group(s) of model names differ only by surrounding whitespace "
+                  f"or Unicode normal form and are kept as different models: {shown}",
+                  models=[n for group in alike for n in group]), stacklevel=4)
+
+
 def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
-                       models: np.ndarray) -> np.ndarray:
-    """Map each distinct outcome label once; winner names are matched against the row."""
+                       models: np.ndarray, column: str) -> np.ndarray:
+    """Scores of an outcome column of labels, numbers or winners' names, each distinct
+    value mapped once.
+
+    A value can be both a label (``a``, ``b``, ``model_a``, ``model_b``, ``tie``, or a
+    number) and a model's name. Where the two readings agree (or only one applies) the
+    row is clear. Where they disagree, the column's content decides: read as winners'
+    names if every row names one of its own two models or is a tie, as labels if every
+    row is a label; if both hold, the column is ambiguous and refused. A resolved clash is
+    said in a note (``outcome-labels``).
+    """
     codes, uniques = _factorize(series)
     text = pd.Series([str(value).strip() for value in uniques], dtype=object)
     label_score = np.array(text.str.lower().map(_LABEL_SCORES), dtype=float)
@@ -431,19 +498,36 @@ def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
     numeric = np.isnan(label_score) & (number >= 0) & (number <= 1)
     label_score[numeric] = number[numeric]
     label_model = pd.Index(models.astype(str)).get_indexer(text)
-    label_model[~np.isnan(label_score)] = -1  # a label or number, not a winner's name
-    score = np.where(codes >= 0, label_score[codes], np.nan)
-    if (label_model < 0).all():  # no label is a winner's name
-        return score
+    by_label = np.where(codes >= 0, label_score[codes], np.nan)
+    if (label_model < 0).all():  # no value is a model's name
+        return by_label
     winner = np.where(codes >= 0, label_model[codes], -1)
-    score = np.where(winner == a, 1.0, np.where(winner == b, 0.0, score))
-    return score
+    by_name = np.where(winner == a, 1.0, np.where(winner == b, 0.0, np.nan))
+    clash = ~np.isnan(by_label) & ~np.isnan(by_name) & (by_label != by_name)
+    if not clash.any():
+        return np.where(np.isnan(by_name), by_label, by_name)
+    tie = np.where(codes >= 0, (text.str.lower() == "tie").to_numpy()[codes], False)
+    names_fit = bool((~np.isnan(by_name) | (tie & (winner < 0))).all())
+    labels_fit = bool((~np.isnan(by_label)).all())
+    both = sorted(set(text[(label_model >= 0) & ~np.isnan(label_score)]))
+    if names_fit == labels_fit:
+        raise WinrateInputError(
+            f"column {column!r}: the value(s) {both} are both outcome labels and model names, "
+            f"and the column reads either way ({int(clash.sum())} row(s) differ); give "
+            "outcomes as 1 / 0 / 0.5 (the score of model_a), or rename those models")
+    reading = "winners' names" if names_fit else "labels (a / model_a: model_a won)"
+    emit(Note("outcome-labels",
+              f"column {column!r}: {both} are both outcome labels and model names; read as "
+              f"{reading}, the only reading that fits every row ({int(clash.sum())} row(s) "
+              "would differ the other way)", models=both), stacklevel=4)
+    return by_name if names_fit else by_label
 
 
 def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models) -> np.ndarray:
     series = frame[column]
     _check_rows(series.isna().to_numpy(), column, "missing value", frame.index)
-    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+    numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+    if numeric and not _numbers_name_models(series, models):
         score = series.to_numpy(dtype=float)
         _check_rows(~((score >= 0) & (score <= 1)), column,
                     "numeric outcome not in [0, 1] (1 win of model_a, 0 loss, 0.5 tie)",
@@ -451,11 +535,20 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models) -> np.ndarray
         return score
     _check_rows(series.map(lambda v: isinstance(v, (list, dict))).to_numpy(bool), column,
                 "a list or object, not an outcome", frame.index)
-    score = _score_from_labels(series, a, b, models)
+    if numeric:  # numbers that are also model names: read them as text, by content
+        series = id_text(series)
+    score = _score_from_labels(series, a, b, models, column)
     _check_rows(np.isnan(score), column,
                 "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "
                 "of that row's model_a or model_b)", frame.index)
     return score
+
+
+def _numbers_name_models(series: pd.Series, models: np.ndarray) -> bool:
+    """Whether a numeric outcome column holds a number that is also a model's name (models
+    ``0`` and ``1``)."""
+    values = id_text(pd.Series(pd.unique(series.to_numpy())))
+    return bool(pd.Index(models.astype(str)).isin(values).any())
 
 
 def _require_columns(frame: pd.DataFrame, columns: dict[str, str | None]) -> None:
@@ -495,7 +588,8 @@ def read_comparisons(
         frame, name = source, "the comparison log"
     else:
         text = (prompt_col, judge_col, model_a_col, model_b_col, *extra_cols)
-        frame = read_table(source, text_cols=text, coded_cols=(*text, outcome_col))
+        frame = read_table(source, text_cols=text, coded_cols=(*text, outcome_col),
+                           scalar_cols=(weight_col, *feature_cols))
         frame.index = _file_positions(source, len(frame))
         name = f"{str(source)!r}"
     if frame.empty:
@@ -558,3 +652,28 @@ def read_dataset(name: str, models=None, **options) -> ComparisonLog:
     extra = tuple(c for c in frame.columns if c not in standard and c not in features)
     weight = "count" if "count" in frame.columns else None
     return read_comparisons(frame, weight_col=weight, extra_cols=extra, feature_cols=features)
+
+
+def rows_against(log: ComparisonLog, baseline: str) -> ComparisonLog:
+    """The rows of ``log`` in which one side is ``baseline``.
+
+    A score against a baseline (AlpacaEval, arena-hard: ``S_a = psi_a,base``) uses only
+    those rows; rows of two contestants would otherwise count in the comparison total, the
+    per-model ``n`` and the cluster sizes without entering the score. They are left out
+    with a note (``off-baseline-rows``). A baseline that is not a model is left for the
+    estimator to report. Clusters left empty are dropped from their axis."""
+    found = np.flatnonzero(log.models.astype(str) == str(baseline))
+    if found.size == 0:
+        return log
+    keep = (log.model_a == found[0]) | (log.model_b == found[0])
+    if keep.all() or not keep.any():
+        return log
+    notes.emit(notes.off_baseline_rows(int((~keep).sum()), log.n_rows, baseline), stacklevel=3)
+    axes = {}
+    for name, axis in log.axes.items():
+        codes, used = factorize_groups(axis.codes[keep])
+        axes[name] = ClusterAxis(codes, axis.labels[used])
+    return ComparisonLog(
+        log.model_a[keep], log.model_b[keep], log.score[keep], log.models, axes,
+        None if log.frequency is None else log.frequency[keep],
+        {name: values[keep] for name, values in log.features.items()})

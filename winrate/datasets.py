@@ -837,7 +837,6 @@ _FOLDER_SOURCES = {
     "prd": ("prd", "https://github.com/bcdnlp/PRD/tree/35fb99e5d5c7/data/vicuna80 "
                    "(the ratings-<reviewer> folders)"),
 }
-_ALPACA_RENAMES = {"example": "NullModel"}  # results/NullModel's records say 'example'
 _QLORA_RATINGS = ("pairwise", "relative-gpt-3.5")
 _QLORA_RENAMES = {"gpt-3.5": "gpt35"}  # relative-gpt-3.5's ChatGPT: same answer ids as gpt35
 PRD_JUDGES = ("bard", "claude", "gpt35", "gpt4", "human", "vicuna-13b")
@@ -871,7 +870,7 @@ def _load_alpaca_eval(fetch: dict, models: Sequence[str] | None, *,
     from winrate.formats import read_format
 
     frame = read_format(_local_folder(fetch, "alpaca_eval"), "alpaca_eval", discrete=discrete)
-    return _select_models(_rename_models(frame, _ALPACA_RENAMES), models, "alpaca_eval")
+    return _select_models(frame, models, "alpaca_eval")  # the reader names NullModel
 
 
 def _load_qlora(fetch: dict, models: Sequence[str] | None, *,

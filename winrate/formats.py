@@ -14,10 +14,10 @@ model_b    second model
 outcome    float score of model_a in [0, 1]: 1 win, 0 loss, 0.5 tie, or a graded preference
 count      optional frequency weight (arena-hard's weighted strong verdicts)
 style_*    optional style features of the (a, b) answers: the normalised difference
-           ``(x_a - x_b) / (x_a + x_b)``, 0 when both are 0 (LMArena's style control,
-           https://lmsys.org/blog/2024-08-28-style-control/; FastChat's
-           ``rating_systems.preprocess_for_style`` adds 1 to the denominator). The
-           estimator standardises them.
+           ``(x_a - x_b) / (x_a + x_b + 1)`` (LMArena's style control,
+           https://lmsys.org/blog/2024-08-28-style-control/, as FastChat's
+           ``elo_analysis.construct_style_matrices`` computes it). The estimator
+           standardises them.
 ========== ================================================================================
 
 Strings (model names, prompt texts, judge names) are kept exactly as written, except the
@@ -35,7 +35,11 @@ Formats (:data:`FORMATS`)
     runs from 1 (baseline better) to 2 (model better), continuous for the weighted judges;
     1.5 and 0 are draws, null a failed judge. Mapping: model_a = generator_2, model_b =
     generator_1, outcome = preference - 1 (a draw is 0.5), prompt_id = instruction, judge_id
-    = annotator. As upstream (``metrics/helpers.py``, ``BaseScoringRule.describe_head2head``
+    = annotator. The model is the one the path names, as AlpacaEval's results folder
+    does (``results/<model>/...``, or a ``<model>.json[.gz]`` file); a file whose rows name
+    another single model is read as the path's model, with a note, and files sharing most
+    annotations are named in a note. As upstream (``metrics/helpers.py``,
+    ``BaseScoringRule.describe_head2head``
     and ``metrics/winrate.py``, ``get_winrate``), null preferences and values outside
     {0} and [1, 2] are dropped (with a warning counting them), so the mean outcome of a
     model is AlpacaEval's ``win_rate`` / 100 and its SEM is ``standard_error`` / 100.
@@ -80,6 +84,9 @@ Formats (:data:`FORMATS`)
     counts, summed as in ``rating_systems.preprocess_for_style``) the features
     ``style_tokens``, ``style_header_count``, ``style_list_count``, ``style_bold_count``
     are added (``style=None``: when every record has them; True: required; False: never).
+    As LMArena's leaderboard, only anonymous battles (``anony`` true) are kept, and of
+    those with a ``dedup_tag`` only the ``sampled`` ones; a note counts what was left out
+    (``include_named=True`` keeps named battles, ``dedup=False`` ignores ``dedup_tag``).
 ``arena_hard``
     arena-hard-auto ``data/<bench>/model_judgment/<judge>/<model>.jsonl``
     (github.com/lmarena/arena-hard-auto, ``show_result.py``): records ``question_id``
@@ -89,14 +96,24 @@ Formats (:data:`FORMATS`)
     ``A<B``, ``A<<B``, ``B<A``, ``B<<A``, ``B=A``) or null. Every game is a row oriented
     model vs baseline: model_a = model, model_b = baseline, outcome = the model's score.
     A null game is dropped (warning), as v0.1's ``get_battles_from_row`` does. The
-    baseline is the record's ``baseline`` field (v2), else ``baseline=`` (default
-    ``gpt-4-0314``, arena-hard-v0.1's). ``strong_weight=k`` puts k in a ``count``
-    column for ``>>`` / ``<<`` verdicts (arena-hard repeats them ``--weight 3`` times);
-    the default 1 adds no column. judge_id = the record's ``judge``, else the folder name.
+    baseline is the record's ``baseline`` field (v2), else ``baseline=``, required then
+    (v0.1 records name none; arena-hard-v0.1's was ``gpt-4-0314``) and checked: it must
+    be one of the judged models (arena-hard-auto judges the baseline against itself, so
+    its file is there; a misspelt name would make the real baseline a contestant). A
+    strong verdict (``>>`` / ``<<``) counts ``strong_weight`` times, 3 by default as
+    upstream (v0.1 ``show_result.py --weight 3``, v2 ``load_judgments(weight=3)``), as
+    a ``count`` column; ``strong_weight=1`` counts every verdict once (no column).
+    judge_id = the record's ``judge``, else the folder name. ``answers=FOLDER``
+    (``data/<bench>/model_answer/``) adds LMArena's four style features of each
+    (model, baseline) answer pair from the answers' ``conv_metadata`` (v2: ``metadata``):
+    ``token_len``, ``header_count``, ``list_count``, ``bold_count``, as in clean_battle.
+    A record whose ``games`` is not two games, or a game with an unknown verdict, is an
+    error; ``skip_malformed=True`` skips them and counts them in a note.
 """
 
 from __future__ import annotations
 
+import difflib
 import gzip
 import inspect
 import json
@@ -113,10 +130,11 @@ from winrate.constants import LOG_FORMATS as FORMATS
 from winrate.data import ComparisonLog, read_comparisons
 from winrate.datasets import natural_key
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.notes import Note, emit
 from winrate.progress import bar
 
-__all__ = ["ARENA_HARD_BASELINE", "FORMATS", "STYLE_PREFIX", "clean_model_name", "find_files",
-           "read_format", "read_log", "style_difference"]
+__all__ = ["ARENA_HARD_BASELINE", "ARENA_HARD_STRONG_WEIGHT", "FORMATS", "STYLE_PREFIX",
+           "clean_model_name", "find_files", "read_format", "read_log", "style_difference"]
 
 #: Prefix of the style feature columns.
 STYLE_PREFIX = "style_"
@@ -174,12 +192,13 @@ def find_files(path) -> list[Path]:
 
 
 def style_difference(x_a, x_b) -> np.ndarray:
-    """LMArena's normalised style difference ``(x_a - x_b) / (x_a + x_b)``, 0 where both
-    are 0 (Li, Angelopoulos and Chiang 2024, "Does style matter?", lmsys.org blog)."""
+    """LMArena's normalised style difference ``(x_a - x_b) / (x_a + x_b + 1)`` of two
+    counts >= 0 (Li, Angelopoulos and Chiang 2024, "Does style matter?", lmsys.org blog;
+    FastChat ``fastchat/serve/monitor/elo_analysis.py``, ``construct_style_matrices`` with
+    its default ``add_one=True``, and arena-hard-auto v0.1 ``utils_math.py`` alike)."""
     x_a = np.asarray(x_a, dtype=float)
     x_b = np.asarray(x_b, dtype=float)
-    total = x_a + x_b
-    return np.divide(x_a - x_b, total, out=np.zeros_like(total), where=total != 0)
+    return (x_a - x_b) / (x_a + x_b + 1.0)
 
 
 _SIZED = re.compile(r"^(?P<size>\d+(?:\.\d+)?[bBmM])-(?P<name>.+?)-vicuna-generations(?:-.*)?$")
@@ -303,6 +322,38 @@ class _Dropped:
             + (f", ... and {more} more" if more else ""), WinrateWarning, stacklevel=4)
 
 
+class _Skipped:
+    """Malformed records: an error naming them, or with ``skip`` (``--skip-malformed``)
+    left out and counted per file in one note (``skipped-records``)."""
+
+    def __init__(self, name: str, skip: bool):
+        self.name, self.skip, self.per_file = name, bool(skip), {}
+
+    def check(self, bad: np.ndarray, path: Path, positions, what: str,
+              problem: str) -> np.ndarray:
+        """The rows to keep: all when none is ``bad``; else an error, or the good ones."""
+        if bad.any() and not self.skip:
+            raise WinrateInputError(f"{path}: {problem} in {what}(s) "
+                                    f"{first_rows(bad, positions)} (--skip-malformed / "
+                                    "skip_malformed=True skips such records)")
+        self.count(path, int(bad.sum()))
+        return ~bad
+
+    def count(self, path: Path, n: int) -> None:
+        if n:
+            self.per_file[path] = self.per_file.get(path, 0) + n
+
+    def note(self) -> None:
+        if not self.per_file:
+            return
+        shown = [f"{path.name} ({n})" for path, n in list(self.per_file.items())[:_SHOW_FILES]]
+        more = len(self.per_file) - len(shown)
+        emit(Note("skipped-records",
+                  f"{self.name}: skipped {sum(self.per_file.values())} malformed record(s) or "
+                  f"game(s) in {len(self.per_file)} file(s): {', '.join(shown)}"
+                  + (f", ... and {more} more" if more else "")), stacklevel=4)
+
+
 def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
     """Concatenate per-file frames; drop self-comparisons; code the string columns."""
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
@@ -352,6 +403,7 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
     parts = []
     dropped = _Dropped("alpaca_eval", "a null preference (failed judge) or one outside {0} "
                        "and [1, 2], as AlpacaEval drops them")
+    folder = _FolderNamesModel()
     for path in _progress(files, "alpaca_eval"):
         records, positions, what = _read_records(path)
         keys = ("instruction", "generator_1", "generator_2", "annotator", "preference",
@@ -379,6 +431,8 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
                                         f"{first_rows(~text.to_numpy(), positions[valid])}")
         text = {key: _text_ids(rows[key], path, key, positions[valid], what).to_numpy()
                 for key in ("instruction", "annotator", "generator_1", "generator_2")}
+        text["generator_2"] = folder.model(path, text["generator_2"], text["annotator"])
+        folder.add_annotations(path, rows)
         parts.append(pd.DataFrame({
             "prompt_id": text["instruction"],
             "judge_id": text["annotator"],
@@ -389,7 +443,76 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
                                              rows["output_1"].str.len().to_numpy(float)),
         }))
     dropped.warn()
+    folder.note()
     return _assemble(parts, "alpaca_eval")
+
+
+class _FolderNamesModel:
+    """AlpacaEval's convention: the results folder names the model
+    (``results/<model>/<annotator>/annotations.json``; a ``<model>.json[.gz]`` file, as in
+    the bundled copy, names it by its file name). A file whose rows all name one other
+    model as ``generator_2`` is read as the model its path names, with a note naming the
+    file (a copy left under another model's folder would otherwise merge into that model
+    and the folder's model vanish); a file whose rows name several models is not laid out
+    that way and keeps its rows' names. A note also names pairs of files that share more
+    than half of the smaller one's annotations (same instruction, both outputs, annotator
+    and preference): a duplicated file counted twice."""
+
+    def __init__(self):
+        self.renamed: dict[Path, tuple[str, str]] = {}
+        self.keys: dict[Path, set] = {}
+
+    @staticmethod
+    def path_model(path: Path, annotators: set) -> str | None:
+        """The model the path names in AlpacaEval's layouts, else None: upstream's
+        ``results/<model>/<annotator>/annotations.json``, or ``<annotator>/<model>.json``
+        (the bundled copy), the folder being the rows' annotator."""
+        if path.name.startswith("annotations.json"):
+            parents = path.resolve().parents
+            return parents[1].name if len(parents) > 2 and parents[2].name == "results" else None
+        if annotators == {path.parent.name}:
+            return path.name.split(".json")[0]
+        return None
+
+    def model(self, path: Path, generator: np.ndarray, annotator: np.ndarray) -> np.ndarray:
+        named = set(generator.tolist())
+        folder = self.path_model(path, set(annotator.tolist()))
+        if len(named) != 1 or not folder or folder in named:
+            return generator
+        self.renamed[path] = (named.pop(), folder)
+        return np.full(generator.shape, folder, dtype=object)
+
+    def add_annotations(self, path: Path, rows: pd.DataFrame) -> None:
+        keys = ("instruction", "output_1", "output_2", "annotator", "preference")
+        self.keys[path] = set(zip(*(rows[k].astype(str) for k in keys), strict=True))
+
+    def _copies(self) -> list[tuple[Path, Path, int]]:
+        paths = list(self.keys)
+        found = []
+        for i, first in enumerate(paths):  # one loop over file pairs, not rows
+            for second in paths[i + 1:]:
+                shared = len(self.keys[first] & self.keys[second])
+                smaller = min(len(self.keys[first]), len(self.keys[second]))
+                if smaller and shared > smaller / 2:
+                    found.append((first, second, shared))
+        return found
+
+    def note(self) -> None:
+        if self.renamed:
+            shown = "; ".join(f"{path.name} (rows name {named!r}, read as {folder!r})"
+                              for path, (named, folder) in list(self.renamed.items())[:5])
+            emit(Note("folder-names-model",
+                      f"alpaca_eval: {len(self.renamed)} file(s) whose rows name another model "
+                      f"than their folder or file name, which names the model in AlpacaEval: "
+                      f"{shown}", models=[f for _, f in self.renamed.values()]), stacklevel=4)
+        copies = self._copies()
+        if copies:
+            shown = "; ".join(f"{a.name} and {b.name} ({n} annotations)"
+                              for a, b, n in copies[:5])
+            emit(Note("folder-names-model",
+                      f"alpaca_eval: {len(copies)} pair(s) of files share most of their "
+                      f"annotations (a duplicated file is counted twice): {shown}"),
+                 stacklevel=4)
 
 
 # --------------------------------------------------------------------------- qlora / prd
@@ -513,14 +636,22 @@ _BATTLE_STYLE = (("tokens", "sum_assistant_a_tokens", "sum_assistant_b_tokens"),
 
 
 def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
-                       style: bool | None = None) -> pd.DataFrame:
+                       style: bool | None = None, include_named: bool = False,
+                       dedup: bool = True) -> pd.DataFrame:
     """FastChat / LMArena ``clean_battle`` records (see the module docstring)."""
     if both_bad not in ("tie", "drop"):
         raise WinrateInputError(f"clean_battle: both_bad must be 'tie' or 'drop', got "
                                 f"{both_bad!r}")
-    parts = []
+    parts, used = [], []
+    left_out = _BattleFilter(include_named, dedup)
     for path in _progress(files, "clean_battle"):
         records, positions, what = _read_records(path)
+        kept = left_out.keep(records, path, positions, what)
+        if not kept.any():
+            continue
+        records = [r for r, k in zip(records, kept, strict=True) if k]
+        positions = positions[kept]
+        used.append(path)
         prompt_key = next((key for key in _BATTLE_PROMPT_KEYS
                            if _in_every_record(records, key, path, positions, what)), None)
         has_judge = _in_every_record(records, "judge", path, positions, what)
@@ -548,8 +679,64 @@ def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
         part = part.assign(**_battle_style(records, path, positions, what, style))
         keep = (label != "tie (bothbad)").to_numpy() if both_bad == "drop" else None
         parts.append(part if keep is None else part.loc[keep])
-    _check_same_columns(parts, files)
+    _check_same_columns(parts, used)
+    left_out.note()
     return _assemble(parts, "clean_battle")
+
+
+class _BattleFilter:
+    """LMArena's selection of battles for its leaderboard: anonymous battles only
+    (``anony`` true; FastChat ``fastchat/serve/monitor/elo_analysis.py``,
+    ``report_elo_analysis_results``: "Only use anonymous votes"), then, where records carry
+    a ``dedup_tag``, those with ``dedup_tag["sampled"]`` true (FastChat
+    ``fastchat/serve/monitor/deduplication.py`` tags each battle ``{"high_freq",
+    "sampled"}``, keeping a sample of each over-frequent prompt; LMArena's leaderboard
+    notebook keeps ``dedup_tag.get("sampled", False)``, lmsys.org/blog/2024-05-17-
+    category-hard, "de-duplication"). A file without ``anony`` (or without ``dedup_tag``)
+    in every record is taken as it is; some records with it and some without is an error.
+    ``include_named`` keeps named battles, ``dedup=False`` ignores the tags. The numbers
+    left out are said in one note (``battles-dropped``)."""
+
+    def __init__(self, include_named: bool, dedup: bool):
+        self.include_named, self.dedup = bool(include_named), bool(dedup)
+        self.named = self.duplicates = self.total = 0
+
+    def keep(self, records: list[dict], path: Path, positions, what: str) -> np.ndarray:
+        keep = np.ones(len(records), dtype=bool)
+        self.total += len(records)
+        if _in_every_record(records, "anony", path, positions, what):
+            anony = np.array([r["anony"] for r in records], dtype=object)
+            flags = np.array([isinstance(v, bool) for v in anony])
+            if not flags.all():
+                raise WinrateInputError(f"{path}: field 'anony' is not true/false in {what}(s) "
+                                        f"{first_rows(~flags, positions)}")
+            named = ~anony.astype(bool)
+            self.named += int(named.sum()) if not self.include_named else 0
+            keep &= self.include_named | ~named
+        if self.dedup and _in_every_record(records, "dedup_tag", path, positions, what):
+            tags = [r["dedup_tag"] for r in records]
+            bad = np.array([not isinstance(t, dict) for t in tags])
+            if bad.any():
+                raise WinrateInputError(f"{path}: field 'dedup_tag' is not an object in "
+                                        f"{what}(s) {first_rows(bad, positions)}")
+            sampled = np.array([t.get("sampled", False) is True for t in tags])
+            self.duplicates += int((keep & ~sampled).sum())
+            keep &= sampled
+        return keep
+
+    def note(self) -> None:
+        if not (self.named or self.duplicates):
+            return
+        parts = []
+        if self.named:
+            parts.append(f"{self.named} named (non-anonymous) battle(s) (LMArena ranks "
+                         "anonymous battles only; include_named / --include-named keeps them)")
+        if self.duplicates:
+            parts.append(f"{self.duplicates} battle(s) whose dedup_tag is not 'sampled' "
+                         "(LMArena's de-duplication of over-frequent prompts; dedup=False / "
+                         "--no-dedup keeps them)")
+        emit(Note("battles-dropped", f"clean_battle: of {self.total} battles, left out "
+                  + " and ".join(parts), severity="note"), stacklevel=4)
 
 
 def _battle_style(records: list[dict], path: Path, positions: np.ndarray, what: str,
@@ -567,21 +754,24 @@ def _battle_style(records: list[dict], path: Path, positions: np.ndarray, what: 
         raise WinrateInputError(f"{path}: conv_metadata with {needed} missing in {what}(s) "
                                 f"{first_rows(lacking, positions)} (needed for style=True)")
 
-    def count(value) -> float:  # FastChat: an int, or a dict of sub-counts to add up
-        parts = list(value.values()) if isinstance(value, dict) else [value]
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts)
-        return float(sum(parts)) if numbers else np.nan
-
     columns = {}
     for feature, key_a, key_b in _BATTLE_STYLE:
-        x_a = np.array([count(m[key_a]) for m in meta])
-        x_b = np.array([count(m[key_b]) for m in meta])
+        x_a = np.array([_style_count(m[key_a]) for m in meta])
+        x_b = np.array([_style_count(m[key_b]) for m in meta])
         bad = ~np.isfinite(x_a) | ~np.isfinite(x_b) | (x_a < 0) | (x_b < 0)
         if bad.any():
             raise WinrateInputError(f"{path}: conv_metadata {key_a}/{key_b} is not a "
                                     f"count >= 0 in {what}(s) {first_rows(bad, positions)}")
         columns[STYLE_PREFIX + feature] = style_difference(x_a, x_b)
     return columns
+
+
+def _style_count(value) -> float:
+    """A style count as FastChat reads it: an int, or a dict of sub-counts added up
+    (``{"h1": 2, "h2": 1}``); NaN for anything else."""
+    parts = list(value.values()) if isinstance(value, dict) else [value]
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts)
+    return float(sum(parts)) if numbers else np.nan
 
 
 def _check_same_columns(parts: list[pd.DataFrame], files: Sequence[Path]) -> None:
@@ -597,8 +787,13 @@ def _check_same_columns(parts: list[pd.DataFrame], files: Sequence[Path]) -> Non
 
 # --------------------------------------------------------------------------- arena_hard
 
-#: arena-hard-auto's default baseline for arena-hard-v0.1 (``show_result.py --baseline``).
+#: arena-hard-auto's baseline for arena-hard-v0.1 (``show_result.py --baseline``), named in
+#: the message that asks for one.
 ARENA_HARD_BASELINE = "gpt-4-0314"
+#: arena-hard-auto counts a strong verdict (``A>>B``) as this many battles: v0.1's
+#: ``show_result.py --weight`` (default 3) and v2's ``load_judgments(weight=3)``.
+ARENA_HARD_STRONG_WEIGHT = 3
+_SHOW_MODELS = 10
 #: Score of the answer shown as A, and whether the verdict is strong.
 _ARENA_VERDICT = {
     "A>>B": (1.0, True), "A>B": (1.0, False), "A=B": (0.5, False), "B>A": (0.0, False),
@@ -608,7 +803,8 @@ _ARENA_VERDICT = {
 
 
 def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
-                     strong_weight: int = 1) -> pd.DataFrame:
+                     strong_weight: int = ARENA_HARD_STRONG_WEIGHT, answers=None,
+                     skip_malformed: bool = False) -> pd.DataFrame:
     """arena-hard-auto ``model_judgment`` JSONL files (see the module docstring)."""
     if isinstance(strong_weight, bool) or not isinstance(strong_weight, (int, np.integer)) \
             or strong_weight < 1:
@@ -616,6 +812,8 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
                                 f"{strong_weight!r}")
     parts = []
     dropped = _Dropped("arena_hard", "a null game verdict")
+    skipped = _Skipped("arena_hard", skip_malformed)
+    unnamed = []  # files whose records name no baseline
     for path in _progress(files, "arena_hard"):
         records, positions, what = _read_records(path)
         prompt_key = _first_present(records, ("question_id", "uid"))
@@ -625,19 +823,22 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
         rows = _fields(records, (prompt_key, "model", "judge", "games", "baseline"), path,
                        positions, what, required=("model", "games"))
         games = rows["games"]
-        malformed = ~games.map(lambda g: isinstance(g, list) and len(g) == 2).to_numpy()
-        if malformed.any():
-            raise WinrateInputError(f"{path}: 'games' is not a list of two games in "
-                                    f"{what}(s) {first_rows(malformed, positions)}")
+        malformed = ~games.map(_two_games).to_numpy()
+        keep = skipped.check(malformed, path, positions, what,
+                             "'games' is not a list of two games (verdicts or null)")
+        rows, games, positions = rows.loc[keep], games[keep], positions[keep]
         named = rows["baseline"].notna().to_numpy()
         clash = named & (rows["baseline"] != baseline).to_numpy() & (baseline is not None)
         if clash.any():
             raise WinrateInputError(f"{path}: {what}(s) {first_rows(clash, positions)} name "
                                     f"the baseline {rows['baseline'][clash].iloc[0]!r}, not "
                                     f"baseline={baseline!r}")
-        default = ARENA_HARD_BASELINE if baseline is None else baseline
-        base = _text_ids(rows["baseline"].where(named, default), path, "baseline",
-                         positions, what)
+        if not named.all():
+            unnamed.append(path)
+        base = _text_ids(rows["baseline"].where(named, baseline), path, "baseline",
+                         positions, what) if named.all() or baseline is not None else None
+        if base is None:
+            continue  # the missing baseline is reported below, once, naming the models
         judge = _text_ids(rows["judge"].where(rows["judge"].notna(), path.parent.name),
                           path, "judge", positions, what)
         prompt = _text_ids(rows[prompt_key], path, prompt_key, positions, what)
@@ -646,26 +847,62 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
             verdict = games.map(lambda g, k=game: g[k].get("score")
                                 if isinstance(g[k], dict) else g[k])
             parts.append(_arena_game(verdict, model_is_a, prompt, judge, model, base,
-                                     strong_weight, path, positions, what, game, dropped))
+                                     strong_weight, path, positions, what, game, dropped,
+                                     skipped))
+    _check_arena_baseline(files, unnamed, baseline, parts)
     dropped.warn()
-    return _assemble(parts, "arena_hard")
+    skipped.note()
+    frame = _assemble(parts, "arena_hard")
+    return frame if answers is None else _with_answer_style(frame, answers)
+
+
+def _two_games(value) -> bool:
+    return isinstance(value, list) and len(value) == 2 \
+        and all(g is None or isinstance(g, (dict, str)) for g in value)
+
+
+def _check_arena_baseline(files: Sequence[Path], unnamed: list[Path], baseline: str | None,
+                          parts: list[pd.DataFrame]) -> None:
+    """Records that name no baseline (arena-hard v0.1) need ``baseline=``, and it must be
+    one of the judged models: arena-hard-auto judges the baseline against itself too, so
+    its own file is among the judgments (a misspelt name would otherwise make the real
+    baseline a contestant)."""
+    if not unnamed:
+        return
+    if baseline is None:
+        shown = ", ".join(p.name for p in unnamed[:_SHOW_FILES])
+        raise WinrateInputError(
+            f"arena_hard: the records of {len(unnamed)} file(s) ({shown}) name no baseline "
+            f"(arena-hard v0.1): give it with --baseline / baseline= (arena-hard-v0.1's "
+            f"is {ARENA_HARD_BASELINE}; v2 records name theirs)")
+    models = sorted({m for part in parts for m in part["model_a"].astype(str).unique()})
+    if baseline not in models:
+        close = difflib.get_close_matches(baseline, models, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise WinrateInputError(
+            f"arena_hard: baseline {baseline!r} is not among the judged models "
+            f"({', '.join(models[:_SHOW_MODELS])}{', ...' if len(models) > _SHOW_MODELS else ''})"
+            f"; arena-hard-auto judges the baseline against itself, so its file is among "
+            f"the judgments{hint}")
 
 
 def _arena_game(verdict: pd.Series, model_is_a: bool, prompt, judge, model, base,
                 strong_weight: int, path: Path, positions, what: str, game: int,
-                dropped: _Dropped) -> pd.DataFrame:
+                dropped: _Dropped, skipped: _Skipped) -> pd.DataFrame:
     """Rows of one game position: the model's score from the verdict on (A, B)."""
     known = verdict.map(lambda v: v in _ARENA_VERDICT if isinstance(v, str) else False)
     null = verdict.isna().to_numpy()
     unknown = ~known.to_numpy() & ~null
-    if unknown.any():
+    if unknown.any() and not skipped.skip:
         shown = sorted({repr(v) for v in verdict[unknown]})[:5]
         raise WinrateInputError(f"{path}: game {game + 1}: unknown verdict "
                                 f"{', '.join(shown)} in {what}(s) "
                                 f"{first_rows(unknown, positions)} (expected one of "
-                                f"{', '.join(_ARENA_VERDICT)} or null)")
+                                f"{', '.join(_ARENA_VERDICT)} or null; --skip-malformed "
+                                "skips such games)")
+    skipped.count(path, int(unknown.sum()))
     dropped.add(path, int(null.sum()), len(null))
-    kept = ~null
+    kept = ~null & ~unknown
     a_score = verdict[kept].map(lambda v: _ARENA_VERDICT[v][0]).to_numpy(float)
     strong = verdict[kept].map(lambda v: _ARENA_VERDICT[v][1]).to_numpy(bool)
     part = pd.DataFrame({
@@ -678,6 +915,67 @@ def _arena_game(verdict: pd.Series, model_is_a: bool, prompt, judge, model, base
     if strong_weight != 1:
         part["count"] = np.where(strong, strong_weight, 1)
     return part
+
+
+#: arena-hard-auto answer metadata (``conv_metadata`` in v0.1, ``metadata`` in v2): the
+#: style feature and its key.
+_ANSWER_STYLE = (("tokens", "token_len"), ("header_count", "header_count"),
+                 ("list_count", "list_count"), ("bold_count", "bold_count"))
+
+
+def _answer_counts(answers) -> pd.DataFrame:
+    """The style counts of every answer under ``answers`` (arena-hard-auto's
+    ``data/<bench>/model_answer/``): one row per (model, prompt_id)."""
+    frames = []
+    for path in _progress(find_files(answers), "arena_hard answers"):
+        records, positions, what = _read_records(path)
+        prompt_key = _first_present(records, ("question_id", "uid"))
+        model_key = _first_present(records, ("model_id", "model"))
+        meta_key = _first_present(records, ("conv_metadata", "metadata"))
+        if None in (prompt_key, model_key, meta_key):
+            raise WinrateInputError(f"{path}: an arena-hard answer record needs question_id "
+                                    "(or uid), model_id (or model) and conv_metadata (or "
+                                    "metadata) in every record")
+        rows = _fields(records, (prompt_key, model_key, meta_key), path, positions, what)
+        meta = rows[meta_key]
+        counts = {feature: meta.map(lambda m, k=key: _style_count(m.get(k))
+                                    if isinstance(m, dict) else np.nan).to_numpy(float)
+                  for feature, key in _ANSWER_STYLE}
+        bad = np.logical_or.reduce([~np.isfinite(c) | (c < 0) for c in counts.values()])
+        if bad.any():
+            raise WinrateInputError(f"{path}: {meta_key} lacks a count >= 0 of "
+                                    f"{[k for _, k in _ANSWER_STYLE]} in {what}(s) "
+                                    f"{first_rows(bad, positions)}")
+        frames.append(pd.DataFrame({
+            "model": _text_ids(rows[model_key], path, model_key, positions, what).to_numpy(),
+            "prompt_id": _text_ids(rows[prompt_key], path, prompt_key, positions,
+                                   what).to_numpy(), **counts}))
+    return pd.concat(frames, ignore_index=True).drop_duplicates(["model", "prompt_id"],
+                                                                keep="last")
+
+
+def _with_answer_style(frame: pd.DataFrame, answers) -> pd.DataFrame:
+    """``frame`` with LMArena's four style features of each (model, baseline) answer pair,
+    ``style_difference`` of the counts (arena-hard-auto v0.1 ``show_result.py
+    --style-control``: ``construct_style_matrices`` on the answers' ``conv_metadata``)."""
+    counts = _answer_counts(answers).set_index(["model", "prompt_id"])
+    prompt = frame["prompt_id"].astype(str)
+    found = {}
+    for side in ("model_a", "model_b"):
+        key = pd.MultiIndex.from_arrays([frame[side].astype(str), prompt])
+        where = counts.index.get_indexer(key)
+        missing = where < 0
+        if missing.any():
+            pairs = sorted(set(zip(key.get_level_values(0)[missing],
+                                   key.get_level_values(1)[missing], strict=True)))
+            raise WinrateInputError(
+                f"arena_hard answers: no answer metadata for {len(pairs)} (model, question) "
+                f"pair(s), e.g. {', '.join(f'{m} on {q}' for m, q in pairs[:3])}")
+        found[side] = counts.to_numpy(float)[where]
+    style = {STYLE_PREFIX + feature: style_difference(found["model_a"][:, j],
+                                                      found["model_b"][:, j])
+             for j, (feature, _) in enumerate(_ANSWER_STYLE)}
+    return frame.assign(**style)
 
 
 _READERS: dict[str, Callable[..., pd.DataFrame]] = {

@@ -85,6 +85,7 @@ from scipy import special
 from winrate import notes
 from winrate.constants import DEFAULT_DRAWS, RANK_METHODS
 from winrate.errors import WinrateInputError
+from winrate.notes import Note, emit
 from winrate.parallel import sized_kernel
 
 #: Default Monte-Carlo tolerance: draws are added until the MC SE of every critical value is
@@ -92,6 +93,9 @@ from winrate.parallel import sized_kernel
 DEFAULT_MC_TOLERANCE = 0.002
 #: Draws of the first round of an adaptive critical value.
 FIRST_DRAWS = 10_000
+#: Most contrast evaluations (draws times contrasts) one Monte-Carlo critical value may
+#: spend, about 5 s on one core; beyond it Bonferroni's (``_critical_values``).
+MC_WORK = 2_000_000_000
 _ZERO_VAR_RTOL = 1e-12  # a contrast variance <= this * max(diag V) counts as zero
 _NEG_EIG_RTOL = 1e-8  # eigenvalues below -this * max eigenvalue: cov is not PSD
 _CHUNK_BYTES = 32 * 2**20
@@ -440,6 +444,7 @@ class _MC:
     seed: int | None
     chunk_size: int | None
     tolerance: float | None = DEFAULT_MC_TOLERANCE
+    analytic: bool = False  # Bonferroni critical values (over the work budget)
 
     def first_round(self, alpha: float) -> int:
         """Draws of the first round: :data:`FIRST_DRAWS`, and at least 200 beyond the
@@ -462,7 +467,21 @@ def _critical_values(F, a, b, sign, group, n_groups, alpha, df, mc: _MC, keep_dr
     Gaussian maxima of family 0 (``keep_draws``) and the number of draws used.
 
     Draws are added in rounds (:class:`_MaxDraws`, one stream) until every family's MC SE
-    is at most ``mc.tolerance`` times its critical value or ``mc.n_draws`` are used."""
+    is at most ``mc.tolerance`` times its critical value or ``mc.n_draws`` are used, and
+    at most :data:`MC_WORK` contrast evaluations are spent: draws times contrasts, each
+    draw evaluating every contrast. When even the first round would exceed it (the K(K - 1)
+    contrasts of marginal rank sets of 1,000 models), or ``mc.analytic``, the critical
+    values are Bonferroni's (:func:`_bonferroni`), no draws are made (0 draws used)."""
+    budget = MC_WORK // max(a.size, 1)
+    if mc.analytic or budget < mc.first_round(alpha):
+        if not mc.analytic:
+            emit(Note("monte-carlo-precision",
+                      f"{a.size:,} contrasts are too many for Monte-Carlo max-T critical "
+                      f"values within {MC_WORK:.0e} evaluations: Bonferroni's are used "
+                      "(valid, and wider than max-T's where contrasts are correlated)",
+                      severity="note"), stacklevel=4)
+        return _bonferroni(sign, group, n_groups, alpha, df), np.zeros(n_groups), None, 0
+    mc = replace(mc, n_draws=min(mc.n_draws, budget))
     Fp = _padded(F)
     maxima = _MaxDraws(Fp, _family(Fp, a, b, sign, group, n_groups), mc.seed, mc.chunk_size)
     n = mc.first_round(alpha)
@@ -474,6 +493,18 @@ def _critical_values(F, a, b, sign, group, n_groups, alpha, df, mc: _MC, keep_dr
         if mc.tolerance is None or n >= mc.n_draws or not worst > mc.tolerance:
             return crit, se, (np.sort(draws[:, 0]) if keep_draws else None), n
         n = min(mc.n_draws, _next_round(n, worst, mc.tolerance))
+
+
+def _bonferroni(sign, group, n_groups, alpha, df) -> np.ndarray:
+    """Bonferroni critical value of each family: with ``m`` one-sided hypotheses (a
+    two-sided ``|T|`` counts as two), ``q_{1 - alpha / m}`` of the normal (or t(df)), so
+    that ``P(any T_h > c) <= m alpha / m = alpha`` whatever the correlation (the union
+    bound; conservative where the max-T quantile would be smaller). NaN for an empty
+    family."""
+    m = np.bincount(group, weights=np.where(sign == 0, 2.0, 1.0), minlength=n_groups)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(m > 0, 1.0 - alpha / m, np.nan)
+    return special.ndtri(p) if df is None else special.stdtrit(df, p)
 
 
 def _two_sided_family(F, a, b, alpha, df, mc: _MC):
@@ -612,13 +643,36 @@ def simultaneous_intervals(
     crit, mc_se, sorted_max, used = _two_sided_family(F, rows, np.full(rows.size, -1), alpha,
                                                       df, mc)
     stat = _pair_stat(est, se, zero)
-    p_adj = _max_t_pvalues(sorted_max, stat, df)
-    c = float(crit[0])
+    p_adj = (_max_t_pvalues(sorted_max, stat, df) if sorted_max is not None
+             else np.minimum(1.0, _two_sided_p(stat, df) * max(rows.size, 1)))
+    c = _within_exact_bounds(float(crit[0]), rows.size, alpha, df, used)
     half = np.where(zero, 0.0, c * se)
     return SimultaneousIntervals(
         est, se, est - half, est + half, p_adj, c, float(mc_se[0]), alpha, df, used,
         mc.tolerance,
     )
+
+
+def _two_sided_p(stat, df=None) -> np.ndarray:
+    """Two-sided p-value: normal or t(df) survival function (scipy.stats' evaluations)."""
+    return 2 * (special.ndtr(-np.abs(stat)) if df is None else special.stdtr(df, -np.abs(stat)))
+
+
+def _within_exact_bounds(c: float, m: int, alpha: float, df, n_draws: int) -> float:
+    """The Monte-Carlo quantile ``c`` of ``max`` of ``m`` two-sided ``|T|`` kept within
+    its exact bounds: at least the marginal ``q_{1-alpha/2}`` (the maximum is at least any
+    one ``|T|``) and at most Bonferroni's ``q_{1-alpha/(2m)}`` (the union bound). When
+    fewer than 200 draws lie beyond the quantile (``n_draws * alpha < 200``, e.g. alpha
+    = 1e-6) the order statistic cannot resolve it and the Bonferroni value is used: in
+    that far tail the union bound is nearly exact (the events rarely overlap), and it is
+    conservative."""
+    if m == 0 or not np.isfinite(c):
+        return c
+    marginal = critical_value(alpha, df)
+    bonferroni = critical_value(alpha / m, df)
+    if n_draws * alpha < 200:
+        return float(bonferroni)
+    return float(np.clip(c, marginal, bonferroni))
 
 
 # ---------------------------------------------------------------- pairwise differences
@@ -685,6 +739,12 @@ class PairwiseDifferences:
     n_draws: int
     mc_tolerance: float | None = None
 
+    @classmethod
+    def none(cls, alpha: float, df=None) -> PairwiseDifferences:
+        """No pair: when no model has an estimable score (e.g. every comparison a tie)."""
+        empty, index = np.zeros(0), np.zeros(0, dtype=np.int64)
+        return cls(index, index, *([empty] * 8), np.nan, np.nan, alpha, df, 0)
+
     def to_frame(self, names=None) -> pd.DataFrame:
         """One row per pair; ``names`` (length K) labels the models."""
         first, second = self.i, self.j
@@ -722,12 +782,12 @@ def pairwise_differences(
     zero = _zero_pairs(V, se)
     _warn_zero(zero, "pairwise differences")
     stat = _pair_stat(d, se, zero)
-    # two-sided p-value: normal or t(df) survival function (scipy.stats' own evaluations)
-    p = 2 * (special.ndtr(-np.abs(stat)) if df is None else special.stdtr(df, -np.abs(stat)))
+    p = _two_sided_p(stat, df)
     crit, mc_se, sorted_max, used = _two_sided_family(F, i[~zero], j[~zero], alpha, df, mc)
     c = float(crit[0])
     half = np.where(zero, 0.0, c * se)
-    p_max_t = _max_t_pvalues(sorted_max, stat, df)
+    p_max_t = (_max_t_pvalues(sorted_max, stat, df) if sorted_max is not None
+               else np.minimum(1.0, p * max(int((~zero).sum()), 1)))  # Bonferroni's
     return PairwiseDifferences(
         i,
         j,
@@ -823,15 +883,19 @@ def _stepdown_rejections(stat, zero, rows, alpha, df, F, mc, stepdown):
         fams = np.flatnonzero(redo)
         code = np.searchsorted(fams, group[sel])
         fresh = _critical_values(F, a[sel], b[sel], sign, code, fams.size, alpha, df, mc)
-        crit[fams], mc_se[fams] = fresh[:2]
-        mc = replace(mc, n_draws=fresh[3], tolerance=None)  # later steps: the same draws
+        # c >= 0: at alpha near 1 the quantile of a one-sided maximum can fall below 0,
+        # and a negative c would reject both S_a <= S_b and S_a >= S_b (low > high)
+        crit[fams], mc_se[fams] = np.maximum(fresh[0], 0.0), fresh[1]
+        # later steps: the same draws (or Bonferroni again, if the first step used it)
+        mc = replace(mc, n_draws=fresh[3] or mc.n_draws, tolerance=None,
+                     analytic=fresh[3] == 0)
         c = crit[group]
         new_up = ~up & ((stat > c) | (zero & (stat > 0)))
         new_down = ~down & ((stat < -c) | (zero & (stat < 0)))
         up, down = up | new_up, down | new_down
         redo = np.bincount(group[new_up | new_down], minlength=n_groups) > 0
         if not stepdown or not redo.any():
-            return up, down, crit, mc_se, n_steps, mc.n_draws
+            return up, down, crit, mc_se, n_steps, 0 if mc.analytic else mc.n_draws
 
 
 def _rank_bounds(K, rows, up, down, method):

@@ -52,6 +52,14 @@ CODES = {
     "reader": "a remark of a reader about rows it dropped or changed",
     "deprecated": "an argument kept for compatibility; the note names its replacement",
     "eval": "a remark of the eval statistics of per-question scores",
+    # fidelity branch (issue 26): upstream conventions and edge cases of the readers
+    "outcome-labels": "model names that are also outcome labels, read by the column's content",
+    "similar-names": "model names that differ only by surrounding whitespace or Unicode form",
+    "battles-dropped": "clean_battle rows left out as LMArena does (named battles, dedup_tag)",
+    "skipped-records": "malformed records skipped on request (--skip-malformed)",
+    "folder-names-model": "AlpacaEval files whose rows name another model, or duplicate another",
+    "baseline-inferred": "an arena-hard baseline read from the data, not given",
+    "off-baseline-rows": "rows not against the baseline, which a baseline score ignores",
 }
 
 
@@ -393,3 +401,11 @@ def zero_variance(count: int, what: str) -> Note:
 def deprecated(old: str, new: str) -> Note:
     return Note("deprecated", f"analyze(..., {old}) is deprecated: use {new}",
                 severity="note")
+
+
+def off_baseline_rows(dropped: int, n_rows: int, baseline: str) -> Note:
+    return Note("off-baseline-rows",
+                f"{dropped} of {n_rows} rows compare two models without the baseline "
+                f"{baseline!r}: a score against the baseline does not use them, so they are "
+                "left out of the analysis, the comparison count and n (Bradley-Terry, model "
+                "'bt', uses them)", severity="note")

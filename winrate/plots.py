@@ -66,7 +66,9 @@ def _labels(ax, analysis, shown: np.ndarray, n_rows: int) -> None:
     """Model names down the y axis, best on top, ``n_rows`` row slots (so that every column
     of a multi-column figure has the same row height)."""
     ax.set_yticks(np.arange(len(shown)))
-    ax.set_yticklabels([str(analysis.models[i]) for i in shown], fontsize=FONT_SIZE)
+    # names are text as written: a '$' in a model name is not mathtext
+    ax.set_yticklabels([str(analysis.models[i]) for i in shown], fontsize=FONT_SIZE,
+                       parse_math=False)
     ax.set_ylim(n_rows - 0.5, -0.5)
     ax.tick_params(axis="x", labelsize=FONT_SIZE)
     ax.grid(axis="x", color="0.9", lw=0.6)
@@ -128,12 +130,12 @@ def rank_plot(ax, analysis: LeaderboardAnalysis, joint=None, rows: slice = slice
     joint = joint or _with_joint(analysis)
     full = _order(analysis)
     order = full[rows]
-    ranks = joint.ranks
+    level = round(100 * (1 - analysis.intervals.alpha))
+    method = _rank_method(joint)
     y = np.arange(len(order))
     ax.hlines(y, joint.rank_low[order] - 0.3, joint.rank_high[order] + 0.3,
               color=_COLORS["clustered"],
-              lw=6, alpha=0.8, label=f"{round(100 * (1 - ranks.alpha))}% rank set "
-                                     f"({ranks.method})")
+              lw=6, alpha=0.8, label=f"{level}% rank set ({method})")
     ax.plot(np.arange(1, len(full) + 1)[rows], y, "o", color=_COLORS["point"], ms=3.5,
             label="rank of the score", zorder=3)
     _labels(ax, analysis, order, n_rows or len(order))
@@ -183,7 +185,7 @@ def _add_footer(fig: Figure, handles, labels, text: str) -> None:
     fig.get_layout_engine().set(rect=(0, caption + legend, 1, 1 - caption - legend))
     fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, caption), ncol=ncol,
                fontsize=FONT_SIZE, frameon=False, borderaxespad=0)
-    fig.text(0.01, caption, text, fontsize=FONT_SIZE, va="top", ha="left")
+    fig.text(0.01, caption, text, fontsize=FONT_SIZE, va="top", ha="left", parse_math=False)
 
 
 def _title(analysis: LeaderboardAnalysis) -> str:
@@ -204,7 +206,12 @@ def caption(analysis: LeaderboardAnalysis, joint) -> str:
             f"{f'clustered by {clusters}' if clusters else 'not clustered'}. Variance: "
             f"{note}. Bars: {level}% "
             f"naive (rows independent), clustered and simultaneous{sim} intervals; rank sets "
-            f"{joint.ranks.method}, 1 = best.")
+            f"{_rank_method(joint)}, 1 = best.")
+
+
+def _rank_method(joint) -> str:
+    """The rank sets' method, or why there are none to compute (no estimable model)."""
+    return joint.ranks.method if joint.ranks is not None else "all ranks: no model estimable"
 
 
 def plot_leaderboard(analysis: LeaderboardAnalysis, path) -> Path:

@@ -146,7 +146,7 @@ def _joint_columns(analysis: LeaderboardAnalysis) -> dict:
     cols = {}
     if joint.sim_low is not None:
         cols["sim_low"], cols["sim_high"] = joint.sim_low, joint.sim_high
-    if joint.ranks is not None:
+    if joint.rank_low is not None:  # also when no model is estimable (joint.ranks None)
         cols["rank_low"], cols["rank_high"] = joint.rank_low, joint.rank_high
     return cols
 

@@ -80,7 +80,8 @@ def fit(log, model: str = DEFAULT_ESTIMATOR, **options):
     from winrate.data import as_log
 
     estimator = get(model)
-    return estimator.fit(SufficientData(as_log(log)), settle(estimator, options))
+    settled = settle(estimator, options)
+    return estimator.fit(SufficientData(estimator.rows(as_log(log), settled)), settled)
 
 
 __all__ = ["ESTIMATORS", "REGISTRY", "Estimator", "Option", "SufficientData", "all_options",

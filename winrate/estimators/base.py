@@ -151,6 +151,10 @@ class Estimator:
         return {option.name: option.validate(given.get(option.name, option.default))
                 for option in self.options}
 
+    def rows(self, log, options: dict):
+        """The rows of ``log`` the estimate uses (default: all of them)."""
+        return log
+
     def fit(self, data: SufficientData, options: dict):
         raise NotImplementedError
 

@@ -23,7 +23,7 @@ def _covariates(value) -> tuple[str, ...]:
     names = tuple(str(n).strip() for n in names if str(n).strip())
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise WinrateInputError(f"option 'covariates' names {twice} more than once")
+        raise WinrateInputError(f"option 'covariates': {twice} given more than once")
     return names
 
 

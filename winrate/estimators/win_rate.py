@@ -44,6 +44,16 @@ class WinRate(Estimator):
     options = (WEIGHTS, BASELINE)
     refit_phrase = "recomputed exactly from the resampled pair totals"
 
+    def rows(self, log, options: dict):
+        """With a baseline, the rows against it (:func:`winrate.data.rows_against`): rows
+        of two contestants would count in n and the cluster sizes without entering the
+        score."""
+        if options["baseline"] is None:
+            return log
+        from winrate.data import rows_against
+
+        return rows_against(log, options["baseline"])
+
     def fit(self, data, options: dict):
         from winrate.leaderboard import fit
 
