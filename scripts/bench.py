@@ -58,9 +58,9 @@ from pathlib import Path
 import numpy as np
 
 import winrate
-from winrate.data import ComparisonLog
 from winrate.estimators import ESTIMATORS, fit
-from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
+from winrate.io.logs import ComparisonLog
+from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
 SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup")
 
@@ -126,15 +126,16 @@ def run_stages(log: ComparisonLog, model: str) -> dict[str, float]:
 #: Stages of a leaderboard run and the functions whose time they collect; a stage's time
 #: excludes the stages nested inside it (coding a log includes reading it).
 STAGES = {
-    "read": ("winrate.data", "read_table"),
-    "code": ("winrate.data", "read_comparisons"),
+    "read": ("winrate.io.logs", "read_table"),
+    "code": ("winrate.io.logs", "read_comparisons"),
     "fit": ("winrate.estimators", "fit"),
-    "covariance": ("winrate.variance", "naive_cov", "winrate.analysis", "_clustered_cov"),
+    "covariance": ("winrate.variance.sandwich", "naive_cov", "winrate.analysis", "_clustered_cov"),
     "diagnostics": ("winrate.analysis", "_axis_summary"),
     "inference": ("winrate.inference", "wald_intervals", "winrate.analysis",
                   "joint_inference"),
-    "report": ("winrate.report", "format_summary", "winrate.report", "format_table",
-               "winrate.report", "write_json"),
+    "report": ("winrate.report.leaderboard", "format_summary",
+               "winrate.report.leaderboard", "format_table",
+               "winrate.report.leaderboard", "write_json"),
 }
 
 

@@ -1,7 +1,7 @@
 """Coverage study: do winrate's intervals cover the population scores they claim to?
 
 For every cell of a grid of prompt counts x judge counts, simulate ``reps`` crossed
-comparison logs from :mod:`winrate.simulate` (design ``DESIGN`` below, fixed seeds), fit the
+comparison logs from :mod:`winrate.io.simulate` (design ``DESIGN`` below, fixed seeds), fit the
 leaderboard, and record for each interval method whether its 95% interval covers the
 population score ``S_a = sum_b w_ab psi_ab`` (``w`` = uniform weights over the opponents
 observed in that sample, which is the estimand of the fit), marginally for each model and
@@ -71,12 +71,17 @@ from tqdm.auto import tqdm
 from winrate import estimators
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
-from winrate.inference import critical_value, simultaneous_intervals
-from winrate.leaderboard import fit
-from winrate.method_choice import choose, thinnest_pair_size
-from winrate.resampling import cluster_bootstrap, multiway_jackknife_cov, wild_cluster_bootstrap
-from winrate.simulate import SimulationDesign, simulate_comparisons
-from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
+from winrate.estimators.win_rate_kernels import fit
+from winrate.inference.joint import simultaneous_intervals
+from winrate.io.simulate import SimulationDesign, simulate_comparisons
+from winrate.variance.method_choice import choose, thinnest_pair_size
+from winrate.variance.reference import critical_value
+from winrate.variance.resampling import (
+    cluster_bootstrap,
+    multiway_jackknife_cov,
+    wild_cluster_bootstrap,
+)
+from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
 PROMPTS = (10, 30, 100, 300)
 JUDGES = (2, 3, 5, 10, 30)
@@ -421,7 +426,7 @@ def designs_markdown(table: pd.DataFrame, reps: int) -> str:
               "to `--model bt`. The estimand the win rate does aim at is covered in the table "
               "above; there, many pairs are near-certain and their few comparisons often "
               "agree, and the small-sample floor takes such a pair's variance from a "
-              "Bradley-Terry fit of the rest of the log (`winrate.small_sample`).", "",
+              "Bradley-Terry fit of the rest of the log (`winrate.estimators.small_sample`).", "",
               _md_table(field.pivot_table(index="cell", columns="method", values="field",
                                           aggfunc="first", sort=False)
                         [[m for m in DESIGN_METHODS if m in set(field["method"])]]
@@ -514,7 +519,7 @@ def summarise(per_rep: pd.DataFrame) -> pd.DataFrame:
 
 
 def auto_method(log, board) -> str | None:
-    """The grid method that ``method="auto"`` (:func:`winrate.method_choice.choose`) runs
+    """The grid method that ``method="auto"`` (:func:`winrate.variance.method_choice.choose`) runs
     on this log, decided per log as ``analyze`` decides it: the pigeonhole bootstrap, or
     the two-way CR1 sandwich with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters); None
     when some model's median observed pair rests on fewer than ``THIN_PAIR`` comparisons and
@@ -569,7 +574,7 @@ def markdown(table: pd.DataFrame, reps: int, control: pd.DataFrame | None = None
         "percentage points in parentheses (marginal: from per-replication averages over the "
         "8 models; simultaneous: binomial). Nominal 95.",
         "",
-        "Design (`winrate.simulate.SimulationDesign`): "
+        "Design (`winrate.io.simulate.SimulationDesign`): "
         + ", ".join(f"{k}={v}" for k, v in asdict(DESIGN).items()
                     if k not in ("n_prompts", "n_judges")),
         "",

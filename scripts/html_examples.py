@@ -1,6 +1,6 @@
 """Regenerate the example web pages in docs/html/ and their screenshots.
 
-Pages (:mod:`winrate.html_page`; the same data and version give the same bytes):
+Pages (:mod:`winrate.report.html_page`; the same data and version give the same bytes):
 
 * ``chatbot_arena.html``: the bundled Chatbot Arena log, 129 models, Bradley-Terry on the
   Elo scale, with simultaneous intervals, rank sets and all pairwise differences (the log
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import winrate
-from winrate import html_page
+from winrate.report import html_page
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "html"
@@ -64,7 +64,7 @@ def document(example: Example) -> dict:
             from winrate.eda import explore_dataset, to_dict
 
             return to_dict(explore_dataset(example.dataset, **example.options))
-        from winrate.report import to_dict
+        from winrate.report.leaderboard import to_dict
 
         log = winrate.read_dataset(example.dataset, progress=False)
         return to_dict(winrate.analyze(log, **example.options))

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from winrate.data import ComparisonLog
+from winrate.io.logs import ComparisonLog
 
 
 def random_log(seed: int, n: int = 400, k: int = 6, n_prompts: int = 37, n_judges: int = 5,
@@ -37,7 +37,7 @@ def unbalanced_log(request) -> ComparisonLog:
 @pytest.fixture(scope="session")
 def simulated_log_file(tmp_path_factory):
     """A small simulated crossed log (5 models, 60 prompts, 4 judges) written as CSV."""
-    from winrate.simulate import SimulationDesign, simulate_comparisons
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
 
     sim = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60, n_judges=4), seed=9)
     path = tmp_path_factory.mktemp("simulated") / "log.csv"
@@ -51,8 +51,8 @@ def alpaca_eval_log():
     (each read parses 58 annotation files, about 2 s)."""
     import warnings
 
-    from winrate.data import read_dataset
     from winrate.errors import WinrateWarning
+    from winrate.io.datasets import read_dataset
 
     logs = {}
 

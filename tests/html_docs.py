@@ -22,7 +22,7 @@ HOSTILE = (
 @functools.cache
 def _analysis(n_models: int, hostile: bool, ranks: bool, seed: int):
     import winrate
-    from winrate.simulate import SimulationDesign, simulate_comparisons
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
 
     sim = simulate_comparisons(SimulationDesign(n_models=n_models, n_prompts=60, n_judges=4),
                                seed=seed)
@@ -48,6 +48,6 @@ def wide_analysis():
 
 
 def document(analysis) -> dict:
-    from winrate.report import to_dict
+    from winrate.report.leaderboard import to_dict
 
     return to_dict(analysis)

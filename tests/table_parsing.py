@@ -1,4 +1,4 @@
-"""Readers of the tables winrate prints, written independently of winrate.tables: a GFM pipe
+"""Readers of the tables winrate prints, written independently of winrate.report.tables: a GFM pipe
 table parser and a structural LaTeX checker that decodes a tabular back to its cell texts.
 Tests use them to read printed tables back and compare them with the numbers."""
 

@@ -23,8 +23,8 @@ from scipy import stats
 import winrate
 import winrate.evals
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.inference import simultaneous_intervals
-from winrate.report import format_summary, format_table
+from winrate.inference.joint import simultaneous_intervals
+from winrate.report.leaderboard import format_summary, format_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

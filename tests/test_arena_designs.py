@@ -14,8 +14,9 @@ import pytest
 
 from winrate.analysis import analyze
 from winrate.cli import main
-from winrate.data import ComparisonLog, read_dataset
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.io.datasets import read_dataset
+from winrate.io.logs import ComparisonLog
 
 REAL = os.environ.get("WINRATE_DATA")
 needs_real = pytest.mark.skipif(not REAL or not Path(REAL).is_dir(),

@@ -38,11 +38,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, log_expit, logsumexp
 
-from winrate import bradley_terry, resampling
 from winrate.analysis import analyze
-from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
+from winrate.estimators import bradley_terry_kernels as bradley_terry
+from winrate.io.logs import ComparisonLog
+from winrate.variance import resampling
+from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
 ELO = 400 / np.log(10)
 NAMES = np.array([f"m{i}" for i in range(8)])

@@ -27,9 +27,9 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from winrate import bradley_terry
-from winrate.data import read_dataset
-from winrate.variance import naive_cov
+from winrate.estimators import bradley_terry_kernels as bradley_terry
+from winrate.io.datasets import read_dataset
+from winrate.variance.sandwich import naive_cov
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("WINRATE_DATA"),

@@ -12,8 +12,8 @@ import pytest
 
 from winrate.analysis import analyze
 from winrate.cli import main
-from winrate.data import read_comparisons
 from winrate.errors import WinrateWarning
+from winrate.io.logs import read_comparisons
 
 REQUIRED_KEYS = {"models", "score", "se", "se_naive", "ci_low", "ci_high", "cov", "axes",
                  "warnings", "n_comparisons", "settings"}
@@ -80,7 +80,7 @@ def test_demo_falls_back_to_simulated_log_without_data(capsys, monkeypatch, tmp_
 
 
 def test_json_safe_recurses_and_drops_nan():
-    from winrate.report import json_safe
+    from winrate.report.leaderboard import json_safe
 
     doc = json_safe({"a": np.float64("nan"), "b": {"c": [1.0, np.inf]}, "d": np.arange(2)})
     assert doc == {"a": None, "b": {"c": [1.0, None]}, "d": [0, 1]}
@@ -88,7 +88,7 @@ def test_json_safe_recurses_and_drops_nan():
 
 
 def test_analyze_reuses_a_fitted_board(log_file):
-    from winrate.leaderboard import fit
+    from winrate.estimators.win_rate_kernels import fit
 
     log = read_comparisons(log_file)
     with warnings.catch_warnings():
@@ -237,7 +237,7 @@ def test_coefficient_block_columns_line_up(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", ["leaderboard", "eda"])
 def test_dataset_help_names_every_bundled_dataset(command, capsys):
-    from winrate.datasets import NAMES
+    from winrate.io.datasets import NAMES
 
     with pytest.raises(SystemExit):
         main([command, "--help"])

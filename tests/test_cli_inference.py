@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from winrate.cli import main
-from winrate.data import read_comparisons
 from winrate.errors import WinrateWarning
-from winrate.inference import pairwise_differences, rank_sets, simultaneous_intervals
-from winrate.resampling import multiway_jackknife_cov, wild_cluster_bootstrap
+from winrate.inference.joint import pairwise_differences, rank_sets, simultaneous_intervals
+from winrate.io.logs import read_comparisons
+from winrate.variance.resampling import multiway_jackknife_cov, wild_cluster_bootstrap
 
 NEW_KEYS = {"method", "method_note", "simultaneous_critical_value", "sim_low", "sim_high",
             "rank_low", "rank_high", "rank_method", "pairwise"}

@@ -97,8 +97,8 @@ def test_study_intervals_are_the_ones_analyze_reports(study):
     """The study's twoway / twoway_t / jackknife intervals are what `winrate leaderboard`
     prints for the same log (--cluster prompt+judge, --reference t, --method jackknife)."""
     from winrate.analysis import analyze
-    from winrate.leaderboard import fit
-    from winrate.simulate import simulate_comparisons
+    from winrate.estimators.win_rate_kernels import fit
+    from winrate.io.simulate import simulate_comparisons
 
     design = replace(study.DESIGN, n_prompts=40, n_judges=12)
     sim = simulate_comparisons(design, seed=5)
@@ -125,8 +125,8 @@ def test_the_grid_auto_row_is_what_analyze_runs_by_default(study, n_prompts, n_j
     names for that log; the default ``analyze`` gives exactly that method's intervals in
     a cell of each kind."""
     from winrate.analysis import analyze
-    from winrate.leaderboard import fit
-    from winrate.simulate import simulate_comparisons
+    from winrate.estimators.win_rate_kernels import fit
+    from winrate.io.simulate import simulate_comparisons
 
     sim = simulate_comparisons(replace(study.DESIGN, n_prompts=n_prompts, n_judges=n_judges),
                                seed=3)
@@ -144,8 +144,8 @@ def test_grid_auto_in_cells_without_a_grid_method_is_analyze_itself(study):
     """At 10 prompts with few judges auto runs CR2 with Pan-Wall t: the grid's row comes
     from analyze (not-estimable models with an infinite half-width, i.e. covered)."""
     from winrate.analysis import analyze
-    from winrate.leaderboard import fit
-    from winrate.simulate import simulate_comparisons
+    from winrate.estimators.win_rate_kernels import fit
+    from winrate.io.simulate import simulate_comparisons
 
     sim = simulate_comparisons(replace(study.DESIGN, n_prompts=10, n_judges=5), seed=4)
     board = fit(sim.log)
@@ -167,8 +167,8 @@ def test_grid_auto_is_decided_per_log_as_analyze_decides(study):
     reference), including the logs of a 30-prompt cell whose median pair happens to be
     thin (CR2: no grid method), and one_rep's auto row repeats the chosen method's row."""
     from winrate.analysis import analyze
-    from winrate.leaderboard import fit
-    from winrate.simulate import simulate_comparisons
+    from winrate.estimators.win_rate_kernels import fit
+    from winrate.io.simulate import simulate_comparisons
 
     named = {"pigeonhole": ("bootstrap", "cr1", "normal"), "twoway": ("sandwich", "cr1", "normal"),
              "twoway_t": ("sandwich", "cr1", "t"), None: ("sandwich", "cr2", "t")}

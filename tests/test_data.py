@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from winrate.data import ComparisonLog, read_comparisons
 from winrate.errors import WinrateInputError
-from winrate.leaderboard import fit
+from winrate.estimators.win_rate_kernels import fit
+from winrate.io.logs import ComparisonLog, read_comparisons
 
 #: the row labels of input errors
 AT = r"first rows \(index labels\): "

@@ -1,4 +1,4 @@
-"""Tests of winrate.datasets: synthetic files always, the real shared files when available.
+"""Tests of winrate.io.datasets: synthetic files always, the real shared files when available.
 
 Real-data tests need ``WINRATE_DATA`` (set by ``make test`` / ``.ci/run`` when the shared
 data folder exists) and compare the loaders with counts computed independently from the
@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from winrate import datasets
-from winrate.download import FILES, MMLU_PRO_MODELS, DataUnavailableError
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.io import datasets
+from winrate.io.download import FILES, MMLU_PRO_MODELS, DataUnavailableError
 
 REAL = os.environ.get("WINRATE_DATA")
 needs_real = pytest.mark.skipif(

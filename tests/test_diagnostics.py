@@ -12,9 +12,9 @@ import statsmodels.formula.api as smf
 
 from tests.conftest import random_log
 from winrate.analysis import analyze
-from winrate.data import ComparisonLog
-from winrate.diagnostics import anova_icc, comparisons_per_cluster, single_cluster_pairs
 from winrate.errors import WinrateWarning
+from winrate.io.logs import ComparisonLog
+from winrate.variance.diagnostics import anova_icc, comparisons_per_cluster, single_cluster_pairs
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e8])

@@ -11,11 +11,11 @@ from scipy import stats
 
 from tests.conftest import random_log
 from winrate.analysis import analyze
-from winrate.data import ComparisonLog
-from winrate.diagnostics import DOMINANT_SHARE, largest_cluster_share
 from winrate.errors import WinrateWarning
-from winrate.leaderboard import fit
-from winrate.simulate import SimulationDesign, simulate_comparisons
+from winrate.estimators.win_rate_kernels import fit
+from winrate.io.logs import ComparisonLog
+from winrate.io.simulate import SimulationDesign, simulate_comparisons
+from winrate.variance.diagnostics import DOMINANT_SHARE, largest_cluster_share
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -1,4 +1,4 @@
-"""Tests of winrate.download against a local HTTP server on 127.0.0.1 started here.
+"""Tests of winrate.io.download against a local HTTP server on 127.0.0.1 started here.
 
 The suite never touches the internet: every URL is the local server (port chosen by the
 OS) or a closed local port.
@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from winrate import datasets, download
-from winrate.download import (
+from winrate.errors import WinrateWarning
+from winrate.io import datasets, download
+from winrate.io.download import (
     ChecksumError,
     DataFile,
     DataUnavailableError,
     DownloadError,
     download_file,
 )
-from winrate.errors import WinrateWarning
 
 GOOD = b"id,prompt\n" + b"0,1\n" * 5000  # several chunks
 CLOSED = "http://127.0.0.1:9"  # discard port: nothing listens, connection refused

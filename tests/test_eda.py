@@ -20,8 +20,8 @@ import pytest
 from tests.test_frequency import _brute_force, _meat
 from winrate import eda
 from winrate.cli import main as cli_main
-from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.io.logs import ComparisonLog
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = os.environ.get("WINRATE_DATA")

@@ -1,7 +1,7 @@
 """Real-data numbers of the EDA pinned by an independent recomputation from the raw files.
 
 MMLU-Pro: the slim files are read here with plain ``gzip`` + ``json`` (not through
-:mod:`winrate.datasets`); scores, naive SEs and SEs clustered by question are then computed
+:mod:`winrate.io.datasets`); scores, naive SEs and SEs clustered by question are then computed
 from first principles with plain loops:
 
 * a record is correct when ``pred`` is not null and equals the record's own ``answer``;
@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from winrate import datasets
 from winrate.analysis import analyze
-from winrate.data import read_comparisons
 from winrate.eda import explore
 from winrate.errors import WinrateWarning
+from winrate.io import datasets
+from winrate.io.logs import read_comparisons
 
 REAL = os.environ.get("WINRATE_DATA")
 pytestmark = pytest.mark.skipif(

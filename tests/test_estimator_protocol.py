@@ -21,7 +21,7 @@ from winrate import estimators
 from winrate.cli import main
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.notes import CODES, Note
-from winrate.report import to_dict
+from winrate.report.leaderboard import to_dict
 from winrate.settings import Joint, MonteCarlo, Variance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +123,7 @@ def test_rao_kupper_runs_through_clustering_jackknife_joint_inference_and_report
     reps = []
     for g in range(log.axes["judge"].n_clusters):
         keep = judges != g
-        sub = winrate.data.ComparisonLog(log.model_a[keep], log.model_b[keep], log.score[keep],
+        sub = winrate.io.logs.ComparisonLog(log.model_a[keep], log.model_b[keep], log.score[keep],
                                          log.models, {}, None, {})
         reps.append(estimators.fit(sub, "rao-kupper").scores)
     reps = np.array(reps)
@@ -149,7 +149,7 @@ def test_rao_kupper_runs_through_clustering_jackknife_joint_inference_and_report
 
 def test_rao_kupper_refuses_what_it_cannot_estimate():
     log = rao_kupper_log(5, k=3, n=300)
-    no_ties = winrate.data.ComparisonLog(log.model_a, log.model_b,
+    no_ties = winrate.io.logs.ComparisonLog(log.model_a, log.model_b,
                                          np.where(log.score == 0.5, 1.0, log.score),
                                          log.models, {}, None, {})
     with pytest.raises(WinrateInputError, match="needs ties"):
@@ -193,7 +193,7 @@ def test_reused_fit_jackknife_uses_the_fits_weights_by_brute_force():
     reps = []
     for g in range(log.axes["prompt"].n_clusters):
         keep = prompts != g
-        sub = winrate.data.ComparisonLog(log.model_a[keep], log.model_b[keep], log.score[keep],
+        sub = winrate.io.logs.ComparisonLog(log.model_a[keep], log.model_b[keep], log.score[keep],
                                          log.models, {}, None, {})
         reps.append(estimators.fit(sub, "winrate", weights="count").scores)
     reps = np.array(reps)

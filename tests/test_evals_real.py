@@ -14,8 +14,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def mmlu():
-    from winrate.datasets import read_mmlu_pro
     from winrate.evals.mmlu import mmlu_pro_clustered
+    from winrate.io.datasets import read_mmlu_pro
 
     return read_mmlu_pro(os.environ["WINRATE_DATA"], download=False), mmlu_pro_clustered(
         os.environ["WINRATE_DATA"], download=False)

@@ -278,7 +278,7 @@ def test_malformed_matrices_and_cluster_arrays_raise_input_errors():
 
 
 def _separate_calls(values, groups):
-    from winrate.variance import multiway_cluster_cov
+    from winrate.variance.sandwich import multiway_cluster_cov
 
     infl = (values - values.mean())[:, None] / values.size
     out = {}

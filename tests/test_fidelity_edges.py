@@ -130,7 +130,7 @@ def test_rank_sets_over_the_work_budget_use_bonferroni():
     ``MC_WORK`` the critical values are Bonferroni's q_{1 - alpha / m}, m = 2(K - 1) at the
     first step, computed here by hand; the sets stay ordered. The timing itself is
     measured by ``scripts/bench.py --only ranks`` (not a timed test)."""
-    from winrate.inference import MC_WORK, rank_sets
+    from winrate.inference.joint import MC_WORK, rank_sets
 
     K = 1000
     assert K * (K - 1) * 10_000 > MC_WORK

@@ -15,10 +15,10 @@ import pytest
 import statsmodels.api as sm
 
 from winrate.analysis import analyze
-from winrate.bradley_terry import fit as bt_fit
 from winrate.cli import main
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.formats import read_format, read_log
+from winrate.estimators.bradley_terry_kernels import fit as bt_fit
+from winrate.io.formats import read_format, read_log
 from winrate.notes import collected
 
 
@@ -356,7 +356,7 @@ def test_alpaca_eval_unstructured_file_keeps_its_rows_names(tmp_path):
 def test_alpaca_eval_format_and_dataset_name_models_alike():
     from pathlib import Path
 
-    from winrate.data import read_dataset
+    from winrate.io.datasets import read_dataset
 
     folder = Path(__import__("os").environ["WINRATE_DATA"]) / "alpaca_eval" \
         / "weighted_alpaca_eval_gpt4_turbo"

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from winrate.data import read_comparisons
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.io.logs import read_comparisons
 from winrate.notes import collected
 
 

@@ -1,4 +1,4 @@
-"""Tests of winrate.formats: hand-written fixtures of every format, the shared real data
+"""Tests of winrate.io.formats: hand-written fixtures of every format, the shared real data
 (counted independently with plain json), and AlpacaEval's published leaderboard numbers."""
 
 from __future__ import annotations
@@ -15,18 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from winrate import datasets
 from winrate.cli import main
-from winrate.data import read_dataset
-from winrate.download import DataUnavailableError
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.formats import (
-    FORMATS,
-    clean_model_name,
-    read_format,
-    read_log,
-    style_difference,
-)
+from winrate.io import datasets
+from winrate.io.datasets import read_dataset
+from winrate.io.download import DataUnavailableError
+from winrate.io.formats import FORMATS, clean_model_name, read_format, read_log, style_difference
 
 REAL = os.environ.get("WINRATE_DATA")
 needs_real = pytest.mark.skipif(not REAL or not Path(REAL).is_dir(),

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from winrate import diagnostics
 from winrate.analysis import analyze
-from winrate.data import ComparisonLog, read_comparisons
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.leaderboard import fit
-from winrate.variance import cluster_cov, multiway_cluster_cov, naive_cov
+from winrate.estimators.win_rate_kernels import fit
+from winrate.io.logs import ComparisonLog, read_comparisons
+from winrate.variance import diagnostics
+from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
 ATOL = 1e-12
 

@@ -196,7 +196,7 @@ def test_semi_synthetic_fit_recovers_known_components():
 
 @needs_data
 def test_real_design_is_kept_row_for_row():
-    from winrate.data import read_dataset
+    from winrate.io.datasets import read_dataset
 
     cell = next(c for c in held_out_cells() if c.key == "R-pandalm")
     sample = cell.generator.draw(1)

@@ -32,7 +32,7 @@ if MISSING:
                 allow_module_level=True)
 
 from tests.html_docs import HOSTILE, document, hostile_analysis, wide_analysis  # noqa: E402
-from winrate import html_page  # noqa: E402
+from winrate.report import html_page  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
-"""The web page (winrate.html_page) read back without a browser: escaping, the policy,
+"""The web page (winrate.report.html_page) read back without a browser: escaping, the policy,
 determinism, the downloads, the entry points. tests/test_html_browser.py opens it in
 Chromium.
 
 Oracles: Python's own HTML parser (what is an element and what is text), hashlib for the
 policy's hashes, scipy's normal quantile for the naive interval, pandas' CSV reader and
-winrate.report.leaderboard_table (the printed table's code) for the CSV download."""
+winrate.report.leaderboard.leaderboard_table (the printed table's code) for the CSV download."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from tests.html_docs import HOSTILE, document, hostile_analysis
-from winrate import html_page
 from winrate.cli import main
 from winrate.errors import WinrateInputError
+from winrate.report import html_page
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "html"
@@ -136,7 +136,7 @@ def test_csv_download_is_the_printed_tables_content(hostile, hostile_page):
 
     shown = pd.read_csv(StringIO(unquote(href.split(",", 1)[1])), keep_default_na=False,
                         na_values=[""])
-    from winrate.report import leaderboard_table
+    from winrate.report.leaderboard import leaderboard_table
 
     table = leaderboard_table(analysis)
     assert shown["model"].tolist() == table["model"].tolist()
@@ -192,7 +192,7 @@ def test_to_html_writes_the_page_and_the_notebook_frames_it(hostile, tmp_path):
 
 def test_eda_page_shows_every_model_and_why_a_clustering_is_not_identified(tmp_path):
     from winrate.eda import explore, to_dict
-    from winrate.simulate import SimulationDesign, simulate_comparisons
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
 
     log = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=40, n_judges=1),
                                seed=2).log

@@ -13,10 +13,9 @@ from scipy import integrate, optimize, stats
 from statsmodels.stats.multitest import multipletests
 
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.inference import (
+from winrate.inference.joint import (
     DEFAULT_DRAWS,
     DEFAULT_MC_TOLERANCE,
-    critical_value,
     holm,
     pairwise_differences,
     rank_sets,
@@ -24,6 +23,7 @@ from winrate.inference import (
     tau_best,
     wald_intervals,
 )
+from winrate.variance.reference import critical_value
 
 ALPHA = 0.05
 N_MC = 200_000
@@ -392,12 +392,7 @@ def test_rank_sets_and_tau_best_cover_under_ties():
 def test_family_kernel_matches_brute_force(parallel):
     """The dense-block kernel against a direct numpy evaluation of every family's maximum
     over mixed one-/two-sided pair and single-score contrasts (three families)."""
-    from winrate.inference import (
-        _NO_HYPOTHESIS,
-        _family,
-        _family_max,
-        _padded,
-    )
+    from winrate.inference.joint import _NO_HYPOTHESIS, _family, _family_max, _padded
 
     rng = np.random.default_rng(13)
     K, n = 6, 500
@@ -495,7 +490,7 @@ def test_empty_family_gives_max_t_p_values_of_exact_differences():
 
 
 def test_seed_none_uses_one_entropy_for_every_stepdown_step(monkeypatch):
-    from winrate import inference
+    from winrate.inference import joint as inference
 
     seeds = []
 
@@ -665,7 +660,7 @@ def test_a_tight_tolerance_adds_draws_up_to_the_cap():
 
 
 def test_draws_extended_in_rounds_equal_one_batch():
-    from winrate.inference import _family, _MaxDraws, _padded
+    from winrate.inference.joint import _family, _MaxDraws, _padded
 
     K = 5
     Fp = _padded(np.linalg.cholesky(_correlated_cov(K, 3)))
@@ -720,7 +715,8 @@ def test_t_reference_quantiles_equal_a_plain_bisection_per_family(df):
     """The numba kernel that finds every family's t-reference critical value at once gives
     the plain per-family bisection's value exactly, and its MC SE to round-off; a family
     with no contrast gets NaN."""
-    from winrate.inference import _EMPTY, _chi_scale_nodes, _quantiles
+    from winrate.inference.joint import _chi_scale_nodes, _quantiles
+    from winrate.variance.reference import _EMPTY
 
     rng = np.random.default_rng(int(df * 10))
     draws = np.abs(rng.standard_normal((3_000, 12)) * rng.uniform(0.5, 3, 12)).astype(np.float32)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError
-from winrate.leaderboard import fit
+from winrate.estimators.win_rate_kernels import fit
+from winrate.io.logs import ComparisonLog
 
 
 def brute_force_scores(log: ComparisonLog, scheme: str):

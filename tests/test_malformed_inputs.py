@@ -32,10 +32,10 @@ from scipy import stats
 
 from winrate.analysis import analyze
 from winrate.cli import main
-from winrate.data import ComparisonLog, read_comparisons, read_table
 from winrate.eda import explore, to_dict
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals.frame import evaluate, question_scores
+from winrate.io.logs import ComparisonLog, read_comparisons, read_table
 
 DATA = os.environ.get("WINRATE_DATA")
 needs_data = pytest.mark.skipif(
@@ -537,7 +537,7 @@ def test_default_clustering_on_real_datasets(capsys):
     assert "clustered by none (rows treated as independent), because the log has no " \
            "'prompt' axis" in captured.err
     # the README runs all of mmlu_pro with --cluster prompt; three models show the default
-    from winrate.data import read_dataset
+    from winrate.io.datasets import read_dataset
 
     log = read_dataset("mmlu_pro", models=["Llama-2-7b-hf", "Meta-Llama-3-8B", "Yi-6B"],
                        progress=False)

@@ -12,11 +12,12 @@ from scipy.linalg import eigh
 from scipy.special import stdtrit
 
 from winrate.analysis import analyze
-from winrate.diagnostics import effective_clusters
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.inference import simultaneous_intervals
-from winrate.leaderboard import fit
-from winrate.method_choice import (
+from winrate.estimators.win_rate_kernels import fit
+from winrate.inference.joint import simultaneous_intervals
+from winrate.io.simulate import SimulationDesign, simulate_comparisons
+from winrate.variance.diagnostics import effective_clusters
+from winrate.variance.method_choice import (
     LARGE_AXIS,
     MIN_BOOTSTRAP_AXIS,
     SMALL_AXIS,
@@ -24,8 +25,7 @@ from winrate.method_choice import (
     choose,
     thinnest_pair_size,
 )
-from winrate.simulate import SimulationDesign, simulate_comparisons
-from winrate.variance import (
+from winrate.variance.sandwich import (
     cluster_cov,
     group_meat,
     multiway_cluster_cov,
@@ -207,7 +207,7 @@ def test_thin_auto_intervals_use_each_models_pan_wall_t_and_the_smallest_jointly
 
 
 def test_cr2_with_every_row_its_own_cluster_is_cochrans_stratified_variance():
-    from winrate.variance import naive_cov
+    from winrate.variance.sandwich import naive_cov
     sim = simulate_comparisons(THIN, seed=5)
     board = fit(sim.log)
     rows = np.arange(sim.log.n_rows)

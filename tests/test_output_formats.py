@@ -143,7 +143,7 @@ def test_eda_of_a_file_equals_the_leaderboard_of_that_file(simulated_log_file, t
 
 @pytest.mark.skipif(not os.environ.get("WINRATE_DATA"), reason="needs WINRATE_DATA")
 def test_eda_of_a_dataset_written_to_a_file_equals_eda_of_the_dataset(tmp_path, capsys):
-    from winrate.datasets import load
+    from winrate.io.datasets import load
 
     path = tmp_path / "pandalm.csv"
     with pytest.warns(WinrateWarning, match="garbage"):
@@ -321,8 +321,8 @@ def test_pairwise_table_is_the_json_pairs_oriented_higher_first(simulated_log_fi
 
 
 def test_pairwise_table_of_many_models_shows_neighbours_in_rank(monkeypatch):
-    from winrate import report
-    from winrate.simulate import SimulationDesign, simulate_comparisons
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
+    from winrate.report import leaderboard as report
 
     monkeypatch.setattr(report, "PAIRWISE_SHOWN", 5)
     result = quiet_analyze(simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60),

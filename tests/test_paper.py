@@ -247,8 +247,8 @@ def test_simulated_coverage_matches_a_plain_loop(build):
     naive (n / (n - 1) sum_r u_r^2) and CR1 (G / (G - 1) sum_g t_g^2) variances by loops."""
     from simulations import _coverage
 
-    from winrate.leaderboard import fit
-    from winrate.simulate import SimulationDesign, simulate_comparisons
+    from winrate.estimators.win_rate_kernels import fit
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
 
     sim = simulate_comparisons(SimulationDesign(n_models=6, n_prompts=25, n_judges=2), seed=2)
     log = sim.log

@@ -14,7 +14,7 @@ import pytest
 import winrate.parallel
 from winrate.analysis import analyze
 from winrate.parallel import PARALLEL_MIN_WORK
-from winrate.variance import group_meat, multiway_cluster_cov, naive_cov
+from winrate.variance.sandwich import group_meat, multiway_cluster_cov, naive_cov
 
 from .conftest import random_log
 
@@ -22,7 +22,7 @@ threads = pytest.mark.skipif(numba.get_num_threads() < 2, reason="needs 2 numba 
 
 
 def test_choose_is_serial_below_the_work_threshold():
-    from winrate.inference import _family_max
+    from winrate.inference.joint import _family_max
 
     assert _family_max.choose(PARALLEL_MIN_WORK - 1) == (_family_max.serial, 1)
     if numba.get_num_threads() > 1:

@@ -13,8 +13,8 @@ from matplotlib.text import Text
 
 from winrate.analysis import analyze
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.inference import critical_value
-from winrate.plots import (
+from winrate.io.simulate import SimulationDesign, simulate_comparisons
+from winrate.report.plots import (
     DPI,
     FONT_SIZE,
     column_blocks,
@@ -23,7 +23,7 @@ from winrate.plots import (
     plot_leaderboard,
     rank_plot,
 )
-from winrate.simulate import SimulationDesign, simulate_comparisons
+from winrate.variance.reference import critical_value
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from winrate.analysis import analyze
-from winrate.data import ComparisonLog
 from winrate.errors import WinrateWarning
+from winrate.io.logs import ComparisonLog
 
 
 @st.composite

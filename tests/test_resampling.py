@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 
 from tests.conftest import random_log
-from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators.win_rate import ESTIMATOR as WIN_RATE
-from winrate.leaderboard import PairScorer, fit
-from winrate.resampling import (
+from winrate.estimators.win_rate_kernels import PairScorer, fit
+from winrate.io.logs import ComparisonLog
+from winrate.io.simulate import SimulationDesign, simulate_comparisons
+from winrate.variance.resampling import (
     ProductWeightScorer,
     _wild_statistics,
     cluster_bootstrap,
@@ -25,8 +26,7 @@ from winrate.resampling import (
     wild_cluster_bootstrap,
     wild_weights,
 )
-from winrate.simulate import SimulationDesign, simulate_comparisons
-from winrate.variance import cluster_cov
+from winrate.variance.sandwich import cluster_cov
 
 
 def _subset(log: ComparisonLog, keep: np.ndarray, frequency=None) -> ComparisonLog:
@@ -283,7 +283,7 @@ def _weighted_and_expanded(seed=0, n=60):
 @pytest.mark.parametrize("center", ["mean", "estimate"])
 def test_weighted_row_jackknife_is_delete_one_comparison_of_expanded_log(weights, center):
     """Brute force: refit the expanded log without each comparison in turn."""
-    from winrate.resampling import resampled_variance, row_jackknife_cov
+    from winrate.variance.resampling import resampled_variance, row_jackknife_cov
 
     log, expanded = _weighted_and_expanded()
     n = expanded.n_rows
@@ -304,7 +304,7 @@ def test_weighted_row_bootstrap_matches_expanded_log_naive_variance():
     """The bootstrap of comparisons estimates the naive variance of the expanded log (plain
     loop below); B = 4000 gives an MC SD of ~2.2% on a variance, before the fix the ratio
     was ~E[f] = 2.5."""
-    from winrate.resampling import resampled_variance
+    from winrate.variance.resampling import resampled_variance
 
     log, expanded = _weighted_and_expanded(1, n=150)
     board = fit(log)
@@ -319,7 +319,7 @@ def test_weighted_row_bootstrap_matches_expanded_log_naive_variance():
 
 
 def test_fractional_frequencies_without_clustering_are_rejected():
-    from winrate.resampling import resampled_variance
+    from winrate.variance.resampling import resampled_variance
 
     log = _lonely_log()  # frequencies 0.5, 1, 2.5
     log = ComparisonLog(log.model_a, log.model_b, log.score, log.models, {}, log.frequency)
@@ -451,7 +451,7 @@ def test_axes_of_wrong_length_are_clear_errors():
 
 def test_resampled_variance_wild_uses_the_requested_correction():
     """Its covariance is the one-way sandwich on the influence (``cluster_cov``)."""
-    from winrate.resampling import resampled_variance
+    from winrate.variance.resampling import resampled_variance
 
     log = random_log(1, n_judges=8)
     board = fit(log)
@@ -471,7 +471,7 @@ def test_resampled_variance_wild_uses_the_requested_correction():
 def test_resampled_variance_many_clusters_is_the_pairs_cluster_bootstrap():
     """> 50 clusters on one axis: pairs cluster bootstrap, variance -> CR0 sandwich
     (B = 2000: MC SD ~3% on a variance)."""
-    from winrate.resampling import resampled_variance
+    from winrate.variance.resampling import resampled_variance
 
     log = _many_clusters_log()
     board = fit(log)

@@ -13,8 +13,8 @@ from scipy.special import ndtr
 
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
-from winrate.leaderboard import fit
-from winrate.simulate import SimulationDesign, population_psi, simulate_comparisons
+from winrate.estimators.win_rate_kernels import fit
+from winrate.io.simulate import SimulationDesign, population_psi, simulate_comparisons
 
 FULL = SimulationDesign(n_models=5, position_bias=0.3, position_bias_sd=0.25,
                         tie_margin_sd=0.5, judge_size_dispersion=1.0)

@@ -1,4 +1,4 @@
-"""The small-sample floor of single-outcome pairs (winrate.small_sample) and the
+"""The small-sample floor of single-outcome pairs (winrate.estimators.small_sample) and the
 empirical-Bayes Bradley-Terry fit behind it, against independent computations."""
 
 import warnings
@@ -12,15 +12,15 @@ from scipy.special import expit
 from statsmodels.stats.proportion import proportion_confint
 
 from winrate import analyze
-from winrate.bradley_terry import (
+from winrate.errors import WinrateWarning
+from winrate.estimators.bradley_terry_kernels import (
     _pairs_from_counts,
     empirical_bayes_probabilities,
     laplace_evidence,
 )
-from winrate.data import ComparisonLog
-from winrate.errors import WinrateWarning
-from winrate.leaderboard import pairwise_table
-from winrate.small_sample import beta_binomial_floor, wilson_floor
+from winrate.estimators.small_sample import beta_binomial_floor, wilson_floor
+from winrate.estimators.win_rate_kernels import pairwise_table
+from winrate.io.logs import ComparisonLog
 
 Z = stats.norm.ppf(0.975)
 
@@ -175,7 +175,7 @@ def test_far_apart_pairs_get_a_smaller_floor_than_close_ones():
 def test_golden_section_finds_the_maximum_of_scipy_bounded_brent(peak):
     """Against scipy's bounded Brent search on smooth unimodal curves, and at the ends for
     a curve that rises to them."""
-    from winrate.bradley_terry import golden_section_max
+    from winrate.estimators.bradley_terry_kernels import golden_section_max
 
     def curve(x):
         return -np.log1p((x - peak) ** 2) + 0.1 * x

@@ -8,13 +8,19 @@ import pytest
 from scipy.sparse.csgraph import connected_components
 
 from winrate import estimators
-from winrate.bradley_terry import empirical_bayes_probabilities
-from winrate.data import ComparisonLog, read_comparisons
-from winrate.diagnostics import comparisons_per_cluster, component_labels, single_cluster_pairs
 from winrate.errors import WinrateInputError
-from winrate.leaderboard import fit
-from winrate.small_sample import beta_binomial_floor, degenerate_pair_cov, wilson_floor
-from winrate.variance import group_meat, multiway_cluster_cov, repair_psd, small_sample_factor
+from winrate.estimators.bradley_terry_kernels import empirical_bayes_probabilities
+from winrate.estimators.graph import component_labels
+from winrate.estimators.small_sample import beta_binomial_floor, degenerate_pair_cov, wilson_floor
+from winrate.estimators.win_rate_kernels import fit
+from winrate.io.logs import ComparisonLog, read_comparisons
+from winrate.variance.diagnostics import comparisons_per_cluster, single_cluster_pairs
+from winrate.variance.sandwich import (
+    group_meat,
+    multiway_cluster_cov,
+    repair_psd,
+    small_sample_factor,
+)
 
 from .conftest import random_log
 
@@ -144,7 +150,7 @@ def test_parquet_string_columns_coded_by_arrow_equal_the_frame_path(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from winrate.data import _small_dictionaries
+    from winrate.io.logs import _small_dictionaries
 
     rng = np.random.default_rng(2)
     n = 40_000

@@ -1,4 +1,5 @@
-"""winrate.tables: escaping oracles for LaTeX and Markdown, and tables that read back intact."""
+"""winrate.report.tables: escaping oracles for LaTeX and Markdown, and tables that read back
+intact."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.table_parsing import latex_cells, markdown_rows
-from winrate.tables import (
+from winrate.report.tables import (
     comment_block,
     latex_escape,
     markdown_cell,

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from winrate.analysis import analyze
-from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.io.logs import ComparisonLog
 
 
 def quiet(log, **kwargs):

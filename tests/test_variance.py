@@ -10,8 +10,8 @@ import pytest
 import statsmodels.api as sm
 
 from winrate.errors import WinrateWarning
-from winrate.leaderboard import fit
-from winrate.variance import (
+from winrate.estimators.win_rate_kernels import fit
+from winrate.variance.sandwich import (
     _cluster_meat,
     cluster_cov,
     multiway_cluster_cov,

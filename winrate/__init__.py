@@ -27,10 +27,6 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.constants import DATASET_NAMES as DATASET_NAMES
     from winrate.constants import LOG_FORMATS as LOG_FORMATS
     from winrate.constants import VARIANCE_METHODS as VARIANCE_METHODS
-    from winrate.data import ComparisonLog as ComparisonLog
-    from winrate.data import read_comparisons as read_comparisons
-    from winrate.data import read_dataset as read_dataset
-    from winrate.data import read_table as read_table
     from winrate.eda import EdaReport as EdaReport
     from winrate.eda import explore as explore
     from winrate.eda import explore_dataset as explore_dataset
@@ -47,23 +43,28 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.evals.power import minimum_detectable_effect as minimum_detectable_effect
     from winrate.evals.power import sample_size as sample_size
     from winrate.evals.summary import summarize_scores as summarize_scores
-    from winrate.formats import read_log as read_log
-    from winrate.inference import pairwise_differences as pairwise_differences
-    from winrate.inference import rank_sets as rank_sets
-    from winrate.inference import simultaneous_intervals as simultaneous_intervals
+    from winrate.inference.joint import pairwise_differences as pairwise_differences
+    from winrate.inference.joint import rank_sets as rank_sets
+    from winrate.inference.joint import simultaneous_intervals as simultaneous_intervals
+    from winrate.io.datasets import read_dataset as read_dataset
+    from winrate.io.formats import read_log as read_log
+    from winrate.io.logs import ComparisonLog as ComparisonLog
+    from winrate.io.logs import read_comparisons as read_comparisons
+    from winrate.io.logs import read_table as read_table
+    from winrate.io.simulate import SimulationDesign as SimulationDesign
+    from winrate.io.simulate import simulate_comparisons as simulate_comparisons
     from winrate.notes import Note as Note
     from winrate.notes import Notes as Notes
     from winrate.settings import Joint as Joint
     from winrate.settings import MonteCarlo as MonteCarlo
     from winrate.settings import Variance as Variance
-    from winrate.simulate import SimulationDesign as SimulationDesign
-    from winrate.simulate import simulate_comparisons as simulate_comparisons
 
 #: Module -> its public names; a module is imported when one of its names is first used.
 _EXPORTS = {
     # reading comparison logs and score tables
-    "winrate.data": ("ComparisonLog", "read_comparisons", "read_dataset", "read_table"),
-    "winrate.formats": ("read_log",),
+    "winrate.io.logs": ("ComparisonLog", "read_comparisons", "read_table"),
+    "winrate.io.datasets": ("read_dataset",),
+    "winrate.io.formats": ("read_log",),
     "winrate.constants": ("VARIANCE_METHODS", "CORRECTIONS", "DATASET_NAMES", "LOG_FORMATS"),
     # leaderboards: estimator, covariance, intervals, diagnostics
     "winrate.estimators": ("ESTIMATORS", "fit"),
@@ -72,7 +73,7 @@ _EXPORTS = {
     "winrate.analysis": ("analyze", "LeaderboardAnalysis"),
     "winrate.eda": ("explore", "explore_dataset", "EdaReport"),
     # joint inference from any estimate and covariance
-    "winrate.inference": ("simultaneous_intervals", "pairwise_differences", "rank_sets"),
+    "winrate.inference.joint": ("simultaneous_intervals", "pairwise_differences", "rank_sets"),
     # eval statistics of per-question scores
     "winrate.evals.frame": ("question_scores", "evaluate", "EvalReport"),
     "winrate.evals.summary": ("summarize_scores",),
@@ -80,7 +81,7 @@ _EXPORTS = {
     "winrate.evals.intervals": ("binomial_interval",),
     "winrate.evals.power": ("sample_size", "minimum_detectable_effect"),
     # simulated crossed logs with known scores
-    "winrate.simulate": ("SimulationDesign", "simulate_comparisons"),
+    "winrate.io.simulate": ("SimulationDesign", "simulate_comparisons"),
     "winrate.errors": ("WinrateInputError", "WinrateWarning"),
 }
 

@@ -173,8 +173,9 @@ def _reader_note(message):
 
 
 def _read_log(args: argparse.Namespace, clustering):
-    from winrate.data import read_comparisons, read_dataset
-    from winrate.formats import read_log
+    from winrate.io.datasets import read_dataset
+    from winrate.io.formats import read_log
+    from winrate.io.logs import read_comparisons
 
     discrete = {"discrete": True} if getattr(args, "discrete", False) else {}
     if discrete and "alpaca_eval" not in (args.dataset, getattr(args, "format", None)):
@@ -245,8 +246,9 @@ def run_leaderboard(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from winrate.analysis import analyze, default_clustering, parse_clustering
-    from winrate.report import leaderboard_table, write_json
+    from winrate.analysis import analyze
+    from winrate.inference.analysis import default_clustering, parse_clustering
+    from winrate.report.leaderboard import leaderboard_table, write_json
 
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
@@ -263,8 +265,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
         result = analyze(log, cluster=clustering, alpha=args.alpha,
                          **estimator_options(args), **_variance_flags(args), **joint)
     if getattr(args, "plot", None):
-        from winrate.plots import plot_leaderboard
         from winrate.progress import stage
+        from winrate.report.plots import plot_leaderboard
 
         with stage("drawing the plot"):
             plot_leaderboard(result, args.plot)
@@ -273,12 +275,12 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if args.csv:
         leaderboard_table(result).to_csv(args.csv, index=False)
     if args.html:
-        from winrate.report import to_dict
+        from winrate.report.leaderboard import to_dict
 
         write_page(to_dict(result), args, "leaderboard")
     _print_report(result, loaded, [note] if note else [], args.table_format)
     if getattr(args, "pairwise", False):
-        from winrate.report import format_pairwise
+        from winrate.report.leaderboard import format_pairwise
 
         print("\n" + format_pairwise(result, args.table_format))
     return 0
@@ -291,7 +293,7 @@ def _input_files(args: argparse.Namespace) -> list:
         return []
     if not os.path.isdir(source):
         return [source]
-    from winrate.formats import find_files
+    from winrate.io.formats import find_files
 
     return find_files(source) if getattr(args, "format", None) else []
 
@@ -325,11 +327,11 @@ def _joint_flags(args: argparse.Namespace) -> dict:
 
 
 def _print_report(result, loaded=(), notes=(), table_format: str = "text") -> None:
-    """The report on stdout (:func:`winrate.report.format_report`); on stderr, ``notes``
+    """The report on stdout (:func:`winrate.report.leaderboard.format_report`); on stderr, ``notes``
     (e.g. the clustering chosen by default), then the loader's warnings and the analysis
     warnings, each once."""
     from winrate.notes import as_note
-    from winrate.report import format_report
+    from winrate.report.leaderboard import format_report
 
     print(format_report(result, table_format))
     for note in dict.fromkeys([*notes, *loaded, *result.notes]):
@@ -337,9 +339,9 @@ def _print_report(result, loaded=(), notes=(), table_format: str = "text") -> No
 
 
 def write_page(doc: dict, args: argparse.Namespace, kind: str) -> None:
-    """--html: the web page of the JSON document ``doc`` (:mod:`winrate.html_page`),
+    """--html: the web page of the JSON document ``doc`` (:mod:`winrate.report.html_page`),
     titled by the dataset or input file, e.g. "chatbot_arena leaderboard"."""
-    from winrate.html_page import publish
+    from winrate.report.html_page import publish
 
     source = args.dataset or os.path.basename(args.input or "") or "winrate"
     publish(doc, args.html, title=f"{source} {kind}")
@@ -353,8 +355,8 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     """MMLU-Pro leaderboard clustered by question (a simulated log if the data is absent)."""
     from winrate.analysis import analyze
-    from winrate.data import read_dataset
-    from winrate.download import DataUnavailableError, DownloadError
+    from winrate.io.datasets import read_dataset
+    from winrate.io.download import DataUnavailableError, DownloadError
     from winrate.progress import stage
 
     try:
@@ -377,7 +379,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
 def _simulated_demo(seed: int) -> int:
     from winrate.analysis import analyze
-    from winrate.simulate import SimulationDesign, simulate_comparisons
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
 
     design = SimulationDesign(n_models=8, n_prompts=300, n_judges=40)
     sim = simulate_comparisons(design, seed=seed)
@@ -389,6 +391,25 @@ def _simulated_demo(seed: int) -> int:
         result = analyze(sim.log, cluster="prompt+judge")
     _print_report(result)
     return 0
+
+
+def explore_input(args):
+    """The exploratory report (:func:`winrate.eda.explore_dataset` of --dataset, or
+    :func:`winrate.eda.explore` of the INPUT log)."""
+    from winrate.eda import DEFAULT_CLUSTERINGS, explore, explore_dataset
+    from winrate.inference.analysis import parse_clustering
+
+    options = {**estimator_options(args), "correction": args.correction}
+    if args.dataset and not args.input:
+        return explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
+                               **options)
+    if args.models:
+        raise WinrateInputError("--models selects models of a --dataset; for a file, keep "
+                                "the rows of those models in the file")
+    specs = args.clusterings or DEFAULT_CLUSTERINGS
+    axes = tuple(dict.fromkeys(axis for spec in specs for axis in parse_clustering(spec)))
+    log, loaded = load_log(args, axes)
+    return explore(log, specs, notes=tuple(loaded), **options)
 
 
 def add_eda_arguments(parser: argparse.ArgumentParser) -> None:
@@ -407,7 +428,7 @@ def add_eda_arguments(parser: argparse.ArgumentParser) -> None:
 def run_eda(args: argparse.Namespace) -> int:
     """Exploratory report: how much clustering inflates each model's SE, for a comparison
     log (INPUT) or a bundled dataset."""
-    from winrate.eda import explore_input, format_report, write_json
+    from winrate.eda import format_report, write_json
     from winrate.progress import preference
 
     check_output_path(args.json, "--json", _input_files(args))
@@ -489,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     _waiting_threads_sleep()
     parser = build_parser()
     args = parser.parse_args(argv)
-    from winrate.download import DataUnavailableError, DownloadError  # after parsing: light
+    from winrate.io.download import DataUnavailableError, DownloadError
 
     try:
         return args.run(args)

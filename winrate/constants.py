@@ -3,7 +3,7 @@
 Plain tuples in a module that imports nothing, so that the command line can offer them as
 ``choices`` without loading numpy, pandas, scipy or numba (``winrate --help`` stays
 instant). The module that implements each option re-exports its tuple under its
-historical name (``winrate.variance.CORRECTIONS``, ``winrate.formats.FORMATS``, ...).
+historical name (``winrate.variance.sandwich.CORRECTIONS``, ``winrate.io.formats.FORMATS``, ...).
 """
 
 #: Bradley-Terry tie models: ties as half wins, or Davidson's tie parameter.
@@ -28,10 +28,10 @@ DEFAULT_COLUMNS = {
     "model_b": "model_b",
     "outcome": "outcome",
 }
-#: Bundled datasets of :func:`winrate.datasets.load`.
+#: Bundled datasets of :func:`winrate.io.datasets.load`.
 DATASET_NAMES = ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena", "alpaca_eval", "qlora",
                  "prd")
-#: Published leaderboard formats of :func:`winrate.formats.read_log`.
+#: Published leaderboard formats of :func:`winrate.io.formats.read_log`.
 LOG_FORMATS = ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard")
 #: Score scales of :func:`winrate.evals.question_scores`.
 SCALES = ("auto", "binary", "unit", "other")
@@ -39,7 +39,7 @@ SCALES = ("auto", "binary", "unit", "other")
 BINOMIAL_METHODS = ("wald", "wilson", "clopper-pearson", "jeffreys", "bayes")
 #: Interval choices of :func:`winrate.evals.summarize_scores`.
 INTERVALS = ("auto", *BINOMIAL_METHODS)
-#: Printed table formats (:mod:`winrate.tables`): aligned text, a Markdown pipe table, or
+#: Printed table formats (:mod:`winrate.report.tables`): aligned text, a Markdown pipe table, or
 #: a LaTeX booktabs tabular.
 TABLE_FORMATS = ("text", "markdown", "latex")
 #: Table formats of the eval-statistics reports (:mod:`winrate.evals.report`): also raw CSV.

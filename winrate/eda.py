@@ -1,7 +1,7 @@
 """Exploratory report: how much does clustering inflate the error bars of a comparison log?
 
 :func:`explore` runs :func:`winrate.analysis.analyze` once per clustering of interest and
-collects, for one log (usually a bundled dataset, :func:`winrate.data.read_dataset`):
+collects, for one log (usually a bundled dataset, :func:`winrate.io.logs.read_dataset`):
 
 * **structure**: comparisons, rows, models, observed pairs, prompts, judges, tie share,
   comparisons per prompt per model ``m_a`` (median and range), the clusters of every axis
@@ -89,29 +89,29 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from winrate import diagnostics, estimators
-from winrate.analysis import (
+from winrate import estimators
+from winrate.analysis import LeaderboardAnalysis, analyze
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.inference.analysis import (
     AxisSummary,
-    LeaderboardAnalysis,
-    analyze,
     clustering_problem,
     negligible_se,
     parse_clustering,
 )
-from winrate.data import ComparisonLog, as_log, read_dataset
-from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.report import defined_median, json_safe
-from winrate.results import (
-    Summary,
+from winrate.inference.intervals import (
     bounds_frame,
     clip_to_range,
     simultaneous_bounds,
-    text_block,
     wald_bounds,
 )
+from winrate.io.datasets import read_dataset
+from winrate.io.logs import ComparisonLog, as_log
+from winrate.report.leaderboard import defined_median, json_safe
+from winrate.report.tables import comment_block, render_table
+from winrate.report.text import Summary, text_block
 from winrate.settings import Variance
-from winrate.tables import comment_block, render_table
-from winrate.variance import DEFAULT_CORRECTION
+from winrate.variance import diagnostics
+from winrate.variance.sandwich import DEFAULT_CORRECTION
 
 SCHEMA = "winrate.eda/1"
 DEFAULT_CLUSTERINGS = ("prompt", "judge", "prompt+judge")
@@ -248,14 +248,14 @@ class EdaReport:
                 f"clusterings={list(self.clusterings)}, main={self.main!r})")
 
     def to_html(self, path=None, title: str | None = None) -> str:
-        """The report as one self-contained web page (:mod:`winrate.html_page`), also
+        """The report as one self-contained web page (:mod:`winrate.report.html_page`), also
         written to ``path`` when given."""
-        from winrate.html_page import publish
+        from winrate.report.html_page import publish
 
         return publish(to_dict(self), path, title)
 
     def _repr_html_(self) -> str:
-        from winrate.html_page import notebook_frame
+        from winrate.report.html_page import notebook_frame
 
         return notebook_frame(self.to_html())
 
@@ -375,7 +375,7 @@ class _Base:
     @classmethod
     def of(cls, run: LeaderboardAnalysis) -> _Base:
         """``floor``: the small-sample floor of single-outcome pairs that ``analyze`` adds to
-        every covariance of the win rate (:mod:`winrate.small_sample`), added
+        every covariance of the win rate (:mod:`winrate.estimators.small_sample`), added
         here to the one-way terms a multiway analysis reports too; zero for other estimators.
         ``anchor``: the mask of a Bradley-Terry anchor, whose rating has no variance."""
         board = run.leaderboard
@@ -489,7 +489,7 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
             notes: tuple[str, ...] = (), **estimator) -> EdaReport:
     """The exploratory report of ``log`` for the named clusterings (module doc).
 
-    ``log``: a :class:`ComparisonLog`, DataFrame or file path (:func:`winrate.data.as_log`).
+    ``log``: a :class:`ComparisonLog`, DataFrame or file path (:func:`winrate.io.logs.as_log`).
     ``clusterings`` are specs such as ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or any
     extra axis of the log; unidentified ones are reported with their reason, not computed.
     ``notes`` (e.g. the loader's warnings) head the report's warnings. ``estimator``:
@@ -689,7 +689,7 @@ def _table_note(report: EdaReport) -> str:
 
 def format_table(report: EdaReport, table_format: str = "text") -> str:
     """The per-model table (:func:`model_cells`) in ``table_format``
-    (:func:`winrate.tables.render_table`) and the line that explains its columns (a comment
+    (:func:`winrate.report.tables.render_table`) and the line that explains its columns (a comment
     of the format in Markdown and LaTeX)."""
     header, rows, widths = model_cells(report)
     table = render_table(header, rows, table_format, "l" + "r" * (len(header) - 1), widths)
@@ -742,7 +742,7 @@ def _effective_n_line(report: EdaReport) -> str:
 def format_report(report: EdaReport, table_format: str = "text") -> str:
     """Structure, per-model table, summary and warnings, as printed by ``winrate eda``. For
     Markdown or LaTeX the table is in that format and the text around it a comment of it
-    (:func:`winrate.tables.comment_block`), so the output pastes as the table alone."""
+    (:func:`winrate.report.tables.comment_block`), so the output pastes as the table alone."""
     after = [format_summary(report)]
     if report.warnings:
         after.append("Warnings\n" + "\n".join(f"  - {w}" for w in report.warnings))
@@ -751,20 +751,3 @@ def format_report(report: EdaReport, table_format: str = "text") -> str:
         return "\n\n".join([format_structure(report), table, *after])
     return "\n\n".join([comment_block(format_structure(report), table_format), table,
                          comment_block("\n\n".join(after), table_format)])
-
-
-def explore_input(args) -> EdaReport:
-    """:func:`explore_dataset` of --dataset, or :func:`explore` of the INPUT log."""
-    from winrate.cli import estimator_options, load_log
-
-    options = {**estimator_options(args), "correction": args.correction}
-    if args.dataset and not args.input:
-        return explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
-                               **options)
-    if args.models:
-        raise WinrateInputError("--models selects models of a --dataset; for a file, keep "
-                                "the rows of those models in the file")
-    specs = args.clusterings or DEFAULT_CLUSTERINGS
-    axes = tuple(dict.fromkeys(axis for spec in specs for axis in parse_clustering(spec)))
-    log, loaded = load_log(args, axes)
-    return explore(log, specs, notes=tuple(loaded), **options)

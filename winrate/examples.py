@@ -3,7 +3,7 @@
 Every file is generated from a fixed seed, so the same bytes come out on every run (the
 README's outputs depend on it):
 
-* ``example.csv``: a comparison log simulated by :func:`winrate.simulate.simulate_comparisons`
+* ``example.csv``: a comparison log simulated by :func:`winrate.io.simulate.simulate_comparisons`
   (5 models, 120 prompts, 30 judges, seed 7): ``prompt_id, judge_id, model_a, model_b,
   outcome``.
 * ``scores.csv``: per-question 0/1 scores of three models on 400 questions, one row per
@@ -35,7 +35,7 @@ _PILOT_SEED = 13
 
 def _comparisons():
     """The worked example's comparison log (module docstring) and a one-line description."""
-    from winrate.simulate import SimulationDesign, simulate_comparisons
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
 
     design = SimulationDesign(n_models=5, n_prompts=120, n_judges=30)
     frame = simulate_comparisons(design, seed=WORKED_SEED).frame()

@@ -178,8 +178,9 @@ FEW_EFFECTIVE = 10
 INCOMPLETE_SHARE = 0.10
 
 
-def _plural(count, noun: str) -> str:
-    return f"{count:,g} {noun if count == 1 else noun + 's'}"
+def plural(count, noun: str, nouns: str | None = None) -> str:
+    """``'1 model'``, ``'3 models'``, ``'2.5 comparisons'`` (``nouns``: an irregular plural)."""
+    return f"{count:,g} {noun if count == 1 else nouns or noun + 's'}"
 
 
 def _listed(names, limit: int = 5) -> str:
@@ -309,7 +310,7 @@ def not_psd(what: str, min_eig: float) -> Note:
 def interval_cut(models: list[str]) -> Note:
     return Note(
         "interval-cut",
-        f"{_plural(len(models), 'model')} ({_listed(models)}) had a normal interval reaching "
+        f"{plural(len(models), 'model')} ({_listed(models)}) had a normal interval reaching "
         "past 0% or 100% (marginal or simultaneous); it is cut at the bound, as for a "
         "proportion. So little information is behind these scores that the normal "
         "approximation is poor: read their intervals as rough.", models=models)
@@ -317,9 +318,10 @@ def interval_cut(models: list[str]) -> Note:
 
 def small_sample_floor(pairs: list[tuple[str, str, float]], n_degenerate: int,
                        kind: str) -> Note:
-    """Pairs whose comparisons all agree got a small-sample floor (:mod:`winrate.small_sample`);
+    """Pairs whose comparisons all agree got a small-sample floor
+    (:mod:`winrate.estimators.small_sample`);
     ``pairs``: the first few as (model, model, comparisons)."""
-    shown = [f"{a} vs {b} ({_plural(n, 'comparison')})" for a, b, n in pairs[:5]]
+    shown = [f"{a} vs {b} ({plural(n, 'comparison')})" for a, b, n in pairs[:5]]
     how = ("the posterior mean of its binomial variance under a Beta prior centred on a "
            "Bradley-Terry fit of the whole log (empirical Bayes), so pairs the log places "
            "far apart stay narrow and close pairs do not" if kind == "empirical Bayes" else
@@ -330,7 +332,7 @@ def small_sample_floor(pairs: list[tuple[str, str, float]], n_degenerate: int,
                 f"{n_degenerate} model pair(s) had the same outcome in every comparison "
                 f"({'; '.join(shown)}{', ...' if n_degenerate > 5 else ''}): their sample "
                 f"variance is zero, so instead of a zero-width interval each got {how} "
-                "(small-sample floor, winrate.small_sample).",
+                "(small-sample floor, winrate.estimators.small_sample).",
                 models=sorted({m for a, b, _ in pairs for m in (a, b)}))
 
 

@@ -19,7 +19,7 @@ from winrate.errors import WinrateInputError
 @dataclass(frozen=True)
 class Variance:
     """How the covariance is estimated. ``method``: ``"auto"`` (chosen from the design,
-    :mod:`winrate.method_choice`), ``"sandwich"``, ``"jackknife"`` or ``"bootstrap"``;
+    :mod:`winrate.variance.method_choice`), ``"sandwich"``, ``"jackknife"`` or ``"bootstrap"``;
     ``correction`` (``none``, ``cr1``, ``cr2``) and ``reference`` (``normal`` or ``t``)
     default to the method's choice; ``bootstrap_reps`` replicates of a bootstrap."""
 

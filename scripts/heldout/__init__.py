@@ -1,6 +1,6 @@
-"""Held-out coverage study: generators that share no code with :mod:`winrate.simulate`.
+"""Held-out coverage study: generators that share no code with :mod:`winrate.io.simulate`.
 
-The project's own grid (:mod:`winrate.simulate`, ``scripts/coverage.py``'s grid and design
+The project's own grid (:mod:`winrate.io.simulate`, ``scripts/coverage.py``'s grid and design
 cells) tuned ``method="auto"``; this package is the held-out set pre-registered in
 ``docs/coverage.md``:
 
@@ -16,5 +16,5 @@ cells) tuned ``method="auto"``; this package is the held-out set pre-registered 
   the expectations they need, :mod:`heldout.cells` lists the cells and :mod:`heldout.study`
   runs them (``python scripts/coverage.py --held-out``).
 
-Nothing here imports :mod:`winrate.simulate`; the study imports winrate only to analyse.
+Nothing here imports :mod:`winrate.io.simulate`; the study imports winrate only to analyse.
 """

@@ -14,7 +14,7 @@ the default and by variants that change one ingredient at a time:
 * ``floor-mean``: the plug-in variance of the floor's posterior mean ``p = a / (a + b)``;
 * ``no-floor``: no floor (single-outcome pairs contribute nothing).
 
-The floor variants monkeypatch ``winrate.small_sample.beta_binomial_floor`` inside this
+The floor variants monkeypatch ``winrate.estimators.small_sample.beta_binomial_floor`` inside this
 process only; winrate itself is unchanged. Each row also records the coverage of the
 *field* truth (the mean of psi over every opponent the design allows), to separate the
 estimand from the variance.
@@ -48,10 +48,10 @@ from heldout.design import Design  # noqa: E402
 from heldout.shared import SharedResponses  # noqa: E402
 from heldout.study import analyse, measure, per_model, rep_seed  # noqa: E402
 from heldout.thurstone import Thurstone  # noqa: E402
-from winrate import small_sample  # noqa: E402
-from winrate.analysis import analyze  # noqa: E402
-from winrate.data import read_comparisons  # noqa: E402
+from winrate.analysis import analyze
 from winrate.errors import WinrateWarning  # noqa: E402
+from winrate.estimators import small_sample
+from winrate.io.logs import read_comparisons
 
 THIN = Design(20, 300, 3, 1, 4, rare_weight=0.1, distinct=False)
 STRESS = {

@@ -317,7 +317,7 @@ def _log_rows(log) -> dict[str, np.ndarray]:
 def _read(dataset: str):
     import warnings
 
-    from winrate.data import read_dataset
+    from winrate.io.datasets import read_dataset
 
     with warnings.catch_warnings():  # readers' notes about rows they dropped
         warnings.simplefilter("ignore")

@@ -35,9 +35,9 @@ from tqdm.auto import tqdm
 from heldout.cells import Cell, cell_by_key, held_out_cells
 from heldout.sample import ESTIMATORS
 from winrate.analysis import analyze
-from winrate.data import read_comparisons
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.method_choice import no_reliable_method
+from winrate.io.logs import read_comparisons
+from winrate.variance.method_choice import no_reliable_method
 
 HELD_OUT_SEED = 20260024
 SIM_DRAWS = 10_000

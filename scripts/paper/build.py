@@ -86,8 +86,8 @@ def constants(paper: Paper) -> None:
     """Design constants the text quotes (levels and thresholds of the code, not results)."""
     from real_data import Z
 
-    from winrate.diagnostics import DOMINANT_SHARE
     from winrate.notes import FEW_CLUSTERS
+    from winrate.variance.diagnostics import DOMINANT_SHARE
 
     paper.number("nominal", "95")
     paper.number("zcrit", Z, ".2f")

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from common import PAPER, ROOT, Paper
 
-from winrate.method_choice import MIN_BOOTSTRAP_AXIS, SMALL_AXIS, THIN_PAIR
 from winrate.notes import INCOMPLETE_SHARE
+from winrate.variance.method_choice import MIN_BOOTSTRAP_AXIS, SMALL_AXIS, THIN_PAIR
 
 REPS = 600
 WORKERS = 2

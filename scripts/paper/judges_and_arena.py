@@ -22,7 +22,7 @@ from real_data import read_log
 
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
-from winrate.inference import reference_label
+from winrate.variance.reference import reference_label
 
 FEW_JUDGE_METHODS = (  # (label, clustering, analyze keyword arguments)
     ("prompt only (conditional on the judges)", "prompt", {"method": "sandwich"}),

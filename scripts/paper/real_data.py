@@ -8,9 +8,9 @@ ANOVA ICC, the own-comparison (shared-response) ICC ``rho_a``, the comparisons o
 per cluster ``m_a`` and Kish's prediction ``sqrt(1 + (m_a - 1) rho_a)`` (Kish 1965,
 sec. 8.2). A naive 95% interval whose SE is too small by the factor ``infl`` covers
 ``2 Phi(z / infl) - 1`` (z = 1.96) if the estimate is normal with the clustered SE.
-The dominant-cluster diagnostic is :func:`winrate.diagnostics.largest_cluster_share`; the
+The dominant-cluster diagnostic is :func:`winrate.variance.diagnostics.largest_cluster_share`; the
 model pairs whose comparisons all fall in one cluster of an axis (no variance identified
-for them there) are :func:`winrate.diagnostics.single_cluster_pairs`.
+for them there) are :func:`winrate.variance.diagnostics.single_cluster_pairs`.
 
 ``DATASETS`` lists what the paper reports.
 """
@@ -26,11 +26,11 @@ import pandas as pd
 from common import Paper, add_number, fmt, pct
 from scipy.stats import norm
 
-from winrate.data import read_dataset
-from winrate.diagnostics import DOMINANT_SHARE, largest_cluster_share, single_cluster_pairs
 from winrate.eda import DATASET_CLUSTERINGS, DEFAULT_CLUSTERINGS, EdaReport, explore
 from winrate.errors import WinrateWarning
 from winrate.estimators import fit
+from winrate.io.datasets import read_dataset
+from winrate.variance.diagnostics import DOMINANT_SHARE, largest_cluster_share, single_cluster_pairs
 
 Z = float(norm.isf(0.025))
 SUBSET_SIZE = 19
@@ -284,7 +284,7 @@ def real_data_tables(paper: Paper, specs=DATASETS) -> None:
 def mmlu_subsets(n_subsets: int = N_SUBSETS, size: int = SUBSET_SIZE,
                  seed: int = SUBSET_SEED) -> list[tuple[str, ...]]:
     """Seeded random subsets of ``size`` of the 29 MMLU-Pro models (sorted names)."""
-    from winrate.download import MMLU_PRO_MODELS
+    from winrate.io.download import MMLU_PRO_MODELS
 
     rng = np.random.default_rng(seed)
     models = np.array(sorted(MMLU_PRO_MODELS))

@@ -1,7 +1,7 @@
 """Seeded simulations behind two claims: the naive coverage an inflation implies, and
 two-sided honesty (the naive interval over-covers in a position-swapped paired design).
 
-1. **MMLU-Pro-like design** (:data:`MMLU_LIKE`, :func:`winrate.simulate.simulate_comparisons`):
+1. **MMLU-Pro-like design** (:data:`MMLU_LIKE`, :func:`winrate.io.simulate.simulate_comparisons`):
    29 models, one judge, about 406 comparisons per prompt (every model about 28 times
    per prompt, as on MMLU-Pro), one shared response effect per model and prompt and a
    tie margin giving MMLU-Pro's two-thirds ties. Per replication: the naive and the
@@ -16,7 +16,7 @@ two-sided honesty (the naive interval over-covers in a position-swapped paired d
    games against an opponent on a prompt get ``+beta_p`` and ``-beta_p``, so the shared
    effect cancels within the prompt: the within-prompt correlation is negative, the
    prompt-clustered variance is smaller than the naive one, and the naive interval
-   over-covers while the clustered one is right. Truth: :func:`winrate.simulate.population_psi`
+   over-covers while the clustered one is right. Truth: :func:`winrate.io.simulate.population_psi`
    with ``position_bias_sd = sd`` (the marginal of ``d`` is the same).
 
 Monte Carlo SE of a marginal coverage: SD over replications of the per-replication share
@@ -34,11 +34,11 @@ from common import Paper, fmt, new_figure, pct
 from real_data import Z, implied_naive_coverage
 from tqdm.auto import tqdm
 
-from winrate.data import ComparisonLog
 from winrate.errors import WinrateWarning
-from winrate.leaderboard import fit
-from winrate.simulate import SimulationDesign, population_psi, simulate_comparisons
-from winrate.variance import cluster_cov, naive_cov
+from winrate.estimators.win_rate_kernels import fit
+from winrate.io.logs import ComparisonLog
+from winrate.io.simulate import SimulationDesign, population_psi, simulate_comparisons
+from winrate.variance.sandwich import cluster_cov, naive_cov
 
 SEED = 20241020
 REPS = 200

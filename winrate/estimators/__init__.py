@@ -74,10 +74,10 @@ def settle(estimator: Estimator, options: dict) -> dict:
 
 def fit(log, model: str = DEFAULT_ESTIMATOR, **options):
     """Fit estimator ``model`` (:data:`REGISTRY`) with its ``options`` to ``log`` (a
-    :class:`winrate.data.ComparisonLog`, DataFrame or file path,
-    :func:`winrate.data.as_log`). An option the estimator does not have is an error naming
+    :class:`winrate.io.logs.ComparisonLog`, DataFrame or file path,
+    :func:`winrate.io.logs.as_log`). An option the estimator does not have is an error naming
     the estimators that do; the options are kept on the fit (``board.options``)."""
-    from winrate.data import as_log
+    from winrate.io.logs import as_log
 
     estimator = get(model)
     settled = settle(estimator, options)

@@ -99,7 +99,7 @@ class SufficientData:
 
     def pair_table(self):
         if "pairs" not in self._cache:
-            from winrate.leaderboard import pairwise_table
+            from winrate.estimators.win_rate_kernels import pairwise_table
 
             self._cache["pairs"] = pairwise_table(self.log)
         return self._cache["pairs"]
@@ -234,8 +234,8 @@ class RowRefit:
 
         import numpy as np
 
-        from winrate.data import ComparisonLog
         from winrate.errors import WinrateWarning
+        from winrate.io.logs import ComparisonLog
 
         keep = freq > 1e-12 * freq.max(initial=0.0)
         log = self.log

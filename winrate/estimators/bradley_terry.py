@@ -1,7 +1,8 @@
 """Bradley-Terry ratings on the Elo scale, as the protocol declares them.
 
 The model, its fit, identification, Davidson ties, style covariates and the exact batched
-refits are in :mod:`winrate.bradley_terry` (the kernels); this module declares the options,
+refits are in :mod:`winrate.estimators.bradley_terry_kernels` (the kernels); this module
+declares the options,
 the refits resampling uses (batched Newton on pair totals, or refits of the rows when the
 fit needs them: covariates, Davidson ties) and the report line. Bradley-Terry has no CR2
 strata, no small-sample floor and no wild bootstrap: its score rows are not a linear map of
@@ -43,7 +44,7 @@ def _prior(value) -> float:
 
 
 def _anchor(value) -> dict:
-    from winrate.bradley_terry import parse_anchor
+    from winrate.estimators.bradley_terry_kernels import parse_anchor
 
     model, rating = parse_anchor(value)
     return {"model": model, "rating": rating}
@@ -85,7 +86,7 @@ class BradleyTerry(Estimator):
     refit_phrase = "refitted on every resampled log"
 
     def fit(self, data, options: dict):
-        from winrate.bradley_terry import fit
+        from winrate.estimators.bradley_terry_kernels import fit
 
         return fit(data.rows, ties=options["ties"], prior=options["prior"],
                    anchor=options["anchor"], baseline=options["baseline"],
@@ -97,7 +98,7 @@ class BradleyTerry(Estimator):
     def replicate_scorer(self, board, total_counts, log):
         if board.row_level:
             return super().replicate_scorer(board, total_counts, log)
-        from winrate.bradley_terry import PairRefit
+        from winrate.estimators.bradley_terry_kernels import PairRefit
 
         return PairRefit(board, total_counts)
 

@@ -10,7 +10,8 @@ Bradley-Terry model", JASA 62(317)). With ``eta = theta_a - theta_b`` and a thre
 It is the cumulative-logit model of three ordered outcomes with cut points ``-kappa`` and
 ``kappa`` (McCullagh 1980, JRSS B 42(2)), whose log-likelihood is concave in
 ``(theta, kappa)`` (Pratt 1981, JASA 76(373)), so Newton's method with step halving
-(:func:`winrate.bradley_terry._newton`) finds the MLE from pair counts of wins, losses and
+(:func:`winrate.estimators.bradley_terry_kernels._newton`) finds the MLE from pair counts
+of wins, losses and
 ties. With ``u = kappa - eta``, ``v = -kappa - eta``, ``F = expit``, ``f = F (1 - F)`` and
 ``D = F(u) - F(v)`` the per-comparison derivatives are::
 
@@ -59,11 +60,11 @@ def _derivatives(eta, kappa):
 def _loglik(params, lo, hi, counts, k: int, prior: float):
     """Log-likelihood, gradient and information of pair counts ``(wins, losses, ties)`` of
     the lower-coded model (module doc), with the ridge prior of
-    :func:`winrate.bradley_terry._penalised`."""
+    :func:`winrate.estimators.bradley_terry_kernels._penalised`."""
     import numpy as np
     from scipy.special import expit
 
-    from winrate import bradley_terry as bt
+    from winrate.estimators import bradley_terry_kernels as bt
 
     wins, losses, ties = counts
     theta, kappa = params[:k], params[k]
@@ -93,7 +94,7 @@ def _score_rows(log, params, k: int):
     """(n, K + 1) CSR score rows ``f_r d log P(outcome_r) / d(theta, kappa)``."""
     import numpy as np
 
-    from winrate import bradley_terry as bt
+    from winrate.estimators import bradley_terry_kernels as bt
 
     lo, hi, s_lo = bt._low_orientation(log)
     eta = params[lo] - params[hi]
@@ -127,8 +128,8 @@ class RaoKupper(Estimator):
     def fit(self, data, options: dict):
         import numpy as np
 
-        from winrate import bradley_terry as bt
-        from winrate import leaderboard as kernels
+        from winrate.estimators import bradley_terry_kernels as bt
+        from winrate.estimators import win_rate_kernels as kernels
 
         log = data.rows
         table = data.pair_table()

@@ -7,9 +7,9 @@ variance step needs from the win rate:
 
 * exact replicate scores from pair totals (:class:`winrate.leaderboard.PairScorer`):
   ``psi*_p = W*_p / N*_p`` with the opponent weights recomputed on the replicate's
-  observed pairs (module doc of :mod:`winrate.resampling`);
+  observed pairs (module doc of :mod:`winrate.variance.resampling`);
 * the CR2 strata (each row's pair: the win rate is a set of pair means), the small-sample
-  floor of single-outcome pairs (:mod:`winrate.small_sample`) and the wild bootstrap's
+  floor of single-outcome pairs (:mod:`winrate.estimators.small_sample`) and the wild bootstrap's
   linear map of centred pair totals to the influence (:meth:`WinRate.wild_influence_map`).
 """
 
@@ -45,17 +45,17 @@ class WinRate(Estimator):
     refit_phrase = "recomputed exactly from the resampled pair totals"
 
     def rows(self, log, options: dict):
-        """With a baseline, the rows against it (:func:`winrate.data.rows_against`): rows
+        """With a baseline, the rows against it (:func:`winrate.io.logs.rows_against`): rows
         of two contestants would count in n and the cluster sizes without entering the
         score."""
         if options["baseline"] is None:
             return log
-        from winrate.data import rows_against
+        from winrate.io.logs import rows_against
 
         return rows_against(log, options["baseline"])
 
     def fit(self, data, options: dict):
-        from winrate.leaderboard import fit
+        from winrate.estimators.win_rate_kernels import fit
 
         return fit(data.rows, options["weights"], baseline=options["baseline"],
                    table=data.pair_table())
@@ -64,7 +64,7 @@ class WinRate(Estimator):
         return False
 
     def replicate_scorer(self, board, total_counts, log):
-        from winrate.leaderboard import PairScorer
+        from winrate.estimators.win_rate_kernels import PairScorer
 
         return PairScorer(board, total_counts)
 
@@ -72,7 +72,7 @@ class WinRate(Estimator):
         return board.pair
 
     def small_sample_floor(self, board, frequency, z: float):
-        from winrate.small_sample import degenerate_pair_cov
+        from winrate.estimators.small_sample import degenerate_pair_cov
 
         return degenerate_pair_cov(board, frequency, z)
 
@@ -80,7 +80,7 @@ class WinRate(Estimator):
         return True
 
     def wild_influence_map(self, board, total_counts):
-        from winrate.leaderboard import wild_influence_map
+        from winrate.estimators.win_rate_kernels import wild_influence_map
 
         return wild_influence_map(board, total_counts)
 

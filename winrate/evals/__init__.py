@@ -2,7 +2,7 @@
 
 The toolkit of Miller (2024, "Adding Error Bars to Evals", arXiv 2411.00640) and Bowyer,
 Aitchison & Ivanova (2025, "Don't Use the CLT in LLM Evals With Fewer Than a Few Hundred
-Datapoints", arXiv 2503.01747): clustered SEs through :mod:`winrate.variance`, small-N
+Datapoints", arXiv 2503.01747): clustered SEs through :mod:`winrate.variance.sandwich`, small-N
 intervals, resampling, paired comparisons, power analysis and paper-style reports.
 
 Every name is imported on first use (PEP 562), so the command line's parser
@@ -16,10 +16,7 @@ from typing import TYPE_CHECKING
 from winrate._lazy import lazy_attributes, public_names
 
 if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers
-    from winrate.data import read_table as read_table
-    from winrate.evals.frame import Comparison as Comparison
     from winrate.evals.frame import EvalReport as EvalReport
-    from winrate.evals.frame import ModelResult as ModelResult
     from winrate.evals.frame import QuestionScores as QuestionScores
     from winrate.evals.frame import compare as compare
     from winrate.evals.frame import evaluate as evaluate
@@ -51,17 +48,21 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers
     from winrate.evals.report import pairwise_table as pairwise_table
     from winrate.evals.report import report_json as report_json
     from winrate.evals.report import score_table as score_table
+    from winrate.evals.results import Comparison as Comparison
+    from winrate.evals.results import ModelResult as ModelResult
     from winrate.evals.summary import ScoreSummary as ScoreSummary
     from winrate.evals.summary import VarianceComponents as VarianceComponents
     from winrate.evals.summary import icc_anova as icc_anova
     from winrate.evals.summary import summarize_scores as summarize_scores
     from winrate.evals.summary import variance_components as variance_components
+    from winrate.io.logs import read_table as read_table
 
 #: Module -> its public names; a module is imported when one of its names is first used.
 _EXPORTS = {
-    "winrate.data": ("read_table",),
-    "winrate.evals.frame": ("Comparison", "EvalReport", "ModelResult", "QuestionScores", "compare",
-                            "evaluate", "neighbour_pairs", "question_scores"),
+    "winrate.io.logs": ("read_table",),
+    "winrate.evals.frame": ("EvalReport", "QuestionScores", "compare", "evaluate",
+                            "neighbour_pairs", "question_scores"),
+    "winrate.evals.results": ("Comparison", "ModelResult"),
     "winrate.evals.intervals": ("BINOMIAL_METHODS", "BinomialInterval", "ClusteredBayesInterval",
                                 "Coverage", "binomial_interval", "clustered_bayes_interval",
                                 "exact_average_coverage"),

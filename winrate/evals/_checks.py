@@ -13,7 +13,7 @@ import pandas as pd
 
 from winrate.constants import SCALAR_CORRECTIONS, SCALES
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
-from winrate.inference import _check_alpha
+from winrate.variance.reference import _check_alpha
 
 #: Below this many clusters the cluster-robust SE is biased down and its normal reference
 #: is unreliable (rule of thumb in Cameron & Miller 2015, sec. VI; clustered-se primer).
@@ -123,7 +123,7 @@ check_alpha = _check_alpha
 
 
 def check_correction(correction: str) -> str:
-    """``correction`` if it is one of :data:`winrate.variance.SCALAR_CORRECTIONS` (per-question
+    """``correction`` if it is one of :data:`winrate.constants.SCALAR_CORRECTIONS` (per-question
     scores have no strata for CR2), else a WinrateInputError."""
     if correction not in SCALAR_CORRECTIONS:
         raise WinrateInputError(f"correction must be one of {SCALAR_CORRECTIONS}, got "

@@ -56,8 +56,8 @@ def _add_scale_argument(parser: argparse.ArgumentParser) -> None:
 
 def _read_scores(path, args: argparse.Namespace):
     """The answer table of ``path`` as question-level scores; ids and names read as text."""
-    from winrate.data import read_table
     from winrate.evals.frame import question_scores
+    from winrate.io.logs import read_table
 
     text = [args.question_col, args.model_col, *args.cluster_col]
     frame = read_table(path, text_cols=[c for c in text if c])

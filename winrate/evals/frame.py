@@ -18,22 +18,20 @@ import pandas as pd
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 from winrate.evals._checks import resolve_scale
 from winrate.evals.paired import (
-    McNemarResult,
-    PairedBayesResult,
-    PairedComparison,
     mcnemar,
     paired_bayes,
     paired_difference,
 )
+from winrate.evals.results import Comparison, ModelResult
 from winrate.evals.summary import (
     ScoreSummary,
-    VarianceComponents,
     is_binary,
     summarize_scores,
     variance_components,
 )
-from winrate.results import Summary, bounds_frame, simultaneous_bounds, text_block
-from winrate.variance import DEFAULT_CORRECTION, multiway_cluster_cov
+from winrate.inference.intervals import bounds_frame, simultaneous_bounds
+from winrate.report.text import Summary, text_block
+from winrate.variance.sandwich import DEFAULT_CORRECTION, multiway_cluster_cov
 
 SINGLE_MODEL = "model"
 #: words in a column name that say it names models
@@ -72,7 +70,7 @@ class QuestionScores:
         Question q moves model m's mean by ``u_qm = (x_qm - xbar_m) / n_m`` when m answered
         it (0 otherwise, ``n_m`` the questions m answered); the covariance is
         ``sum_g t_g t_g^T`` of the cluster totals ``t_g = sum_{q in g} u_q`` by the cluster
-        columns (multiway, :func:`winrate.variance.multiway_cluster_cov` with
+        columns (multiway, :func:`winrate.variance.sandwich.multiway_cluster_cov` with
         ``correction``) or, without clusters, by question (``U^T U``, questions
         independent; Miller 2024, sec. 4.2, for two models).
         """
@@ -214,7 +212,7 @@ def question_scores_from_wide(
     scores: pd.DataFrame, clusters: pd.DataFrame | None = None, cluster_cols: Sequence[str] = ()
 ) -> QuestionScores:
     """Question-level scores from a questions x models matrix (NaN: no answer), e.g.
-    :func:`winrate.datasets.mmlu_pro_correctness`, with per-question cluster labels taken
+    :func:`winrate.io.datasets.mmlu_pro_correctness`, with per-question cluster labels taken
     from ``clusters[cluster_cols]`` (indexed by question)."""
     long = scores.rename_axis(index="question", columns="model").stack().dropna().rename("score")
     long = long.reset_index()
@@ -248,28 +246,6 @@ def answer_matrix(
         index=qs.question_col, columns="__k__", values=qs.score_col
     )
     return wide.loc[counts.index].iloc[:, : int(counts.iloc[0])].to_numpy()
-
-
-@dataclass(frozen=True)
-class ModelResult:
-    """Per-model result: the :class:`ScoreSummary` of its question-level scores, the mean
-    number of answers per question, and Miller's variance split when K >= 2 is balanced."""
-
-    summary: ScoreSummary
-    answers_per_question: float
-    components: VarianceComponents | None
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A paired comparison of ``model_a`` and ``model_b`` on their common questions, with
-    McNemar's test and (on request) the Bayesian paired model for 0/1 scores."""
-
-    model_a: str
-    model_b: str
-    paired: PairedComparison
-    mcnemar: McNemarResult | None
-    bayes: PairedBayesResult | None = None
 
 
 @dataclass(frozen=True, eq=False)

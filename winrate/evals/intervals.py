@@ -26,7 +26,7 @@ from winrate.constants import BINOMIAL_METHODS
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals._checks import check_alpha
 from winrate.evals._importance import importance_sample, log_gamma_logpdf, logit_beta_logpdf
-from winrate.inference import critical_value
+from winrate.variance.reference import critical_value
 
 #: below this importance-sampling effective sample size the posterior is poorly represented
 MIN_ESS = 200

@@ -1,6 +1,6 @@
 """Real use: accuracy of the 29 MMLU-Pro models with naive and clustered SEs.
 
-Reads the per-question correctness matrix through :func:`winrate.datasets.read_mmlu_pro`
+Reads the per-question correctness matrix through :func:`winrate.io.datasets.read_mmlu_pro`
 and evaluates every model three times: questions independent (naive SE), clustered by the
 original source subject ``src`` (91 clusters) and by ``category`` (14 clusters, so t with
 13 df). Neighbouring models in the accuracy ranking are compared with paired SEs.
@@ -75,7 +75,7 @@ def mmlu_pro_clustered(
     ``quiet`` silences the expected WinrateWarnings (14 categories are few clusters; one
     model did not answer every question, so its comparisons use the common questions).
     """
-    from winrate.datasets import read_mmlu_pro
+    from winrate.io.datasets import read_mmlu_pro
 
     data = read_mmlu_pro(data_dir, models, **fetch_options)
     qs = question_scores_from_wide(data.correctness, data.questions, list(CLUSTERINGS))

@@ -25,8 +25,8 @@ from winrate.evals._checks import (
 from winrate.evals._importance import importance_sample, logit_beta_logpdf
 from winrate.evals.intervals import _check_counts, _check_prior, warn_low_ess, weighted_quantiles
 from winrate.evals.summary import clt_se, clustered_mean_ses, is_binary
-from winrate.inference import critical_value
-from winrate.variance import DEFAULT_CORRECTION, group_codes
+from winrate.variance.reference import critical_value
+from winrate.variance.sandwich import DEFAULT_CORRECTION, group_codes
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from winrate.evals._checks import (
     same_length,
 )
 from winrate.evals.summary import clip_negative_variance, conditional_variance, total_variance
-from winrate.inference import critical_value
-from winrate.variance import DEFAULT_CORRECTION, group_codes
+from winrate.variance.reference import critical_value
+from winrate.variance.sandwich import DEFAULT_CORRECTION, group_codes
 
 
 def _per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff) -> float:

@@ -17,9 +17,9 @@ import pandas as pd
 
 from winrate.constants import EVAL_FORMATS as FORMATS
 from winrate.errors import WinrateInputError
-from winrate.evals.frame import Comparison, EvalReport, ModelResult
-from winrate.report import json_safe
-from winrate.tables import render_table
+from winrate.evals.results import Comparison, ModelResult
+from winrate.report.leaderboard import json_safe
+from winrate.report.tables import render_table
 
 JSON_SCHEMA_VERSION = 1
 
@@ -111,7 +111,7 @@ def pairwise_records(comparisons: Sequence[Comparison]) -> list[dict]:
 
 def render(rows: list[dict], fmt: str) -> str:
     """Render rows (dicts; a key missing from a row shows as ``-``) as an aligned text,
-    markdown, LaTeX (tabular) or CSV table (:func:`winrate.tables.render_table`)."""
+    markdown, LaTeX (tabular) or CSV table (:func:`winrate.report.tables.render_table`)."""
     if fmt not in FORMATS:
         raise WinrateInputError(f"format must be one of {FORMATS}, got {fmt!r}")
     if fmt == "csv":
@@ -132,16 +132,18 @@ def by_score(models: Mapping[str, ModelResult]) -> dict[str, ModelResult]:
     return {name: models[name] for name in sorted(models, key=key)}
 
 
-def score_table(report: EvalReport, fmt: str = "markdown", digits: int = 1) -> str:
-    """The per-model score table of a report, best mean first."""
+def score_table(report, fmt: str = "markdown", digits: int = 1) -> str:
+    """The per-model score table of a report (an :class:`~winrate.evals.frame.EvalReport`),
+    best mean first."""
     models = by_score(report.models)
     rows = (score_records(models) if fmt == "csv"
             else score_rows(models, digits, report.scale))
     return render(rows, fmt)
 
 
-def pairwise_table(report: EvalReport, fmt: str = "markdown", digits: int = 1) -> str:
-    """The pairwise comparison table of a report (empty string without comparisons)."""
+def pairwise_table(report, fmt: str = "markdown", digits: int = 1) -> str:
+    """The pairwise comparison table of a report (an
+    :class:`~winrate.evals.frame.EvalReport`; empty string without comparisons)."""
     comps = report.comparisons
     rows = (pairwise_records(comps) if fmt == "csv"
             else pairwise_rows(comps, digits, report.scale))
@@ -194,7 +196,7 @@ def comparison_record(c: Comparison) -> dict:
     return json_safe(record)
 
 
-def report_json(report: EvalReport) -> dict:
+def report_json(report) -> dict:
     """The ``--json`` document (schema version :data:`JSON_SCHEMA_VERSION`).
 
     Top level: ``schema_version``, ``score_col``, ``question_col``, ``model_col``,

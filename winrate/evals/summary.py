@@ -6,7 +6,7 @@ Conventions (Miller 2024, "Adding Error Bars to Evals", arXiv 2411.00640):
 * Bernoulli standard error for 0/1 scores, eq. 2: ``SE^2 = s_bar (1 - s_bar) / n``.
 * Clustered standard error, appendix A: the sandwich
   ``V = c(G) sum_c (sum_{i in c} (s_i - s_bar))^2 / n^2`` (all pairs i, j of a cluster over
-  n^2), computed by :func:`winrate.variance.multiway_cluster_cov` on the influence
+  n^2), computed by :func:`winrate.variance.sandwich.multiway_cluster_cov` on the influence
   ``(s_i - s_bar) / n``; ``c = 1`` (``"none"``, CR0, Miller's appendix A sum) or
   ``G / (G - 1)`` (``"cr1"``). Miller's eq. 4 instead adds the within-cluster cross terms
   to the n - 1 CLT variance of eq. 1. With singleton clusters CR1 reduces exactly to the
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from winrate.constants import INTERVALS
-from winrate.diagnostics import anova_icc
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals._checks import (
     as_cluster_list,
@@ -33,8 +32,9 @@ from winrate.evals._checks import (
     check_correction,
 )
 from winrate.evals.intervals import binomial_interval, clustered_bayes_interval
-from winrate.inference import wald_intervals
-from winrate.variance import (
+from winrate.inference.joint import wald_intervals
+from winrate.variance.diagnostics import anova_icc
+from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,
     group_codes,
     multiway_cluster_cov,
@@ -52,7 +52,7 @@ def clustered_mean_ses(values: np.ndarray, cluster_list) -> tuple[dict[str, floa
     appendix A; multiway by inclusion-exclusion). Also says whether a PSD repair happened.
     ``({}, False)`` without clusters.
 
-    One :func:`~winrate.variance.multiway_cluster_cov` call gives the CR1 variance and
+    One :func:`~winrate.variance.sandwich.multiway_cluster_cov` call gives the CR1 variance and
     every inclusion-exclusion term ``G/(G - 1) meat``; the CR0 variance is the signed sum
     of ``meat = (G - 1)/G * term`` with the same PSD repair (CGM 2011, sec. 2.3).
     """

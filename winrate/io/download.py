@@ -1,4 +1,4 @@
-"""Find the real-data files of :mod:`winrate.datasets` on disk, or download them.
+"""Find the real-data files of :mod:`winrate.io.datasets` on disk, or download them.
 
 Where files are looked for, in this order:
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from winrate.errors import WinrateInputError
-from winrate.variance import GroupMeat, group_meat
+from winrate.variance.sandwich import GroupMeat, group_meat
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
 #: Why one half (``largest_cluster_share``): for independent normal cluster totals the
@@ -38,7 +37,7 @@ from winrate.variance import GroupMeat, group_meat
 #: each share ~ Beta(1/2, (G - 1)/2)) exceeds 1/2 with probability
 #: ``G P(F(1, G - 1) > G - 1)``, 2.6e-4 at G = 30. A lower bar, 1/sqrt(30) (fewer than
 #: 30 effective clusters), fires on most simulated 120-prompt logs of unequal prompt sizes
-#: (`winrate.simulate` defaults), where each estimated share is a noisy one-draw estimate.
+#: (`winrate.io.simulate` defaults), where each estimated share is a noisy one-draw estimate.
 DOMINANT_SHARE = 0.5
 
 
@@ -162,46 +161,6 @@ def _single_cluster(pair, codes, n_pairs):  # pragma: no cover - numba
         elif first[pair[r]] != codes[r]:
             single[pair[r]] = False
     return single
-
-
-def _components_text(labels: np.ndarray, names: np.ndarray, limit: int = 4) -> str:
-    groups = [names[labels == c] for c in np.unique(labels)]
-    groups.sort(key=len)
-    shown = ["{" + ", ".join(map(str, g[:6])) + (", ..." if len(g) > 6 else "") + "}"
-             for g in groups[:limit]]
-    return "; ".join(shown) + (f"; ... ({len(groups)} groups)" if len(groups) > limit else "")
-
-
-def component_labels(adjacency: np.ndarray) -> np.ndarray:
-    """Connected-component label (0, 1, ... in order of first node) of every node of a
-    symmetric boolean adjacency matrix: breadth-first search one level at a time, so each
-    node's row is read once (O(K^2) for K nodes, no sparse-graph set-up)."""
-    labels = np.full(adjacency.shape[0], -1)
-    n_components = 0
-    for start in range(adjacency.shape[0]):  # over nodes (models), not rows
-        if labels[start] >= 0:
-            continue
-        frontier = np.zeros(adjacency.shape[0], bool)
-        frontier[start] = True
-        while frontier.any():
-            labels[frontier] = n_components
-            frontier = adjacency[frontier].any(axis=0) & (labels < 0)
-        n_components += 1
-    return labels
-
-
-def check_connected(counts: np.ndarray, names: np.ndarray) -> None:
-    """Error naming the components when the comparison graph is disconnected: ratings in
-    different components are not on a common scale (no comparison links them)."""
-    played = counts.sum(axis=1) > 0  # a model with no comparisons is reported as such
-    labels = component_labels(counts[np.ix_(played, played)] > 0)
-    n_comp = labels.max(initial=-1) + 1
-    names = names[played]
-    if n_comp > 1:
-        raise WinrateInputError(
-            f"the comparison graph has {n_comp} disconnected components, so their scores "
-            f"share no scale: {_components_text(labels, names)}. Compare models across "
-            "components, or analyse each component separately")
 
 
 def largest_cluster_share(influence, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -36,9 +36,33 @@ from winrate import notes
 from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError, first_rows
 from winrate.notes import Note, emit
-from winrate.variance import factorize_groups
 
 _LABEL_SCORES = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
+
+
+def factorize_groups(groups) -> tuple[np.ndarray, np.ndarray]:
+    """Map arbitrary group labels to dense codes ``0..G-1`` in O(n); return (codes, labels).
+
+    Non-negative integer labels with a moderate range are compressed with a bincount
+    (labels come out sorted); anything else (strings, negative or huge integers) is hashed
+    by ``pandas.factorize`` (labels in order of appearance). Missing labels are an error.
+    """
+    labels = np.asarray(groups)
+    if labels.ndim != 1:
+        raise ValueError(f"groups must be 1-D, got shape {labels.shape}")
+    if labels.dtype.kind in "iu" and labels.size:
+        low, high = labels.min(), labels.max()
+        if low >= 0 and high < max(4 * labels.size, 1 << 16):
+            present = np.bincount(labels, minlength=int(high) + 1) > 0
+            if present.all():
+                return labels, np.arange(present.size)
+            remap = np.cumsum(present) - 1
+            return remap[labels], np.flatnonzero(present)
+    if pd.isna(labels).any():
+        raise ValueError("groups contain missing values; every row needs a cluster label")
+    codes, uniques = pd.factorize(labels, sort=False)
+    return codes.astype(np.int64), np.asarray(uniques)
+
 
 
 @dataclass(frozen=True)
@@ -635,23 +659,6 @@ def _optional_default(frame: pd.DataFrame, column: str | None, role: str) -> str
     if column == DEFAULT_COLUMNS[role] and column not in frame.columns:
         return None
     return column
-
-
-def read_dataset(name: str, models=None, **options) -> ComparisonLog:
-    """A bundled dataset (:func:`winrate.datasets.load`) as a log with all its axes.
-
-    Every dataset-specific column (``category``, ``src``, ``item_id``) becomes an extra
-    axis; a ``count`` column becomes the frequency weight; ``style_*`` columns (style
-    differences of the two answers) become features, for ``--covariates``.
-    """
-    from winrate import datasets
-
-    frame = datasets.load(name, models=models, **options)
-    standard = (*DEFAULT_COLUMNS.values(), "count")
-    features = tuple(c for c in frame.columns if str(c).startswith("style_"))
-    extra = tuple(c for c in frame.columns if c not in standard and c not in features)
-    weight = "count" if "count" in frame.columns else None
-    return read_comparisons(frame, weight_col=weight, extra_cols=extra, feature_cols=features)
 
 
 def rows_against(log: ComparisonLog, baseline: str) -> ComparisonLog:

@@ -42,7 +42,7 @@ Stefanski & Boos 2002, "The calculus of M-estimation", Amer. Stat. 56(1)) with s
 (observed information, plus ``I / VAR`` under the prior). Under the centring constraint
 ``H`` is singular along ``u = (1_K, 0) / sqrt(K)`` and ``H^-1`` is its Moore-Penrose inverse
 ``(H + u u')^-1 - u u'``. The estimator returns the sparse score rows and the bread
-``B = R H^-1`` (``R`` the Elo/anchor reporting map) and :mod:`winrate.variance` computes
+``B = R H^-1`` (``R`` the Elo/anchor reporting map) and :mod:`winrate.variance.sandwich` computes
 ``B M B'`` for any clustering of the rows: the influence ``G B'`` is never built.
 """
 
@@ -56,16 +56,16 @@ from scipy.special import expit
 
 from winrate import notes
 from winrate.constants import TIE_MODELS
-from winrate.data import ComparisonLog
-from winrate.diagnostics import check_connected
 from winrate.errors import WinrateInputError
-from winrate.leaderboard import (
-    Leaderboard,
+from winrate.estimators.graph import check_connected
+from winrate.estimators.leaderboard import Leaderboard
+from winrate.estimators.win_rate_kernels import (
     baseline_code,
     influence_matrix,
     model_code,
     pairwise_table,
 )
+from winrate.io.logs import ComparisonLog
 
 ELO_SCALE = 400.0 / np.log(10.0)
 DEFAULT_RATING = 1000.0

@@ -7,7 +7,8 @@ variance ``p (1 - p) / n``; only ``p (1 - p)`` must come from somewhere else.
 
 Empirical-Bayes floor (the default). The other pairs of the log say how far apart models
 are: a Bradley-Terry fit predicts each pair's ``pi_ab`` with a ridge prior whose variance
-is estimated from the log (:func:`winrate.bradley_terry.empirical_bayes_probabilities`).
+is estimated from the log
+(:func:`winrate.estimators.bradley_terry_kernels.empirical_bayes_probabilities`).
 The pair's own outcomes update the prior ``p ~ Beta(m pi, m (1 - pi))``, worth ``m = 2``
 comparisons (at ``pi = 1/2`` the uniform prior of Bayes and Laplace), and the floor is the
 posterior mean of the variance (a conjugate Beta-binomial step; see e.g. Gelman et al.
@@ -47,8 +48,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from winrate.bradley_terry import empirical_bayes_probabilities
-from winrate.leaderboard import Leaderboard
+from winrate.estimators.bradley_terry_kernels import empirical_bayes_probabilities
+from winrate.estimators.leaderboard import Leaderboard
 
 #: Weight of the Bradley-Terry prediction in the floor's Beta prior, in comparisons.
 PRIOR_COMPARISONS = 2.0

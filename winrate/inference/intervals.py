@@ -1,9 +1,9 @@
-"""What the result objects share: interval frames, statsmodels-style text blocks.
+"""Interval bounds the result objects share: Wald and simultaneous bounds, cut at the range
+of the score scale, as labelled frames.
 
 :class:`~winrate.analysis.LeaderboardAnalysis`, :class:`~winrate.eda.EdaReport` and
-:class:`~winrate.evals.frame.EvalReport` each offer ``to_frame()``, ``conf_int(alpha,
-joint)`` and ``summary()``; the pieces they have in common live here. Every interval is
-computed by :mod:`winrate.inference`.
+:class:`~winrate.evals.frame.EvalReport` each offer ``conf_int(alpha, joint)``; the bounds
+they have in common are computed here, from :mod:`winrate.inference.joint`.
 """
 
 from __future__ import annotations
@@ -11,45 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from winrate.inference import critical_value, joint_df, simultaneous_intervals
-
-
-class Summary(str):
-    """A text report that shows as itself at the prompt (``result.summary()``), like
-    statsmodels' ``Summary``, and is a plain ``str`` everywhere else."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
-#: The longest rule of a text block: wide tables run past it rather than stretch it.
-RULE_WIDTH = 100
-
-
-def text_block(title: str, parts, notes=()) -> Summary:
-    """``parts`` (blocks of text) under a centred ``title`` between rules, as statsmodels'
-    ``summary()`` lays them out; ``notes`` (warnings) numbered below."""
-    parts = [part for part in parts if part]
-    width = min(RULE_WIDTH, max(len(line) for part in [title, *parts]
-                                for line in part.splitlines()))
-    lines = ["=" * width, title.center(width).rstrip(), "=" * width]
-    for i, part in enumerate(parts):
-        if i:
-            lines.append("-" * width)
-        lines.extend(part.splitlines())
-    lines.append("=" * width)
-    if notes:
-        lines.append("Warnings:")
-        lines.extend(f"[{i}] {_coded(note)}" for i, note in enumerate(notes, 1))
-    return Summary("\n".join(lines))
-
-
-def _coded(note) -> str:
-    """A note with its code in front (:class:`winrate.notes.Note`); other text as it is."""
-    code = getattr(note, "code", None)
-    return f"({code}) {note}" if code else str(note)
+from winrate.inference.joint import simultaneous_intervals
+from winrate.variance.reference import critical_value, joint_df
 
 
 def bounds_frame(names, low, high, order=None) -> pd.DataFrame:
@@ -59,11 +22,6 @@ def bounds_frame(names, low, high, order=None) -> pd.DataFrame:
     frame = pd.DataFrame({"lower": np.asarray(low, float), "upper": np.asarray(high, float)},
                          index=index)
     return frame if order is None else frame.reindex(order)
-
-
-def plural(count, noun: str, nouns: str | None = None) -> str:
-    """``'1 model'``, ``'3 models'``, ``'2.5 comparisons'`` (``nouns``: an irregular plural)."""
-    return f"{count:,g} {noun if count == 1 else nouns or noun + 's'}"
 
 
 #: The range of the scores on each scale (none on the Elo scale); intervals are cut at it.

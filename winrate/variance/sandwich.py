@@ -52,13 +52,13 @@ from itertools import combinations
 
 import numba
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 from numba import njit
 
 from winrate import notes
 from winrate.constants import CORRECTIONS, DEFAULT_CORRECTION
 from winrate.errors import WinrateInputError
+from winrate.io.logs import factorize_groups
 from winrate.parallel import sized_kernel
 
 _PSD_TOLERANCE = 1e-10
@@ -148,30 +148,6 @@ def _scale_rows(infl, scale: np.ndarray):
         return sp.csr_array((infl.data * np.repeat(scale, np.diff(infl.indptr)),
                              infl.indices, infl.indptr), shape=infl.shape)
     return infl * scale[:, None]
-
-
-def factorize_groups(groups) -> tuple[np.ndarray, np.ndarray]:
-    """Map arbitrary group labels to dense codes ``0..G-1`` in O(n); return (codes, labels).
-
-    Non-negative integer labels with a moderate range are compressed with a bincount
-    (labels come out sorted); anything else (strings, negative or huge integers) is hashed
-    by ``pandas.factorize`` (labels in order of appearance). Missing labels are an error.
-    """
-    labels = np.asarray(groups)
-    if labels.ndim != 1:
-        raise ValueError(f"groups must be 1-D, got shape {labels.shape}")
-    if labels.dtype.kind in "iu" and labels.size:
-        low, high = labels.min(), labels.max()
-        if low >= 0 and high < max(4 * labels.size, 1 << 16):
-            present = np.bincount(labels, minlength=int(high) + 1) > 0
-            if present.all():
-                return labels, np.arange(present.size)
-            remap = np.cumsum(present) - 1
-            return remap[labels], np.flatnonzero(present)
-    if pd.isna(labels).any():
-        raise ValueError("groups contain missing values; every row needs a cluster label")
-    codes, uniques = pd.factorize(labels, sort=False)
-    return codes.astype(np.int64), np.asarray(uniques)
 
 
 def group_codes(groups) -> tuple[np.ndarray, int]:

@@ -24,7 +24,7 @@ Strings (model names, prompt texts, judge names) are kept exactly as written, ex
 model names of the ``qlora`` and ``prd`` file names, cleaned by a fixed rule (below). Rows
 that compare a model with itself carry no information and are dropped with a
 :class:`~winrate.errors.WinrateWarning` (AlpacaEval's baseline-vs-baseline file).
-:func:`read_log` turns the frame into a :class:`~winrate.data.ComparisonLog`.
+:func:`read_log` turns the frame into a :class:`~winrate.io.logs.ComparisonLog`.
 
 Formats (:data:`FORMATS`)
 -------------------------
@@ -127,9 +127,8 @@ import numpy as np
 import pandas as pd
 
 from winrate.constants import LOG_FORMATS as FORMATS
-from winrate.data import ComparisonLog, read_comparisons
-from winrate.datasets import natural_key
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.io.logs import ComparisonLog, read_comparisons
 from winrate.notes import Note, emit
 from winrate.progress import bar
 
@@ -144,6 +143,12 @@ _SHOW_FILES = 5
 
 
 # --------------------------------------------------------------------------- public
+
+
+def natural_key(text: str):
+    """Sort key: whole numbers (decimal digits only) numerically, then anything else as
+    text. ``str.isdecimal``, not ``isdigit``: ``"²"`` is a digit that ``int`` rejects."""
+    return (0, int(text), "") if text.isdecimal() else (1, 0, text)
 
 
 def read_format(path, name: str, **options) -> pd.DataFrame:

@@ -1,11 +1,11 @@
 """A leaderboard or exploratory report as one self-contained web page.
 
-The page is rendered from the JSON document alone (``winrate.report.to_dict`` of an
+The page is rendered from the JSON document alone (``winrate.report.leaderboard.to_dict`` of an
 analysis, schema ``winrate.leaderboard/1``, or ``winrate.eda.to_dict`` of an exploratory
 report, ``winrate.eda/1``): its keys are the stable interface, so this module imports no
 numerical code and can render a JSON file written by another version of winrate.
 
-What the page holds: its styles and script inline (``winrate/html_assets``), every table
+What the page holds: its styles and script inline (``winrate/report/html_assets``), every table
 and chart rendered here as HTML and inline SVG, and the document itself in a
 ``<script type="application/json">`` block, from which the script offers the JSON download
 and draws the pairwise matrix. Nothing is loaded from anywhere: the Content-Security-Policy
@@ -14,7 +14,7 @@ allows no source but the page's own script and style, named by their SHA-256 has
 anything. Every string of the document is escaped (:func:`html.escape`, and
 :func:`script_json` for the embedded JSON). The same document and version give the same
 bytes: no timestamp, and every list in a fixed order (models best score first, ties in
-``models`` order, as :func:`winrate.report.leaderboard_table` orders them).
+``models`` order, as :func:`winrate.report.leaderboard.leaderboard_table` orders them).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def script_json(doc) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("winrate").joinpath("html_assets", name).read_text(encoding="utf-8")
+    asset = resources.files("winrate.report").joinpath("html_assets", name)
+    return asset.read_text(encoding="utf-8")
 
 
 def _sha256(source: str) -> str:
@@ -139,7 +140,7 @@ def best_first(scores: list) -> list[int]:
 
 def naive_bounds(doc: dict) -> tuple[list, list]:
     """The naive interval ``S_a -/+ z_{1-alpha/2} SE_naive`` (rows independent, normal
-    reference, as :mod:`winrate.plots` draws it), cut at [0, 1] for win probabilities
+    reference, as :mod:`winrate.report.plots` draws it), cut at [0, 1] for win probabilities
     (:func:`winrate.results.clip_to_range`); null where the naive SE is."""
     z = NormalDist().inv_cdf(1 - doc["settings"]["alpha"] / 2)
     cut = doc["settings"].get("scale") == "probability"

@@ -43,12 +43,12 @@ import scipy.sparse as sp
 
 from winrate import estimators, notes
 from winrate.constants import VARIANCE_METHODS
-from winrate.data import ComparisonLog
 from winrate.errors import WinrateInputError
-from winrate.inference import _check_alpha, _quantile_with_se, reference_label
-from winrate.leaderboard import Leaderboard
+from winrate.estimators.leaderboard import Leaderboard
+from winrate.io.logs import ComparisonLog
 from winrate.progress import bar
-from winrate.variance import (
+from winrate.variance.reference import _check_alpha, _quantile_with_se, reference_label
+from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,
     group_codes,
     inclusion_exclusion,

@@ -67,7 +67,7 @@ from scipy import integrate
 from scipy.special import ndtr
 from scipy.stats import norm
 
-from winrate.data import ComparisonLog
+from winrate.io.logs import ComparisonLog
 
 _OUTCOME_LABELS = np.array(["b", "tie", "a"])
 

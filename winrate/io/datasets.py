@@ -12,9 +12,9 @@ model_a    first model (both model columns share one category list: the models u
 model_b    second model
 outcome    ``"a"`` (model_a won), ``"b"`` (model_b won) or ``"tie"``; categories in that order.
            ``alpaca_eval``, ``qlora``, ``prd``: the float score of model_a in [0, 1]
-           (read by :mod:`winrate.formats`)
+           (read by :mod:`winrate.io.formats`)
 count      ``chatbot_arena`` only: the row stands for that many identical comparisons
-style_*    ``alpaca_eval`` only: per-row style features (:mod:`winrate.formats`)
+style_*    ``alpaca_eval`` only: per-row style features (:mod:`winrate.io.formats`)
 ...        dataset-specific cluster axes (``category``, ``src``, ``item_id``)
 ========== ================================================================================
 
@@ -24,10 +24,10 @@ strings even where the upstream id is a number (``"70"`` for MMLU-Pro question 7
 Categories are the values the rows use (after a ``models=`` selection too), except that
 ``outcome`` always has all three.
 
-Files are found and downloaded by :mod:`winrate.download` (``data_dir`` argument, then
+Files are found and downloaded by :mod:`winrate.io.download` (``data_dir`` argument, then
 ``$WINRATE_DATA``, then the user cache; missing files are fetched from pinned upstream
 addresses, SHA-256 checked). ``alpaca_eval``, ``qlora`` and ``prd`` are folders of many
-files read by :mod:`winrate.formats`; they are found the same way but not downloaded (the
+files read by :mod:`winrate.io.formats`; they are found the same way but not downloaded (the
 error says where to get them). :func:`describe` says where each dataset comes from.
 """
 
@@ -46,7 +46,9 @@ import numpy as np
 import pandas as pd
 
 from winrate.constants import DATASET_NAMES as NAMES
-from winrate.download import (
+from winrate.constants import DEFAULT_COLUMNS
+from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.io.download import (
     MMLU_PRO_MODELS,
     ChecksumError,
     DataFile,
@@ -58,7 +60,8 @@ from winrate.download import (
     mmlu_pro_zip_name,
     search_dirs,
 )
-from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.io.formats import natural_key, read_format
+from winrate.io.logs import ComparisonLog, read_comparisons
 
 __all__ = [
     "NAMES",
@@ -71,7 +74,7 @@ __all__ = [
     "load",
     "mmlu_pro_correctness",
     "mmlu_pro_questions",
-    "natural_key",
+    "read_dataset",
     "read_mmlu_pro",
 ]
 
@@ -123,7 +126,7 @@ _DESCRIPTIONS = {
         "weighted_alpaca_eval_gpt4_turbo/annotations.json, commit cd543a149df8; code "
         "Apache-2.0, data CC BY-NC 4.0): 58 models each against the baseline "
         "gpt4_1106_preview on 805 instructions, judged by weighted_alpaca_eval_gpt4_turbo. "
-        "Read by winrate.formats ('alpaca_eval'): model_a = the model, model_b = the "
+        "Read by winrate.io.formats ('alpaca_eval'): model_a = the model, model_b = the "
         "baseline, outcome = preference - 1 (the judge's probability that the model is "
         "better; draws 0.5), prompt_id = instruction, judge_id = annotator, style_length = "
         "normalised answer-length difference. The baseline-vs-itself file is dropped; "
@@ -134,7 +137,7 @@ _DESCRIPTIONS = {
     "qlora": (
         "QLoRA GPT-4 judgments on the Vicuna-80 questions (artidoro/qlora "
         "eval/ratings-gpt4/vicuna/, commit 7f4e95a68dc0; license MIT). Read by "
-        "winrate.formats ('qlora'). ratings=('pairwise',) (default): 8 systems (Guanaco "
+        "winrate.io.formats ('qlora'). ratings=('pairwise',) (default): 8 systems (Guanaco "
         "7-65B, Vicuna-13B, ChatGPT 'gpt35', Bard, GPT-4), every ordered pair, three-class "
         "verdicts, judge_id 'gpt-4'. 'relative-gpt-3.5' adds 1-10 grade pairs of 36 systems "
         "vs ChatGPT (judge_id 'gpt4-scores'; its 'gpt-3.5' is renamed 'gpt35', the same "
@@ -146,7 +149,7 @@ _DESCRIPTIONS = {
         "35fb99e5d5c7; license MIT): 5 contestants (bard, claude, gpt35, gpt4, vicuna-13b) "
         "on the Vicuna-80 questions, judged by the same 5 models as reviewers (judge_id = "
         "reviewer) and by human raters (judge_id 'human', 3 anonymous raters per item, also "
-        "judging guanaco-7b/13b/33b/65b). Read by winrate.formats ('prd'); prompt_id = "
+        "judging guanaco-7b/13b/33b/65b). Read by winrate.io.formats ('prd'); prompt_id = "
         "question_id. The gpt35 reviewer judged gpt35 vs gpt4 (both orders) twice, in two "
         "files: both runs are kept (duplicates='first' keeps one) with a warning. Options: "
         "judges=(...) (reviewers, default all), duplicates='keep'|'first', models=[...]."
@@ -174,7 +177,7 @@ def load(name: str, *, data_dir=None, models: Sequence[str] | None = None,
     ----------
     name : one of :data:`NAMES`.
     data_dir : directory holding ``<name>/<files>``; default ``$WINRATE_DATA``, then the
-        user cache directory (see :mod:`winrate.download`).
+        user cache directory (see :mod:`winrate.io.download`).
     models : keep only comparisons between these models (an unknown name is an error
         that lists the available ones).
     download : fetch missing files from their pinned upstream address (default True).
@@ -629,12 +632,6 @@ def _load_llmfao(fetch: dict, models: Sequence[str] | None, *,
     return _select_models(out, models, "llmfao")
 
 
-def natural_key(text: str):
-    """Sort key: whole numbers (decimal digits only) numerically, then anything else as
-    text. ``str.isdecimal``, not ``isdigit``: ``"²"`` is a digit that ``int`` rejects."""
-    return (0, int(text), "") if text.isdecimal() else (1, 0, text)
-
-
 def _judge_order(judge_ids: pd.Series) -> list[str]:
     """Crowd workers by number, then the model judges."""
     names = set(judge_ids)
@@ -825,7 +822,7 @@ def _load_chatbot_arena(fetch: dict, models: Sequence[str] | None, *,
 
 
 # --------------------------------------------------------------------------- folders read by
-# winrate.formats (alpaca_eval, qlora, prd): found like the other files, never downloaded
+# winrate.io.formats (alpaca_eval, qlora, prd): found like the other files, never downloaded
 
 _FOLDER_SOURCES = {
     "alpaca_eval": ("alpaca_eval/weighted_alpaca_eval_gpt4_turbo",
@@ -867,16 +864,12 @@ def _rename_models(frame: pd.DataFrame, renames: dict[str, str]) -> pd.DataFrame
 
 def _load_alpaca_eval(fetch: dict, models: Sequence[str] | None, *,
                       discrete: bool = False) -> pd.DataFrame:
-    from winrate.formats import read_format
-
     frame = read_format(_local_folder(fetch, "alpaca_eval"), "alpaca_eval", discrete=discrete)
     return _select_models(frame, models, "alpaca_eval")  # the reader names NullModel
 
 
 def _load_qlora(fetch: dict, models: Sequence[str] | None, *,
                 ratings: Sequence[str] = ("pairwise",)) -> pd.DataFrame:
-    from winrate.formats import read_format
-
     chosen = _check_judges(ratings, _QLORA_RATINGS, "qlora ratings")
     folder = _local_folder(fetch, "qlora")
     missing = [r for r in chosen if not (folder / r).is_dir()]
@@ -888,7 +881,6 @@ def _load_qlora(fetch: dict, models: Sequence[str] | None, *,
 
 def _load_prd(fetch: dict, models: Sequence[str] | None, *,
               judges: Sequence[str] = PRD_JUDGES, duplicates: str = "keep") -> pd.DataFrame:
-    from winrate.formats import read_format
 
     chosen = _check_judges(judges, PRD_JUDGES, "prd")
     folder = _local_folder(fetch, "prd")
@@ -899,3 +891,18 @@ def _load_prd(fetch: dict, models: Sequence[str] | None, *,
     frame = read_format([folder / f"ratings-{j}" for j in chosen], "prd",
                         duplicates=duplicates)
     return _select_models(frame, models, "prd")
+
+
+def read_dataset(name: str, models=None, **options) -> ComparisonLog:
+    """A bundled dataset (:func:`winrate.io.datasets.load`) as a log with all its axes.
+
+    Every dataset-specific column (``category``, ``src``, ``item_id``) becomes an extra
+    axis; a ``count`` column becomes the frequency weight; ``style_*`` columns (style
+    differences of the two answers) become features, for ``--covariates``.
+    """
+    frame = load(name, models=models, **options)
+    standard = (*DEFAULT_COLUMNS.values(), "count")
+    features = tuple(c for c in frame.columns if str(c).startswith("style_"))
+    extra = tuple(c for c in frame.columns if c not in standard and c not in features)
+    weight = "count" if "count" in frame.columns else None
+    return read_comparisons(frame, weight_col=weight, extra_cols=extra, feature_cols=features)

@@ -17,11 +17,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from winrate import estimators
-from winrate.analysis import LeaderboardAnalysis, joint_inference
 from winrate.errors import WinrateInputError
-from winrate.inference import critical_value
-from winrate.report import display_unit, format_count
-from winrate.results import clip_to_range
+from winrate.inference.analysis import Analysis, joint_inference
+from winrate.inference.intervals import clip_to_range
+from winrate.report.leaderboard import display_unit, format_count
+from winrate.variance.reference import critical_value
 
 _COLORS = {"naive": "#9e9e9e", "clustered": "#1f77b4", "simultaneous": "#ff7f0e",
            "point": "#111111"}
@@ -37,7 +37,7 @@ _PANELS_INCH = 5.6  # forest and rank panels of one column
 _CHARS_PER_INCH = 15  # caption characters per inch of figure width at FONT_SIZE
 
 
-def _with_joint(analysis: LeaderboardAnalysis):
+def _with_joint(analysis: Analysis):
     """The analysis' joint inference, computed from its covariance if it lacks a part."""
     joint = analysis.joint
     if joint is not None and joint.sim_low is not None and joint.ranks is not None:
@@ -48,7 +48,7 @@ def _with_joint(analysis: LeaderboardAnalysis):
                            estimable=~np.isnan(analysis.se))
 
 
-def _order(analysis: LeaderboardAnalysis) -> np.ndarray:
+def _order(analysis: Analysis) -> np.ndarray:
     """Scored models, best first (stable on ties)."""
     scores = analysis.scores
     keep = np.flatnonzero(~np.isnan(scores))
@@ -75,7 +75,7 @@ def _labels(ax, analysis, shown: np.ndarray, n_rows: int) -> None:
     ax.set_axisbelow(True)
 
 
-def _score_range(analysis: LeaderboardAnalysis, joint, scale: float) -> tuple[float, float]:
+def _score_range(analysis: Analysis, joint, scale: float) -> tuple[float, float]:
     """x range of the forest plot: every interval of every model, padded by 3%."""
     z = critical_value(analysis.intervals.alpha)
     naive = clip_to_range(analysis.scores - z * analysis.se_naive,
@@ -88,7 +88,7 @@ def _score_range(analysis: LeaderboardAnalysis, joint, scale: float) -> tuple[fl
     return low - pad, high + pad
 
 
-def forest_plot(ax, analysis: LeaderboardAnalysis, joint=None, rows: slice = slice(None),
+def forest_plot(ax, analysis: Analysis, joint=None, rows: slice = slice(None),
                 n_rows: int | None = None) -> None:
     """Scores (percent, or Elo points) with three intervals per model, best on top: naive (rows
     independent, normal), clustered (the analysis' marginal interval) and simultaneous
@@ -122,7 +122,7 @@ def forest_plot(ax, analysis: LeaderboardAnalysis, joint=None, rows: slice = sli
     ax.set_title("Scores and intervals", fontsize=FONT_SIZE + 2)
 
 
-def rank_plot(ax, analysis: LeaderboardAnalysis, joint=None, rows: slice = slice(None),
+def rank_plot(ax, analysis: Analysis, joint=None, rows: slice = slice(None),
               n_rows: int | None = None) -> None:
     """Rank confidence set of each model (1 = best) as a bar from its lowest to its highest
     possible rank, with the rank of the point estimate as a dot; same model order (and
@@ -146,7 +146,7 @@ def rank_plot(ax, analysis: LeaderboardAnalysis, joint=None, rows: slice = slice
     ax.set_title("Rank confidence sets", fontsize=FONT_SIZE + 2)
 
 
-def leaderboard_figure(analysis: LeaderboardAnalysis) -> Figure:
+def leaderboard_figure(analysis: Analysis) -> Figure:
     """Forest plot and rank-interval plot side by side, in as many columns of at most
     :data:`ROWS_PER_COLUMN` models as needed (so the height stays bounded and every label
     readable at :data:`FONT_SIZE` pt); a short title, and the method in the caption."""
@@ -188,14 +188,14 @@ def _add_footer(fig: Figure, handles, labels, text: str) -> None:
     fig.text(0.01, caption, text, fontsize=FONT_SIZE, va="top", ha="left", parse_math=False)
 
 
-def _title(analysis: LeaderboardAnalysis) -> str:
+def _title(analysis: Analysis) -> str:
     """A short title: what is ranked and how many."""
     title = estimators.of(analysis.leaderboard).title
     what = f"{title} ratings" if analysis.settings.get("scale") == "elo" else "Win rates"
     return f"{what} of {int(np.isfinite(analysis.scores).sum())} models"
 
 
-def caption(analysis: LeaderboardAnalysis, joint) -> str:
+def caption(analysis: Analysis, joint) -> str:
     """The figure's caption: the data, the variance method and what the intervals are."""
     level = round(100 * (1 - analysis.intervals.alpha))
     note = analysis.method_note or analysis.method
@@ -214,7 +214,7 @@ def _rank_method(joint) -> str:
     return joint.ranks.method if joint.ranks is not None else "all ranks: no model estimable"
 
 
-def plot_leaderboard(analysis: LeaderboardAnalysis, path) -> Path:
+def plot_leaderboard(analysis: Analysis, path) -> Path:
     """Write :func:`leaderboard_figure` to ``path`` (format from the extension, e.g. PNG)."""
     path = Path(path)
     if path.parent and not path.parent.exists():

@@ -91,9 +91,9 @@ import numpy as np
 import pandas as pd
 
 from winrate import estimators
-from winrate.analysis import LeaderboardAnalysis, _expand
-from winrate.inference import reference_label
-from winrate.tables import comment_block, render_table
+from winrate.inference.analysis import Analysis, _expand
+from winrate.report.tables import comment_block, render_table
+from winrate.variance.reference import reference_label
 
 SCHEMA = "winrate.leaderboard/1"
 _FRACTIONAL = " (a sum of fractional frequency weights)"
@@ -138,7 +138,7 @@ def defined_median(values) -> float:
     return float(np.median(finite)) if finite.size else float("nan")
 
 
-def _joint_columns(analysis: LeaderboardAnalysis) -> dict:
+def _joint_columns(analysis: Analysis) -> dict:
     """Per-model simultaneous intervals and rank bounds (NaN where not computed)."""
     joint = analysis.joint
     if joint is None:
@@ -151,7 +151,7 @@ def _joint_columns(analysis: LeaderboardAnalysis) -> dict:
     return cols
 
 
-def pairwise_frame(analysis: LeaderboardAnalysis) -> pd.DataFrame | None:
+def pairwise_frame(analysis: Analysis) -> pd.DataFrame | None:
     """All pairwise differences ``S_i - S_j`` (i before j in ``models`` order) with their SE,
     marginal, Holm and max-T p-values and simultaneous bounds; None if not computed."""
     joint = analysis.joint
@@ -166,7 +166,7 @@ def pairwise_frame(analysis: LeaderboardAnalysis) -> pd.DataFrame | None:
     })
 
 
-def pairwise_records(analysis: LeaderboardAnalysis) -> list[dict] | None:
+def pairwise_records(analysis: Analysis) -> list[dict] | None:
     """The ``pairwise`` JSON list (module docstring), or None if not computed."""
     frame = pairwise_frame(analysis)
     return None if frame is None else frame.to_dict(orient="records")
@@ -181,7 +181,7 @@ def format_p(p: float) -> str:
 PAIRWISE_SHOWN = 300
 
 
-def _pairs_by_rank(analysis: LeaderboardAnalysis) -> pd.DataFrame:
+def _pairs_by_rank(analysis: Analysis) -> pd.DataFrame:
     """The pairwise frame with each pair oriented higher-ranked model first (``S_i - S_j``
     >= 0: estimate and bounds negated, bounds swapped where a pair is turned round), its
     two models' ranks as ``rank_i`` < ``rank_j``, sorted by them."""
@@ -196,7 +196,7 @@ def _pairs_by_rank(analysis: LeaderboardAnalysis) -> pd.DataFrame:
                         ).sort_values(["rank_i", "rank_j"])
 
 
-def format_pairwise(analysis: LeaderboardAnalysis, table_format: str = "text") -> str:
+def format_pairwise(analysis: Analysis, table_format: str = "text") -> str:
     """The pairwise differences as a table (:func:`_pairs_by_rank`: higher-ranked model
     first, so the difference is >= 0); with more than :data:`PAIRWISE_SHOWN` pairs, only the
     pairs adjacent in rank, with a note pointing to ``--json``."""
@@ -222,13 +222,13 @@ def format_pairwise(analysis: LeaderboardAnalysis, table_format: str = "text") -
     return title + "\n" + render_table(header, rows, table_format, "ll" + "r" * 6)
 
 
-def inflation(analysis: LeaderboardAnalysis) -> np.ndarray:
+def inflation(analysis: Analysis) -> np.ndarray:
     """SE inflation ``sqrt(DEFF)``; NaN for a model without a clustered SE (not estimable:
     its zero clustered variance is not an inflation of 0)."""
     return np.where(np.isnan(analysis.intervals.se), np.nan, np.sqrt(analysis.deff))
 
 
-def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
+def leaderboard_table(analysis: Analysis) -> pd.DataFrame:
     """One row per model, best score first."""
     iv = analysis.intervals
     table = pd.DataFrame({
@@ -248,14 +248,14 @@ def leaderboard_table(analysis: LeaderboardAnalysis) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def display_unit(analysis: LeaderboardAnalysis) -> tuple[float, int, int]:
+def display_unit(analysis: Analysis) -> tuple[float, int, int]:
     """Scale, width and decimals of printed scores, as the estimator declares its unit
     (percentage points for win rates, Elo points for ratings)."""
     unit = estimators.of(analysis.leaderboard).unit
     return unit.factor, unit.width, unit.decimals
 
 
-def leaderboard_cells(analysis: LeaderboardAnalysis,
+def leaderboard_cells(analysis: Analysis,
                       padded: bool = True) -> tuple[list[str], list[list[str]]]:
     """Header and rows (best score first) of the printed leaderboard: win rates and SEs in
     percentage points, ratings in Elo points. ``padded``: each cell at its column's width in
@@ -299,7 +299,7 @@ _UNDEFINED = ("'-' = undefined: a model that is not estimable (see the warnings)
               "interval or inflation")
 
 
-def _undefined_note(analysis: LeaderboardAnalysis) -> list[str]:
+def _undefined_note(analysis: Analysis) -> list[str]:
     return [] if np.isfinite(inflation(analysis)).all() else [_UNDEFINED]
 
 
@@ -308,13 +308,13 @@ def _lines(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["  ".join(cells) for cells in [header, *rows]]
 
 
-def format_table(analysis: LeaderboardAnalysis) -> str:
+def format_table(analysis: Analysis) -> str:
     """Plain-text leaderboard: win rates and SEs in percentage points, ratings in Elo points."""
     lines = _lines(*leaderboard_cells(analysis)) + _undefined_note(analysis)
     return "\n".join(lines) + format_coefficients(analysis)
 
 
-def coefficient_cells(analysis: LeaderboardAnalysis,
+def coefficient_cells(analysis: Analysis,
                       padded: bool = True) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the style covariates / tie parameter table (no rows if none)."""
     coef = analysis.coefficients
@@ -336,15 +336,15 @@ def coefficient_cells(analysis: LeaderboardAnalysis,
     return header, rows
 
 
-def format_coefficients(analysis: LeaderboardAnalysis) -> str:
+def format_coefficients(analysis: Analysis) -> str:
     """Style covariates / tie parameter with clustered and naive SEs (empty if none)."""
     header, rows = coefficient_cells(analysis)
     return "\n".join(["", *_lines(header, rows)]) if rows else ""
 
 
-def format_report(analysis: LeaderboardAnalysis, table_format: str = "text") -> str:
+def format_report(analysis: Analysis, table_format: str = "text") -> str:
     """What ``winrate leaderboard`` prints on stdout: plain text (the summary, then the
-    table), or for a paper a Markdown or LaTeX table (:mod:`winrate.tables`) with the summary
+    table), or for a paper a Markdown or LaTeX table (:mod:`winrate.report.tables`) with the summary
     and notes as a comment above it; the coefficient table (if any) follows."""
     if table_format == "text":
         return format_summary(analysis) + "\n" + format_table(analysis)
@@ -358,7 +358,7 @@ def format_report(analysis: LeaderboardAnalysis, table_format: str = "text") -> 
     return "\n\n".join(parts)
 
 
-def format_summary(analysis: LeaderboardAnalysis) -> str:
+def format_summary(analysis: Analysis) -> str:
     """Header lines: what was clustered how, and the per-axis diagnostics."""
     s = analysis.settings
     ref = reference_label(analysis.intervals.df)
@@ -391,13 +391,13 @@ def format_summary(analysis: LeaderboardAnalysis) -> str:
     return "\n".join(lines)
 
 
-def estimator_description(analysis: LeaderboardAnalysis) -> str:
+def estimator_description(analysis: Analysis) -> str:
     """One line naming the estimator, its scale and its options (the estimator's own
     :meth:`winrate.estimators.base.Estimator.describe`)."""
     return estimators.of(analysis.leaderboard).describe(analysis.leaderboard.options)
 
 
-def to_dict(analysis: LeaderboardAnalysis) -> dict:
+def to_dict(analysis: Analysis) -> dict:
     """The JSON document (schema in the module docstring)."""
     iv = analysis.intervals
     axes = {
@@ -430,7 +430,7 @@ def to_dict(analysis: LeaderboardAnalysis) -> dict:
     return json_safe(doc)
 
 
-def _coefficients_json(analysis: LeaderboardAnalysis) -> dict | None:
+def _coefficients_json(analysis: Analysis) -> dict | None:
     coef = analysis.coefficients
     if coef is None:
         return None
@@ -444,7 +444,7 @@ def _ints(values) -> list | None:
     return None if values is None else [None if np.isnan(v) else int(v) for v in values]
 
 
-def _joint_json(analysis: LeaderboardAnalysis) -> dict:
+def _joint_json(analysis: Analysis) -> dict:
     """Method and joint-inference keys (module docstring); null when not requested."""
     joint, cols = analysis.joint, _joint_columns(analysis)
     ranks = None if joint is None else joint.ranks
@@ -476,7 +476,7 @@ def _monte_carlo_json(joint) -> dict | None:
     return out
 
 
-def write_json(analysis: LeaderboardAnalysis, path) -> None:
+def write_json(analysis: Analysis, path) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(to_dict(analysis), handle, indent=2)
         handle.write("\n")

@@ -19,9 +19,9 @@ cell), which also measures the ``auto`` rule itself:
    94.7 / 91.3).
 3. **The win rate on a thin design** (some model's median observed pair is informed by
    fewer than :data:`THIN_PAIR` comparisons, :func:`thinnest_pair_size`): the CR2
-   sandwich (:mod:`winrate.variance`, Bell &
+   sandwich (:mod:`winrate.variance.sandwich`, Bell &
    McCaffrey 2002) with a t reference on Pan & Wall's (2002) degrees of freedom per model
-   (:func:`winrate.variance.pan_wall_df`). Each pair's mean is then estimated from a few
+   (:func:`winrate.variance.sandwich.pan_wall_df`). Each pair's mean is then estimated from a few
    prompts: their leverage biases CR1 down by about the share of a pair each prompt
    carries, which CR2 removes; and the variance estimate itself can be noisy, most when
    the cluster totals are heavy-tailed (pairs judged in both orders with a strong
