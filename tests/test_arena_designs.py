@@ -90,7 +90,7 @@ def test_baseline_errors_name_the_model():
     log = baseline_log()
     with pytest.raises(WinrateInputError, match="'nobody' is not a model"):
         analyze(log, baseline="nobody")
-    with pytest.raises(WinrateInputError, match=r"--anchor 'nobody' is not a model .*m1"):
+    with pytest.raises(WinrateInputError, match=r"anchor 'nobody' is not a model .*m1"):
         analyze(log, model="bt", anchor="nobody=1000")
     a = np.array([1, 2, 1])
     b = np.array([0, 1, 0])

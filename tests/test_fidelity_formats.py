@@ -255,7 +255,7 @@ def test_arena_hard_without_baseline_is_not_assumed(tmp_path, capsys):
     """v0.1 records name no baseline: no silent gpt-4-0314 (here a contestant)."""
     folder = arena_folder(tmp_path, np.random.default_rng(3),
                           models=("m1", "gpt-4-0314"), baseline="claude-3-opus")
-    with pytest.raises(WinrateInputError, match="name no baseline.*--baseline"):
+    with pytest.raises(WinrateInputError, match="name no baseline.*option 'baseline'"):
         read_format(folder, "arena_hard")
     assert main(["leaderboard", str(folder), "--format", "arena_hard"]) == 2
     assert "name no baseline" in capsys.readouterr().err
@@ -296,7 +296,7 @@ def test_arena_hard_malformed_record_skippable_with_a_count(tmp_path, capsys):
     with open(folder / "m1.jsonl", "a") as handle:
         handle.write(json.dumps({"question_id": "q99", "model": "m1",
                                  "games": [{"score": "A>B"}]}) + "\n")
-    with pytest.raises(WinrateInputError, match="not a list of two games.*--skip-malformed"):
+    with pytest.raises(WinrateInputError, match="not a list of two games.*skip_malformed=True"):
         read_format(folder, "arena_hard", baseline="gpt-4-0314")
     frame, codes = noted(read_format, folder, "arena_hard", baseline="gpt-4-0314",
                          skip_malformed=True)

@@ -11,6 +11,7 @@ also run on a made-up graph with each fault, which they must catch.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "winrate"
@@ -146,3 +147,34 @@ def test_the_checks_catch_a_circle_and_an_upward_import():
 def test_no_library_module_imports_the_command_line():
     cli = {m for m in graph() if layer(m) == len(LAYERS) - 1}
     assert [m for m, targets in graph().items() if m not in cli and targets & cli] == []
+
+
+def _flag_errors(path: Path) -> list[str]:
+    """``raise WinrateInputError(...)`` whose text names a command-line flag (``--x``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+                and getattr(node.exc.func, "id", None) == "WinrateInputError"):
+            continue
+        texts = [n.value for n in ast.walk(node.exc) if isinstance(n, ast.Constant)
+                 and isinstance(n.value, str)]
+        if any(re.search(r"(?<![\w-])--[a-z]", text) for text in texts):
+            found.append(f"{module_name(path)}:{node.lineno}")
+    return found
+
+
+def test_library_errors_name_options_not_command_line_flags():
+    """An error of the library names the option (``baseline``, ``option 'prior'``), which
+    reads for Python and command-line users alike; only the command line names flags."""
+    cli = {prefix for prefix in LAYERS[-1][1]}
+    library = [p for p in PACKAGE.rglob("*.py") if module_name(p) not in cli]
+    assert [hit for path in library for hit in _flag_errors(path)] == []
+
+
+def test_the_flag_rule_catches_a_flag(tmp_path):
+    probe = PACKAGE / "_probe_flag_error.py"
+    try:
+        probe.write_text('def f():\n    raise WinrateInputError("give --prior VAR")\n')
+        assert _flag_errors(probe) == ["winrate._probe_flag_error:2"]
+    finally:
+        probe.unlink()

@@ -348,7 +348,7 @@ EVAL_CASES = [
              scale="binary", args=("--scale", "binary")),
     EvalCase("multi-model-without-model-col", answers(), r"no model column given, but column "
              r"'model' looks like one \(3 values, several per question\): pass it as the model "
-             r"column \(--model-col model\)", model=None),
+             r"column \(model_col='model'\)", model=None),
     EvalCase("unnamed-model-column", answers(header=["question", "who", "score", "topic"]),
              r"column 'who' looks like one", model=None),
     EvalCase("missing-score-column", answers(), r"\['points'\] not in the table",

@@ -118,7 +118,7 @@ def write_examples(folder=".", force: bool = False) -> dict[Path, str]:
                if p.exists() and p.read_text(encoding="utf-8") != text]
     if clashes and not force:
         raise WinrateInputError(f"{', '.join(clashes)} already exist(s) with other content; "
-                                "give another folder or --force to overwrite")
+                                "give another folder, or force=True to overwrite")
     folder.mkdir(parents=True, exist_ok=True)
     for path, (text, _) in texts.items():
         path.write_text(text, encoding="utf-8")

@@ -243,10 +243,12 @@ def _newton(objective, n_params: int, k: int, centred: bool, what: str,
             break
     else:
         raise WinrateInputError(f"the {what} fit did not converge in {_MAX_ITER} Newton "
-                                "steps; the MLE may not be finite (try --prior VAR)")
+                                "steps; the MLE may not be finite (try a ridge prior, "
+                                "option 'prior')")
     if np.abs(params[:k]).max() > _DIVERGED:
         raise WinrateInputError(f"the {what} ratings diverge (|theta| > {_DIVERGED:.0f}): "
-                                "the MLE is not finite for these data (try --prior VAR)")
+                                "the MLE is not finite for these data (try a ridge prior, "
+                                "option 'prior')")
     return params
 
 
@@ -393,15 +395,15 @@ def parse_anchor(anchor) -> tuple[str, float] | None:
     if isinstance(anchor, str):
         model, sep, rating = anchor.rpartition("=")
         if not sep or not model:
-            raise WinrateInputError(f"--anchor must be MODEL=RATING, got {anchor!r}")
+            raise WinrateInputError(f"anchor must be MODEL=RATING, got {anchor!r}")
         anchor = (model, rating)
     model, rating = anchor
     try:
         value = float(rating)
     except ValueError:
-        raise WinrateInputError(f"--anchor rating must be a number, got {rating!r}") from None
+        raise WinrateInputError(f"anchor rating must be a number, got {rating!r}") from None
     if not np.isfinite(value):
-        raise WinrateInputError(f"--anchor rating must be finite, got {rating!r}")
+        raise WinrateInputError(f"anchor rating must be finite, got {rating!r}")
     return str(model), value
 
 
@@ -419,7 +421,7 @@ def elo_maps(log: ComparisonLog, anchor, keep: np.ndarray):
     A = np.eye(k)
     offset = DEFAULT_RATING
     if anchor is not None:
-        m = model_code(log, anchor[0], "--anchor")
+        m = model_code(log, anchor[0], "anchor")
         A[:, m] -= 1.0
         offset = anchor[1]
     return C, A[keep], offset
@@ -434,8 +436,7 @@ def _standardised(log: ComparisonLog, covariates) -> tuple[np.ndarray, dict]:
     missing = [c for c in covariates if c not in log.features]
     if missing:
         raise WinrateInputError(f"covariate(s) {missing} not in the log; it has features "
-                                f"{sorted(log.features)} (read them with feature_cols / "
-                                "--covariates)")
+                                f"{sorted(log.features)} (read them with feature_cols)")
     twice = sorted({c for c in covariates if covariates.count(c) > 1})
     if twice:
         raise WinrateInputError(f"covariate(s) {twice} given more than once")
@@ -466,7 +467,7 @@ def _check_identified(log, counts, psi, prior, names) -> None:
         return
     if not prior:
         raise WinrateInputError(f"the Bradley-Terry MLE is not finite: {problem}. Add a "
-                                "ridge prior (--prior VAR) or more comparisons")
+                                "ridge prior (option 'prior') or more comparisons")
     notes.emit(notes.prior_dominates(problem), stacklevel=3)
 
 
@@ -496,7 +497,7 @@ def _check_tie_parameter(decisive: float, ties: float) -> None:
         what = "every comparison is a tie" if not decisive else "no comparison is a tie"
         raise WinrateInputError(f"Davidson's tie model: {what}, so its tie parameter diverges "
                                 f"(log nu -> {'+' if not decisive else '-'}inf); use ties "
-                                "as half wins (--ties half)")
+                                "as half wins (ties='half')")
 
 
 def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, anchor=None,
@@ -512,7 +513,7 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
     if ties not in TIE_MODELS:
         raise WinrateInputError(f"ties must be one of {TIE_MODELS}, got {ties!r}")
     if prior is not None and not (np.isfinite(prior) and prior > 0):
-        raise WinrateInputError(f"--prior must be a positive variance, got {prior!r}")
+        raise WinrateInputError(f"option 'prior' must be a positive variance, got {prior!r}")
     covariates = tuple(covariates)
     if covariates and ties == "davidson":
         raise WinrateInputError("covariates are supported with ties='half' only")

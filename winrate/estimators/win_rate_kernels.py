@@ -196,11 +196,12 @@ def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None,
                        options=options)
 
 
-def model_code(log: ComparisonLog, name: str, flag: str) -> int:
-    """Code of the model called ``name``; an error naming ``flag`` and the models if none."""
+def model_code(log: ComparisonLog, name: str, what: str) -> int:
+    """Code of the model called ``name``; an error naming the option ``what`` and the models
+    if none."""
     found = np.flatnonzero(log.models.astype(str) == str(name))
     if found.size == 0:
-        raise WinrateInputError(f"{flag} {name!r} is not a model of the log (models: "
+        raise WinrateInputError(f"{what} {name!r} is not a model of the log (models: "
                                 f"{', '.join(map(str, log.models[:10]))}"
                                 f"{', ...' if log.n_models > 10 else ''})")
     return int(found[0])
@@ -208,7 +209,7 @@ def model_code(log: ComparisonLog, name: str, flag: str) -> int:
 
 def baseline_code(log: ComparisonLog, baseline: str, counts: np.ndarray) -> int:
     """Code of the baseline model; every other model must have met it."""
-    base = model_code(log, baseline, "--baseline")
+    base = model_code(log, baseline, "baseline")
     never = [str(m) for i, m in enumerate(log.models) if i != base and counts[i, base] == 0]
     if never:
         raise WinrateInputError(

@@ -162,8 +162,8 @@ def _refuse_pooled_models(df: pd.DataFrame, question_col: str, used: Sequence[st
         col = suspects[0]
         raise WinrateInputError(
             f"no model column given, but column {col!r} looks like one ({df[col].nunique()} "
-            f"values, several per question): pass it as the model column (--model-col "
-            f"{col}); if the rows really are resampled answers of one model, drop that column"
+            f"values, several per question): pass it as the model column (model_col="
+            f"{col!r}); if the rows really are resampled answers of one model, drop that column"
         )
 
 

@@ -339,8 +339,8 @@ class _Skipped:
         """The rows to keep: all when none is ``bad``; else an error, or the good ones."""
         if bad.any() and not self.skip:
             raise WinrateInputError(f"{path}: {problem} in {what}(s) "
-                                    f"{first_rows(bad, positions)} (--skip-malformed / "
-                                    "skip_malformed=True skips such records)")
+                                    f"{first_rows(bad, positions)} (skip_malformed=True skips such "
+                                    "records)")
         self.count(path, int(bad.sum()))
         return ~bad
 
@@ -878,7 +878,7 @@ def _check_arena_baseline(files: Sequence[Path], unnamed: list[Path], baseline: 
         shown = ", ".join(p.name for p in unnamed[:_SHOW_FILES])
         raise WinrateInputError(
             f"arena_hard: the records of {len(unnamed)} file(s) ({shown}) name no baseline "
-            f"(arena-hard v0.1): give it with --baseline / baseline= (arena-hard-v0.1's "
+            f"(arena-hard v0.1): name the baseline model (option 'baseline'; arena-hard-v0.1's "
             f"is {ARENA_HARD_BASELINE}; v2 records name theirs)")
     models = sorted({m for part in parts for m in part["model_a"].astype(str).unique()})
     if baseline not in models:
@@ -903,7 +903,7 @@ def _arena_game(verdict: pd.Series, model_is_a: bool, prompt, judge, model, base
         raise WinrateInputError(f"{path}: game {game + 1}: unknown verdict "
                                 f"{', '.join(shown)} in {what}(s) "
                                 f"{first_rows(unknown, positions)} (expected one of "
-                                f"{', '.join(_ARENA_VERDICT)} or null; --skip-malformed "
+                                f"{', '.join(_ARENA_VERDICT)} or null; skip_malformed=True "
                                 "skips such games)")
     skipped.count(path, int(unknown.sum()))
     dropped.add(path, int(null.sum()), len(null))

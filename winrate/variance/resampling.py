@@ -284,7 +284,7 @@ def _require_whole_frequencies(log: ComparisonLog, method: str) -> np.ndarray:
         raise WinrateInputError(
             f"the {method} without clustering treats a row of frequency f as f identical "
             "comparisons, so it needs whole-number frequencies; cluster the log, or use "
-            "--method sandwich")
+            "the sandwich (method 'sandwich')")
     return freq
 
 
