@@ -168,3 +168,17 @@ def test_printed_table_and_json_leave_a_not_estimable_model_blank(tmp_path, caps
     i = doc["models"].index("4")
     assert doc["se"][i] is None and doc["inflation"][i] is None
     assert doc["inflation"][1 - (i == 1)] > 0
+
+
+def test_an_se_in_round_off_of_the_others_is_not_an_estimate():
+    """On the Elo scale an SE of 1.8e-5 (a Bradley-Terry contestant whose two comparisons
+    were ties, its score rows zero up to Newton's tolerance; found by the held-out study)
+    passed the old cut of 1e-8 times the score level (1e-5) and gave an error of 2.8 million
+    SEs. It is negligible against the other SEs."""
+    from winrate.inference.analysis import negligible_se
+
+    se = np.array([25.0, 31.0, 1.8e-5, 40.0, np.nan])
+    scores = np.array([1010.0, 990.0, 1000.0, 1020.0, 980.0])
+    assert negligible_se(se, scores).tolist() == [False, False, True, False, True]
+    # a real spread of SEs (100-fold) stays estimable, on either scale
+    assert not negligible_se(np.array([0.001, 0.1, 0.05]), np.array([0.5, 0.4, 0.6])).any()

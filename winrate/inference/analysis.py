@@ -458,15 +458,26 @@ def not_estimable_models(board: Leaderboard, se: np.ndarray,
     return reasons
 
 
+#: An SE this many times below the median of the others is a zero in round-off.
+NEGLIGIBLE_SHARE = 1e-6
+
+
 def negligible_se(se: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """Which SEs are zero or undefined: NaN, or at most ``1e-8 * max(1, max |score|)``.
+    """Which SEs are zero or undefined: NaN, at most ``1e-8 * max(1, max |score|)``, or at
+    most :data:`NEGLIGIBLE_SHARE` times the median of the positive SEs.
 
     Round-off in a variance that is zero in exact arithmetic (say, a covariance whose
-    negative eigenvalues were clipped) leaves SEs near ``1e-10``; they must not pass for
-    an estimate, so the cut sits well above round-off and far below any real SE.
+    negative eigenvalues were clipped, or a Bradley-Terry model whose comparisons are all
+    ties at a fitted probability of 1/2, so its score rows are zero up to the Newton
+    tolerance) leaves SEs near round-off of the scores' or the other SEs' size; they must
+    not pass for an estimate. A real SE a million times below the median would need a
+    trillion times the comparisons, so the cut sits far below any real SE. The second rule
+    matters on the Elo scale, whose offset (1000) says nothing about the SEs' size.
     """
     scale = max(1.0, np.nanmax(np.abs(scores), initial=0.0))
-    return ~(se > 1e-8 * scale)
+    positive = se[np.isfinite(se) & (se > 1e-8 * scale)]
+    typical = np.median(positive) if positive.size else 0.0
+    return ~(se > max(1e-8 * scale, NEGLIGIBLE_SHARE * typical))
 
 
 def clustering_problem(log: ComparisonLog, clustering: tuple[str, ...]) -> str | None:
