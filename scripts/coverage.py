@@ -74,6 +74,7 @@ from winrate.errors import WinrateWarning
 from winrate.estimators.win_rate_kernels import fit
 from winrate.inference.joint import simultaneous_intervals
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
+from winrate.settings import Joint, MonteCarlo, Variance
 from winrate.variance.method_choice import choose, thinnest_pair_size
 from winrate.variance.reference import critical_value
 from winrate.variance.resampling import (
@@ -150,8 +151,8 @@ def _auto_half_widths(log, board, seed: int) -> tuple[np.ndarray, np.ndarray]:
     interval is the whole scale, so it counts as covered, as in the design cells)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        run = analyze(log, cluster="prompt+judge", seed=seed, n_draws=SIM_DRAWS,
-                      simultaneous=True, board=board)
+        run = analyze(log, cluster="prompt+judge", monte_carlo=MonteCarlo(SIM_DRAWS, seed),
+                      joint=Joint(simultaneous=True), board=board)
     # q se and c se, not the bounds: win-probability bounds are cut at [0, 1]
     # (clip_to_range), which never changes coverage of a truth in [0, 1]
     half = np.nan_to_num(run.intervals.critical_value * run.intervals.se, nan=np.inf)
@@ -240,17 +241,22 @@ DESIGN_METHODS = ("naive", "sandwich", "cr2", "jackknife", "pigeonhole", "auto")
 def _design_analyses(log, cell: Cell, seed: int):
     """``{method: analysis}`` of one log: every method of :data:`DESIGN_METHODS` that
     applies (the pigeonhole bootstrap needs two axes)."""
-    common = {"cluster": cell.cluster, "seed": seed, "n_draws": SIM_DRAWS,
-              "bootstrap_reps": PIGEONHOLE_REPS, "simultaneous": True}
+    common = {"cluster": cell.cluster, "monte_carlo": MonteCarlo(SIM_DRAWS, seed),
+              "joint": Joint(simultaneous=True)}
+
+    def method(name="auto", correction=None, reference=None):
+        return Variance(name, correction, reference, bootstrap_reps=PIGEONHOLE_REPS)
+
     runs = {
-        "naive": analyze(log, **{**common, "cluster": "none"}, method="sandwich"),
-        "sandwich": analyze(log, **common, method="sandwich"),
-        "cr2": analyze(log, **common, method="sandwich", correction="cr2", reference="normal"),
-        "auto": analyze(log, **common, ranks=True),
+        "naive": analyze(log, **{**common, "cluster": "none"}, variance=method("sandwich")),
+        "sandwich": analyze(log, **common, variance=method("sandwich")),
+        "cr2": analyze(log, **common, variance=method("sandwich", "cr2", "normal")),
+        "auto": analyze(log, **{**common, "joint": Joint(simultaneous=True, ranks=True)},
+                        variance=method()),
     }
     if "+" in cell.cluster:  # the few-cluster alternatives (cheap with few clusters)
-        runs["jackknife"] = analyze(log, **common, method="jackknife")
-        runs["pigeonhole"] = analyze(log, **common, method="bootstrap")
+        runs["jackknife"] = analyze(log, **common, variance=method("jackknife"))
+        runs["pigeonhole"] = analyze(log, **common, variance=method("bootstrap"))
     return runs
 
 

@@ -483,7 +483,8 @@ def test_pairwise_frame_is_the_pairwise_result_or_a_clear_error(log):
     assert len(frame) == 10 and list(frame["model_i"]) == list(result.models[pw.i])
     np.testing.assert_allclose(frame["estimate"], pw.estimate)
     np.testing.assert_allclose(frame["p_holm"], pw.p_holm)
-    with pytest.raises(WinrateInputError, match="rerun analyze\\(..., pairwise=True\\)"):
+    with pytest.raises(WinrateInputError,
+                       match=r"rerun analyze\(\.\.\., joint=Joint\(pairwise=True\)\)"):
         quiet(winrate.analyze, log, cluster="prompt").pairwise_frame()
 
 

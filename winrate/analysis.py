@@ -40,13 +40,13 @@ class LeaderboardAnalysis(Analysis):
 
     def pairwise_frame(self) -> pd.DataFrame:
         """All pairwise differences ``S_i - S_j`` with SE, p-values (marginal, Holm, max-T)
-        and simultaneous bounds, one row per pair (``analyze(..., pairwise=True)``)."""
+        and simultaneous bounds, one row per pair (``analyze(..., joint=Joint(pairwise=True))``)."""
         from winrate.report.leaderboard import pairwise_frame
 
         frame = pairwise_frame(self)
         if frame is None:
             raise WinrateInputError("pairwise differences were not computed: rerun "
-                                    "analyze(..., pairwise=True)")
+                                    "analyze(..., joint=Joint(pairwise=True))")
         return frame
 
     def summary(self) -> Summary:

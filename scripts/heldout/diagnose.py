@@ -52,6 +52,7 @@ from winrate.analysis import analyze
 from winrate.errors import WinrateWarning  # noqa: E402
 from winrate.estimators import small_sample
 from winrate.io.logs import read_comparisons
+from winrate.settings import Joint, MonteCarlo, Variance
 
 THIN = Design(20, 300, 3, 1, 4, rare_weight=0.1, distinct=False)
 STRESS = {
@@ -127,7 +128,8 @@ def one_rep(key: str, rep: int) -> list[dict]:
     for variant, options in SETTINGS.items():
         with floor(variant), warnings.catch_warnings():
             warnings.simplefilter("ignore", WinrateWarning)
-            run = analyze(log, simultaneous=True, n_draws=10_000, seed=seed, **options)
+            run = analyze(log, joint=Joint(simultaneous=True),
+                          monte_carlo=MonteCarlo(10_000, seed), variance=Variance(**options))
         models = run.models.astype(str)
         se, q = run.intervals.se, run.intervals.critical_value
         for target, truth in truths.items():

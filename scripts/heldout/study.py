@@ -37,6 +37,7 @@ from heldout.sample import ESTIMATORS
 from winrate.analysis import analyze
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io.logs import read_comparisons
+from winrate.settings import Joint, MonteCarlo, Variance
 from winrate.variance.method_choice import no_reliable_method
 
 HELD_OUT_SEED = 20260024
@@ -57,15 +58,17 @@ def rep_seed(key: str, rep: int) -> int:
                .generate_state(1)[0])
 
 
-def analyse(log, sample, estimator: str, seed: int, **options):
+def analyse(log, sample, estimator: str, seed: int, **variance):
     """winrate's default analysis of ``log`` for ``estimator`` (``docs/coverage.md``);
-    ``options`` override defaults (side experiments only)."""
+    ``variance`` (:class:`winrate.settings.Variance` fields) overrides the default method
+    (side experiments only)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         return analyze(log, model="winrate" if estimator == "winrate" else "bt",
                        baseline=sample.baseline,
                        covariates=sample.covariates if estimator == "bt_style" else (),
-                       simultaneous=True, n_draws=SIM_DRAWS, seed=seed, **options)
+                       joint=Joint(simultaneous=True), monte_carlo=MonteCarlo(SIM_DRAWS, seed),
+                       variance=Variance(**variance))
 
 
 def _per_model_df(run) -> np.ndarray:

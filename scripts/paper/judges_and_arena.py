@@ -22,14 +22,15 @@ from real_data import read_log
 
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
+from winrate.settings import MonteCarlo, Variance
 from winrate.variance.reference import reference_label
 
-FEW_JUDGE_METHODS = (  # (label, clustering, analyze keyword arguments)
-    ("prompt only (conditional on the judges)", "prompt", {"method": "sandwich"}),
-    ("sandwich CR1, normal", "judge", {"method": "sandwich"}),
-    ("sandwich CR1, t(G - 1)", "judge", {"method": "sandwich", "reference": "t"}),
-    ("jackknife CV3J, t(G - 1)", "judge", {"method": "jackknife"}),
-    ("wild cluster bootstrap (Webb)", "judge", {"method": "bootstrap"}),
+FEW_JUDGE_METHODS = (  # (label, clustering, variance method)
+    ("prompt only (conditional on the judges)", "prompt", Variance("sandwich")),
+    ("sandwich CR1, normal", "judge", Variance("sandwich")),
+    ("sandwich CR1, t(G - 1)", "judge", Variance("sandwich", reference="t")),
+    ("jackknife CV3J, t(G - 1)", "judge", Variance("jackknife")),
+    ("wild cluster bootstrap (Webb)", "judge", Variance("bootstrap")),
 )
 ARENA_DATASETS = {"qlora": None, "prd": None, "alpaca_eval": "gpt4_1106_preview"}
 ARENA_SEED = 0
@@ -46,8 +47,8 @@ def few_judges(paper: Paper) -> None:
     log, _ = read_log("prd")
     n_judges = log.axes["judge"].n_clusters
     rows, widths = [], []
-    for label, cluster, kwargs in FEW_JUDGE_METHODS:
-        result = _quiet(log, cluster=cluster, seed=0, **kwargs)
+    for label, cluster, variance in FEW_JUDGE_METHODS:
+        result = _quiet(log, cluster=cluster, monte_carlo=MonteCarlo(seed=0), variance=variance)
         width = result.intervals.high - result.intervals.low
         widths.append(float(np.nanmedian(width)))
         rows.append({"method": label, "clusters": f"{log.axes[cluster].n_clusters}",
@@ -85,8 +86,8 @@ def arena(paper: Paper) -> None:
         log, _ = read_log(name)
         extra = {} if baseline is None else {"baseline": baseline}
         clustered = _quiet(log, model="bt", cluster="prompt", **extra)
-        rows_boot = _quiet(log, model="bt", cluster="none", method="bootstrap",
-                           seed=ARENA_SEED, **extra)
+        rows_boot = _quiet(log, model="bt", cluster="none", variance=Variance("bootstrap"),
+                           monte_carlo=MonteCarlo(seed=ARENA_SEED), **extra)
         ratio = clustered.se / rows_boot.se
         rows.append({"dataset": name, "models": str(log.n_models),
                      "median SE, row bootstrap": fmt(np.nanmedian(rows_boot.se)),

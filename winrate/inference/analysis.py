@@ -219,7 +219,8 @@ class Analysis:
             if alpha != self.alpha or joint:
                 raise WinrateInputError(
                     f"the wild bootstrap's intervals are percentile-t from its draws: rerun "
-                    f"analyze(..., alpha={alpha}{', simultaneous=True' if joint else ''})")
+                    f"analyze(..., alpha={alpha}"
+                    f"{', joint=Joint(simultaneous=True)' if joint else ''})")
             low, high = self.intervals.low, self.intervals.high
         elif joint:
             low, high = simultaneous_bounds(self.scores, self.cov, alpha, self.intervals.df,
