@@ -53,7 +53,7 @@ def test_baseline_scores_are_win_rates_against_it_and_it_is_not_ranked():
     n = 200
     sem = [log.score[log.model_a == m].std(ddof=1) / np.sqrt(n) for m in range(1, 5)]
     np.testing.assert_allclose(result.se_naive, sem, rtol=1e-12)  # CR1 naive = SEM
-    assert not any("opponent" in w for w in result.warnings)
+    assert "incomplete-design" not in result.notes.codes
     assert result.leaderboard.unobserved_pairs == []
 
 
@@ -106,11 +106,12 @@ def test_incomplete_design_recommends_bradley_terry():
     a = np.repeat([p[0] for p in pairs], 40)
     b = np.repeat([p[1] for p in pairs], 40)
     log = ComparisonLog.from_arrays(a, b, rng.choice([0.0, 0.5, 1.0], a.size))
-    text = " ".join(quiet_analyze(log, cluster="none").warnings)
-    assert "4 of 15 model pairs (27%) were never compared" in text
-    assert "--model bt" in text
+    (note,) = quiet_analyze(log, cluster="none").notes.only("incomplete-design")
+    assert note.severity == "warning"  # above 10% missing: not comparable, use Bradley-Terry
+    assert set(note.models) == {"0", "1", "2", "3", "4"}  # the 4 pairs removed: 0-1 ... 0-4
+    assert "4 of 15 model pairs (27%)" in note
     bt = quiet_analyze(log, cluster="none", model="bt")
-    assert not any("never compared" in w for w in bt.warnings)
+    assert "incomplete-design" not in bt.notes.codes
 
 
 def test_cli_bt_prints_elo_and_coefficients(tmp_path, capsys):

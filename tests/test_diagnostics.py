@@ -11,6 +11,7 @@ import statsmodels.api as sm
 import statsmodels.formula.api as smf
 
 from tests.conftest import random_log
+from tests.note_codes import notes_of
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.io.logs import ComparisonLog
@@ -89,22 +90,28 @@ def test_warnings_are_returned_and_emitted():
     log = ComparisonLog.from_arrays(a, b, score, prompt=prompt, judge=judge)
     with pytest.warns(WinrateWarning) as record:
         result = analyze(log, cluster="prompt+judge")
-    text = " ".join(result.warnings)
-    assert "'judge' has only 3 clusters" in text
-    assert "2 of 6 model pairs (33%) were never compared" in text
-    assert "interval covers that average, not the average over the whole field" in text
-    assert "most opponents missed: 2 (2 of 3), " in text  # (0, 2) and (2, 3) never met
-    assert "--model bt" in text
-    assert "2 of 4 model pairs are observed within a single prompt" in text
-    assert "1 of 4 model pairs are observed within a single judge" in text
-    assert "2 model pair(s) had the same outcome in every comparison" in text
-    assert "Bradley-Terry fit of the whole log" in text  # 0, 1, 2 beat each other both ways
+    found = result.notes
+    few = {note.axis: note for note in found.only("few-clusters")}
+    assert set(few) == {"prompt", "judge"} and "only 3 clusters" in few["judge"]
+    (design,) = found.only("incomplete-design")
+    assert design.severity == "warning"  # 33% > 10% missing: not comparable, use --model bt
+    assert design.models[0] == "2"  # most opponents missed: (0, 2) and (2, 3) never met
+    assert "2 of 6 model pairs (33%)" in design
+    single = {note.axis: note for note in found.only("single-cluster-pairs")}
+    assert set(single) == {"prompt", "judge"}
+    assert result.axes["prompt"].single_cluster_pairs == 2
+    assert result.axes["judge"].single_cluster_pairs == 1
+    assert "2 of 4 model pairs" in single["prompt"]
+    (floor,) = found.only("small-sample-floor")
+    assert floor.models == ("0", "1", "3")  # 3 beat 0 and 1 in every comparison
+    assert "Bradley-Terry fit of the whole log" in floor  # 0, 1, 2 beat each other both ways
     # model 2's two comparisons (a win and a loss) are both in prompt 0: the prompt part of
     # its two-way variance is not identified, so it is not estimable (no interval)
+    assert found.only("not-estimable")[0].models == ("2",)
     assert list(result.not_estimable) == ["2"]
     assert "one prompt cluster" in result.not_estimable["2"]
     assert np.isnan(result.se[2]) and (result.se[[0, 1, 3]] > 0).all()
-    assert len(record) == len(result.warnings)
+    assert notes_of(record).codes == found.codes
 
 
 def test_t_reference_uses_smallest_axis():

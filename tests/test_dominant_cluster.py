@@ -65,7 +65,7 @@ def _quiet(log, **kwargs):
 
 
 def _dominant_notes(result):
-    return [w for w in result.warnings if "single cluster carries" in w]
+    return result.notes.only("dominant-cluster")
 
 
 def test_analyze_warns_when_one_prompt_dominates():
@@ -83,8 +83,10 @@ def test_analyze_warns_when_one_prompt_dominates():
     share = result.axes["prompt"].largest_share
     assert np.nanmax(share) > DOMINANT_SHARE
     worst = int(np.nanargmax(share))
-    assert f"{result.models[worst]} (prompt {prompt[0]})" in notes[0]
-    assert f"up to {np.nanmax(share):.0%}" in notes[0]
+    assert notes[0].axis == "prompt" and notes[0].models == (str(result.models[worst]),)
+    assert result.axes["prompt"].largest_cluster[worst] == prompt[0]
+    assert f"up to {np.nanmax(share):.0%} for {result.models[worst]} (prompt {prompt[0]})" in (
+        notes[0])
 
 
 def test_no_dominance_warning_on_few_clusters():
@@ -93,7 +95,7 @@ def test_no_dominance_warning_on_few_clusters():
     result = _quiet(sim.log, cluster="judge")
     assert np.nanmin(result.axes["judge"].largest_share) >= 1 / 3
     assert not _dominant_notes(result)
-    assert any("only 3 clusters" in w for w in result.warnings)
+    assert [note.axis for note in result.notes.only("few-clusters")] == ["judge"]
 
 
 @pytest.mark.parametrize("options", [{"model": "bt"}, {"model": "bt", "anchor": "1=900"},

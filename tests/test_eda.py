@@ -208,8 +208,7 @@ def test_single_judge_and_missing_axis_are_flagged_not_computed():
         result = report.clusterings[name]
         assert not result.identified and "same judge" in result.reason
         assert np.isnan(result.se).all()
-        assert any(w.startswith(f"clustering by {name} is not identified") for w in
-                   report.warnings)
+        assert name in [n.axis for n in report.notes.only("clustering-not-identified")]
     assert report.clusterings["prompt"].identified and report.main == "prompt"
     assert "judge" not in report.axes
     text = eda.format_report(report)
@@ -239,7 +238,7 @@ def test_json_document_follows_the_schema(tmp_path):
     json.dumps(doc, allow_nan=False)
     assert doc["schema"] == eda.SCHEMA
     for key in ("dataset", "settings", "structure", "models", "n", "prompts", "score",
-                "se_naive", "clusterings", "axes", "summary", "warnings"):
+                "se_naive", "clusterings", "axes", "summary", "notes", "warnings"):
         assert key in doc and key in eda.__doc__
     assert doc["clusterings"]["judge"]["identified"] is False
     assert doc["clusterings"]["judge"]["se"] == [None] * 5
@@ -271,13 +270,14 @@ def test_real_llmfao_and_pandalm_structure_and_cli(tmp_path, capsys):
     doc = json.loads(path.read_text())
     s = doc["structure"]
     assert (s["n_models"], s["n_prompts"], s["n_judges"]) == (59, 13, 126)
-    assert any("only 13 clusters" in w for w in doc["warnings"])
+    assert {(n["code"], n["axis"]) for n in doc["notes"]} >= {("few-clusters", "prompt")}
+    assert [n["text"] for n in doc["notes"]] == doc["warnings"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         pandalm = eda.explore_dataset("pandalm")
     assert (pandalm.structure["n_models"], pandalm.structure["n_prompts"],
             pandalm.structure["n_judges"]) == (5, 170, 5)
-    assert any("garbage" in w for w in pandalm.warnings)  # the loader's warning is kept
+    assert "verdicts-dropped" in pandalm.notes.codes  # the loader's warning is kept
     assert all(r.identified for r in pandalm.clusterings.values())
 
 
@@ -298,7 +298,9 @@ def test_real_mmlu_pro_script_subset(tmp_path):
     assert ["prompt", "src"] in doc["structure"]["nested"]
     prompt = doc["axes"]["prompt"]
     np.testing.assert_allclose(prompt["predicted"], prompt["measured"], rtol=0.1)
-    assert "not identified" in done.stdout
+    assert "judge: not identified" in done.stdout
+    assert {(n["code"], n["axis"]) for n in doc["notes"]} >= {
+        ("clustering-not-identified", "judge"), ("clustering-not-identified", "prompt+judge")}
 
 
 def _star_frame(seed: int = 8, prompts: int = 50, judges: int = 5, k: int = 4):

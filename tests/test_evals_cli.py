@@ -12,6 +12,7 @@ import pytest
 import statsmodels.api as sm
 from scipy import stats
 
+from tests.note_codes import warns_code
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.evals import compare, evaluate, question_scores, summarize_scores
 from winrate.evals.cli import COMMANDS
@@ -116,8 +117,9 @@ def test_paired_comparison_uses_common_questions():
     df = _long_table()
     df = df[~((df.model == "beta") & (df.qid < 10))]
     qs = question_scores(df, "correct", "qid", "model", ["src"])
-    with pytest.warns(WinrateWarning, match="290 questions both answered"):
+    with warns_code("common-questions") as found:
         comp = compare(qs, "alpha", "beta")
+    assert found[0].models == ("alpha", "beta") and "the 290 questions" in found[0]
     assert comp.paired.n == 290
     with pytest.raises(WinrateInputError, match="not found"):
         compare(qs, "alpha", "delta")

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
+from tests.note_codes import coded_lines
 from winrate.analysis import analyze
 from winrate.cli import main
 from winrate.errors import WinrateInputError, WinrateWarning
@@ -75,7 +76,8 @@ def test_clean_battle_cli_ranks_on_anonymous_battles(tmp_path, capsys):
     captured = capsys.readouterr()
     table = [line.split() for line in captured.out.splitlines()]
     first = next(row for row in table if row and row[0] == "1")
-    assert first[1] == "x" and "150 named" in captured.err
+    assert first[1] == "x"
+    assert "150 named" in coded_lines(captured.err, "battles-dropped")[0]
     assert main(["leaderboard", str(path), "--format", "clean_battle", "--model", "bt",
                  "--cluster", "prompt", "--include-named"]) == 0
     table = [line.split() for line in capsys.readouterr().out.splitlines()]
@@ -303,7 +305,7 @@ def test_arena_hard_malformed_record_skippable_with_a_count(tmp_path, capsys):
     assert "skipped-records" in codes and "q99" not in set(frame["prompt_id"].astype(str))
     assert main(["leaderboard", str(folder), "--format", "arena_hard", "--baseline",
                  "gpt-4-0314", "--skip-malformed", "--cluster", "prompt"]) == 0
-    assert "skipped 1 malformed" in capsys.readouterr().err
+    assert "skipped 1 malformed" in coded_lines(capsys.readouterr().err, "skipped-records")[0]
 
 
 def test_format_flag_of_another_format_is_an_error(tmp_path, capsys):
@@ -386,7 +388,7 @@ def test_baseline_score_counts_only_the_rows_it_uses(tmp_path, capsys):
                  "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["n_comparisons"] == 60 and report["n"] == [20, 20, 20]
-    assert "rows compare two models without the baseline" in capsys.readouterr().err
+    assert "30 of 90 rows" in coded_lines(capsys.readouterr().err, "off-baseline-rows")[0]
     for model, score in zip(report["models"], report["score"], strict=True):
         mine = [r["outcome"] for r in rows if r["model_a"] == model]
         assert score == pytest.approx(np.mean(mine), abs=1e-12)

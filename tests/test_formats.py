@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.note_codes import notes_of, warns_code
 from winrate.cli import main
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io import datasets
@@ -81,9 +82,10 @@ def test_alpaca_eval_fixture(tmp_path):
                [alpaca_record(1.5, model="base", instruction="q0")])
     with pytest.warns(WinrateWarning) as caught:
         frame = read_format(tmp_path, "alpaca_eval")
-    text = " ".join(str(w.message) for w in caught)
-    assert "dropped 2 row(s)" in text and "m1.json.gz (2 of 8)" in text
-    assert "comparing a model with itself (base)" in text
+    found = notes_of(caught)
+    assert found.codes == ["verdicts-dropped", "self-comparisons"]
+    assert "m1.json.gz (2 of 8)" in found[0]  # preferences None and 3.0
+    assert found[1].models == ("base",)
     assert list(frame.columns) == ["prompt_id", "judge_id", "model_a", "model_b", "outcome",
                                    "style_length"]
     assert rows(frame, "prompt_id", "model_a", "model_b") == [
@@ -91,7 +93,7 @@ def test_alpaca_eval_fixture(tmp_path):
     np.testing.assert_allclose(frame["outcome"], [0.0, 1.0, 0.7, 0.5, 0.5, 0.2])
     # (6 - 2) / (6 + 2 + 1) for the model's longer answer; 0 when both are empty
     np.testing.assert_allclose(frame["style_length"], [4 / 9] * 5 + [0.0])
-    with pytest.warns(WinrateWarning, match="dropped 2 row"):
+    with warns_code("verdicts-dropped"):
         discrete = read_format(tmp_path / "m1.json.gz", "alpaca_eval", discrete=True)
     np.testing.assert_allclose(discrete["outcome"], [0.0, 1.0, 1.0, 0.5, 0.5, 0.0])
 
@@ -123,9 +125,9 @@ def test_qlora_fixture(tmp_path):
                             "gpt-4-reviewer-threeclass.jsonl"), pair_records([1, 2, 3, -1]))
     write_jsonl(tmp_path / "relative" / "bard-vs-gpt-3.5-gpt4-reviewer.jsonl",
                 pair_records([[9.0, 6.0], [5, 5], [6, 8.5], [-1, -1]]))
-    with pytest.warns(WinrateWarning, match=r"dropped 2 row\(s\) with an unparsed verdict "
-                                            r".* in 2 file"):
+    with warns_code("verdicts-dropped") as found:
         frame = read_format(tmp_path, "qlora")
+    assert "dropped 2 row(s)" in found[0] and "in 2 file(s)" in found[0]
     assert rows(frame, "prompt_id", "judge_id", "model_a", "model_b", "outcome") == [
         ("1", "gpt-4", "guanaco-13b", "gpt4", 1.0), ("2", "gpt-4", "guanaco-13b", "gpt4", 0.0),
         ("3", "gpt-4", "guanaco-13b", "gpt4", 0.5), ("1", "gpt4-scores", "bard", "gpt-3.5", 1.0),
@@ -133,7 +135,7 @@ def test_qlora_fixture(tmp_path):
     ]
     assert list(frame["model_a"].cat.categories) == ["bard", "gpt-3.5", "gpt4", "guanaco-13b"]
     # one file alone reads the same rows as within its folder
-    with pytest.warns(WinrateWarning, match="dropped 1 row"):
+    with warns_code("verdicts-dropped"):
         single = read_format(next(pairwise.iterdir()), "qlora")
     assert len(single) == 3
 
@@ -156,8 +158,9 @@ def test_prd_fixture(tmp_path):
                 pair_records([1, 1]))
     write_jsonl(gpt35 / "answer_gpt35-vs-answer_gpt4-gpt35-reviewer_threeclass.jsonl",
                 pair_records([2, 2]))
-    with pytest.warns(WinrateWarning, match="both hold reviewer 'gpt35'.*both are kept"):
+    with warns_code("duplicate-files") as found:
         frame = read_format(tmp_path, "prd")
+    assert found[0].models == ("gpt35", "gpt4") and "both are kept" in found[0]
     assert rows(frame, "judge_id", "model_a", "model_b", "outcome") == [
         ("gpt35", "gpt35", "gpt4", 1.0), ("gpt35", "gpt35", "gpt4", 1.0),
         ("gpt35", "gpt35", "gpt4", 0.0), ("gpt35", "gpt35", "gpt4", 0.0),
@@ -165,8 +168,9 @@ def test_prd_fixture(tmp_path):
         ("human", "gpt4", "guanaco-7b", 1.0),
         ("vicuna-13b", "bard", "vicuna-13b", 1.0), ("vicuna-13b", "bard", "vicuna-13b", 0.5),
     ]
-    with pytest.warns(WinrateWarning, match="only the first is kept"):
+    with warns_code("duplicate-files") as found:
         first = read_format(gpt35, "prd", duplicates="first")
+    assert "only the first is kept" in found[0]
     assert first["outcome"].tolist() == [1.0, 1.0]  # the hyphenated file sorts first
     loose = write_jsonl(tmp_path / "elsewhere" / "answer_a-vs-answer_b-x-reviewer.jsonl",
                         pair_records([1]))
@@ -286,8 +290,9 @@ def test_arena_hard_fixture(tmp_path):
     ])
     for baseline in ("gpt-4-0314", "gpt-4o"):  # the baseline judged against itself
         write_jsonl(folder / f"{baseline}.jsonl", [judgment("q1", baseline, "A=B", "A=B")])
-    with pytest.warns(WinrateWarning, match=r"dropped 1 row\(s\) with a null game verdict"):
+    with warns_code("verdicts-dropped") as found:
         frame = read_format(tmp_path, "arena_hard", baseline="gpt-4-0314", strong_weight=1)
+    assert "dropped 1 row(s)" in found[0]  # q3's game 2
     frame = frame.loc[frame["model_a"] == "m1"]
     assert rows(frame, "prompt_id", "judge_id", "model_a", "model_b", "outcome") == [
         ("q1", "gpt-4-1106-preview", "m1", "gpt-4-0314", 0.0),
@@ -297,7 +302,7 @@ def test_arena_hard_fixture(tmp_path):
         ("q2", "gpt-4-1106-preview", "m1", "gpt-4-0314", 0.0),
     ]
     assert "count" not in frame.columns
-    with pytest.warns(WinrateWarning):
+    with warns_code("verdicts-dropped"):
         weighted = read_log([folder / "m1.jsonl", folder / "gpt-4o.jsonl"], "arena_hard",
                             baseline="gpt-4o")  # upstream's weight 3 by default
     assert weighted.frequency.tolist() == [3, 1, 1, 1, 3]
@@ -497,10 +502,10 @@ def test_real_qlora_dataset_models_and_renames():
 
 @needs_real
 def test_real_prd_dataset_options():
-    with pytest.warns(WinrateWarning, match="both are kept"):
+    with warns_code("duplicate-files"):
         log = read_dataset("prd")
     assert log.n_rows == 15200
-    with pytest.warns(WinrateWarning, match="only the first is kept"):
+    with warns_code("duplicate-files"):
         first = read_dataset("prd", duplicates="first")
     assert first.n_rows == 15200 - 160
     reviewers = quiet(read_dataset, "prd", judges=["gpt4", "claude"])

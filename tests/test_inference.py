@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scipy import integrate, optimize, stats
 from statsmodels.stats.multitest import multipletests
 
+from tests.note_codes import warns_code
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.inference.joint import (
     DEFAULT_DRAWS,
@@ -429,7 +430,7 @@ def test_draws_do_not_depend_on_chunk_size_and_seed_reproduces():
 
 def test_zero_variance_scores_are_excluded_and_warned():
     cov = np.diag([1.0, 1.0, 0.0])
-    with pytest.warns(WinrateWarning, match="zero variance"):
+    with warns_code("zero-variance-contrast"):
         res = simultaneous_intervals(np.array([0.0, 1.0, 2.0]), cov, n_draws=N_MC)
     sidak2 = stats.norm.ppf((1 + (1 - ALPHA) ** 0.5) / 2)
     assert abs(res.critical_value - sidak2) <= TOL_SE * res.mc_se
@@ -439,7 +440,7 @@ def test_zero_variance_scores_are_excluded_and_warned():
 def test_duplicate_models_have_exact_difference():
     """Two copies of one model (perfectly correlated, equal scores) are never separated."""
     cov = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
-    with pytest.warns(WinrateWarning, match="zero variance"):
+    with warns_code("zero-variance-contrast"):
         res = rank_sets(np.array([1.0, 1.0, -20.0]), cov, n_draws=20_000)
     np.testing.assert_array_equal(res.low, [1, 1, 3])
     np.testing.assert_array_equal(res.high, [2, 2, 3])
@@ -470,7 +471,7 @@ def test_bad_tau_raises():
 
 
 def test_too_few_tail_draws_warn():
-    with pytest.warns(WinrateWarning, match="Monte-Carlo draws beyond"):
+    with warns_code("monte-carlo-precision"):
         simultaneous_intervals(np.zeros(3), np.eye(3), alpha=0.01, n_draws=5_000)
 
 
@@ -480,10 +481,10 @@ def test_too_few_tail_draws_warn():
 def test_empty_family_gives_max_t_p_values_of_exact_differences():
     """Every contrast has zero variance: a zero difference has p = 1, a nonzero one p = 0
     (max |T| >= 0, so no simulated maximum is below 0)."""
-    with pytest.warns(WinrateWarning, match="zero variance"):
+    with warns_code("zero-variance-contrast"):
         res = simultaneous_intervals(np.array([0.0, 1.0]), np.zeros((2, 2)), n_draws=4000)
     np.testing.assert_array_equal(res.p_adjusted, [1.0, 0.0])
-    with pytest.warns(WinrateWarning, match="zero variance"):
+    with warns_code("zero-variance-contrast"):
         pairs = pairwise_differences(np.array([1.0, 1.0, 2.0]), np.ones((3, 3)), n_draws=4000)
     np.testing.assert_array_equal(pairs.p_max_t, [1.0, 0.0, 0.0])
     np.testing.assert_array_equal(pairs.p_value, [1.0, 0.0, 0.0])

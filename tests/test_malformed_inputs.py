@@ -30,6 +30,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from tests.note_codes import coded_lines, notes_of
 from winrate.analysis import analyze
 from winrate.cli import main
 from winrate.eda import explore, to_dict
@@ -517,11 +518,8 @@ def test_default_clustering_uses_the_axes_that_exist(drop, used, reason, tmp_pat
         path = write_csv(tmp_path / "log.csv", [r[2:] for r in rows], HEADER[2:])
     out = tmp_path / "d.json"
     assert main(["leaderboard", str(path), "--json", str(out)]) == 0
-    err = capsys.readouterr().err
-    chosen = " + ".join(used) if used != ["none"] else "none (rows treated as independent)"
-    assert (f"note [default-clustering]: default clustering prompt+judge: clustered by "
-            f"{chosen}, because") in err
-    assert reason in err
+    (line,) = coded_lines(capsys.readouterr().err, "default-clustering")
+    assert line.startswith("note [default-clustering]: ") and reason in line
     doc = json.loads(out.read_text())
     assert doc["settings"]["cluster"] == used
     with warnings.catch_warnings():
@@ -533,9 +531,8 @@ def test_default_clustering_uses_the_axes_that_exist(drop, used, reason, tmp_pat
 @needs_data
 def test_default_clustering_on_real_datasets(capsys):
     assert main(["leaderboard", "--dataset", "chatbot_arena"]) == 0
-    captured = capsys.readouterr()
-    assert "clustered by none (rows treated as independent), because the log has no " \
-           "'prompt' axis" in captured.err
+    (line,) = coded_lines(capsys.readouterr().err, "default-clustering")
+    assert "the log has no 'prompt' axis" in line
     # the README runs all of mmlu_pro with --cluster prompt; three models show the default
     from winrate.io.datasets import read_dataset
 
@@ -545,9 +542,8 @@ def test_default_clustering_on_real_datasets(capsys):
         warnings.simplefilter("ignore", WinrateWarning)
         result = analyze(log)
     assert result.clustering == ("prompt",)
-    assert any(w.startswith("default clustering prompt+judge: clustered by prompt, because "
-                            "every comparison has the same judge (exact_match)")
-               for w in result.warnings)
+    (note,) = result.notes.only("default-clustering")
+    assert "every comparison has the same judge (exact_match)" in note
 
 
 def test_warnings_go_to_stderr_and_jackknife_is_not_told_to_use_itself(tmp_path, capsys):
@@ -556,15 +552,15 @@ def test_warnings_go_to_stderr_and_jackknife_is_not_told_to_use_itself(tmp_path,
                  "sandwich"]) == 0
     sandwich = capsys.readouterr()
     assert "warning" not in sandwich.out
-    assert "warning [few-clusters]: axis 'judge' has only 4 clusters (< 30)" in sandwich.err
-    assert "--method jackknife does" in sandwich.err
+    (line,) = coded_lines(sandwich.err, "few-clusters")
+    assert "axis 'judge' has only 4 clusters (< 30)" in line
+    assert "--method jackknife does" in line  # the remedy for the sandwich
     assert main(["leaderboard", str(path), "--cluster", "prompt+judge", "--method",
                  "jackknife"]) == 0
     jackknife = capsys.readouterr()
-    assert "warning [few-clusters]: axis 'judge' has only 4 clusters (< 30)" in jackknife.err
-    assert "--method jackknife" not in jackknife.err and "use t(G - 1)" not in jackknife.err
-    assert "the jackknife with t(G - 1) critical values is the few-cluster method" \
-           in jackknife.err
+    (line,) = coded_lines(jackknife.err, "few-clusters")
+    assert "--method jackknife" not in jackknife.err and "use t(G - 1)" not in line
+    assert "the jackknife with t(G - 1) critical values is the few-cluster method" in line
 
 
 def test_degenerate_log_prints_dashes_and_explains_them(tmp_path, capsys):
@@ -584,10 +580,10 @@ def test_degenerate_log_prints_dashes_and_explains_them(tmp_path, capsys):
     z = 1.959963984540054  # the Wilson bound of 60/60 at 95%: 60 / (60 + z^2)
     se = 100 * (1 - 60 / (60 + z**2)) / stats.norm.ppf(0.975)
     assert [line.split()[4] for line in table] == [f"{se:.2f}"] * 2, table
-    assert "far Wilson bound" in captured.err
+    assert "far Wilson bound" in coded_lines(captured.err, "small-sample-floor")[0]
 
 
-def test_eval_warnings_once_on_stderr_in_plain_words(tmp_path, capsys):
+def test_eval_warnings_once_on_stderr_with_their_codes(tmp_path, capsys):
     path = answers()(tmp_path)  # 3 models, 20 topics: the few-cluster warning for each
     out = tmp_path / "e.json"
     assert main(["eval", str(path), "--score-col", "score", "--question-col", "question",
@@ -595,10 +591,13 @@ def test_eval_warnings_once_on_stderr_in_plain_words(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "warning" not in captured.out.lower()
     lines = captured.err.strip().splitlines()
-    assert lines == ["warning: only 20 clusters in 'topic' (all 3 models): with fewer than "
-                     "about 30 clusters the cluster-robust SE is biased down; intervals use a t "
-                     "reference with 19 degrees of freedom (Cameron & Miller 2015, sec. VI)"]
-    assert json.loads(out.read_text())["warnings"] == [lines[0].removeprefix("warning: ")]
+    assert coded_lines(captured.err, "few-clusters") == lines and len(lines) == 1
+    assert "only 20 clusters in 'topic' (all 3 models)" in lines[0]
+    doc = json.loads(out.read_text())
+    (note,) = doc["notes"]
+    assert (note["code"], note["axis"], note["models"]) == ("few-clusters", "topic",
+                                                            ["A", "B", "C"])
+    assert doc["warnings"] == [note["text"]] == [lines[0].removeprefix("warning [few-clusters]: ")]
 
 
 def test_eval_scale_other_reports_on_the_stated_scale(tmp_path, capsys):
@@ -661,8 +660,9 @@ def test_eval_api_merges_per_model_warnings():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = evaluate(qs)
-    assert [str(w.message) for w in caught] == list(report.warnings)
-    assert len(report.warnings) == 1 and "(all 3 models)" in report.warnings[0]
+    assert notes_of(caught) == report.notes and report.notes.codes == ["few-clusters"]
+    assert report.notes[0].models == ("A", "B", "C") and report.notes[0].axis == "topic"
+    assert "(all 3 models)" in report.notes[0]
 
 
 def test_gzipped_latin1_names_the_line(tmp_path):

@@ -80,14 +80,14 @@ def test_few_effective_clusters_warning_names_the_rare_models():
                               judge_sd=0.0, missing_pair_share=0.0, rare_models=2,
                               rare_weight=0.05)
     run = quiet(simulate_comparisons(design, seed=1).log, cluster="prompt")
-    note = next(w for w in run.warnings if "effective prompt clusters" in w)
+    (note,) = run.notes.only("few-effective-clusters")
     g_star = run.effective_clusters
-    for i in np.flatnonzero(g_star < 10):
-        assert str(run.models[i]) in note
+    assert note.axis == "prompt"
+    assert set(note.models) == {str(m) for m in run.models[g_star < 10]} != set()
     # the remedy is the method's own: auto runs CR2 + Pan-Wall t here, CR1 is told to compare
     assert run.settings["correction"] == "cr2" and "Pan-Wall df (the method in use)" in note
     cr1 = quiet(simulate_comparisons(design, seed=1).log, cluster="prompt", method="sandwich")
-    assert next(w for w in cr1.warnings if "effective prompt clusters" in w).endswith(
+    assert cr1.notes.only("few-effective-clusters")[0].endswith(
         "compare with --method jackknife.")
 
 
@@ -308,21 +308,21 @@ def test_explicit_choices_override_auto():
 def test_prompt_only_clustering_with_few_judges_says_it_is_conditional():
     sim = simulate_comparisons(SimulationDesign(n_prompts=60, n_judges=4), seed=2)
     prompt_only = quiet(sim.log, cluster="prompt")
-    assert any("conditional on these 4 judges" in w for w in prompt_only.warnings)
+    (note,) = prompt_only.notes.only("judges-fixed")
+    assert note.axis == "judge" and "conditional on these 4 judges" in note
     both = quiet(sim.log, cluster="prompt+judge")
-    assert not any("conditional on these" in w for w in both.warnings)
+    assert "judges-fixed" not in both.notes.codes
 
 
 def test_two_judges_get_the_no_reliable_method_caveat():
     sim = simulate_comparisons(SimulationDesign(n_prompts=60, n_judges=2), seed=2)
     run = quiet(sim.log)
-    assert any("no interval method covers" in w for w in run.warnings)
+    assert run.notes.only("no-reliable-method")[0].axis == "judge"
     ten = simulate_comparisons(SimulationDesign(n_prompts=10, n_judges=30,
                                                 comparisons_per_prompt=30), seed=2)
-    assert any("no interval method covers" in w for w in quiet(ten.log, bootstrap_reps=49)
-               .warnings)
+    assert "no-reliable-method" in quiet(ten.log, bootstrap_reps=49).notes.codes
     fine = simulate_comparisons(SimulationDesign(n_prompts=100, n_judges=30), seed=2)
-    assert not any("no interval method covers" in w for w in quiet(fine.log).warnings)
+    assert "no-reliable-method" not in quiet(fine.log).notes.codes
 
 
 # ---------------------------------------------------------------------- simulator

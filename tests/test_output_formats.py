@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.note_codes import warns_code
 from tests.table_parsing import latex_cells, markdown_rows, numbers
 from winrate import progress
 from winrate.cli import main
@@ -146,7 +147,7 @@ def test_eda_of_a_dataset_written_to_a_file_equals_eda_of_the_dataset(tmp_path, 
     from winrate.io.datasets import load
 
     path = tmp_path / "pandalm.csv"
-    with pytest.warns(WinrateWarning, match="garbage"):
+    with warns_code("verdicts-dropped"):
         frame = load("pandalm", download=False, progress=False)
     frame.to_csv(path, index=False)
     docs = []
@@ -336,7 +337,6 @@ def test_pairwise_table_of_many_models_shows_neighbours_in_rank(monkeypatch):
 
 def quiet_analyze(log, **kwargs):
     from winrate.analysis import analyze
-    from winrate.errors import WinrateWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)

@@ -153,7 +153,7 @@ def test_a_fully_ordered_log_never_yields_certain_ranks():
         result = analyze(log, cluster="prompt", ranks=True)
     assert (result.se > 0.1).all()
     assert (result.joint.rank_low < result.joint.rank_high).all()
-    assert any("far Wilson bound" in w for w in result.warnings)
+    assert "far Wilson bound" in result.notes.only("small-sample-floor")[0]  # the floor's kind
 
 
 def test_far_apart_pairs_get_a_smaller_floor_than_close_ones():

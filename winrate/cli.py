@@ -156,20 +156,14 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
 def load_log(args: argparse.Namespace, clustering) -> tuple:
     """The log of INPUT or --dataset (with the extra axes ``clustering`` names) and the
     loader's warnings; a progress bar shows while it loads (that can take seconds)."""
+    from winrate.notes import from_warning
     from winrate.progress import stage
 
     with warnings.catch_warnings(record=True) as loading, \
             stage(f"reading {args.dataset or args.input}"):
         warnings.simplefilter("always", WinrateWarning)
         log = _read_log(args, clustering)
-    return log, [_reader_note(caught.message) for caught in loading]
-
-
-def _reader_note(message):
-    """A loader's warning as a coded note (a reader's plain text gets the code ``reader``)."""
-    from winrate.notes import as_note
-
-    return as_note(message.args[0] if message.args else str(message), "reader")
+    return log, [from_warning(caught.message) for caught in loading]
 
 
 def _read_log(args: argparse.Namespace, clustering):
@@ -335,7 +329,7 @@ def _print_report(result, loaded=(), notes=(), table_format: str = "text") -> No
 
     print(format_report(result, table_format))
     for note in dict.fromkeys([*notes, *loaded, *result.notes]):
-        print(as_note(note, "reader").line(), file=sys.stderr)
+        print(as_note(note).line(), file=sys.stderr)
 
 
 def write_page(doc: dict, args: argparse.Namespace, kind: str) -> None:

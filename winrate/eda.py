@@ -76,7 +76,9 @@ axes               per identified single axis: ``n_clusters``, ``pair_icc``, per
 summary            ``main`` (the clustering used for the effective n: prompt+judge if
                    identified, else the first identified one), ``effective_n_median``,
                    ``prompts_median``, ``effective_n_per_prompt_median``
-warnings           every warning, in plain words
+notes              every warning as a coded note: ``code``, ``severity``, ``axis``,
+                   ``models``, ``text`` (docs/notes.md)
+warnings           their texts
 =================  ====================================================================
 """
 
@@ -106,6 +108,7 @@ from winrate.inference.intervals import (
 )
 from winrate.io.datasets import read_dataset
 from winrate.io.logs import ComparisonLog, as_log
+from winrate.notes import Note, Notes, as_note, clustering_not_identified, from_warning
 from winrate.report.leaderboard import defined_median, json_safe
 from winrate.report.tables import comment_block, render_table
 from winrate.report.text import Summary, text_block
@@ -192,7 +195,12 @@ class EdaReport:
     clusterings: dict[str, ClusteringResult]
     axes: dict[str, AxisCheck]
     main: str | None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Note] = field(default_factory=list)
+
+    @property
+    def notes(self) -> Notes:
+        """The warnings as coded notes (:class:`winrate.notes.Notes`, filterable by code)."""
+        return Notes(self.warnings)
 
     @property
     def effective_n(self) -> np.ndarray:
@@ -476,12 +484,12 @@ def _structure(log: ComparisonLog, base: _Base, m_prompt: np.ndarray) -> dict:
     }
 
 
-def _notes(results: dict[str, ClusteringResult], runs) -> list[str]:
-    notes = [f"clustering by {r.name} is not identified: {r.reason}."
+def _notes(results: dict[str, ClusteringResult], runs) -> list[Note]:
+    found = [clustering_not_identified(r.name, r.reason)
              for r in results.values() if not r.identified]
     for run in runs.values():
-        notes.extend(note for note in run.warnings if note not in notes)
-    return notes
+        found.extend(note for note in run.warnings if note not in found)
+    return found
 
 
 def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
@@ -517,7 +525,7 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
                      for key, v in estimator.items()}},
         structure=_structure(log, base, m_prompt), models=base.models, n=n_a, prompts=prompts,
         score=base.score, se_naive=base.se_naive, clusterings=results, axes=axes,
-        main=main, warnings=[*notes, *_notes(results, runs)],
+        main=main, warnings=Notes(map(as_note, [*notes, *_notes(results, runs)])),
     )
 
 
@@ -531,7 +539,8 @@ def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaRe
     with warnings.catch_warnings(record=True) as caught, stage(f"reading {name}"):
         warnings.simplefilter("always", WinrateWarning)
         log = read_dataset(name, models=models, progress=False)
-    loaded = tuple(str(w.message) for w in caught if issubclass(w.category, WinrateWarning))
+    loaded = tuple(from_warning(w.message) for w in caught
+                   if issubclass(w.category, WinrateWarning))
     for other in (w for w in caught if not issubclass(w.category, WinrateWarning)):
         warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
     specs = clusterings or DATASET_CLUSTERINGS.get(name, DEFAULT_CLUSTERINGS)
@@ -588,7 +597,7 @@ def to_dict(report: EdaReport) -> dict:
         "summary": {"main": report.main, "effective_n_median": defined_median(eff),
                     "prompts_median": defined_median(report.prompts),
                     "effective_n_per_prompt_median": defined_median(eff / report.prompts)},
-        "warnings": report.warnings,
+        "notes": report.notes.to_list(), "warnings": [str(w) for w in report.warnings],
     }
     return json_safe(doc)
 
@@ -745,7 +754,7 @@ def format_report(report: EdaReport, table_format: str = "text") -> str:
     (:func:`winrate.report.tables.comment_block`), so the output pastes as the table alone."""
     after = [format_summary(report)]
     if report.warnings:
-        after.append("Warnings\n" + "\n".join(f"  - {w}" for w in report.warnings))
+        after.append("Warnings\n" + "\n".join(f"  - ({w.code}) {w}" for w in report.notes))
     table = format_table(report, table_format)
     if table_format == "text":
         return "\n\n".join([format_structure(report), table, *after])

@@ -44,22 +44,34 @@ CODES = {
     "undefined-replicates": "resampling replicates in which a model had no comparisons",
     "coarse-bootstrap-support": "a wild bootstrap with too few distinct draws",
     "bootstrap-conditional": "a bootstrap that holds every model in every draw",
-    "resampling-note": "another remark of a resampling method",
     # joint inference
     "zero-variance-contrast": "contrasts with zero variance left out of a maximum",
     "monte-carlo-precision": "a Monte-Carlo critical value short of its target precision",
     # reading data and options
-    "reader": "a remark of a reader about rows it dropped or changed",
     "deprecated": "an argument kept for compatibility; the note names its replacement",
-    "eval": "a remark of the eval statistics of per-question scores",
     # fidelity branch (issue 26): upstream conventions and edge cases of the readers
     "outcome-labels": "model names that are also outcome labels, read by the column's content",
     "similar-names": "model names that differ only by surrounding whitespace or Unicode form",
     "battles-dropped": "clean_battle rows left out as LMArena does (named battles, dedup_tag)",
     "skipped-records": "malformed records skipped on request (--skip-malformed)",
     "folder-names-model": "AlpacaEval files whose rows name another model, or duplicate another",
-    "baseline-inferred": "an arena-hard baseline read from the data, not given",
     "off-baseline-rows": "rows not against the baseline, which a baseline score ignores",
+    # codes branch (issue 22, point 3): the texts that were still written where emitted
+    "uncoded": "a plain-text warning from outside winrate.notes (say, a custom estimator's)",
+    "bonferroni-fallback": "too many contrasts for Monte-Carlo max-T: Bonferroni critical values",
+    "clustering-not-identified": "a clustering asked of eda that the log cannot identify",
+    "verdicts-dropped": "rows whose verdict is missing or unparseable, dropped by a reader",
+    "self-comparisons": "rows comparing a model with itself, dropped by a reader",
+    "duplicate-files": "two files with one judge's verdicts on the same pair of models",
+    "conflicting-metadata": "questions whose category or source differs between model files",
+    "unverified-download": "a download kept without a pinned checksum to verify it",
+    "constant-scores": "eval: a model's scores all equal, so every SE is 0",
+    "constant-difference": "eval: a paired difference the same on every question (SE 0)",
+    "undefined-correlation": "eval: a constant model, so the score correlation is undefined",
+    "no-discordant": "eval: no discordant questions, so McNemar's test is degenerate",
+    "common-questions": "eval: a comparison on only the questions both models answered",
+    "low-effective-draws": "eval: importance sampling kept few effective draws (noisy posterior)",
+    "negative-variance": "eval: a method-of-moments variance component below 0, set to 0",
 }
 
 
@@ -104,9 +116,14 @@ def _rebuild(code, text, severity, axis, models) -> Note:
     return Note(code, text, severity=severity, axis=axis, models=models)
 
 
-def as_note(message, code: str = "resampling-note") -> Note:
+def as_note(message, code: str = "uncoded") -> Note:
     """``message`` as a :class:`Note` (a note passes through; plain text gets ``code``)."""
     return message if isinstance(message, Note) else Note(code, str(message))
+
+
+def from_warning(message: Warning, code: str = "uncoded") -> Note:
+    """The note a WinrateWarning carries (``caught.message``); plain text gets ``code``."""
+    return as_note(message.args[0] if message.args else str(message), code)
 
 
 class Notes(list):
@@ -148,7 +165,7 @@ def emit(note: Note, stacklevel: int = 2) -> None:
 
 
 @contextmanager
-def collected(code: str = "resampling-note"):
+def collected(code: str = "uncoded"):
     """Gather the WinrateWarnings raised inside as notes (a plain-text warning of another
     library gets ``code``); other warnings pass through to the caller."""
     gathered = Notes()
@@ -157,8 +174,7 @@ def collected(code: str = "resampling-note"):
         yield gathered
     for item in caught:
         if issubclass(item.category, WinrateWarning):
-            message = item.message.args[0] if item.message.args else str(item.message)
-            note = as_note(message, code)
+            note = from_warning(item.message, code)
             if note not in gathered:
                 gathered.append(note)
         else:
@@ -188,9 +204,12 @@ def _listed(names, limit: int = 5) -> str:
     return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
 
 
-def default_clustering(chosen: str, reasons: str) -> Note:
+def default_clustering(used: tuple[str, ...], reasons: list[str]) -> Note:
+    """The axes of the default prompt+judge clustering that were ``used``, and the
+    ``reasons`` the others could not be (:func:`winrate.inference.analysis.default_clustering`)."""
+    chosen = " + ".join(used) if used else "none (rows treated as independent)"
     return Note("default-clustering", f"default clustering prompt+judge: clustered by {chosen}, "
-                f"because {reasons}", severity="note")
+                f"because {'; '.join(reasons)}", severity="note")
 
 
 def few_clusters(axis: str, n_clusters: int, method: str, t_reference: bool) -> Note:
@@ -234,9 +253,17 @@ def dominant_cluster(axis: str, limit: float, n_flagged: int, worst_share: float
 
 
 def few_effective_clusters(axis: str, n_clusters: int, flagged: list[tuple[str, float]],
-                           remedy: str) -> Note:
+                           method: str, correction: str, t_reference: bool) -> Note:
     """Models whose SE rests on fewer than :data:`FEW_EFFECTIVE` effective clusters G*
-    (Carter, Schnepel & Steigerwald 2017), ``flagged`` as (model, G*) fewest first."""
+    (Carter, Schnepel & Steigerwald 2017), ``flagged`` as (model, G*) fewest first; the
+    remedy depends on the variance ``method``, ``correction`` and reference in use."""
+    if method != "sandwich":
+        remedy = f"the {method} in use is less affected by this than the sandwich."
+    elif correction == "cr2" and t_reference:
+        remedy = ("CR2 with a t reference on each model's Pan-Wall df (the method in use) "
+                  "widens them for it.")
+    else:
+        remedy = "compare with --method jackknife."
     shown = ", ".join(f"{m} ({g:.1f})" for m, g in flagged[:8])
     return Note(
         "few-effective-clusters",
@@ -283,6 +310,20 @@ def incomplete_design(missing: list[tuple[str, str]], models: list[str]) -> Note
                 f"{len(missing)} model {were} never compared; {they} left out of the scores "
                 "(never imputed), so models are scored against slightly different opponent "
                 f"sets (opponents missed: {most}).", severity="note", models=named)
+
+
+def not_estimable_reason(n_comparisons: float, single_cluster_axes: list[str]) -> str:
+    """Why a model's uncertainty cannot be estimated, in words (the ``not_estimable``
+    reasons of a result and of :func:`not_estimable`): no comparisons, all of them in one
+    cluster of the ``single_cluster_axes``, or else a zero estimated variance."""
+    if n_comparisons == 0:
+        return "no comparisons"
+    if not single_cluster_axes:
+        return "zero estimated variance"
+    where = ("its one comparison falls" if n_comparisons == 1 else
+             f"all of its {plural(n_comparisons, 'comparison')} fall")
+    return (f"{where} in one {' and one '.join(single_cluster_axes)} cluster, so its "
+            "clustered variance is not identified")
 
 
 def not_estimable(reasons: dict[str, str]) -> Note:
@@ -411,3 +452,248 @@ def off_baseline_rows(dropped: int, n_rows: int, baseline: str) -> Note:
                 f"{baseline!r}: a score against the baseline does not use them, so they are "
                 "left out of the analysis, the comparison count and n (Bradley-Terry, model "
                 "'bt', uses them)", severity="note")
+
+
+# ------------------------------------------------- codes branch: the texts of the readers,
+# joint inference, eda and the eval statistics (issue 22, point 3)
+
+def bonferroni_fallback(n_contrasts: int, budget: float) -> Note:
+    return Note("bonferroni-fallback",
+                f"{n_contrasts:,} contrasts are too many for Monte-Carlo max-T critical "
+                f"values within {budget:.0e} evaluations: Bonferroni's are used "
+                "(valid, and wider than max-T's where contrasts are correlated)",
+                severity="note")
+
+
+def clustering_not_identified(name: str, reason: str) -> Note:
+    return Note("clustering-not-identified",
+                f"clustering by {name} is not identified: {reason}.", axis=name)
+
+
+#: Files named in a reader's note before it says "... and N more".
+SHOW_FILES = 5
+
+#: Why a reader drops rows (:func:`verdicts_dropped`), by the kind of verdict.
+DROPPED_VERDICTS = {
+    "alpaca_eval": "a null preference (failed judge) or one outside {0} and [1, 2], as "
+                   "AlpacaEval drops them",
+    "unparsed": "an unparsed verdict (score not 1, 2, 3 or a pair of grades)",
+    "arena_hard": "a null game verdict",
+}
+
+
+def _files(counts: list[str], n_files: int) -> str:
+    """The first :data:`SHOW_FILES` of ``counts`` (one per file), then how many more."""
+    more = n_files - min(n_files, SHOW_FILES)
+    return ", ".join(counts[:SHOW_FILES]) + (f", ... and {more} more" if more else "")
+
+
+def verdicts_dropped(reader: str, kind: str, per_file: list[tuple[str, int, int]]) -> Note:
+    """Rows of a reader's files dropped for a verdict of ``kind`` (:data:`DROPPED_VERDICTS`);
+    ``per_file``: (file name, rows dropped, rows) of each file with any."""
+    shown = [f"{name} ({n} of {total})" for name, n, total in per_file]
+    return Note("verdicts-dropped",
+                f"{reader}: dropped {sum(n for _, n, _ in per_file)} row(s) with "
+                f"{DROPPED_VERDICTS[kind]} in {len(per_file)} file(s): "
+                f"{_files(shown, len(per_file))}")
+
+
+def labelled_verdicts_dropped(reader: str, dropped: int, total: int, judge: str,
+                              labels: list[str], file: str) -> Note:
+    """A judge's verdicts with an upstream label for 'unparseable', dropped."""
+    return Note("verdicts-dropped",
+                f"{reader}: dropped {dropped} of {total} {judge} verdicts labelled {labels} "
+                f"(unparseable upstream) in {file}")
+
+
+def skipped_records(reader: str, per_file: list[tuple[str, int]]) -> Note:
+    """Malformed records skipped on request; ``per_file``: (file name, records skipped)."""
+    shown = [f"{name} ({n})" for name, n in per_file]
+    return Note("skipped-records",
+                f"{reader}: skipped {sum(n for _, n in per_file)} malformed record(s) or "
+                f"game(s) in {len(per_file)} file(s): {_files(shown, len(per_file))}")
+
+
+def self_comparisons(reader: str, n_rows: int, models: list[str]) -> Note:
+    return Note("self-comparisons",
+                f"{reader}: dropped {n_rows} row(s) comparing a model with "
+                f"itself ({', '.join(models[:5])})", models=models)
+
+
+def duplicate_files(first: str, second: str, judge: str, model_a: str, model_b: str,
+                    keep: bool) -> Note:
+    """Two PRD files with one reviewer's verdicts on one pair; ``keep``: both kept."""
+    kept = "both are kept" if keep else "only the first is kept"
+    return Note("duplicate-files",
+                f"prd: {first} and {second} both hold reviewer {judge!r}'s verdicts on "
+                f"{model_a} vs {model_b}; {kept}", models=[model_a, model_b])
+
+
+def renamed_by_folder(renamed: list[tuple[str, str, str]]) -> Note:
+    """AlpacaEval files whose rows name another model than their folder: ``renamed`` as
+    (file, model the rows name, model of the folder)."""
+    shown = "; ".join(f"{file} (rows name {named!r}, read as {folder!r})"
+                      for file, named, folder in renamed[:5])
+    return Note("folder-names-model",
+                f"alpaca_eval: {len(renamed)} file(s) whose rows name another model "
+                f"than their folder or file name, which names the model in AlpacaEval: "
+                f"{shown}", models=[folder for _, _, folder in renamed])
+
+
+def copied_files(copies: list[tuple[str, str, int]]) -> Note:
+    """AlpacaEval file pairs sharing most annotations: (file, file, shared annotations)."""
+    shown = "; ".join(f"{a} and {b} ({n} annotations)" for a, b, n in copies[:5])
+    return Note("folder-names-model",
+                f"alpaca_eval: {len(copies)} pair(s) of files share most of their "
+                f"annotations (a duplicated file is counted twice): {shown}")
+
+
+def battles_dropped(total: int, named: int, duplicates: int) -> Note:
+    """clean_battle battles left out as LMArena leaves them out: ``named`` (non-anonymous)
+    and ``duplicates`` (dedup_tag not 'sampled'), of ``total``."""
+    parts = []
+    if named:
+        parts.append(f"{named} named (non-anonymous) battle(s) (LMArena ranks "
+                     "anonymous battles only; include_named / --include-named keeps them)")
+    if duplicates:
+        parts.append(f"{duplicates} battle(s) whose dedup_tag is not 'sampled' "
+                     "(LMArena's de-duplication of over-frequent prompts; dedup=False / "
+                     "--no-dedup keeps them)")
+    return Note("battles-dropped", f"clean_battle: of {total} battles, left out "
+                + " and ".join(parts), severity="note")
+
+
+def similar_names(groups: list[list[str]]) -> Note:
+    """Groups of model names alike up to surrounding whitespace or Unicode normal form."""
+    shown = "; ".join(" vs ".join(repr(n) for n in group) for group in groups[:5])
+    return Note("similar-names",
+                f"{len(groups)} group(s) of model names differ only by surrounding whitespace "
+                f"or Unicode normal form and are kept as different models: {shown}",
+                models=[n for group in groups for n in group])
+
+
+def outcome_labels(column: str, both: list[str], names_fit: bool, n_clash: int) -> Note:
+    """Values of an outcome column that are both labels and model names, read as names
+    (``names_fit``) or as labels; ``n_clash`` rows would differ the other way."""
+    reading = "winners' names" if names_fit else "labels (a / model_a: model_a won)"
+    return Note("outcome-labels",
+                f"column {column!r}: {both} are both outcome labels and model names; read as "
+                f"{reading}, the only reading that fits every row ({n_clash} row(s) "
+                "would differ the other way)", models=both)
+
+
+def conflicting_metadata(dataset: str, n_questions: int, column: str, first: str) -> Note:
+    return Note("conflicting-metadata",
+                f"{dataset}: {n_questions} question(s) have a different {column!r} in "
+                f"different model files (first question_ids: {first}); the most common value "
+                "is used")
+
+
+def unverified_download(what: str, url: str, sha256: str) -> Note:
+    return Note("unverified-download",
+                f"{what}: downloaded from {url} without a pinned checksum (none is known for "
+                f"this upstream file); its SHA-256 is {sha256}. Kept unverified.")
+
+
+# eval statistics of per-question scores (winrate.evals). ``name`` is what the scores are
+# of (``model 'x'``, ``scores``), as the caller says it; :func:`per_model` merges the notes
+# of several models.
+
+def eval_few_clusters(column: str, g: int, context: str, few: int) -> Note:
+    """A cluster column with ``g`` < ``few`` clusters: t(G - 1) intervals, a rough SE."""
+    where = f" ({context})" if context else ""
+    return Note("few-clusters",
+                f"only {g} clusters in {column!r}{where}: with fewer than about {few} "
+                "clusters the cluster-robust SE is biased down; intervals use a t reference "
+                f"with {g - 1} degrees of freedom (Cameron & Miller 2015, sec. VI)", axis=column)
+
+
+def cr0_clipped(min_eig: float) -> Note:
+    return Note("psd-repaired",
+                f"the multiway CR0 variance was negative ({min_eig:.3g}) and was clipped to 0 "
+                "(Cameron, Gelbach & Miller 2011, sec. 2.3); this usually means too few "
+                "clusters on one axis")
+
+
+def constant_scores(n: int, name: str, value: float) -> Note:
+    return Note("constant-scores",
+                f"all {n} scores of {name} equal {value:g}: every SE is 0, a Wald interval has "
+                "zero width and the design effect is undefined (reported as None); for 0/1 "
+                "scores use a small-N interval ('bayes', 'wilson' or 'clopper-pearson')")
+
+
+def _negative(name: str, value: float, meaning: str) -> Note:
+    return Note("negative-variance",
+                f"estimated {name} is negative ({value:.3g}): {meaning}; using {name} = 0")
+
+
+def negative_omega2(value: float) -> Note:
+    """The power pilot's omega^2 (variance of the conditional-mean differences) below 0."""
+    return _negative("omega^2", value,
+                     "the conditional noise explains all the variance of the paired differences "
+                     "in this pilot (no detectable question-level difference between the models)")
+
+
+def negative_var_x(value: float, name: str) -> Note:
+    """The variance of the expected scores of ``name``'s questions, Var(x), below 0."""
+    return _negative("Var(x)", value,
+                     f"the answer noise E[sigma^2] / K explains all the variance of the question "
+                     f"means of {name} (the questions do not differ detectably in their "
+                     "expected score)")
+
+
+def constant_difference(name_a: str, name_b: str, value: float, n: int) -> Note:
+    return Note("constant-difference",
+                f"{name_a} - {name_b} is {value:g} on every one of the {n} questions: the "
+                "paired SE is 0, so z and p are degenerate (0 and 1 for a zero difference)")
+
+
+def undefined_correlation() -> Note:
+    return Note("undefined-correlation",
+                "one model's scores are constant, so the score correlation is undefined (None)")
+
+
+def no_discordant() -> Note:
+    return Note("no-discordant", "no discordant questions: McNemar's statistic is 0 and p = 1")
+
+
+def common_questions(model_a: str, model_b: str, n: int) -> Note:
+    return Note("common-questions",
+                f"{model_a} vs {model_b}: compared on the {n} questions both answered",
+                models=[model_a, model_b])
+
+
+def low_effective_draws(what: str, ess: float, n_samples: int, sampler: str) -> Note:
+    """Importance sampling with a Kish effective sample size ``ess`` of ``n_samples``
+    draws from the ``sampler`` ('prior' or the Laplace-t proposal)."""
+    draws = "prior" if sampler == "prior" else "Laplace-t proposal"
+    return Note("low-effective-draws",
+                f"{what}: importance sampling kept an effective sample size of only {ess:.0f} "
+                f"of {n_samples} {draws} draws, so the posterior summary is noisy; increase "
+                "n_samples")
+
+
+def per_model(by_model: dict[str, list]) -> list[Note]:
+    """Each distinct note once: notes of one code that differ only in the model they name
+    (``model 'X'``) become one note naming those models (``all 29 models``), with them in
+    ``models``. ``by_model``: model -> its notes (plain text gets the code ``uncoded``)."""
+    groups: dict[tuple, list[str]] = {}
+    firsts: dict[tuple, Note] = {}
+    for model, found in by_model.items():
+        for note in map(as_note, found):
+            key = (note.code, str(note).replace(f"model {model!r}", "\0models\0"))
+            groups.setdefault(key, []).append(model)
+            firsts.setdefault(key, note)
+    merged = []
+    for (code, template), models in groups.items():
+        if len(models) == 1:
+            named = f"model {models[0]!r}"
+        elif len(models) == len(by_model):
+            named = f"all {len(models)} models"
+        else:
+            shown = ", ".join(repr(m) for m in models[:3])
+            named = f"{len(models)} models: {shown}{', ...' if len(models) > 3 else ''}"
+        first = firsts[(code, template)]
+        merged.append(Note(code, template.replace("\0models\0", named), severity=first.severity,
+                           axis=first.axis, models=dict.fromkeys([*first.models, *models])))
+    return merged

@@ -30,6 +30,7 @@ from winrate.eda import DATASET_CLUSTERINGS, DEFAULT_CLUSTERINGS, EdaReport, exp
 from winrate.errors import WinrateWarning
 from winrate.estimators import fit
 from winrate.io.datasets import read_dataset
+from winrate.notes import from_warning
 from winrate.variance.diagnostics import DOMINANT_SHARE, largest_cluster_share, single_cluster_pairs
 
 Z = float(norm.isf(0.025))
@@ -73,7 +74,7 @@ def _quiet_read(name: str, models=None):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", WinrateWarning)
         log = read_dataset(name, models=models, progress=False)
-    return log, tuple(dict.fromkeys(str(w.message) for w in caught))
+    return log, tuple(dict.fromkeys(from_warning(w.message) for w in caught))
 
 
 @cache

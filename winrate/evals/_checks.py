@@ -6,13 +6,12 @@ Every check raises :class:`~winrate.errors.WinrateInputError` naming the offendi
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
+from winrate import notes
 from winrate.constants import SCALAR_CORRECTIONS, SCALES
-from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.errors import WinrateInputError, first_rows
 from winrate.variance.reference import _check_alpha
 
 #: Below this many clusters the cluster-robust SE is biased down and its normal reference
@@ -109,13 +108,7 @@ def check_cluster_counts(names, counts, context: str = "") -> None:
                 "variation between at least 2 clusters; drop this clustering or add data"
             )
         if g < FEW_CLUSTERS:
-            warnings.warn(
-                f"only {g} clusters in {name!r}{where}: with fewer than about {FEW_CLUSTERS} "
-                "clusters the cluster-robust SE is biased down; intervals use a t reference "
-                f"with {g - 1} degrees of freedom (Cameron & Miller 2015, sec. VI)",
-                WinrateWarning,
-                stacklevel=3,
-            )
+            notes.emit(notes.eval_few_clusters(name, g, context, FEW_CLUSTERS), stacklevel=3)
 
 
 #: ``alpha`` in (0, 1) as a float, else a WinrateInputError (shared with winrate.inference)

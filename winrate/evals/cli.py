@@ -32,7 +32,7 @@ from winrate.constants import (
     SCALAR_CORRECTIONS,
     SCALES,
 )
-from winrate.errors import WinrateInputError, check_output_path, describe_os_error
+from winrate.errors import WinrateInputError, WinrateWarning, check_output_path, describe_os_error
 
 
 def _add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
@@ -118,9 +118,14 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def print_warnings(caught) -> None:
-    """Each distinct warning once on stderr, in plain words (no file paths)."""
-    for message in dict.fromkeys(str(w.message) for w in caught):
-        print(f"warning: {message}", file=sys.stderr)
+    """Each distinct warning once on stderr (no file paths): a WinrateWarning as its coded
+    note's line (``warning [code]: text``), another library's as ``warning: text``."""
+    from winrate.notes import from_warning
+
+    shown = (from_warning(w.message).line() if issubclass(w.category, WinrateWarning)
+             else f"warning: {w.message}" for w in caught)
+    for line in dict.fromkeys(shown):
+        print(line, file=sys.stderr)
 
 
 def add_power_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from winrate import notes
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows
 from winrate.evals._checks import resolve_scale
 from winrate.evals.paired import (
@@ -267,9 +268,14 @@ class EvalReport:
     models: dict[str, ModelResult]
     comparisons: tuple[Comparison, ...]
     scale: str = "unit"
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[notes.Note, ...] = ()
     scores: QuestionScores | None = field(default=None, repr=False)
     seed: int = 0
+
+    @property
+    def notes(self) -> notes.Notes:
+        """The warnings as coded notes (:class:`winrate.notes.Notes`, filterable by code)."""
+        return notes.Notes(self.warnings)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per model, indexed by model, in the order of the score table: the raw
@@ -380,10 +386,7 @@ def compare(qs: QuestionScores, model_a: str, model_b: str, *,
             raise WinrateInputError(f"model {m!r} not found; models: {qs.models}")
     both = qs.scores[[model_a, model_b]].dropna()
     if len(both) < len(qs.scores[[model_a, model_b]].dropna(how="all")):
-        warnings.warn(
-            f"{model_a} vs {model_b}: compared on the {len(both)} questions both answered",
-            WinrateWarning, stacklevel=2,
-        )
+        notes.emit(notes.common_questions(model_a, model_b, len(both)))
     a, b = both[model_a].to_numpy(), both[model_b].to_numpy()
     paired = paired_difference(
         a, b, qs.cluster_arrays(both.index) or None, correction=correction, alpha=alpha,
@@ -413,46 +416,25 @@ def evaluate(
         results[m], caught[m] = _recording(_model_result, qs, m, correction, alpha, interval,
                                            seed)
     wanted = list(pairs) + (neighbour_pairs(results) if neighbours else [])
-    comparisons, notes = _recording(
+    comparisons, found = _recording(
         lambda: tuple(compare(qs, a, b, correction=correction, alpha=alpha, bayes=bayes,
                               seed=seed) for a, b in wanted))
-    merged = tuple(dict.fromkeys(merge_model_warnings(caught) + notes))
+    merged = notes.Notes([*notes.per_model(caught), *map(notes.as_note, found)])
     for note in merged:
-        warnings.warn(note, WinrateWarning, stacklevel=2)
+        notes.emit(note)
     return EvalReport(
         score_col=qs.score_col, question_col=qs.question_col, model_col=qs.model_col,
         cluster_cols=tuple(qs.clusters.columns), correction=correction, alpha=alpha,
         interval=interval, models=results, comparisons=comparisons, scale=qs.scale,
-        warnings=merged, scores=qs, seed=seed,
+        warnings=tuple(merged), scores=qs, seed=seed,
     )
 
 
 def _recording(call, *args):
-    """``call(*args)`` and the messages of the warnings it raised (not shown)."""
+    """``call(*args)`` and the warnings it raised (not shown), each its message: a note
+    for a :class:`WinrateWarning`, else its text."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = call(*args)
-    return result, [str(w.message) for w in caught]
-
-
-_MODELS = "\0models\0"
-
-
-def merge_model_warnings(messages: dict[str, list[str]]) -> list[str]:
-    """Each distinct warning once: messages that differ only in the model they name
-    (``model 'X'``) become one message naming those models (``all 29 models``)."""
-    groups: dict[str, list[str]] = {}
-    for model, texts in messages.items():
-        for text in texts:
-            groups.setdefault(text.replace(f"model {model!r}", _MODELS), []).append(model)
-    merged = []
-    for template, models in groups.items():
-        if len(models) == 1:
-            named = f"model {models[0]!r}"
-        elif len(models) == len(messages):
-            named = f"all {len(models)} models"
-        else:
-            shown = ", ".join(repr(m) for m in models[:3])
-            named = f"{len(models)} models: {shown}{', ...' if len(models) > 3 else ''}"
-        merged.append(template.replace(_MODELS, named))
-    return merged
+    return result, [notes.from_warning(w.message) if issubclass(w.category, WinrateWarning)
+                    else str(w.message) for w in caught]

@@ -15,15 +15,15 @@ zero width at ``k = 0`` or ``k = N``. The alternatives here are vectorised over 
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 from scipy.special import expit, logit
 
+from winrate import notes
 from winrate.constants import BINOMIAL_METHODS
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError
 from winrate.evals._checks import check_alpha
 from winrate.evals._importance import importance_sample, log_gamma_logpdf, logit_beta_logpdf
 from winrate.variance.reference import critical_value
@@ -177,13 +177,7 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, probs) -> np.nda
 def warn_low_ess(ess: float, n_samples: int, what: str, sampler: str) -> None:
     """WinrateWarning below :data:`MIN_ESS`, naming the proposal that was used."""
     if ess < MIN_ESS:
-        draws = "prior" if sampler == "prior" else "Laplace-t proposal"
-        warnings.warn(
-            f"{what}: importance sampling kept an effective sample size of only {ess:.0f} of "
-            f"{n_samples} {draws} draws, so the posterior summary is noisy; increase n_samples",
-            WinrateWarning,
-            stacklevel=3,
-        )
+        notes.emit(notes.low_effective_draws(what, ess, n_samples, sampler), stacklevel=3)
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,14 @@ follow Bowyer, Aitchison & Ivanova (2025, arXiv 2503.01747, "model comparison").
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import integrate, stats
 from scipy.special import expit, logit, owens_t
 
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate import notes
+from winrate.errors import WinrateInputError
 from winrate.evals._checks import (
     as_cluster_list,
     as_scores,
@@ -107,10 +107,7 @@ class PairedComparison:
 
 def _correlation(a: np.ndarray, b: np.ndarray) -> float | None:
     if np.all(a == a[0]) or np.all(b == b[0]):
-        warnings.warn(
-            "one model's scores are constant, so the score correlation is undefined (None)",
-            WinrateWarning, stacklevel=3,
-        )
+        notes.emit(notes.undefined_correlation(), stacklevel=3)
         return None
     return float(np.corrcoef(a, b)[0, 1])
 
@@ -135,11 +132,7 @@ def paired_difference(
     check_cluster_counts(cnames, counts, f"{names[0]} vs {names[1]}")
     d = a - b
     if np.all(d == d[0]):
-        warnings.warn(
-            f"{names[0]} - {names[1]} is {d[0]:g} on every one of the {n} questions: the "
-            "paired SE is 0, so z and p are degenerate (0 and 1 for a zero difference)",
-            WinrateWarning, stacklevel=2,
-        )
+        notes.emit(notes.constant_difference(names[0], names[1], d[0], n))
     ses, _ = clustered_mean_ses(d, cluster_list)
     se_paired = clt_se(d)
     se = ses.get(correction, se_paired)
@@ -174,8 +167,7 @@ def mcnemar_counts(b: int, c: int, continuity: bool = False) -> McNemarResult:
         raise WinrateInputError(f"discordant counts must be non-negative integers, got {b}, {c}")
     b, c = int(b), int(c)
     if b + c == 0:
-        warnings.warn("no discordant questions: McNemar's statistic is 0 and p = 1",
-                      WinrateWarning, stacklevel=2)
+        notes.emit(notes.no_discordant())
         return McNemarResult(b, c, 0.0, 1.0, 1.0, continuity)
     stat = (abs(b - c) - (1.0 if continuity else 0.0)) ** 2 / (b + c)
     p_exact = min(1.0, 2 * stats.binom.cdf(min(b, c), b + c, 0.5))

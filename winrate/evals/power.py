@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from winrate import notes
 from winrate.errors import WinrateInputError
 from winrate.evals._checks import (
     as_cluster_list,
@@ -158,11 +159,8 @@ def estimate_power_inputs(
     s2a, s2b = _sigma2(a, cluster_list), _sigma2(b, cluster_list)
     d = a.mean(axis=1) - b.mean(axis=1)
     total = total_variance(d, cluster_list, correction)
-    omega2 = clip_negative_variance(
-        total - s2a / a.shape[1] - s2b / b.shape[1], "omega^2",
-        "the conditional noise explains all the variance of the paired differences in this "
-        "pilot (no detectable question-level difference between the models)",
-    )
+    omega2 = clip_negative_variance(total - s2a / a.shape[1] - s2b / b.shape[1],
+                                    notes.negative_omega2)
     plain = total_variance(d)
     return PowerInputs(
         omega2=float(omega2), sigma2_a=s2a, sigma2_b=s2b, k_a=a.shape[1], k_b=b.shape[1], n=n,

@@ -208,15 +208,17 @@ def report_json(report) -> dict:
     ``deff``, ``n_eff``, ``ci_low``, ``ci_high``, ``method`` (which SE), ``interval``
     (which interval), ``df``, ``alpha``, ``correction``, ``binary``,
     ``answers_per_question`` and, for balanced resampled answers, ``variance_components``.
-    ``scale`` is the score scale (``binary``, ``unit`` or ``other``) and ``warnings`` the
-    warnings in plain words, each once. Undefined numbers are ``null``.
+    ``scale`` is the score scale (``binary``, ``unit`` or ``other``), ``notes`` the warnings
+    as coded notes (``code``, ``severity``, ``axis``, ``models``, ``text``; docs/notes.md)
+    and ``warnings`` their texts, each once. Undefined numbers are ``null``.
     """
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "score_col": report.score_col, "question_col": report.question_col,
         "model_col": report.model_col, "cluster_cols": list(report.cluster_cols),
         "correction": report.correction, "alpha": report.alpha, "interval": report.interval,
-        "scale": report.scale, "warnings": list(report.warnings),
+        "scale": report.scale, "notes": report.notes.to_list(),
+        "warnings": [str(note) for note in report.warnings],
         "models": {name: summary_record(r) for name, r in report.models.items()},
         "comparisons": [comparison_record(c) for c in report.comparisons],
     }

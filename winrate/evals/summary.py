@@ -16,13 +16,14 @@ Conventions (Miller 2024, "Adding Error Bars to Evals", arXiv 2411.00640):
 
 from __future__ import annotations
 
-import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from winrate import notes
 from winrate.constants import INTERVALS
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError
 from winrate.evals._checks import (
     as_cluster_list,
     as_score_matrix,
@@ -66,11 +67,7 @@ def clustered_mean_ses(values: np.ndarray, cluster_list) -> tuple[dict[str, floa
     if len(cluster_list) > 1:
         cr0, min_eig, cr0_repaired = repair_psd(cr0)
         if cr0_repaired and not cr1.psd_repaired:
-            warnings.warn(
-                f"the multiway CR0 variance was negative ({min_eig:.3g}) and was clipped to 0 "
-                "(Cameron, Gelbach & Miller 2011, sec. 2.3); this usually means too few "
-                "clusters on one axis", WinrateWarning, stacklevel=3,
-            )
+            notes.emit(notes.cr0_clipped(min_eig), stacklevel=3)
     ses = {"none": float(np.sqrt(cr0[0, 0])), "cr1": float(np.sqrt(cr1.cov[0, 0]))}
     return ses, cr1.psd_repaired or cr0_repaired
 
@@ -199,13 +196,7 @@ def _interval(x, method, se, df, alpha, cluster_list, prior, seed):
 
 def _warn_degenerate(x: np.ndarray, name: str) -> None:
     if np.all(x == x[0]):
-        warnings.warn(
-            f"all {x.size} scores of {name} equal {x[0]:g}: every SE is 0, a Wald interval has "
-            "zero width and the design effect is undefined (reported as None); for 0/1 "
-            "scores use a small-N interval ('bayes', 'wilson' or 'clopper-pearson')",
-            WinrateWarning,
-            stacklevel=3,
-        )
+        notes.emit(notes.constant_scores(x.size, name, x[0]), stacklevel=3)
 
 
 def summarize_scores(
@@ -288,14 +279,11 @@ def conditional_variance(matrix: np.ndarray, cluster_list) -> float:
     return float(np.trace(meat) / (n * (k - 1)))
 
 
-def clip_negative_variance(value: float, name: str, meaning: str) -> float:
-    """A method-of-moments variance estimate clipped at 0, with a WinrateWarning saying so
-    and what a negative estimate means (``meaning``)."""
+def clip_negative_variance(value: float, note: Callable[[float], notes.Note]) -> float:
+    """A method-of-moments variance estimate clipped at 0, with the ``negative-variance``
+    note ``note(value)`` saying so and what a negative estimate means."""
     if value < 0:
-        warnings.warn(
-            f"estimated {name} is negative ({value:.3g}): {meaning}; using {name} = 0",
-            WinrateWarning, stacklevel=3,
-        )
+        notes.emit(note(value), stacklevel=3)
         return 0.0
     return float(value)
 
@@ -333,11 +321,8 @@ def variance_components(
     xhat = matrix.mean(axis=1)
     sigma2 = conditional_variance(matrix, cluster_list)
     total = total_variance(xhat, cluster_list, correction)
-    var_x = clip_negative_variance(
-        total - sigma2 / k, "Var(x)",
-        f"the answer noise E[sigma^2] / K explains all the variance of the question means of "
-        f"{name} (the questions do not differ detectably in their expected score)",
-    )
+    var_x = clip_negative_variance(total - sigma2 / k,
+                                   lambda value: notes.negative_var_x(value, name))
     return VarianceComponents(
         mean=float(xhat.mean()), n=n, k=k, var_x=var_x, mean_sigma2=sigma2,
         var_mean=total / n, se=float(np.sqrt(total / n)), clustered=bool(cluster_list),

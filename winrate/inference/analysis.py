@@ -34,7 +34,7 @@ from winrate.inference.joint import (
     wald_intervals,
 )
 from winrate.io.logs import ComparisonLog, as_log
-from winrate.notes import Notes, plural
+from winrate.notes import Notes
 from winrate.progress import stage
 from winrate.settings import LEGACY_KEYWORDS, Joint, MonteCarlo, Settings, Variance
 from winrate.variance import diagnostics, method_choice
@@ -372,10 +372,11 @@ def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary):
                                   str(board.models[worst]), axis.largest_cluster[worst])
 
 
-def _few_effective_note(board: Leaderboard, axis: AxisSummary, remedy: str):
+def _few_effective_note(board: Leaderboard, axis: AxisSummary, method: str,
+                        correction: str, t_reference: bool):
     """The models whose SE rests on fewer than :data:`winrate.notes.FEW_EFFECTIVE` effective
     clusters on an axis with enough clusters overall (an axis with few clusters has its own
-    warning), ending with ``remedy``."""
+    warning), with the remedy for the variance method in use."""
     if axis.effective_clusters is None or axis.n_clusters < notes.FEW_CLUSTERS:
         return None
     g_star = axis.effective_clusters
@@ -385,7 +386,7 @@ def _few_effective_note(board: Leaderboard, axis: AxisSummary, remedy: str):
     flagged = flagged[np.argsort(g_star[flagged], kind="stable")]
     return notes.few_effective_clusters(
         axis.name, axis.n_clusters, [(str(board.models[i]), g_star[i]) for i in flagged],
-        remedy)
+        method, correction, t_reference)
 
 
 def judges_sample_note(log: ComparisonLog, clustering: tuple[str, ...]):
@@ -398,22 +399,12 @@ def judges_sample_note(log: ComparisonLog, clustering: tuple[str, ...]):
     return notes.judges_fixed(judges.n_clusters)
 
 
-def _remedy(method: str, correction: str, t_reference: bool) -> str:
-    if method != "sandwich":
-        return f"the {method} in use is less affected by this than the sandwich."
-    if correction == "cr2" and t_reference:
-        return ("CR2 with a t reference on each model's Pan-Wall df (the method in use) "
-                "widens them for it.")
-    return "compare with --method jackknife."
-
-
 def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
               not_estimable: dict[str, str], psd_repaired: bool,
               method: str = "sandwich", t_reference: bool = False,
               correction: str = DEFAULT_CORRECTION) -> list:
     """What the numbers can and cannot support, as coded notes (:mod:`winrate.notes`)."""
     found = []
-    remedy = _remedy(method, correction, t_reference)
     for axis in axes.values():
         if axis.n_clusters < notes.FEW_CLUSTERS:
             found.append(notes.few_clusters(axis.name, axis.n_clusters, method, t_reference))
@@ -421,7 +412,7 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
             found.append(notes.single_cluster_pairs(axis.name, axis.single_cluster_pairs,
                                                     len(board.pairs)))
         found.append(_dominant_cluster_note(board, axis))
-        found.append(_few_effective_note(board, axis, remedy))
+        found.append(_few_effective_note(board, axis, method, correction, t_reference))
     if not_estimable:
         found.append(notes.not_estimable(not_estimable))
     found.extend(estimators.of(board).design_notes(board))
@@ -447,15 +438,11 @@ def not_estimable_models(board: Leaderboard, se: np.ndarray,
     reasons = {}
     for i, model in enumerate(map(str, board.models)):
         if n[i] == 0:
-            reasons[model] = "no comparisons"
+            reasons[model] = notes.not_estimable_reason(0, [])
         elif model != anchor and (zero[i]
                                   or any(np.isnan(a.se[i]) for a in axes.values())):
             single = [a.name for a in axes.values() if np.isclose(a.m[i], n[i])]
-            where = ("its one comparison falls" if n[i] == 1 else
-                     f"all of its {plural(n[i], 'comparison')} fall")
-            reasons[model] = (
-                f"{where} in one {' and one '.join(single)} cluster, so its clustered "
-                "variance is not identified" if single else "zero estimated variance")
+            reasons[model] = notes.not_estimable_reason(n[i], single)
     return reasons
 
 
@@ -537,9 +524,7 @@ def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
     used = tuple(name for name, problem in problems.items() if problem is None)
     if used == DEFAULT_CLUSTERING:
         return used, None
-    chosen = " + ".join(used) if used else "none (rows treated as independent)"
-    reasons = "; ".join(problem for problem in problems.values() if problem)
-    return used, notes.default_clustering(chosen, reasons)
+    return used, notes.default_clustering(used, [p for p in problems.values() if p])
 
 
 def _auto_choice(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...]):
@@ -564,7 +549,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
         clustering, default_note = default_clustering(log)
     else:
         clustering = parse_clustering(cluster)
-    with notes.collected("prior-dominates") as fit_notes:
+    with notes.collected() as fit_notes:
         board, log = _fitted(log, model, board, options)
     _check_clustering(log, clustering)
     estimator = estimators.of(board)

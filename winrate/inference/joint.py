@@ -85,7 +85,6 @@ from scipy import special
 from winrate import notes
 from winrate.constants import DEFAULT_DRAWS, RANK_METHODS
 from winrate.errors import WinrateInputError
-from winrate.notes import Note, emit
 from winrate.parallel import sized_kernel
 from winrate.variance.reference import (
     _EMPTY,
@@ -412,11 +411,7 @@ def _critical_values(F, a, b, sign, group, n_groups, alpha, df, mc: _MC, keep_dr
     budget = MC_WORK // max(a.size, 1)
     if mc.analytic or budget < mc.first_round(alpha):
         if not mc.analytic:
-            emit(Note("monte-carlo-precision",
-                      f"{a.size:,} contrasts are too many for Monte-Carlo max-T critical "
-                      f"values within {MC_WORK:.0e} evaluations: Bonferroni's are used "
-                      "(valid, and wider than max-T's where contrasts are correlated)",
-                      severity="note"), stacklevel=4)
+            notes.emit(notes.bonferroni_fallback(a.size, MC_WORK), stacklevel=4)
         return _bonferroni(sign, group, n_groups, alpha, df), np.zeros(n_groups), None, 0
     mc = replace(mc, n_draws=min(mc.n_draws, budget))
     Fp = _padded(F)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import warnings
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,9 +44,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from winrate import notes
 from winrate.constants import DATASET_NAMES as NAMES
 from winrate.constants import DEFAULT_COLUMNS
-from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.errors import WinrateInputError, first_rows
 from winrate.io.download import (
     MMLU_PRO_MODELS,
     ChecksumError,
@@ -459,12 +459,9 @@ def _mmlu_question_table(allf: pd.DataFrame, q_code: np.ndarray,
     for col in ("category", "src"):
         conflict = n_keys[col].to_numpy() > 1
         if conflict.any():
-            warnings.warn(
-                f"mmlu_pro: {int(conflict.sum())} question(s) have a different {col!r} in "
-                f"different model files (first question_ids: "
-                f"{first_rows(conflict, question_ids)}); the most common value is used",
-                WinrateWarning, stacklevel=3,
-            )
+            notes.emit(notes.conflicting_metadata("mmlu_pro", int(conflict.sum()), col,
+                                                  first_rows(conflict, question_ids)),
+                       stacklevel=3)
     # the most common value per question (first in file order on ties)
     table = {}
     for col in ("category", "src", "answer"):
@@ -751,10 +748,9 @@ def _load_pandalm(fetch: dict, models: Sequence[str] | None, *,
         codes, keep = _outcome_codes(verdicts[column], _PANDALM_LABEL, paths[rel], column,
                                      verdicts["idx"].to_numpy(), drop=_PANDALM_UNPARSEABLE)
         if not keep.all():
-            warnings.warn(
-                f"pandalm: dropped {int((~keep).sum())} of {len(keep)} {judge} verdicts "
-                f"labelled {list(_PANDALM_UNPARSEABLE)} (unparseable upstream) in "
-                f"{paths[rel].name}", WinrateWarning, stacklevel=3)
+            notes.emit(notes.labelled_verdicts_dropped(
+                "pandalm", int((~keep).sum()), len(keep), judge, list(_PANDALM_UNPARSEABLE),
+                paths[rel].name), stacklevel=3)
         parts.append((pos[keep], codes[keep], judge))
     item = np.concatenate([p[0] for p in parts])
     outcome = np.concatenate([p[1] for p in parts])

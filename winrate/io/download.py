@@ -38,12 +38,11 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from winrate.errors import WinrateWarning
+from winrate import notes
 
 __all__ = [
     "ChecksumError",
@@ -311,11 +310,7 @@ def _stream(url: str, out, label: str, progress: bool | None, timeout: float) ->
 
 def _check_sha(got: str, expected: str | None, what: str, url: str) -> None:
     if expected is None:
-        warnings.warn(
-            f"{what}: downloaded from {url} without a pinned checksum (none is known for "
-            f"this upstream file); its SHA-256 is {got}. Kept unverified.",
-            WinrateWarning, stacklevel=4,
-        )
+        notes.emit(notes.unverified_download(what, url, got), stacklevel=4)
     elif got != expected:
         raise ChecksumError(
             f"{what}: SHA-256 mismatch for {url}: expected {expected}, got {got}. "

@@ -119,17 +119,16 @@ import inspect
 import json
 import os
 import re
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from winrate import notes
 from winrate.constants import LOG_FORMATS as FORMATS
-from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.errors import WinrateInputError, first_rows
 from winrate.io.logs import ComparisonLog, read_comparisons
-from winrate.notes import Note, emit
 from winrate.progress import bar
 
 __all__ = ["ARENA_HARD_BASELINE", "ARENA_HARD_STRONG_WEIGHT", "FORMATS", "STYLE_PREFIX",
@@ -306,25 +305,20 @@ def _in_every_record(records: list[dict], key: str, path: Path, positions: np.nd
 
 
 class _Dropped:
-    """Rows dropped per file for one reason, reported in one warning at the end."""
+    """Rows dropped per file for one kind of verdict (:data:`winrate.notes.DROPPED_VERDICTS`),
+    reported in one warning at the end."""
 
-    def __init__(self, name: str, why: str):
-        self.name, self.why, self.per_file = name, why, {}
+    def __init__(self, name: str, kind: str):
+        self.name, self.kind, self.per_file = name, kind, {}
 
     def add(self, path: Path, dropped: int, total: int) -> None:
         if dropped:
             self.per_file[path] = (dropped, total)
 
     def warn(self) -> None:
-        if not self.per_file:
-            return
-        shown = [f"{path.name} ({n} of {total})" for path, (n, total)
-                 in list(self.per_file.items())[:_SHOW_FILES]]
-        more = len(self.per_file) - len(shown)
-        warnings.warn(
-            f"{self.name}: dropped {sum(n for n, _ in self.per_file.values())} row(s) with "
-            f"{self.why} in {len(self.per_file)} file(s): {', '.join(shown)}"
-            + (f", ... and {more} more" if more else ""), WinrateWarning, stacklevel=4)
+        if self.per_file:
+            per_file = [(path.name, n, total) for path, (n, total) in self.per_file.items()]
+            notes.emit(notes.verdicts_dropped(self.name, self.kind, per_file), stacklevel=4)
 
 
 class _Skipped:
@@ -349,14 +343,9 @@ class _Skipped:
             self.per_file[path] = self.per_file.get(path, 0) + n
 
     def note(self) -> None:
-        if not self.per_file:
-            return
-        shown = [f"{path.name} ({n})" for path, n in list(self.per_file.items())[:_SHOW_FILES]]
-        more = len(self.per_file) - len(shown)
-        emit(Note("skipped-records",
-                  f"{self.name}: skipped {sum(self.per_file.values())} malformed record(s) or "
-                  f"game(s) in {len(self.per_file)} file(s): {', '.join(shown)}"
-                  + (f", ... and {more} more" if more else "")), stacklevel=4)
+        if self.per_file:
+            per_file = [(path.name, n) for path, n in self.per_file.items()]
+            notes.emit(notes.skipped_records(self.name, per_file), stacklevel=4)
 
 
 def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
@@ -367,8 +356,7 @@ def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
     same = (frame["model_a"].astype(str) == frame["model_b"].astype(str)).to_numpy()
     if same.any():
         models = sorted(frame.loc[same, "model_a"].astype(str).unique())
-        warnings.warn(f"{name}: dropped {int(same.sum())} row(s) comparing a model with "
-                      f"itself ({', '.join(models[:5])})", WinrateWarning, stacklevel=3)
+        notes.emit(notes.self_comparisons(name, int(same.sum()), models), stacklevel=3)
         frame = frame.loc[~same].reset_index(drop=True)
         if frame.empty:
             raise WinrateInputError(f"format {name!r}: every row compares a model with itself")
@@ -406,8 +394,7 @@ def _text_ids(values: pd.Series, path: Path, field: str, positions, what: str) -
 def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.DataFrame:
     """AlpacaEval ``annotations.json`` files (see the module docstring)."""
     parts = []
-    dropped = _Dropped("alpaca_eval", "a null preference (failed judge) or one outside {0} "
-                       "and [1, 2], as AlpacaEval drops them")
+    dropped = _Dropped("alpaca_eval", "alpaca_eval")
     folder = _FolderNamesModel()
     for path in _progress(files, "alpaca_eval"):
         records, positions, what = _read_records(path)
@@ -504,20 +491,13 @@ class _FolderNamesModel:
 
     def note(self) -> None:
         if self.renamed:
-            shown = "; ".join(f"{path.name} (rows name {named!r}, read as {folder!r})"
-                              for path, (named, folder) in list(self.renamed.items())[:5])
-            emit(Note("folder-names-model",
-                      f"alpaca_eval: {len(self.renamed)} file(s) whose rows name another model "
-                      f"than their folder or file name, which names the model in AlpacaEval: "
-                      f"{shown}", models=[f for _, f in self.renamed.values()]), stacklevel=4)
+            renamed = [(path.name, named, folder)
+                       for path, (named, folder) in self.renamed.items()]
+            notes.emit(notes.renamed_by_folder(renamed), stacklevel=4)
         copies = self._copies()
         if copies:
-            shown = "; ".join(f"{a.name} and {b.name} ({n} annotations)"
-                              for a, b, n in copies[:5])
-            emit(Note("folder-names-model",
-                      f"alpaca_eval: {len(copies)} pair(s) of files share most of their "
-                      f"annotations (a duplicated file is counted twice): {shown}"),
-                 stacklevel=4)
+            pairs = [(a.name, b.name, n) for a, b, n in copies]
+            notes.emit(notes.copied_files(pairs), stacklevel=4)
 
 
 # --------------------------------------------------------------------------- qlora / prd
@@ -568,7 +548,7 @@ def _read_pair_file(path: Path, model_a: str, model_b: str, judge: str,
 
 
 def _unparsed(name: str) -> _Dropped:
-    return _Dropped(name, "an unparsed verdict (score not 1, 2, 3 or a pair of grades)")
+    return _Dropped(name, "unparsed")
 
 
 def _read_qlora(files: Sequence[Path]) -> pd.DataFrame:
@@ -617,10 +597,8 @@ def _read_prd(files: Sequence[Path], *, reviewer: str | None = None,
                 "[_threeclass].jsonl' (PRD's naming; the models are read from the file name)")
         key = (judge, clean_model_name(match["a"]), clean_model_name(match["b"]))
         if key in seen:
-            kept = "both are kept" if duplicates == "keep" else "only the first is kept"
-            warnings.warn(f"prd: {seen[key].name} and {path.name} both hold reviewer "
-                          f"{judge!r}'s verdicts on {key[1]} vs {key[2]}; {kept}",
-                          WinrateWarning, stacklevel=3)
+            notes.emit(notes.duplicate_files(seen[key].name, path.name, judge, key[1], key[2],
+                                             keep=duplicates == "keep"), stacklevel=3)
             if duplicates == "first":
                 continue
         seen.setdefault(key, path)
@@ -730,18 +708,9 @@ class _BattleFilter:
         return keep
 
     def note(self) -> None:
-        if not (self.named or self.duplicates):
-            return
-        parts = []
-        if self.named:
-            parts.append(f"{self.named} named (non-anonymous) battle(s) (LMArena ranks "
-                         "anonymous battles only; include_named / --include-named keeps them)")
-        if self.duplicates:
-            parts.append(f"{self.duplicates} battle(s) whose dedup_tag is not 'sampled' "
-                         "(LMArena's de-duplication of over-frequent prompts; dedup=False / "
-                         "--no-dedup keeps them)")
-        emit(Note("battles-dropped", f"clean_battle: of {self.total} battles, left out "
-                  + " and ".join(parts), severity="note"), stacklevel=4)
+        if self.named or self.duplicates:
+            notes.emit(notes.battles_dropped(self.total, self.named, self.duplicates),
+                       stacklevel=4)
 
 
 def _battle_style(records: list[dict], path: Path, positions: np.ndarray, what: str,
@@ -816,7 +785,7 @@ def _read_arena_hard(files: Sequence[Path], *, baseline: str | None = None,
         raise WinrateInputError(f"arena_hard: strong_weight must be an integer >= 1, got "
                                 f"{strong_weight!r}")
     parts = []
-    dropped = _Dropped("arena_hard", "a null game verdict")
+    dropped = _Dropped("arena_hard", "arena_hard")
     skipped = _Skipped("arena_hard", skip_malformed)
     unnamed = []  # files whose records name no baseline
     for path in _progress(files, "arena_hard"):

@@ -35,7 +35,6 @@ from pandas._libs.parsers import STR_NA_VALUES
 from winrate import notes
 from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError, first_rows
-from winrate.notes import Note, emit
 
 _LABEL_SCORES = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
 
@@ -496,11 +495,7 @@ def _flag_similar_names(models: np.ndarray) -> None:
         groups.setdefault(k, []).append(name)
     alike = [group for group in groups.values() if len(group) > 1]
     if alike:
-        shown = "; ".join(" vs ".join(repr(n) for n in group) for group in alike[:5])
-        emit(Note("similar-names",
-                  f"{len(alike)} group(s) of model names differ only by surrounding whitespace "
-                  f"or Unicode normal form and are kept as different models: {shown}",
-                  models=[n for group in alike for n in group]), stacklevel=4)
+        notes.emit(notes.similar_names(alike), stacklevel=4)
 
 
 def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
@@ -539,11 +534,7 @@ def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
             f"column {column!r}: the value(s) {both} are both outcome labels and model names, "
             f"and the column reads either way ({int(clash.sum())} row(s) differ); give "
             "outcomes as 1 / 0 / 0.5 (the score of model_a), or rename those models")
-    reading = "winners' names" if names_fit else "labels (a / model_a: model_a won)"
-    emit(Note("outcome-labels",
-              f"column {column!r}: {both} are both outcome labels and model names; read as "
-              f"{reading}, the only reading that fits every row ({int(clash.sum())} row(s) "
-              "would differ the other way)", models=both), stacklevel=4)
+    notes.emit(notes.outcome_labels(column, both, names_fit, int(clash.sum())), stacklevel=4)
     return by_name if names_fit else by_label
 
 
