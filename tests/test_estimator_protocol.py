@@ -315,3 +315,16 @@ def test_every_note_code_is_documented():
     page = (ROOT / "docs" / "notes.md").read_text()
     missing = [code for code in CODES if f"`{code}`" not in page]
     assert missing == []
+
+
+def test_the_cli_json_carries_the_default_clustering_and_loader_notes(tmp_path, capsys):
+    """The clustering chosen by default and the reader's notes reach the JSON, as stderr."""
+    path = tmp_path / "log.csv"
+    pd.DataFrame({"prompt_id": np.arange(60) % 20, "model_a": ["a", "b", "c"] * 20,
+                  "model_b": ["b", "c", "a"] * 20,
+                  "outcome": ["a", "b", "tie", "b"] * 15}).to_csv(path, index=False)
+    out = tmp_path / "r.json"
+    assert _quiet(main, ["leaderboard", str(path), "--json", str(out)]) == 0
+    codes = [n["code"] for n in json.loads(out.read_text())["notes"]]
+    assert codes[0] == "default-clustering"
+    assert "note [default-clustering]" in capsys.readouterr().err

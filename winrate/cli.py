@@ -240,8 +240,11 @@ def run_leaderboard(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from winrate.analysis import analyze
     from winrate.inference.analysis import default_clustering, parse_clustering
+    from winrate.notes import Notes
     from winrate.report.leaderboard import leaderboard_table, write_json
 
     if not 0 < args.alpha < 1:
@@ -258,6 +261,9 @@ def _leaderboard(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", WinrateWarning)
         result = analyze(log, cluster=clustering, alpha=args.alpha,
                          **estimator_options(args), **_variance_flags(args), **joint)
+    # the clustering chosen by default and the loader's notes join the result's, so the
+    # JSON, the page and stderr all carry them
+    result = replace(result, notes=Notes([*([note] if note else []), *loaded, *result.notes]))
     if getattr(args, "plot", None):
         from winrate.progress import stage
         from winrate.report.plots import plot_leaderboard
@@ -272,7 +278,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
         from winrate.report.leaderboard import to_dict
 
         write_page(to_dict(result), args, "leaderboard")
-    _print_report(result, loaded, [note] if note else [], args.table_format)
+    _print_report(result, args.table_format)
     if getattr(args, "pairwise", False):
         from winrate.report.leaderboard import format_pairwise
 
@@ -320,16 +326,14 @@ def _joint_flags(args: argparse.Namespace) -> dict:
                            getattr(args, "rank_method", "marginal"))}
 
 
-def _print_report(result, loaded=(), notes=(), table_format: str = "text") -> None:
-    """The report on stdout (:func:`winrate.report.leaderboard.format_report`); on stderr, ``notes``
-    (e.g. the clustering chosen by default), then the loader's warnings and the analysis
-    warnings, each once."""
-    from winrate.notes import as_note
+def _print_report(result, table_format: str = "text") -> None:
+    """The report on stdout (:func:`winrate.report.leaderboard.format_report`) and the
+    result's notes on stderr, one line each with its code."""
     from winrate.report.leaderboard import format_report
 
     print(format_report(result, table_format))
-    for note in dict.fromkeys([*notes, *loaded, *result.notes]):
-        print(as_note(note).line(), file=sys.stderr)
+    for note in result.notes:
+        print(note.line(), file=sys.stderr)
 
 
 def write_page(doc: dict, args: argparse.Namespace, kind: str) -> None:
