@@ -299,7 +299,10 @@ def test_refuses_without_a_baseline_in_python_and_on_the_command_line(tmp_path, 
     (lambda f: f[f["model_a"].isin(["m0", "m1", BASELINE]) & f["model_b"].isin(
         ["m0", "m1", BASELINE])], "at least 3"),
     (lambda f: f.assign(outcome=np.where(f["prompt_id"] == "q3", (f["model_a"] == BASELINE)
-                                         * 1.0, f["outcome"])), "1 prompt.*lost every"),
+                                         * 1.0, f["outcome"])),
+     r"1 prompt\(s\) where every contestant lost \(e.g. 'q3'\)"),
+    (lambda f: f.assign(outcome=np.where(f["model_a"] == "m2", 1.0, np.where(
+        f["model_b"] == "m2", 0.0, f["outcome"]))), r"1 model\(s\) won every comparison"),
 ])
 def test_refuses_what_it_cannot_estimate(change, message):
     frame = change(baseline_frame(10, k=4, n_prompts=12))
@@ -307,6 +310,20 @@ def test_refuses_what_it_cannot_estimate(change, message):
     log = _quiet(winrate.read_comparisons, frame, feature_cols=features)
     with pytest.raises(WinrateInputError, match=f"model 'lc'.*{message}"):
         _quiet(winrate.fit, log, "lc", baseline=BASELINE)
+
+
+def test_a_model_with_too_few_prompts_for_its_own_slopes_leans_on_the_prior():
+    """m4 answered 2 prompts: its fit without prior has no unique maximum, so it is left out
+    of the prior's REML; its fit with the prior exists, and its SE comes out finite."""
+    frame = baseline_frame(13, k=5, n_prompts=30)
+    involved = frame["model_a"].where(frame["model_a"] != BASELINE, frame["model_b"])
+    frame = frame[(involved != "m4") | frame["prompt_id"].isin(["q0", "q1"])]
+    dsg, log = _design(frame)
+    found = lc.estimate(dsg)
+    assert list(found["prior"].used) == [True, True, True, True, False]
+    result = _quiet(winrate.analyze, log, "prompt", "lc", baseline=BASELINE,
+                    variance=Variance("sandwich"))
+    assert np.isfinite(result.intervals.se).all() and 0 < result.leaderboard.scores[-1] < 1
 
 
 def test_csv_with_a_named_length_column_runs_on_the_command_line(tmp_path):

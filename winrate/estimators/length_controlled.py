@@ -54,8 +54,9 @@ _CONVERGED = 1e-6   # a fit whose last step moved more than this has no finite m
 @dataclass(frozen=True)
 class Design:
     """The rows of a baseline log as the GLM sees them: contestant ``c`` (0..K-1, position
-    in ``contestants``), dense prompt ``i`` (0..I-1), preference ``y`` for the contestant,
-    length term ``x = tanh(-D / s_c)``, frequency ``w``; ``scale`` the (K,) ``s_c``."""
+    in ``contestants``, the log codes, named ``names``), dense prompt ``i`` (0..I-1),
+    preference ``y`` for the contestant, length term ``x = tanh(-D / s_c)``, frequency
+    ``w``; ``scale`` the (K,) ``s_c``."""
 
     c: object
     i: object
@@ -64,6 +65,7 @@ class Design:
     w: object
     scale: object
     contestants: object
+    names: object
     n_prompts: int
 
     @property
@@ -105,9 +107,13 @@ def design(log, base: int, feature: str) -> Design:
     i_codes, i = np.unique(log.axes["prompt"].codes, return_inverse=True)
     w = log.weight
     scale = _length_scale(delta, c, w, contestants.size, log.models[contestants])
-    _check_bounds(y, c, w, log.models[contestants], "model", "its comparisons")
-    _check_bounds(y, i, w, log.axes["prompt"].labels[i_codes], "prompt", "the contestants")
-    return Design(c, i, y, np.tanh(-delta / scale[c]), w, scale, contestants, i_codes.size)
+    _check_bounds(y, c, w, log.models[contestants],
+                  "{n} model(s) {side} every comparison with the baseline (e.g. {example})")
+    _check_bounds(y, i, w, log.axes["prompt"].labels[i_codes],
+                  "{n} prompt(s) where every contestant {side} (e.g. {example}): its "
+                  "difficulty is infinite")
+    return Design(c, i, y, np.tanh(-delta / scale[c]), w, scale, contestants,
+                  log.models[contestants], i_codes.size)
 
 
 def _length_scale(delta, c, w, k: int, names):
@@ -126,8 +132,9 @@ def _length_scale(delta, c, w, k: int, names):
     return scale
 
 
-def _check_bounds(y, group, w, labels, what: str, whose: str) -> None:
-    """Groups whose preferences are all 0 (or all 1) have no finite logit parameter."""
+def _check_bounds(y, group, w, labels, text: str) -> None:
+    """Groups (models, prompts) whose preferences are all 0 (or all 1) have no finite logit
+    parameter: an error from ``text`` (with ``{n}``, ``{side}``, ``{example}``)."""
     import numpy as np
 
     n = len(labels)
@@ -135,9 +142,9 @@ def _check_bounds(y, group, w, labels, what: str, whose: str) -> None:
     high = np.bincount(group, w * (y < 1), n) == 0
     for stuck, side in ((low, "lost"), (high, "won")):
         if stuck.any():
-            _fail(f"{int(stuck.sum())} {what}(s) where {whose} {side} every comparison (e.g. "
-                  f"{str(labels[stuck][0])[:60]!r}): no finite fit; drop them or use graded "
-                  "preferences")
+            example = repr(str(labels[stuck][0])[:60])
+            _fail(text.format(n=int(stuck.sum()), side=side, example=example)
+                  + ": no finite fit; leave them out or use graded preferences")
 
 
 # ------------------------------------------------------------------ stage 1: difficulty
@@ -248,7 +255,6 @@ def fit_models(dsg: Design, d, mean, precision, strict: bool = True):
     halving per model. Returns ``(omega (K, 3), converged (K,))``; ``strict``: an error
     naming the models whose fit diverged."""
     import numpy as np
-    from scipy.special import expit
 
     k = dsg.k
     centre = np.concatenate([[0.0], mean])
@@ -264,13 +270,12 @@ def fit_models(dsg: Design, d, mean, precision, strict: bool = True):
     omega = np.zeros((k, 3))
     value = objective(omega)
     for _ in range(_MAX_STEPS):
-        z, eta = _model_terms(dsg, d, omega)
-        p = expit(eta)
-        grad = _grouped(dsg.w[:, None] * (dsg.y - p)[:, None] * z, dsg.c, k)
-        grad -= (omega - centre) @ prior
-        info = _grouped((dsg.w * p * (1 - p))[:, None, None] * z[:, :, None] * z[:, None, :],
-                        dsg.c, k) + prior
-        step = np.linalg.solve(info, grad[:, :, None])[:, :, 0]
+        info, score, _ = _model_information(dsg, d, omega, precision)
+        grad = _grouped(score, dsg.c, k) - (omega - centre) @ prior
+        solvable = np.isfinite(info).all(axis=(1, 2))  # else too few distinct rows, or
+        solvable[solvable] = np.linalg.cond(info[solvable]) < 1e12  # diverged: no maximum
+        step = np.zeros((k, 3))
+        step[solvable] = np.linalg.solve(info[solvable], grad[solvable, :, None])[:, :, 0]
         t = np.ones(k)
         new = objective(omega + t[:, None] * step)
         for _ in range(30):
@@ -280,13 +285,13 @@ def fit_models(dsg: Design, d, mean, precision, strict: bool = True):
             t[worse] /= 2
             new = objective(omega + t[:, None] * step)
         omega, value = omega + t[:, None] * step, new
-        moved = np.abs(t[:, None] * step).max(axis=1)
+        moved = np.where(solvable, np.abs(t[:, None] * step).max(axis=1), np.inf)
         if moved.max() < _TOL:
             break
     converged = (moved < _CONVERGED) & np.isfinite(omega).all(axis=1)
     if strict and not converged.all():
         _fail(f"the per-model fit has no finite maximum for "
-              f"{[int(m) for m in dsg.contestants[~converged][:5]]} (log codes)")
+              f"{[str(m) for m in dsg.names[~converged][:5]]}")
     return omega, converged
 
 
