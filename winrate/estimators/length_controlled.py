@@ -25,11 +25,14 @@ as upstream's logistic regression on probabilities), in three stages:
    ``LC_m = sum_r f_r expit(theta_m + gamma_m d_i) / sum_r f_r``.
 
 Inference: the stages stack into one M-estimator (Stefanski and Boos 2002, "The calculus of
-M-estimation", Am. Stat. 56(1)) with score rows ``psi_r`` (the gradients of stages 1 and 2
-and ``f_r (expit(theta_m + gamma_m d_i) - LC_m)``) and a block lower-triangular Jacobian
+M-estimation", Am. Stat. 56(1)) with score rows ``psi_r`` (the gradients of stage 1, of the
+per-model fits without and with the prior, and ``f_r (expit(theta_m + gamma_m d_i) -
+LC_m)``), the prior's REML equations entering through the slopes they are solved from
+(implicit function theorem), and a block lower-triangular Jacobian
 ``A = -d sum psi / d params``; the influence of ``LC`` is its rows of ``A^-1 psi_r``
-(:func:`_bread`), clustered by the same machinery as every estimator. The prior
-``(mu, Sigma)`` and the scales ``s_m`` are held fixed in it (a bootstrap refits them).
+(:func:`_influence`), clustered by the same machinery as every estimator. Held fixed in it:
+the scales ``s_m`` and the ``V_m`` of the prior's fit (second order; a bootstrap refits
+them, and agrees: docs/length-controlled.md).
 """
 
 from __future__ import annotations
@@ -502,18 +505,17 @@ def estimate(dsg: Design, prior: SlopePrior | None = None, variance=None) -> dic
     at_equal_length = expit(omega[dsg.c, 0] + omega[dsg.c, 2] * d[dsg.i])
     n_c = np.bincount(dsg.c, dsg.w, dsg.k)
     lc = np.bincount(dsg.c, dsg.w * at_equal_length, dsg.k) / n_c
-    rows, bread = _influence(dsg, joint, d, omega, prior, None if held else prior,
-                             at_equal_length, lc, n_c)
+    rows, bread = _influence(dsg, joint, d, omega, prior, not held, at_equal_length, lc, n_c)
     return {"joint": joint, "difficulty": d, "omega": omega, "prior": prior, "lc": lc,
             "rows": rows, "bread": bread}
 
 
-def _influence(dsg: Design, joint, d, omega, prior, estimated, q, lc, n_c):
+def _influence(dsg: Design, joint, d, omega, prior, prior_enters: bool, q, lc, n_c):
     """Score rows ``psi`` (n, Q) of the stacked estimating equations and the bread, the LC
     rows of ``A^-1`` (module doc). Parameter order: ``a`` (K), ``b`` (K), ``d_1..d_{I-1}``;
     the fits without prior (3K; the prior's slopes ``b_m``); the fits with prior
-    ``(theta, beta, gamma)`` (3K); ``LC`` (K). ``estimated``: the prior when its
-    estimation enters (None: held fixed).
+    ``(theta, beta, gamma)`` (3K); ``LC`` (K). ``prior_enters``: the prior was estimated
+    from this log (else held fixed, and its block is zero).
 
     Back-substitution through the block lower-triangular ``A``: LC's coefficient on the
     prior fit of m is ``c_m = g_m' A22_m^-1 / n_m`` with ``g_m = sum f q (1 - q)
@@ -532,7 +534,7 @@ def _influence(dsg: Design, joint, d, omega, prior, estimated, q, lc, n_c):
     precision = np.linalg.inv(prior.cov)
     info2, score2, p2 = _model_information(dsg, d, omega, precision)
     score0 = np.zeros((n, 3))
-    if estimated is not None:
+    if prior_enters:
         info0, score0, p0 = _model_information(dsg, d, prior.free, np.zeros((2, 2)))
         score0 = np.where(prior.used[dsg.c][:, None], score0, 0.0)
     # score rows: joint (a_c, b_c, d_i), free fit, prior fit (theta, beta, gamma)_c, LC_c
@@ -556,7 +558,7 @@ def _influence(dsg: Design, joint, d, omega, prior, estimated, q, lc, n_c):
                      - np.einsum("kj,kij->ki", c2, _difficulty_dependence(dsg, d, omega, p2,
                                                                           score2)))
     bread = np.zeros((k, base3 + k))
-    if estimated is not None:
+    if prior_enters:
         c0 = _through_prior(prior, omega, precision, c2, info0)
         used = np.flatnonzero(prior.used)
         a0_21 = _difficulty_dependence(dsg, d, prior.free, p0, score0)[used]
@@ -630,7 +632,7 @@ class LengthControlled(Estimator):
     def describe(self, options: dict) -> str:
         return (f"AlpacaEval's length-controlled win rate in % against the baseline "
                 f"{options.get('baseline')} (the reference, not ranked): per-model GLM with a "
-                f"length term and instruction difficulty, predicted at equal lengths")
+                "length term and instruction difficulty, predicted at equal lengths")
 
     def settings(self, options: dict) -> dict:
         return {"baseline": options["baseline"], "length_feature": options["length_feature"]}
