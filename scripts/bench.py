@@ -58,11 +58,28 @@ from pathlib import Path
 import numpy as np
 
 import winrate
+from winrate.errors import WinrateInputError
 from winrate.estimators import ESTIMATORS, fit
 from winrate.io.logs import ComparisonLog
 from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
 SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup")
+
+
+def _estimators(args) -> tuple[str, ...]:
+    """``--model``, else every estimator that fits the benchmark's all-pairs design (``lc``
+    needs a baseline design and is left out)."""
+    if args.model:
+        return (args.model,)
+    probe = synthetic_log(2_000, 4, 100, 2)
+    fitting = []
+    for model in ESTIMATORS:
+        try:
+            fit(probe, model)
+        except WinrateInputError:
+            continue
+        fitting.append(model)
+    return tuple(fitting)
 
 
 def synthetic_log(n: int, k: int, n_prompts: int, n_judges: int, seed: int = 0):
@@ -234,7 +251,7 @@ def _print_stages(total: float, stages: dict[str, float], fresh: float | None = 
 
 
 def bench_kernels(args, log) -> None:
-    models = (args.model,) if args.model else ESTIMATORS
+    models = _estimators(args)
     for model in models:
         _report(model, log, args.repeat)
     floor = min(_timed(lambda: np.bincount(log.model_a, minlength=args.models))
@@ -245,7 +262,7 @@ def bench_kernels(args, log) -> None:
 def bench_analyze(args, log) -> None:
     from winrate.analysis import analyze
 
-    for model in (args.model,) if args.model else ESTIMATORS:
+    for model in _estimators(args):
         best, stages = np.inf, None
         for _ in range(args.repeat):
             with StageTimer() as timer:
@@ -431,7 +448,7 @@ def _run(args) -> None:
           f"Python {platform.python_version()}, numpy {np.__version__}, load average "
           f"{os.getloadavg()[0]:.1f}")
     if {"kernels", "analyze"} & set(sections):
-        for model in (args.model,) if args.model else ESTIMATORS:  # numba warm-up
+        for model in _estimators(args):  # numba warm-up
             run_stages(synthetic_log(10_000, args.models, 1_000, args.judges), model)
         start = time.perf_counter()
         log = synthetic_log(args.n, args.models, args.prompts, args.judges)

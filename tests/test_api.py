@@ -84,7 +84,7 @@ def test_main_names_and_py_typed_are_there():
     for name in ("read_comparisons", "read_dataset", "read_log", "analyze", "explore", "fit",
                  "ESTIMATORS", "evaluate", "question_scores", "__version__"):
         assert name in winrate.__all__
-    assert winrate.ESTIMATORS == ("winrate", "bt", "rao-kupper")
+    assert winrate.ESTIMATORS == ("winrate", "bt", "rao-kupper", "lc")
     assert (ROOT / "winrate" / "py.typed").exists()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "py.typed" in project["tool"]["setuptools"]["package-data"]["winrate"]

@@ -87,12 +87,13 @@ def test_alpaca_eval_fixture(tmp_path):
     assert "m1.json.gz (2 of 8)" in found[0]  # preferences None and 3.0
     assert found[1].models == ("base",)
     assert list(frame.columns) == ["prompt_id", "judge_id", "model_a", "model_b", "outcome",
-                                   "style_length"]
+                                   "style_length", "style_length_delta"]
     assert rows(frame, "prompt_id", "model_a", "model_b") == [
         (f"q{i}", "m1", "base") for i in (0, 1, 2, 3, 4, 7)]
     np.testing.assert_allclose(frame["outcome"], [0.0, 1.0, 0.7, 0.5, 0.5, 0.2])
     # (6 - 2) / (6 + 2 + 1) for the model's longer answer; 0 when both are empty
     np.testing.assert_allclose(frame["style_length"], [4 / 9] * 5 + [0.0])
+    np.testing.assert_array_equal(frame["style_length_delta"], [4.0] * 5 + [0.0])
     with warns_code("verdicts-dropped"):
         discrete = read_format(tmp_path / "m1.json.gz", "alpaca_eval", discrete=True)
     np.testing.assert_allclose(discrete["outcome"], [0.0, 1.0, 1.0, 0.5, 0.5, 0.0])
@@ -408,7 +409,7 @@ def test_real_alpaca_eval_counts(alpaca_plain_records, alpaca_frame, alpaca_eval
     assert frame["prompt_id"].nunique() == 805 and frame["judge_id"].nunique() == 1
     log = alpaca_eval_log()
     assert "NullModel" in log.models and "example" not in log.models
-    assert log.n_models == 58 and list(log.features) == ["style_length"]
+    assert log.n_models == 58 and list(log.features) == ["style_length", "style_length_delta"]
     (null_file,) = [recs for path, recs in files if path.name == "NullModel.json.gz"]
     assert {r["generator_2"] for r in null_file} == {"example"}
 
@@ -619,9 +620,10 @@ def test_real_pair_folders_outcomes_by_plain_loops(name):
 
 @needs_real
 def test_real_alpaca_eval_style_length_by_plain_loops(alpaca_plain_records, alpaca_frame):
-    """Per model: the sum of (len(output_2) - len(output_1)) / (sum of lengths + 1) over the
-    kept records, computed from the files with plain json."""
-    expected = Counter()
+    """Per model: the sums of (len(output_2) - len(output_1)) / (sum of lengths + 1) and of
+    the raw difference (``style_length_delta``, lc's length) over the kept records,
+    computed from the files with plain json."""
+    expected, raw = Counter(), Counter()
     for path, records in alpaca_plain_records:
         for r in records:
             p = r["preference"]
@@ -630,11 +632,14 @@ def test_real_alpaca_eval_style_length_by_plain_loops(alpaca_plain_records, alpa
                 long_2, long_1 = len(r["output_2"]), len(r["output_1"])
                 expected[path.name.split(".json")[0]] += ((long_2 - long_1)
                                                           / (long_2 + long_1 + 1))
+                raw[path.name.split(".json")[0]] += long_2 - long_1
     frame = alpaca_frame
     got = frame.groupby(frame["model_a"].astype(str))["style_length"].sum()
+    got_raw = frame.groupby(frame["model_a"].astype(str))["style_length_delta"].sum()
     assert sorted(got.index) == sorted(expected)
     for model, total in expected.items():
         assert got[model] == pytest.approx(total, rel=1e-12, abs=1e-9), model
+        assert got_raw[model] == raw[model], model
 
 
 @pytest.mark.parametrize("fmt, name, records, field, where", [

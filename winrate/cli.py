@@ -217,9 +217,10 @@ def _format_options(args: argparse.Namespace) -> dict:
 
 
 def covariate_columns(args: argparse.Namespace) -> tuple[str, ...]:
-    """``--covariates a,b`` -> ("a", "b") (none when not given)."""
-    given = getattr(args, "covariates", "")
-    return tuple(c.strip() for c in given.split(",") if c.strip())
+    """The feature columns to read: ``--covariates a,b`` -> ("a", "b") and the column of
+    ``--length-feature`` (none when not given)."""
+    given = getattr(args, "covariates", "").split(",") + [getattr(args, "length_feature", "")]
+    return tuple(dict.fromkeys(c.strip() for c in given if c.strip()))
 
 
 def estimator_options(args: argparse.Namespace) -> dict:

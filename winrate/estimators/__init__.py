@@ -12,6 +12,8 @@ it (:func:`of`) for what it needs. :data:`REGISTRY` lists them:
   with ties as half wins or Davidson's model, a ridge prior, style covariates, an anchor.
 * ``"rao-kupper"``: Bradley-Terry with Rao and Kupper's tie threshold
   (:mod:`winrate.estimators.rao_kupper`).
+* ``"lc"``: AlpacaEval's length-controlled win rate against a baseline, in [0, 1]
+  (:mod:`winrate.estimators.length_controlled`).
 
 Adding an estimator is one module plus one line below. This package is light to import
 (its modules load numpy and the kernels on first use), so the command line builds its
@@ -21,13 +23,14 @@ estimator flags from :func:`all_options` without loading a numerical library.
 from __future__ import annotations
 
 from winrate.errors import WinrateInputError
-from winrate.estimators import bradley_terry, rao_kupper, win_rate
+from winrate.estimators import bradley_terry, length_controlled, rao_kupper, win_rate
 from winrate.estimators.base import Estimator, Option, SufficientData
 
 REGISTRY: dict[str, Estimator] = {
     win_rate.ESTIMATOR.name: win_rate.ESTIMATOR,
     bradley_terry.ESTIMATOR.name: bradley_terry.ESTIMATOR,
     rao_kupper.ESTIMATOR.name: rao_kupper.ESTIMATOR,
+    length_controlled.ESTIMATOR.name: length_controlled.ESTIMATOR,
 }
 #: The estimator names (``model=``, ``--model``), the default first.
 ESTIMATORS = tuple(REGISTRY)

@@ -235,15 +235,17 @@ class RowRefit:
         import numpy as np
 
         from winrate.errors import WinrateWarning
-        from winrate.io.logs import ComparisonLog
+        from winrate.io.logs import ClusterAxis, ComparisonLog
 
         keep = freq > 1e-12 * freq.max(initial=0.0)
         log = self.log
         models = np.unique(np.concatenate([log.model_a[keep], log.model_b[keep]]))
         if models.size < log.n_models:  # a model lost every comparison of this replicate
             return np.nan
+        axes = {name: ClusterAxis(axis.codes[keep], axis.labels)  # lc's prompts
+                for name, axis in log.axes.items()}
         sub = ComparisonLog(log.model_a[keep], log.model_b[keep], log.score[keep], log.models,
-                            {}, freq[keep], {k: v[keep] for k, v in log.features.items()})
+                            axes, freq[keep], {k: v[keep] for k, v in log.features.items()})
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", WinrateWarning)

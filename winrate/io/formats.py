@@ -46,7 +46,8 @@ Formats (:data:`FORMATS`)
     ``discrete=True`` gives ``discrete_win_rate`` instead: 1 when preference > 1.5, 0
     when < 1.5, 0.5 for a draw (upstream's ``ZeroOneScoringRule`` rounds the preference).
     ``style_length``: normalised difference of the character lengths of output_2 and
-    output_1 (AlpacaEval's length control uses the same lengths).
+    output_1; ``style_length_delta``: their raw difference in characters, the length term
+    of AlpacaEval's length-controlled win rate (model ``lc``).
 ``qlora``
     QLoRA's GPT-4 judgments (github.com/artidoro/qlora, ``eval/ratings-gpt4/vicuna/``):
     one JSONL per ordered pair, named ``<A>-vs-<B>-<reviewer>-reviewer[-threeclass].jsonl``,
@@ -433,6 +434,8 @@ def _read_alpaca_eval(files: Sequence[Path], *, discrete: bool = False) -> pd.Da
             "outcome": outcome,
             "style_length": style_difference(rows["output_2"].str.len().to_numpy(float),
                                              rows["output_1"].str.len().to_numpy(float)),
+            "style_length_delta": (rows["output_2"].str.len().to_numpy(float)
+                                   - rows["output_1"].str.len().to_numpy(float)),
         }))
     dropped.warn()
     folder.note()
