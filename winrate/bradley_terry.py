@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
@@ -614,6 +615,54 @@ def _fit_rows(log, table, covariates, precision, centred):
 # ------------------------------------------------------------------ replicate refits
 
 
+def _replicates_identified(counts, wins, tol, lo, hi, k: int, ridge: bool) -> np.ndarray:
+    """Per replicate (rows of the (B, P) pair totals): whether its Bradley-Terry MLE is
+    finite, i.e. the "scored against" digraph of its observed pairs (edge a -> b when a
+    won some of its comparisons with b) is strongly connected (module doc); with a ridge
+    prior (``ridge``), whether its observed pairs connect the models. Every model is
+    reached from model 0 along the edges and against them (a depth-first search, O(P) per
+    replicate, :func:`_reach_all`)."""
+    order = np.argsort(np.concatenate([lo, hi]), kind="stable")
+    starts = np.searchsorted(np.concatenate([lo, hi])[order], np.arange(k + 1))
+    incident = (order % lo.size).astype(np.int64)
+    return _reach_all(counts, wins, np.asarray(tol, float), lo, hi, starts.astype(np.int64),
+                      incident, k, ridge)
+
+
+@numba.njit(cache=True)
+def _reach_all(counts, wins, tol, lo, hi, starts, incident, k, ridge):  # pragma: no cover
+    """:func:`_replicates_identified`'s search; ``incident[starts[v]:starts[v + 1]]`` are
+    the pairs of model v."""
+    out = np.ones(counts.shape[0], np.bool_)
+    reached = np.zeros(k, np.bool_)
+    stack = np.empty(k, np.int64)
+    for b in range(counts.shape[0]):
+        for direction in range(1 if ridge else 2):  # 0: along the edges, 1: against them
+            reached[:] = False
+            reached[0], stack[0], top, count = True, 0, 1, 1
+            while top:
+                top -= 1
+                v = stack[top]
+                for idx in range(starts[v], starts[v + 1]):
+                    p = incident[idx]
+                    if counts[b, p] <= tol[p]:
+                        continue
+                    low_won, high_won = wins[b, p] > 0, counts[b, p] - wins[b, p] > 0
+                    other = hi[p] if lo[p] == v else lo[p]
+                    v_won = low_won if lo[p] == v else high_won
+                    other_won = high_won if lo[p] == v else low_won
+                    if ridge or (v_won if direction == 0 else other_won):
+                        if not reached[other]:
+                            reached[other] = True
+                            stack[top] = other
+                            top += 1
+                            count += 1
+            if count < k:
+                out[b] = False
+                break
+    return out
+
+
 class PairRefit:
     """Bradley-Terry refits of many re-weighted logs at once, from their pair totals.
 
@@ -645,20 +694,11 @@ class PairRefit:
             shape=(n_pairs, self.k))
 
     def _identified(self, counts: np.ndarray, wins: np.ndarray) -> np.ndarray:
-        """Per replicate: connected and every model scored and conceded (finite MLE)."""
-        from scipy.sparse.csgraph import connected_components
-
-        ok = np.ones(counts.shape[0], bool)
-        for b in range(counts.shape[0]):
-            seen = counts[b] > self.tol
-            graph = np.zeros((self.k, self.k))
-            graph[self.lo[seen], self.hi[seen]] = wins[b, seen]
-            graph[self.hi[seen], self.lo[seen]] = counts[b, seen] - wins[b, seen]
-            strong = connected_components(sp.csr_array(graph > 0), directed=True,
-                                          connection="strong")[0]
-            ok[b] = strong == 1 or (self.precision > 0 and connected_components(
-                sp.csr_array(graph + graph.T > 0), directed=False)[0] == 1)
-        return ok
+        """Per replicate: connected and every model scored and conceded (finite MLE), by
+        :func:`_replicates_identified`."""
+        return _replicates_identified(np.ascontiguousarray(counts, float),
+                                      np.ascontiguousarray(wins, float), self.tol, self.lo,
+                                      self.hi, self.k, self.precision > 0)
 
     def scores(self, wins: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """(B, L) canonical ratings of B replicates with pair totals ``wins``, ``counts``."""
