@@ -286,6 +286,13 @@ class LeaderboardAnalysis:
 
         return notebook_frame(self.to_html())
 
+    def check_coverage(self, reps: int = 200, seed: int = 0, **options):
+        """The coverage of these intervals on this log's own design, by simulation
+        (:func:`winrate.check.check_coverage`; ``workers=``, ``progress=``)."""
+        from winrate.check import check_coverage
+
+        return check_coverage(self, reps=reps, seed=seed, **options)
+
 
 @dataclass(frozen=True, eq=False)
 class JointInference:

@@ -60,6 +60,11 @@ CODES = {
     "folder-names-model": "AlpacaEval files whose rows name another model, or duplicate another",
     "baseline-inferred": "an arena-hard baseline read from the data, not given",
     "off-baseline-rows": "rows not against the baseline, which a baseline score ignores",
+    # check branch (issue 24, point 3): winrate check, the coverage on the user's design
+    "check-under-covers": "winrate check: the chosen method's intervals under-cover on this design",
+    "check-simulation-model": "winrate check: a simplification of the simulation model fitted",
+    "check-failed-replications": "winrate check: simulated logs whose analysis could not run",
+    "check-slow-method": "winrate check: how long the replications take with a slow method",
 }
 
 
