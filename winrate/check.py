@@ -99,10 +99,12 @@ replications whose simultaneous intervals cover every truth, MC SE ``sqrt(p (1 -
 reps)``. The verdict generalises issue 24's acceptance rule to any alpha: marginal coverage
 *under-covers* when the upper end of its 99% MC interval (estimate + 2.576 MC SE) is below
 ``1 - alpha - 0.4 alpha`` (93% at alpha 0.05), *over-covers* when the lower end is above
-``1 - alpha + 0.4 alpha`` (97%); simultaneous coverage under-covers below ``1 - 1.6
-alpha`` (92%). A model under-covers when its coverage plus ``z sqrt(p0 (1 - p0) / reps)``
-(``p0`` the nominal level, ``z`` the 99% Bonferroni critical value over the K models) is
-below ``1 - 1.4 alpha``. When the chosen method under-covers, the same replications are
+``1 - alpha + 0.4 alpha`` (97%), *covers* when the estimate lies between, and is
+inconclusive otherwise (outside, within MC error: "may under-cover", more replications
+tell); simultaneous coverage the same with ``1 - 1.6 alpha`` (92%) as its lower limit. A
+model under-covers when its coverage plus ``z sqrt(p0 (1 - p0) / reps)`` (``p0`` the
+nominal level, ``z`` the 99% Bonferroni critical value over the K models) is below ``1 -
+1.4 alpha``. When the chosen method does not cover (or may not), the same replications are
 rerun with the other sandwich variants and the jackknife (not the bootstraps: too slow to
 try) and the verdict says which covers.
 """
@@ -747,8 +749,15 @@ class Coverage:
     under_covering: np.ndarray
 
     @property
+    def under_covers(self) -> bool:
+        """Marginal or simultaneous coverage below its band beyond MC error."""
+        return "under-covers" in (self.status, self.simultaneous_status)
+
+    @property
     def covers(self) -> bool:
-        return "under-covers" not in (self.status, self.simultaneous_status)
+        """Neither coverage below its band (beyond MC error or not)."""
+        return not ({"under-covers", "inconclusive-low"}
+                    & {self.status, self.simultaneous_status})
 
     def to_dict(self) -> dict:
         return {"method": self.label, "replications": self.reps, "failed": self.failed,
@@ -759,13 +768,19 @@ class Coverage:
 
 
 def _status(estimate: float, se: float, nominal: float, below: float, above: float) -> str:
+    """Where a coverage estimate stands against the band ``[nominal - below, nominal +
+    above]`` (module doc): ``under-covers`` / ``over-covers`` when its 99% MC interval lies
+    wholly outside, ``covers`` when the estimate lies inside, ``inconclusive-low`` /
+    ``inconclusive-high`` when it lies outside but within MC error of the band."""
     if not np.isfinite(estimate):
         return "not run"
     if estimate + MC_Z * se < nominal - below:
         return "under-covers"
     if estimate - MC_Z * se > nominal + above:
         return "over-covers"
-    return "covers"
+    if estimate < nominal - below:
+        return "inconclusive-low"
+    return "inconclusive-high" if estimate > nominal + above else "covers"
 
 
 def summarise(outcomes: list, label: str, alpha: float) -> Coverage:
@@ -862,6 +877,10 @@ class CoverageCheck:
     settings: dict
     verdict: str
     notes: Notes = field(default_factory=Notes)
+    #: how the replications ran: worker processes and seconds (not in the report, which
+    #: depends only on the log, the analysis and the seed)
+    workers: int = 1
+    seconds: float = 0.0
 
     @property
     def marginal(self) -> float:
@@ -921,8 +940,8 @@ class CoverageCheck:
             f"Simulation:    crossed random-effects Bradley-Terry fitted to the log: "
             f"prompt x model variance {m.prompt_var:.3g}, judge x model {m.judge_var:.3g}, "
             f"{ties}",
-            f"Replications:  {s['reps']} (seed {s['seed']}), {s['workers']} worker(s), "
-            f"{s['seconds']:.1f} s"])
+            f"Replications:  {s['reps']} (seed {s['seed']}), simultaneous critical values "
+            f"from {s['n_draws']:,} Monte-Carlo draws each"])
 
     def _coverage_table(self) -> str:
         nominal = 100 * (1 - self.settings["alpha"])
@@ -960,24 +979,29 @@ def _pct(value, decimals: int = 1) -> str:
 
 def _verdict(coverage: Coverage, tried: dict, alpha: float, models) -> str:
     """The finding in words (module doc)."""
+    if coverage.status == "not run":
+        return "no replication could be analysed (see the notes)."
     nominal = f"{100 * (1 - alpha):g}%"
     head = (f"marginal {_pct(coverage.marginal)}% (MC SE {_pct(coverage.marginal_se, 2)}), "
             f"simultaneous {_pct(coverage.simultaneous)}% "
             f"(MC SE {_pct(coverage.simultaneous_se, 2)}) over {coverage.reps} replications")
-    if coverage.status == "not run":
-        return "no replication could be analysed (see the notes)."
-    flagged = [str(m) for m in models[coverage.under_covering]]
-    if coverage.covers:
-        text = (f"the {coverage.label} intervals cover at their nominal {nominal} level on "
-                f"this design: {head}.")
-        if coverage.status == "over-covers":
-            text = (f"the {coverage.label} intervals over-cover (are conservative) on this "
-                    f"design: {head}, against {nominal}.")
-    else:
-        which = ("marginally and jointly" if coverage.status == coverage.simultaneous_status
-                 else "marginally" if coverage.status == "under-covers" else "jointly")
+    statuses = (coverage.status, coverage.simultaneous_status)
+    if coverage.under_covers:
+        which = {("under-covers", "under-covers"): "marginally and jointly"}.get(
+            statuses, "marginally" if statuses[0] == "under-covers" else "jointly")
         text = (f"the {coverage.label} intervals under-cover {which} on this design: {head}, "
                 f"against {nominal}.")
+    elif not coverage.covers:
+        text = (f"the {coverage.label} intervals may under-cover on this design: {head}, "
+                f"below {nominal} but within Monte-Carlo error of it; more replications "
+                "(--reps) would tell.")
+    elif statuses[0] == "over-covers":
+        text = (f"the {coverage.label} intervals over-cover (are conservative) on this "
+                f"design: {head}, against {nominal}.")
+    else:
+        text = (f"the {coverage.label} intervals cover at their nominal {nominal} level on "
+                f"this design: {head}.")
+    flagged = [str(m) for m in models[coverage.under_covering]]
     if flagged:
         shown = ", ".join(flagged[:8]) + (", ..." if len(flagged) > 8 else "")
         text += f" {len(flagged)} model(s) under-cover: {shown}."
@@ -986,7 +1010,7 @@ def _verdict(coverage: Coverage, tried: dict, alpha: float, models) -> str:
     covering = [(label, cov, flags) for label, (cov, flags) in tried.items() if cov.covers]
     if covering:
         label, cov, flags = covering[0]
-        return (text + f" The {label} covers instead (marginal {_pct(cov.marginal)}%, "
+        return (text + f" The {label} covers (marginal {_pct(cov.marginal)}%, "
                 f"simultaneous {_pct(cov.simultaneous)}%): rerun with {flags}.")
     if tried:
         return text + (f" None of the other methods tried ({', '.join(tried)}) covers "
@@ -1037,7 +1061,7 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
                           f"{coverage.failed} of {reps} simulated logs could not be analysed "
                           "(e.g. a Bradley-Terry MLE that is not finite); coverage is over "
                           "the others"))
-    if not coverage.covers and coverage.reps:
+    if coverage.under_covers:
         found.append(Note("check-under-covers", verdict[0].upper() + verdict[1:],
                           models=[str(m) for m in result.models[coverage.under_covering]]))
     for note in found:
@@ -1046,10 +1070,9 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
     settings = {"estimator": result.leaderboard.estimator, "scale": result.leaderboard.scale,
                 "cluster": "+".join(result.clustering) or "none", "method": label,
                 "alpha": result.alpha, "reps": int(reps), "seed": int(seed),
-                "n_draws": spec.n_draws, "workers": used,
-                "seconds": time.perf_counter() - started}
+                "n_draws": spec.n_draws}
     return CoverageCheck(result.models, result.scores, truth, model, coverage, tried,
-                         settings, verdict, Notes(found))
+                         settings, verdict, Notes(found), used, time.perf_counter() - started)
 
 
 def _model_notes(model: SimulationModel) -> list[Note]:
