@@ -401,7 +401,7 @@ class _Design:
                     raise
                 return self.marginal_fit(rows, score, freq, RIDGE_VARIANCE)
         theta = board.fitted["theta"]
-        kappa = float(board.coef[0]) if model == "rao-kupper" else 0.0
+        kappa = float(board.coef[0]) if board.coef.size else 0.0  # Rao-Kupper's threshold
         return (theta - theta.mean(), kappa), prior
 
     def moment_components(self, rows, score, freq, theta, kappa) -> np.ndarray:
@@ -668,20 +668,11 @@ def usable_cores() -> int:
 
 
 def _pool(spec: _Spec, workers: int):
-    """A process pool of ``workers`` holding ``spec``: forked on Linux (the workers never
-    enter numba's threading layer), the platform's default elsewhere. BLAS runs
-    single-threaded in the workers (their matrices are K x K)."""
+    """A process pool of ``workers`` holding ``spec``: forked on Linux (cheap; the workers
+    never enter numba's threading layer, which is not fork-safe), the platform's default
+    start method elsewhere."""
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
-    saved = {name: os.environ.get(name) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    os.environ.update(dict.fromkeys(saved, "1"))
-    try:
-        return context.Pool(workers, initializer=_start_worker, initargs=(spec,))
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    return context.Pool(workers, initializer=_start_worker, initargs=(spec,))
 
 
 def _chunks(start: int, stop: int, workers: int) -> list[range]:
