@@ -937,12 +937,14 @@ class CoverageCheck:
     def _coverage_table(self) -> str:
         nominal = 100 * (1 - self.settings["alpha"])
         lines = [f"{'coverage (nominal ' + format(nominal, 'g') + '%)':<34}"
-                 f"{'marginal':>10}{'MC SE':>7}{'simult.':>10}{'MC SE':>7}  status"]
+                 f"{'marginal':>10}{'MC SE':>7}{'simult.':>10}{'MC SE':>7}  "
+                 "status (marginal / simult.)"]
         for cov in [self.coverage, *(c for c, _ in self.alternatives.values())]:
             mark = "chosen: " if cov is self.coverage else "other:  "
             lines.append(f"{(mark + cov.label)[:34]:<34}{_pct(cov.marginal):>10}"
                          f"{_pct(cov.marginal_se, 2):>7}{_pct(cov.simultaneous):>10}"
-                         f"{_pct(cov.simultaneous_se, 2):>7}  {cov.status}")
+                         f"{_pct(cov.simultaneous_se, 2):>7}  {cov.status} / "
+                         f"{cov.simultaneous_status}")
         return "\n".join(lines)
 
     def _model_table(self) -> str:
@@ -999,10 +1001,14 @@ def _verdict(coverage: Coverage, tried: dict, alpha: float, models) -> str:
     if coverage.covers:
         return text
     covering = [(label, cov, flags) for label, (cov, flags) in tried.items() if cov.covers]
-    if covering:
-        label, cov, flags = covering[0]
-        return (text + f" The {label} covers (marginal {_pct(cov.marginal)}%, "
-                f"simultaneous {_pct(cov.simultaneous)}%): rerun with {flags}.")
+    possible = [(label, cov, flags) for label, (cov, flags) in tried.items()
+                if not cov.under_covers]
+    if covering or possible:
+        label, cov, flags = (covering or possible)[0]
+        how = "covers" if covering else ("may cover (within Monte-Carlo error of the rule; "
+                                         "more replications would tell)")
+        return (text + f" The {label} {how}: marginal {_pct(cov.marginal)}%, simultaneous "
+                f"{_pct(cov.simultaneous)}%; rerun with {flags}.")
     if tried:
         return text + (f" None of the other methods tried ({', '.join(tried)}) covers "
                        "either: read the intervals as too narrow.")
