@@ -350,3 +350,17 @@ def test_bt_replicate_identification_matches_scipy():
                 expected.append(strong == 1 or (ridge and linked == 1))
             found = _replicates_identified(counts, wins, tol, lo, hi, k, ridge)
             np.testing.assert_array_equal(found, expected)
+
+
+def test_replications_whose_analysis_fails_are_counted_with_a_note():
+    """A strong model with six comparisons (one lost): in many simulated logs it never
+    loses, Bradley-Terry's MLE is not finite and that replication is left out."""
+    rng = np.random.default_rng(5)
+    a = np.r_[rng.integers(1, 4, 300), np.zeros(6, int)]
+    b = np.r_[(a[:300] % 3) + 1, np.arange(6) % 3 + 1]
+    score = np.r_[rng.integers(0, 2, 300), 1, 1, 1, 1, 1, 0].astype(float)
+    log = ComparisonLog.from_arrays(a, b, score, prompt=np.arange(306) // 3)
+    checked = check_coverage(analysed(log, model="bt", cluster="prompt"), reps=20, workers=1)
+    c = checked.coverage
+    assert c.failed > 0 and c.failed + c.reps == 20
+    assert "check-failed-replications" in checked.notes.codes

@@ -1023,53 +1023,78 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
     (at least 20) from ``seed``; ``workers`` processes (None: every usable core when the
     replications take more than a few seconds); ``progress`` as in :mod:`winrate.progress`.
     """
-    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 20:
-        raise WinrateInputError(f"reps must be a whole number >= 20, got {reps!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise WinrateInputError(f"seed must be a whole number >= 0, got {seed!r}")
-    if workers is not None and (not isinstance(workers, (int, np.integer)) or workers < 1):
-        raise WinrateInputError(f"workers must be a whole number >= 1, got {workers!r}")
+    _check_arguments(reps, seed, workers)
     started = time.perf_counter()
-    design = _Design.of(result.log)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
-        model = _fit(design, CALIBRATION_ROUNDS, CALIBRATION_DRAWS)
-    truth = pseudo_truth(result, model)
-    variance, _, monte_carlo = result.requested or (Variance(), None, MonteCarlo())
-    spec = _Spec(design, model, truth, result.leaderboard.estimator,
-                 dict(result.leaderboard.options), tuple(result.clustering), (variance,),
-                 result.alpha, min(monte_carlo.n_draws, CHECK_DRAWS), int(seed))
+    spec = _spec_of(result, int(seed))
     label = method_label(result.method, result.settings["correction"],
                          result.settings["reference"])
     outcomes, used, slow = run_replications(spec, int(reps), workers, progress, label)
     coverage = summarise([o[0] for o in outcomes], label, result.alpha)
-    found = [*_model_notes(model), *([slow] if slow else [])]
+    found = [*_model_notes(spec.model), *([slow] if slow else [])]
     tried = {}
     others = alternatives(result) if not coverage.covers and coverage.reps else []
     if others:
-        spec = replace(spec, variances=tuple(variance for _, variance, _ in others))
-        more, _, slow = run_replications(spec, int(reps), workers, progress, "other methods")
+        tried, slow = _try_others(spec, others, int(reps), workers, progress)
         found.extend([slow] if slow else [])
-        tried = {name: (summarise([o[i] for o in more], name, result.alpha), flags)
-                 for i, (name, _, flags) in enumerate(others)}
     verdict = _verdict(coverage, tried, result.alpha, result.models)
-    if coverage.failed:
-        found.append(Note("check-failed-replications",
-                          f"{coverage.failed} of {reps} simulated logs could not be analysed "
-                          "(e.g. a Bradley-Terry MLE that is not finite); coverage is over "
-                          "the others"))
-    if coverage.under_covers:
-        found.append(Note("check-under-covers", verdict[0].upper() + verdict[1:],
-                          models=[str(m) for m in result.models[coverage.under_covering]]))
+    found.extend(_coverage_notes(coverage, verdict, result.models))
     for note in found:
         if note.code != "check-slow-method":  # emitted when measured
             notes.emit(note)
-    settings = {"estimator": result.leaderboard.estimator, "scale": result.leaderboard.scale,
-                "cluster": "+".join(result.clustering) or "none", "method": label,
-                "alpha": result.alpha, "reps": int(reps), "seed": int(seed),
+    settings = {"estimator": spec.estimator, "scale": result.leaderboard.scale,
+                "cluster": "+".join(spec.cluster) or "none", "method": label,
+                "alpha": spec.alpha, "reps": int(reps), "seed": spec.seed,
                 "n_draws": spec.n_draws}
-    return CoverageCheck(result.models, result.scores, truth, model, coverage, tried,
+    return CoverageCheck(result.models, result.scores, spec.truth, spec.model, coverage, tried,
                          settings, verdict, Notes(found), used, time.perf_counter() - started)
+
+
+def _check_arguments(reps, seed, workers) -> None:
+    def whole(value) -> bool:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+    if not whole(reps) or reps < 20:
+        raise WinrateInputError(f"reps must be a whole number >= 20, got {reps!r}")
+    if not whole(seed) or seed < 0:
+        raise WinrateInputError(f"seed must be a whole number >= 0, got {seed!r}")
+    if workers is not None and (not whole(workers) or workers < 1):
+        raise WinrateInputError(f"workers must be a whole number >= 1, got {workers!r}")
+
+
+def _spec_of(result, seed: int) -> _Spec:
+    """The fitted simulation model, its truth and the analysis to rerun."""
+    design = _Design.of(result.log)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        model = _fit(design, CALIBRATION_ROUNDS, CALIBRATION_DRAWS)
+    variance, _, monte_carlo = result.requested or (Variance(), None, MonteCarlo())
+    board = result.leaderboard
+    return _Spec(design, model, pseudo_truth(result, model), board.estimator,
+                 dict(board.options), tuple(result.clustering), (variance,), result.alpha,
+                 min(monte_carlo.n_draws, CHECK_DRAWS), seed)
+
+
+def _try_others(spec: _Spec, others: list, reps: int, workers, progress):
+    """The same replications under each of ``others`` (:func:`alternatives`): their
+    coverage by label (with the flags to rerun with) and the slow note or None."""
+    spec = replace(spec, variances=tuple(variance for _, variance, _ in others))
+    outcomes, _, slow = run_replications(spec, reps, workers, progress, "other methods")
+    tried = {name: (summarise([o[i] for o in outcomes], name, spec.alpha), flags)
+             for i, (name, _, flags) in enumerate(others)}
+    return tried, slow
+
+
+def _coverage_notes(coverage: Coverage, verdict: str, models) -> list[Note]:
+    found = []
+    if coverage.failed:
+        found.append(Note("check-failed-replications",
+                          f"{coverage.failed} of {coverage.failed + coverage.reps} simulated "
+                          "logs could not be analysed (e.g. a Bradley-Terry MLE that is not "
+                          "finite); coverage is over the others"))
+    if coverage.under_covers:
+        found.append(Note("check-under-covers", verdict[0].upper() + verdict[1:],
+                          models=[str(m) for m in models[coverage.under_covering]]))
+    return found
 
 
 def _model_notes(model: SimulationModel) -> list[Note]:
