@@ -29,11 +29,17 @@ Sections (``--only`` runs one):
   <= 10 s and <= 1 GiB at 1,000 models; the K(K - 1) contrasts of marginal rank sets then
   take Bonferroni critical values, ``winrate.inference.MC_WORK``).
 * ``startup``: ``winrate --help`` in a fresh process.
+* ``check``: ``check_coverage(analyze(log, ...), reps=--check-reps)`` (``winrate check``,
+  issue 24's target: 200 replications of a 10,000-row log in under a minute with a
+  sandwich or the jackknife) on a log of ``--check-n`` comparisons (10,000) drawn from a
+  crossed random-effects Bradley-Terry model (20 models, n / 10 prompts, 40 judges), for
+  each estimator with the default method (``auto``), the jackknife and the bootstrap, on
+  every core.
 
 Usage: ``python scripts/bench.py [--only SECTION] [--n 10000000] [--models 100]
 [--prompts 1000000] [--judges 10] [--repeat 3] [--model winrate|bt] [--joint-n 1000000]
 [--cli-n 5000000] [--cli-prompts 500000] [--ranks-n 200000] [--ranks-models 1000]
-[--workdir DIR]``. The numba kernels are
+[--check-n 10000] [--check-reps 200] [--workdir DIR]``. The numba kernels are
 compiled (or loaded from cache) by a small warm-up run first, so in-process timings
 measure steady-state work; fresh processes pay their start-up, as a user does. Every time
 is the best of ``--repeat`` runs; the machine may be shared, so compare ratios of one run.
@@ -63,7 +69,7 @@ from winrate.estimators import ESTIMATORS, fit
 from winrate.io.logs import ComparisonLog
 from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
-SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup")
+SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup", "check")
 
 
 def _estimators(args) -> tuple[str, ...]:
@@ -381,6 +387,48 @@ def bench_ranks(args, workdir: Path) -> None:
     print(f"  peak resident memory {peak / 1024**2:7.3f} GB (largest child so far)")
 
 
+def check_log(n: int, k: int = 20, n_judges: int = 40, seed: int = 0) -> ComparisonLog:
+    """``n`` comparisons of random pairs among ``k`` models on ``n / 10`` prompts and
+    ``n_judges`` judges, outcomes from a crossed random-effects Bradley-Terry model
+    (abilities evenly spread over [-1.5, 1.5], prompt x model variance 0.5, judge x model
+    0.1, Rao-Kupper tie threshold 0.5; :mod:`winrate.check`'s model)."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(seed)
+    n_prompts = n // 10
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    prompt, judge = rng.integers(0, n_prompts, n), rng.integers(0, n_judges, n)
+    u = rng.normal(0, np.sqrt(0.5), (n_prompts, k))
+    v = rng.normal(0, np.sqrt(0.1), (n_judges, k))
+    eta = (np.linspace(-1.5, 1.5, k)[a] - np.linspace(-1.5, 1.5, k)[b]
+           + u[prompt, a] - u[prompt, b] + v[judge, a] - v[judge, b])
+    draw = rng.random(n)
+    score = np.where(draw < expit(eta - 0.5), 1.0, np.where(draw >= 1 - expit(-eta - 0.5),
+                                                             0.0, 0.5))
+    return ComparisonLog.from_arrays(a, b, score, prompt=prompt, judge=judge)
+
+
+def bench_check(args) -> None:
+    from winrate.analysis import analyze
+    from winrate.check import check_coverage, usable_cores
+    from winrate.settings import Variance
+
+    log = check_log(args.check_n)
+    print(f"winrate check: {args.check_reps} replications of a {args.check_n:,}-row log "
+          f"(20 models, {args.check_n // 10:,} prompts, 40 judges), {usable_cores()} cores")
+    for model in (args.model,) if args.model else ESTIMATORS[:2]:
+        for method in ("auto", "jackknife", "bootstrap"):
+            result = analyze(log, model=model, variance=Variance(method))
+            start = time.perf_counter()
+            check = check_coverage(result, reps=args.check_reps, progress=False)
+            seconds = time.perf_counter() - start
+            c = check.coverage
+            print(f"  {model:8} {c.label:22} {seconds:7.1f} s   ({check.workers} "
+                  f"workers; marginal {100 * c.marginal:.1f}%, simultaneous "
+                  f"{100 * c.simultaneous:.1f}%)")
+
+
 def bench_startup(args) -> None:
     seconds = _fresh_process([*_winrate_command(), "--help"], args.repeat)
     print(f"start-up: winrate --help {seconds:7.3f} s   (fresh process)")
@@ -400,6 +448,8 @@ def main() -> None:
     parser.add_argument("--cli-prompts", type=int, default=500_000)
     parser.add_argument("--ranks-n", type=int, default=200_000)
     parser.add_argument("--ranks-models", type=int, default=1_000)
+    parser.add_argument("--check-n", type=int, default=10_000)
+    parser.add_argument("--check-reps", type=int, default=200)
     parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
                                                      "(default: a temporary folder)")
     parser.add_argument("--record", type=Path, metavar="PATH",
@@ -472,6 +522,8 @@ def _run(args) -> None:
             bench_ranks(args, workdir)
     if "startup" in sections:
         bench_startup(args)
+    if "check" in sections:
+        bench_check(args)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     print(f"peak resident memory of this process: {peak:.2f} GB")
 

@@ -137,6 +137,7 @@ EXAMPLES = {
                                 "--ranks --seed 0"),
     "alpaca-baseline": lambda: command("winrate leaderboard --dataset alpaca_eval --baseline "
                                        "gpt4_1106_preview --cluster prompt", lines=12),
+    "check": session("winrate check example.csv --reps 200"),
     "pandalm-jackknife": session("winrate leaderboard --dataset pandalm --method jackknife "
                                  "--simultaneous --ranks --plot pandalm.png"),
     "eval": session(EVAL, "winrate power --delta 0.03 --omega2 0.1111",

@@ -87,6 +87,13 @@ class LeaderboardAnalysis(Analysis):
 
         return notebook_frame(self.to_html())
 
+    def check_coverage(self, reps: int = 200, seed: int = 0, **options):
+        """The coverage of these intervals on this log's own design, by simulation
+        (:func:`winrate.check.check_coverage`; ``workers=``, ``progress=``)."""
+        from winrate.check import check_coverage
+
+        return check_coverage(self, reps=reps, seed=seed, **options)
+
 
 def analyze(log, cluster=None, model: str | None = None, *, variance: Variance | None = None,
             joint: Joint | None = None, monte_carlo: MonteCarlo | None = None,

@@ -15,6 +15,7 @@ import importlib
 import os
 import sys
 import warnings
+from contextlib import contextmanager
 
 from winrate.constants import (
     CORRECTIONS,
@@ -105,12 +106,18 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", metavar="PATH",
                         help="write the report as one self-contained web page here (sortable "
                              "table, interval charts, notes; loads nothing from the network)")
+    add_progress_argument(parser)
+
+
+def add_progress_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bars on stderr for steps that take more than a few "
                              "seconds (default: only when stderr is a terminal)")
 
 
-def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
+def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
+    """The log and how it is analysed (estimator, clustering, level, variance method):
+    shared by ``leaderboard`` and ``check``."""
     add_input_arguments(parser)
     parser.add_argument("--cluster", default=None,
                         help="none | prompt | judge | prompt+judge | COL[+COL...] "
@@ -121,6 +128,18 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", default=None, choices=("normal", "t"),
                         help="critical values: normal, or t with G - 1 df (default: the "
                              "method's; auto picks t(G - 1) below 50 clusters)")
+    parser.add_argument("--method", default="auto", choices=VARIANCE_METHODS,
+                        help="variance: auto (default: chosen from the design, the report "
+                             "says which and why), sandwich, jackknife (CV3J + t(G-1)) or "
+                             "bootstrap (wild / cluster / pigeonhole by the clustering)")
+    parser.add_argument("--bootstrap-reps", type=int, default=999,
+                        help="bootstrap replicates for --method bootstrap (default 999)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the bootstrap and Monte-Carlo critical values")
+
+
+def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
+    add_analysis_arguments(parser)
     parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--csv", metavar="PATH", help="write the ranked table here")
     add_output_arguments(parser)
@@ -128,11 +147,7 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
-    """Variance method and joint inference (simultaneous intervals, rank sets, pairs)."""
-    parser.add_argument("--method", default="auto", choices=VARIANCE_METHODS,
-                        help="variance: auto (default: chosen from the design, the report "
-                             "says which and why), sandwich, jackknife (CV3J + t(G-1)) or "
-                             "bootstrap (wild / cluster / pigeonhole by the clustering)")
+    """Joint inference (simultaneous intervals, rank sets, pairs) and the plot."""
     parser.add_argument("--simultaneous", action="store_true",
                         help="add intervals covering all scores jointly (max-|T|)")
     parser.add_argument("--ranks", action="store_true",
@@ -147,10 +162,6 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="PATH",
                         help="write a forest plot and a rank-interval plot (PNG) here; "
                              "implies --simultaneous and --ranks")
-    parser.add_argument("--bootstrap-reps", type=int, default=999,
-                        help="bootstrap replicates for --method bootstrap (default 999)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the bootstrap and Monte-Carlo critical values")
 
 
 def load_log(args: argparse.Namespace, clustering) -> tuple:
@@ -241,30 +252,11 @@ def run_leaderboard(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from winrate.analysis import analyze
-    from winrate.inference.analysis import default_clustering, parse_clustering
-    from winrate.notes import Notes
     from winrate.report.leaderboard import leaderboard_table, write_json
 
-    if not 0 < args.alpha < 1:
-        raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
     for flag in ("json", "csv", "plot", "html"):
         check_output_path(getattr(args, flag, None), f"--{flag}", _input_files(args))
-    joint = _joint_flags(args)
-    clustering = parse_clustering(args.cluster) if args.cluster is not None else None
-    log, loaded = load_log(args, clustering or ())
-    note = None
-    if clustering is None:
-        clustering, note = default_clustering(log)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
-        result = analyze(log, cluster=clustering, alpha=args.alpha,
-                         **estimator_options(args), **_variance_flags(args), **joint)
-    # the clustering chosen by default and the loader's notes join the result's, so the
-    # JSON, the page and stderr all carry them
-    result = replace(result, notes=Notes([*([note] if note else []), *loaded, *result.notes]))
+    result = analyze_input(args, _joint_flags(args))
     if getattr(args, "plot", None):
         from winrate.progress import stage
         from winrate.report.plots import plot_leaderboard
@@ -285,6 +277,30 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
         print("\n" + format_pairwise(result, args.table_format))
     return 0
+
+
+def analyze_input(args: argparse.Namespace, joint: dict):
+    """The log of INPUT or --dataset analysed as the flags say (:func:`winrate.analyze`
+    with ``joint``), its notes kept on the result, not emitted: the clustering chosen by
+    default and the loader's notes first, so the JSON, the page and stderr carry them."""
+    from dataclasses import replace
+
+    from winrate.analysis import analyze
+    from winrate.inference.analysis import default_clustering, parse_clustering
+    from winrate.notes import Notes
+
+    if not 0 < args.alpha < 1:
+        raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
+    clustering = parse_clustering(args.cluster) if args.cluster is not None else None
+    log, loaded = load_log(args, clustering or ())
+    note = None
+    if clustering is None:
+        clustering, note = default_clustering(log)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        result = analyze(log, cluster=clustering, alpha=args.alpha,
+                         **estimator_options(args), **_variance_flags(args), **joint)
+    return replace(result, notes=Notes([*([note] if note else []), *loaded, *result.notes]))
 
 
 def _input_files(args: argparse.Namespace) -> list:
@@ -444,10 +460,91 @@ def run_eda(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    add_analysis_arguments(parser)
+    parser.add_argument("--reps", type=int, default=200,
+                        help="simulated replications of the log (default 200, at least 20; "
+                             "--seed seeds them too)")
+    parser.add_argument("--fail-under", type=float, metavar="PCT",
+                        help="exit with code 1 when the estimated marginal coverage is below "
+                             "PCT percent (for scripts)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes (default: every core, when the replications "
+                             "take more than a few seconds)")
+    parser.add_argument("--json", metavar="PATH",
+                        help="write the check as JSON here ('-': on stdout, instead of the "
+                             "report)")
+    add_progress_argument(parser)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Coverage of the analysis' intervals on this log's own design: outcomes simulated on
+    the same rows from a random-effects Bradley-Terry model fitted to the log, the same
+    analysis rerun on each, marginal and simultaneous coverage with Monte-Carlo SEs."""
+    from winrate.progress import preference
+
+    with preference(args.progress):
+        return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
+    import json
+
+    from winrate.check import check_coverage
+
+    if args.reps < 20:
+        raise WinrateInputError(f"--reps must be at least 20, got {args.reps}")
+    if args.workers is not None and args.workers < 1:
+        raise WinrateInputError(f"--workers must be at least 1, got {args.workers}")
+    if args.fail_under is not None and not 0 <= args.fail_under <= 100:
+        raise WinrateInputError(f"--fail-under must be a percentage in [0, 100], got "
+                                f"{args.fail_under}")
+    if args.json != "-":
+        check_output_path(args.json, "--json", _input_files(args))
+    result = analyze_input(args, {})
+    for note in result.notes:
+        print(note.line(), file=sys.stderr)
+    with _notes_on_stderr():  # the check's notes as they come (how long it will take)
+        check = check_coverage(result, reps=args.reps, seed=args.seed, workers=args.workers)
+    if args.json:
+        text = json.dumps(check.to_dict(), indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+    if args.json != "-":
+        print(check.summary())
+    failed = args.fail_under is not None and 100 * check.marginal < args.fail_under
+    return 1 if failed else 0
+
+
+@contextmanager
+def _notes_on_stderr():
+    """Within the block, winrate's notes print on stderr as ``warning [code]: text`` when
+    emitted; other warnings as usual."""
+    from winrate.notes import as_note
+
+    shown = warnings.showwarning
+
+    def show(message, category, *rest, **options):
+        if issubclass(category, WinrateWarning):
+            print(as_note(message.args[0] if message.args else str(message)).line(),
+                  file=sys.stderr)
+        else:
+            shown(message, category, *rest, **options)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", WinrateWarning)
+        warnings.showwarning = show
+        yield
+
+
 COMMANDS = {
     "leaderboard": (add_leaderboard_arguments, run_leaderboard),
     "demo": (add_demo_arguments, run_demo),
     "eda": (add_eda_arguments, run_eda),
+    "check": (add_check_arguments, run_check),
 }
 
 

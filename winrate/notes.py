@@ -72,6 +72,11 @@ CODES = {
     "common-questions": "eval: a comparison on only the questions both models answered",
     "low-effective-draws": "eval: importance sampling kept few effective draws (noisy posterior)",
     "negative-variance": "eval: a method-of-moments variance component below 0, set to 0",
+    # check branch (issue 24, point 3): winrate check, the coverage on the user's design
+    "check-under-covers": "winrate check: the chosen method's intervals under-cover on this design",
+    "check-simulation-model": "winrate check: a simplification of the simulation model fitted",
+    "check-failed-replications": "winrate check: simulated logs whose analysis could not run",
+    "check-slow-method": "winrate check: how long the replications take with a slow method",
 }
 
 
@@ -697,3 +702,42 @@ def per_model(by_model: dict[str, list]) -> list[Note]:
         merged.append(Note(code, template.replace("\0models\0", named), severity=first.severity,
                            axis=first.axis, models=dict.fromkeys([*first.models, *models])))
     return merged
+
+
+# --------------------------------------------------------------------------- winrate check
+
+
+def check_failed_replications(failed: int, total: int) -> Note:
+    return Note("check-failed-replications",
+                f"{failed} of {total} simulated logs could not be analysed (e.g. a "
+                "Bradley-Terry MLE that is not finite); coverage is over the others")
+
+
+def check_under_covers(verdict: str, models: list[str]) -> Note:
+    return Note("check-under-covers", verdict[0].upper() + verdict[1:], models=models)
+
+
+def check_simulation_model(discretised: bool, prior: float | None, calibrated: bool,
+                           rounds: int) -> list[Note]:
+    """What the simulation model of ``winrate check`` simplifies."""
+    found = []
+    if discretised:
+        found.append("the log has graded preferences; the simulation draws win / tie / "
+                     "loss outcomes (a fit to the rounded outcomes)")
+    if prior is not None:
+        found.append(f"the marginal maximum-likelihood fit is not finite (a model never lost "
+                     f"or never won); the simulation's abilities come from a fit with a "
+                     f"ridge prior of variance {prior:g}")
+    if not calibrated:
+        found.append(f"the simulation model's calibration did not converge in {rounds} "
+                     "rounds; its variance components are approximate")
+    return [Note("check-simulation-model", text, severity="note") for text in found]
+
+
+def check_slow_method(label: str, first: float, reps: int, workers: int) -> Note:
+    minutes = first * reps / workers / 60
+    return Note("check-slow-method",
+                f"one replication with the {label} took {first:.1f} s, so {reps} take about "
+                f"{minutes:.0f} min on {workers} worker(s)"
+                + ("; a bootstrap reruns all of its resamples in every replication"
+                   if "bootstrap" in label else ""), severity="note")
