@@ -60,6 +60,8 @@ CODES = {
     "folder-names-model": "AlpacaEval files whose rows name another model, or duplicate another",
     "baseline-inferred": "an arena-hard baseline read from the data, not given",
     "off-baseline-rows": "rows not against the baseline, which a baseline score ignores",
+    # scores branch (issue 23, item 4): per-question evals as pairwise leaderboards
+    "unpaired-questions": "questions (or models) of a score table that hold no comparison",
 }
 
 
