@@ -129,7 +129,7 @@ def assert_same_analysis(got, want, naive_rtol: float = 1e-12) -> None:
        n_models=st.integers(2, 6), missing=st.sampled_from([0.0, 0.2, 0.5]),
        kind=st.sampled_from(["binary", "levels", "continuous"]),
        cluster=st.sampled_from(["prompt", "subject", "prompt+subject", "none"]),
-       correction=st.sampled_from(["cr1", "none"]))
+       correction=st.sampled_from(["cr1", "none", "cr2"]))
 def test_table_equals_pairwise_log(seed, n_questions, n_models, missing, kind, cluster,
                                    correction):
     frame = random_scores(seed, n_questions, n_models, missing, kind)
@@ -139,7 +139,23 @@ def test_table_equals_pairwise_log(seed, n_questions, n_models, missing, kind, c
         with pytest.raises(WinrateInputError):
             quiet_analyze(table_of(frame), cluster, correction)
         return
+    if correction == "cr2" and "subject" in cluster:  # several questions to a cluster
+        with pytest.raises(WinrateInputError, match="clusters of one question"):
+            quiet_analyze(table_of(frame), cluster, correction)
+        return
     assert_same_analysis(quiet_analyze(table_of(frame), cluster, correction), want)
+
+
+def test_thin_designs_get_auto_cr2_as_the_pairwise_log_does():
+    """``auto`` on 12 questions picks CR2 with Pan-Wall df by model: the same numbers."""
+    frame = random_scores(8, 12, 4, 0.1, "binary")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        got, want = analyze(table_of(frame), cluster="prompt"), analyze(pairwise_log(frame),
+                                                                         cluster="prompt")
+    assert want.settings["correction"] == "cr2" and got.method_note == want.method_note
+    assert_same_analysis(got, want)
+    assert_close(got.intervals.df, want.intervals.df, "Pan-Wall df")
 
 
 @pytest.mark.parametrize("kind", ["binary", "levels"])
@@ -193,9 +209,11 @@ def test_tie_share_counts_equal_scores():
 
 def test_methods_without_cell_totals_are_refused():
     table = table_of(random_scores(1, 60, 4, 0.0, "binary"))
-    for variance in (Variance("jackknife"), Variance("bootstrap"), Variance("sandwich", "cr2")):
+    for variance in (Variance("jackknife"), Variance("bootstrap")):
         with pytest.raises(WinrateInputError, match="per-question scores"):
             analyze(table, cluster="prompt", variance=variance)
+    with pytest.raises(WinrateInputError, match="clusters of one question"):
+        analyze(table, cluster="subject", variance=Variance("sandwich", "cr2"))
     with pytest.raises(WinrateInputError, match="model 'bt'"):
         analyze(table, cluster="prompt", model="bt")
     with pytest.raises(WinrateInputError, match="baseline"):

@@ -11,8 +11,8 @@ The main job takes three calls::
 ``winrate.explore(log)`` reports how much each clustering inflates the SEs;
 ``winrate.evaluate(winrate.question_scores(...))`` gives the eval statistics of per-question
 scores, and ``winrate.analyze(winrate.scores_log(...), cluster="prompt")`` their pairwise
-leaderboard without building the pairs. Every public name is imported on first use (PEP 562), so ``import winrate`` is
-instant and loads no numerical library.
+leaderboard without building the pairs. Every public name is imported on first use (PEP
+562), so ``import winrate`` is instant and loads no numerical library.
 """
 
 from __future__ import annotations

@@ -26,13 +26,17 @@ score table). With ``c`` a cell and ``g`` a cluster, a union of cells:
 
 Cells are complete: two models with comparisons in a cell are compared in it (every two
 models that answered a question are), so a pair is observed in the clusters where both of
-its models have comparisons. CR2 needs (cluster, pair) totals and resampling the
-(cluster, pair) score totals, which cells do not keep: the analysis refuses both for such
-a fit with a message naming what to use.
+its models have comparisons. Resampling needs each (cluster, pair)'s score totals, which
+cells do not keep, and so does CR2 (:mod:`winrate.variance.sandwich`) for a cluster of
+several cells; for clusters of one cell its leverage ``m_gh / n_h`` is ``c_h / n_h`` with
+``c_h`` the comparisons of pair h in that cell (one, for a question), so CR2 is the
+sandwich of the rows scaled by a per-pair factor, whose totals the fit supplies on demand
+(``leverage``). Everything else is refused with a message naming what to use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,22 +61,31 @@ class CellTotals:
     centred: np.ndarray
     own: np.ndarray
     pair_spread: np.ndarray
+    #: the cell totals of the rows scaled by CR2's per-pair leverage factor for clusters of
+    #: one cell (module doc), computed on first call; None: not available
+    leverage: Callable[[], CellTotals] | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
         """(cells, columns), as the shape of a row-level influence is (rows, columns)."""
         return self.totals.shape
 
+    def leverage_scaled(self, codes: np.ndarray) -> CellTotals:
+        """The CR2 leverage-scaled cell totals for the clustering of the cells by
+        ``codes``; an error when a cluster holds several cells (module doc)."""
+        if self.leverage is None or np.bincount(codes).max(initial=0) > 1:
+            raise WinrateInputError(
+                "CR2 needs the comparisons of each (cluster, pair), which a fit of "
+                "per-question scores keeps only for clusters of one question: cluster by "
+                "prompt alone, or use correction 'cr1' (or the pairwise log of the scores)")
+        return self.leverage()
 
-def require_rows(influence, method: str, correction: str) -> None:
-    """An error when a variance ``method`` and ``correction`` need what a fit held as
-    :class:`CellTotals` does not keep (module doc): anything but the sandwich with
-    correction ``none`` or ``cr1``."""
-    if not isinstance(influence, CellTotals) or (method == "sandwich"
-                                                 and correction != "cr2"):
-        return
-    what = "CR2 needs" if method == "sandwich" else f"the {method} needs"
-    raise WinrateInputError(
-        f"{what} the comparisons of each (cluster, pair), which a fit of per-question scores "
-        "does not build: use method 'sandwich' with correction 'cr1' (or 'none'), or the "
-        "pairwise log of the same scores")
+
+def require_rows(influence, method: str) -> None:
+    """An error when a variance ``method`` needs what a fit held as :class:`CellTotals`
+    does not keep (module doc): every method but the sandwich."""
+    if isinstance(influence, CellTotals) and method != "sandwich":
+        raise WinrateInputError(
+            f"the {method} needs the comparisons of each (cluster, pair), which a fit of "
+            "per-question scores does not build: use method 'sandwich' (or the pairwise log "
+            "of the same scores)")

@@ -30,6 +30,10 @@ matrices:
   four (Q x K)(K x K) products per (M, p), stacked into two per block of questions
   (:func:`_binary_sums`). Graded scores have no such split: :func:`_graded_sums` visits
   the K^2 model pairs of each question (numba), still storing no comparison.
+* CR2 for clustering by question: a question holds one comparison of each pair, so the
+  leverage of pair h's block is ``1 / N_h`` and CR2 (Bell & McCaffrey 2002,
+  :mod:`winrate.variance.sandwich`) is the sandwich of the rows scaled by
+  ``(1 - 1 / N_h)^(-1/2)``: pass 2 again with ``M = w / N`` so scaled, on demand.
 * Per pair, the sum of squared centred scores ``SS_ab = X_ab (1 - psi_ab)^2 + T_ab (1/2 -
   psi_ab)^2 + X_ba psi_ab^2`` (the score takes only these three values), and the naive
   meat ``sum_r u_r u_r^T = sum_{a<b} SS_ab v_ab v_ab^T`` with ``v_ab = V_ab e_a - V_ba e_b``
@@ -42,6 +46,9 @@ Checked against the analysis of the explicit pairwise log (``tests/test_scores.p
 """
 
 from __future__ import annotations
+
+import functools
+from dataclasses import replace
 
 import numba
 import numpy as np
@@ -77,6 +84,8 @@ def fit_scores(table: ScoreTable, weights="uniform", baseline: str | None = None
     w = opponent_weights(counts, weights, table.models)
     scores = win_rates(w, psi, counts.sum(axis=1) > 0)
     cells = cell_totals(table, psi, counts, wins, w)
+    cells = replace(cells, leverage=functools.cache(
+        lambda: _leverage_scaled(cells, table, psi, counts, w)))
     return Leaderboard(table.models, scores, psi, counts, w, cells, None, pairs, None,
                        options={"weights": weights, "baseline": None})
 
@@ -101,11 +110,7 @@ def cell_totals(table: ScoreTable, psi: np.ndarray, counts: np.ndarray, wins: np
     pass 2 and the pair sums)."""
     observed = counts > 0
     v = np.divide(weights, counts, out=np.zeros(counts.shape), where=observed)
-    if table.binary:
-        totals, within, own, lower = _binary_sums(table, psi, v, observed)
-    else:
-        kernel, n_chunks = _graded_sums.choose(table.scores.size * table.n_models)
-        totals, within, own, lower = kernel(table.scores, psi, v, n_chunks)
+    totals, within, own, lower = _centred_sums(table, psi, v, observed)
     p = np.nan_to_num(psi)
     spread = np.where(observed, wins * (1 - p)**2 + (counts - wins - wins.T) * (0.5 - p)**2
                       + wins.T * p**2, 0.0)
@@ -117,6 +122,30 @@ def cell_totals(table: ScoreTable, psi: np.ndarray, counts: np.ndarray, wins: np
         stratum_row_meat=_row_meat(cochran * spread, v), n_rows=float(table.n_rows),
         rows=answers * (answers - 1) / 2, model_rows=table.answered * (answers - 1)[:, None],
         centred=lower, own=own, pair_spread=spread[lo, hi])
+
+
+def _leverage_scaled(cells: CellTotals, table: ScoreTable, psi: np.ndarray,
+                     counts: np.ndarray, weights: np.ndarray) -> CellTotals:
+    """``cells`` with the totals and sums of squares of the rows scaled by CR2's factor for
+    clusters of one question (:mod:`winrate.variance.sandwich`, ``"cr2"``): a question
+    holds one comparison of each pair, so the factor is ``(1 - 1 / N_ab)^(-1/2)``, 1 for a
+    pair compared once (it lies in one cluster). Pass 2 with ``w / N`` so scaled."""
+    observed = counts > 0
+    rest = 1 - np.divide(1.0, counts, out=np.ones(counts.shape), where=observed)
+    factor = np.where(rest > 1e-12, 1 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
+    v = np.divide(weights * factor, counts, out=np.zeros(counts.shape), where=observed)
+    totals, within, _, _ = _centred_sums(table, psi, v, observed)
+    return replace(cells, totals=totals, within=within, leverage=None)
+
+
+def _centred_sums(table: ScoreTable, psi: np.ndarray, v: np.ndarray, observed: np.ndarray):
+    """Pass 2 (module doc) with ``M = v``: the (Q, K) influence totals, sums of squared
+    rows and own centred scores, and the (Q,) lower models' centred sums; by products for
+    0/1 scores, else by the kernel."""
+    if table.binary:
+        return _binary_sums(table, psi, v, observed)
+    kernel, n_chunks = _graded_sums.choose(table.scores.size * table.n_models)
+    return kernel(table.scores, psi, v, n_chunks)
 
 
 def _row_meat(spread: np.ndarray, v: np.ndarray) -> np.ndarray:

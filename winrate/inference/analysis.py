@@ -579,7 +579,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
                              if mine is not None and mine != theirs)
         correction, reference = correction or auto.correction, reference or auto.reference
     correction, reference = correction or DEFAULT_CORRECTION, reference or "normal"
-    require_rows(board.influence, method, correction)
+    require_rows(board.influence, method)
     if correction == "cr2":
         estimator.require("cr2", "use correction 'cr1'")
     seed = monte_carlo.seed

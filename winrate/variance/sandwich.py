@@ -26,7 +26,7 @@ Cell totals. A fit may hold its influence summed within cells that every cluster
 whole (a per-question eval's questions; :class:`winrate.estimators.cells.CellTotals`): the
 clustered meats follow from the cells' totals and sums of squares, grouped by the cells'
 cluster codes, and the naive meat is kept with them. CR2 needs (cluster, pair) totals,
-which cells do not hold.
+which cells hold only for clusters of one cell (:meth:`CellTotals.leverage_scaled`).
 
 Small-sample corrections ``c(G)``:
 
@@ -706,7 +706,9 @@ def multiway_cluster_cov(
     if len(groups) == 0:
         raise ValueError("multiway_cluster_cov needs at least one grouping")
     infl = _as_influence(influence)
-    _check_strata(correction, strata, infl.shape[0])
+    cells = isinstance(infl, CellTotals)  # their strata are summed in: none are passed
+    if not cells:
+        _check_strata(correction, strata, infl.shape[0])
     coded = [group_codes(g) for g in groups]
     codes, sizes = [c for c, _ in coded], [s for _, s in coded]
     for i, size in enumerate(sizes):
@@ -714,8 +716,11 @@ def multiway_cluster_cov(
     terms, term_covs = [], []
 
     def term(term_codes, n_range):
-        rows = infl if strata is None else _scale_rows(
-            infl, stratum_leverage_scale(term_codes, strata, frequency))
+        if cells:
+            rows = infl.leverage_scaled(term_codes) if correction == "cr2" else infl
+        else:
+            rows = infl if strata is None else _scale_rows(
+                infl, stratum_leverage_scale(term_codes, strata, frequency))
         group = _meat_from_codes(rows, term_codes, n_range)
         return small_sample_factor(group.n_groups, correction) * group.meat, group
 
