@@ -370,13 +370,13 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     """MMLU-Pro leaderboard clustered by question (a simulated log if the data is absent)."""
     from winrate.analysis import analyze
-    from winrate.io.datasets import read_dataset
+    from winrate.io.datasets import read_scores
     from winrate.io.download import DataUnavailableError, DownloadError
     from winrate.progress import stage
 
-    try:
+    try:  # its score table: the pairwise log's analysis without building its 4.8M rows
         with stage("reading mmlu_pro"):
-            log = read_dataset("mmlu_pro", download=False, progress=False)
+            log = read_scores("mmlu_pro", download=False, progress=False)
     except (DataUnavailableError, DownloadError) as error:
         print(f"MMLU-Pro data not found ({error.__class__.__name__}); set WINRATE_DATA to "
               "the data directory to run the real demo. Showing a simulated log instead.\n")
