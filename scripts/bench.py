@@ -35,11 +35,20 @@ Sections (``--only`` runs one):
   crossed random-effects Bradley-Terry model (20 models, n / 10 prompts, 40 judges), for
   each estimator with the default method (``auto``), the jackknife and the bootstrap, on
   every core.
+* ``evals-scale``: a per-question eval of ``--eval-models`` models (200) on
+  ``--eval-questions`` questions (12,032, MMLU-Pro's), 0/1 scores from a logistic model of
+  ability and difficulty with 1% of the answers missing, as a Parquet table of one row per
+  answer (string ids): ``winrate leaderboard FILE --format scores --cluster prompt`` in a
+  fresh process, wall time and that process' peak resident memory (median of
+  ``--repeat`` runs and their range; issue 23's target <= 5 s and <= 1 GiB; the pairwise
+  log it stands for has 239 million rows), and in this process the time of reading the
+  table, the fit (pair table and per-question influence totals) and the analysis.
 
 Usage: ``python scripts/bench.py [--only SECTION] [--n 10000000] [--models 100]
 [--prompts 1000000] [--judges 10] [--repeat 3] [--model winrate|bt] [--joint-n 1000000]
 [--cli-n 5000000] [--cli-prompts 500000] [--ranks-n 200000] [--ranks-models 1000]
-[--check-n 10000] [--check-reps 200] [--workdir DIR]``. The numba kernels are
+[--check-n 10000] [--check-reps 200] [--eval-models 200] [--eval-questions 12032]
+[--workdir DIR]``. The numba kernels are
 compiled (or loaded from cache) by a small warm-up run first, so in-process timings
 measure steady-state work; fresh processes pay their start-up, as a user does. Every time
 is the best of ``--repeat`` runs; the machine may be shared, so compare ratios of one run.
@@ -69,7 +78,7 @@ from winrate.estimators import ESTIMATORS, fit
 from winrate.io.logs import ComparisonLog
 from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
-SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup", "check")
+SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup", "check", "evals-scale")
 
 
 def _estimators(args) -> tuple[str, ...]:
@@ -427,6 +436,74 @@ def bench_check(args) -> None:
             print(f"  {model:8} {c.label:22} {seconds:7.1f} s   ({check.workers} "
                   f"workers; marginal {100 * c.marginal:.1f}%, simultaneous "
                   f"{100 * c.simultaneous:.1f}%)")
+def write_score_table(path: Path, n_models: int, n_questions: int, missing: float = 0.01,
+                      seed: int = 0) -> None:
+    """One row per answer (``question_id``, ``model``, 0/1 ``score``): right with
+    probability ``logistic(ability - difficulty)``, ``missing`` of the answers left out."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(0, 1, n_models)
+    difficulty = rng.normal(0, 1.5, n_questions)
+    p = 1 / (1 + np.exp(difficulty[:, None] - ability[None, :]))
+    q, m = np.nonzero(rng.random(p.shape) >= missing)
+    columns = {"question_id": np.array([f"q-{i:05d}" for i in range(n_questions)])[q],
+               "model": np.array([f"model-{i:03d}" for i in range(n_models)])[m],
+               "score": (rng.random(q.size) < p[q, m]).astype(np.int8)}
+    pq.write_table(pa.table(columns), path)
+
+
+def _child_run(command: list[str]) -> tuple[float, float]:
+    """Wall time and peak resident memory (GiB) of ``command`` in a fresh process (its own
+    rusage, from ``os.wait4``)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} exited with {child.returncode}")
+    return seconds, usage.ru_maxrss / 1024**2
+
+
+def _median_range(values, unit: str, digits: int = 3) -> str:
+    values = np.asarray(values)
+    return (f"{np.median(values):.{digits}f} {unit} (range {values.min():.{digits}f}-"
+            f"{values.max():.{digits}f}, {values.size} runs)")
+
+
+def bench_evals_scale(args, workdir: Path) -> None:
+    from winrate.analysis import analyze
+    from winrate.io.scores import scores_log
+
+    k, n_q = args.eval_models, args.eval_questions
+    path = workdir / f"scores_{k}x{n_q}.parquet"
+    if not path.exists():
+        write_score_table(path, k, n_q)
+    command = [*_winrate_command(), "leaderboard", str(path), "--format", "scores",
+               "--cluster", "prompt"]
+    _child_run(command)  # numba's cache and the page cache warm, as after a first run
+    runs = [_child_run(command) for _ in range(args.repeat)]
+    stages: dict[str, list[float]] = {"read": [], "fit": [], "analysis": []}
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        table = scores_log(path)
+        stages["read"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        board = fit(table)
+        stages["fit"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        analyze(table, cluster="prompt", board=board)
+        stages["analysis"].append(time.perf_counter() - start)
+    print(f"per-question eval: {k} models x {n_q:,} questions, 0/1 scores ({table.n_rows:,} "
+          "pairwise comparisons, never built)")
+    print(f"  winrate leaderboard --format scores --cluster prompt, fresh process: "
+          f"{_median_range([r[0] for r in runs], 's')}")
+    print(f"  peak resident memory of that process: "
+          f"{_median_range([r[1] for r in runs], 'GiB')}")
+    for name, seconds in stages.items():
+        print(f"    {name:<14} {_median_range(seconds, 's')}")
 
 
 def bench_startup(args) -> None:
@@ -450,6 +527,8 @@ def main() -> None:
     parser.add_argument("--ranks-models", type=int, default=1_000)
     parser.add_argument("--check-n", type=int, default=10_000)
     parser.add_argument("--check-reps", type=int, default=200)
+    parser.add_argument("--eval-models", type=int, default=200)
+    parser.add_argument("--eval-questions", type=int, default=12_032)
     parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
                                                      "(default: a temporary folder)")
     parser.add_argument("--record", type=Path, metavar="PATH",
@@ -520,6 +599,8 @@ def _run(args) -> None:
             bench_cli(args, workdir)
         if "ranks" in sections:
             bench_ranks(args, workdir)
+        if "evals-scale" in sections:
+            bench_evals_scale(args, workdir)
     if "startup" in sections:
         bench_startup(args)
     if "check" in sections:

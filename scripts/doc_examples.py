@@ -140,6 +140,9 @@ EXAMPLES = {
     "check": session("winrate check example.csv --reps 200"),
     "pandalm-jackknife": session("winrate leaderboard --dataset pandalm --method jackknife "
                                  "--simultaneous --ranks --plot pandalm.png"),
+    "scores-leaderboard": session("winrate leaderboard scores.csv --format scores --score-col "
+                                  "correct --question-col question_id --model-col model "
+                                  "--cluster prompt"),
     "eval": session(EVAL, "winrate power --delta 0.03 --omega2 0.1111",
                     "winrate power --n 198 --omega2 0.1111 --sigma2-a 0.1667 --sigma2-b 0.1667 "
                     "--k-a 10 --k-b 10", POWER_PILOT),

@@ -10,8 +10,9 @@ The main job takes three calls::
 
 ``winrate.explore(log)`` reports how much each clustering inflates the SEs;
 ``winrate.evaluate(winrate.question_scores(...))`` gives the eval statistics of per-question
-scores. Every public name is imported on first use (PEP 562), so ``import winrate`` is
-instant and loads no numerical library.
+scores, and ``winrate.analyze(winrate.scores_log(...), cluster="prompt")`` their pairwise
+leaderboard without building the pairs. Every public name is imported on first use (PEP
+562), so ``import winrate`` is instant and loads no numerical library.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.io.logs import ComparisonLog as ComparisonLog
     from winrate.io.logs import read_comparisons as read_comparisons
     from winrate.io.logs import read_table as read_table
+    from winrate.io.scores import scores_log as scores_log
     from winrate.io.simulate import SimulationDesign as SimulationDesign
     from winrate.io.simulate import simulate_comparisons as simulate_comparisons
     from winrate.notes import Note as Note
@@ -65,6 +67,7 @@ _EXPORTS = {
     "winrate.io.logs": ("ComparisonLog", "read_comparisons", "read_table"),
     "winrate.io.datasets": ("read_dataset",),
     "winrate.io.formats": ("read_log",),
+    "winrate.io.scores": ("scores_log",),
     "winrate.constants": ("VARIANCE_METHODS", "CORRECTIONS", "DATASET_NAMES", "LOG_FORMATS"),
     # leaderboards: estimator, covariance, intervals, diagnostics
     "winrate.estimators": ("ESTIMATORS", "fit"),

@@ -102,7 +102,9 @@ def analyze(log, cluster=None, model: str | None = None, *, variance: Variance |
     """Fit scores and their clustered covariance, intervals and diagnostics.
 
     ``log``: a :class:`ComparisonLog`, or a DataFrame or file path read by
-    :func:`winrate.read_comparisons` with the default column names.
+    :func:`winrate.read_comparisons` with the default column names, or the per-question
+    score table of :func:`winrate.scores_log` (every two models compared on every
+    question, the pairs never built; the sandwich only).
     ``cluster`` names the axes (``"none"``, ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or
     any extra axis of the log); None (default): ``prompt+judge``, or those of the two the
     log can be clustered by, with a note saying which and why (:func:`default_clustering`).

@@ -23,6 +23,8 @@ from winrate.constants import (
     DEFAULT_COLUMNS,
     DEFAULT_CORRECTION,
     LOG_FORMATS,
+    SCORE_COLUMNS,
+    SCORES_FORMAT,
     TABLE_FORMATS,
     VARIANCE_METHODS,
 )
@@ -69,9 +71,12 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet), "
                                                  "or with --format a file or folder")
     parser.add_argument("--dataset", help=f"a bundled dataset instead of INPUT: {DATASET_HELP}")
-    parser.add_argument("--format", choices=LOG_FORMATS,
+    parser.add_argument("--format", choices=(*LOG_FORMATS, SCORES_FORMAT),
                         help="read INPUT (a file, or a folder searched recursively for "
-                             ".json/.jsonl[.gz]) as a leaderboard's published files")
+                             ".json/.jsonl[.gz]) as a leaderboard's published files; "
+                             f"{SCORES_FORMAT}: per-question scores, one row per question "
+                             "and model, compared pairwise on every question without "
+                             "building the pairs (with --dataset mmlu_pro: its scores)")
     parser.add_argument("--discrete", action="store_true",
                         help="alpaca_eval: win / tie / loss from the preference (AlpacaEval's "
                              "discrete_win_rate) instead of the judge's probability")
@@ -96,6 +101,10 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                             help=f"column of the {role.replace('_', ' ')} (default: {default})")
     parser.add_argument("--weight-col", default=None,
                         help="column of frequency weights (a row stands for that many)")
+    for role, default in SCORE_COLUMNS.items():
+        parser.add_argument(f"--{role}-col", default=default,
+                            help=f"--format {SCORES_FORMAT}: column of the {role} "
+                                 f"(default: {default})")
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -178,9 +187,10 @@ def load_log(args: argparse.Namespace, clustering) -> tuple:
 
 
 def _read_log(args: argparse.Namespace, clustering):
-    from winrate.io.datasets import read_dataset
+    from winrate.io.datasets import read_dataset, read_scores
     from winrate.io.formats import read_log
     from winrate.io.logs import read_comparisons
+    from winrate.io.scores import scores_log
 
     discrete = {"discrete": True} if getattr(args, "discrete", False) else {}
     if discrete and "alpaca_eval" not in (args.dataset, getattr(args, "format", None)):
@@ -189,13 +199,18 @@ def _read_log(args: argparse.Namespace, clustering):
     if args.dataset and args.input:
         raise WinrateInputError(f"give either an INPUT file ({args.input!r}) or --dataset "
                                 f"{args.dataset}, not both")
+    scores = getattr(args, "format", None) == SCORES_FORMAT
     if args.dataset:
-        return read_dataset(args.dataset, **discrete)
+        return read_scores(args.dataset) if scores else read_dataset(args.dataset, **discrete)
     if not args.input:
         raise WinrateInputError("give an INPUT file or --dataset NAME")
+    extra = tuple(name for name in clustering if name not in ("prompt", "judge"))
+    if scores:
+        return scores_log(args.input, question_col=args.question_col,
+                          model_col=args.model_col, score_col=args.score_col,
+                          cluster_cols=extra)
     if getattr(args, "format", None):
         return read_log(args.input, args.format, **discrete, **_format_options(args))
-    extra = tuple(name for name in clustering if name not in ("prompt", "judge"))
     return read_comparisons(args.input, prompt_col=args.prompt_col, judge_col=args.judge_col,
                             model_a_col=args.model_a_col, model_b_col=args.model_b_col,
                             outcome_col=args.outcome_col, weight_col=args.weight_col,
@@ -370,13 +385,13 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     """MMLU-Pro leaderboard clustered by question (a simulated log if the data is absent)."""
     from winrate.analysis import analyze
-    from winrate.io.datasets import read_dataset
+    from winrate.io.datasets import read_scores
     from winrate.io.download import DataUnavailableError, DownloadError
     from winrate.progress import stage
 
-    try:
+    try:  # its score table: the pairwise log's analysis without building its 4.8M rows
         with stage("reading mmlu_pro"):
-            log = read_dataset("mmlu_pro", download=False, progress=False)
+            log = read_scores("mmlu_pro", download=False, progress=False)
     except (DataUnavailableError, DownloadError) as error:
         print(f"MMLU-Pro data not found ({error.__class__.__name__}); set WINRATE_DATA to "
               "the data directory to run the real demo. Showing a simulated log instead.\n")

@@ -33,6 +33,11 @@ DATASET_NAMES = ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena", "alpaca_eval"
                  "prd")
 #: Published leaderboard formats of :func:`winrate.io.formats.read_log`.
 LOG_FORMATS = ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard")
+#: ``--format`` of per-question scores (one row per question and model), read as the
+#: comparison log of every two models on every question (:func:`winrate.io.scores.scores_log`).
+SCORES_FORMAT = "scores"
+#: Default columns of a per-question score table.
+SCORE_COLUMNS = {"question": "question_id", "model": "model", "score": "score"}
 #: Score scales of :func:`winrate.evals.question_scores`.
 SCALES = ("auto", "binary", "unit", "other")
 #: Interval methods for a binomial proportion (:func:`winrate.evals.binomial_interval`).

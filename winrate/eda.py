@@ -94,6 +94,7 @@ import pandas as pd
 from winrate import estimators
 from winrate.analysis import LeaderboardAnalysis, analyze
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.estimators.cells import CellTotals
 from winrate.inference.analysis import (
     AxisSummary,
     clustering_problem,
@@ -106,7 +107,7 @@ from winrate.inference.intervals import (
     simultaneous_bounds,
     wald_bounds,
 )
-from winrate.io.datasets import read_dataset
+from winrate.io.datasets import SCORE_DATASETS, read_dataset, read_scores
 from winrate.io.logs import ComparisonLog, as_log
 from winrate.notes import Note, Notes, as_note, clustering_not_identified, from_warning
 from winrate.report.leaderboard import defined_median, json_safe
@@ -379,6 +380,7 @@ class _Base:
     codes: np.ndarray
     floor: np.ndarray
     anchor: np.ndarray
+    influence: object = None
 
     @classmethod
     def of(cls, run: LeaderboardAnalysis) -> _Base:
@@ -390,7 +392,8 @@ class _Base:
         floor = run.small_sample_floor
         anchor = (board.options.get("anchor") or {}).get("model")
         return cls(run.scores, run.se_naive, board.comparisons_per_model, len(board.pairs),
-                   board.models, board.codes, floor, board.models.astype(str) == anchor)
+                   board.models, board.codes, floor, board.models.astype(str) == anchor,
+                   board.influence)
 
 
 def _run_analyses(log, specs, weights, correction, estimator: dict):
@@ -407,7 +410,8 @@ def _run_analyses(log, specs, weights, correction, estimator: dict):
         run = _quiet_analyze(log, spec, correction, board)
         base = base or _Base.of(run)
         for name in singles.intersection(run.axes).difference(checks):
-            layout = layout or _ByModel.of(log, run)
+            if not isinstance(board.influence, CellTotals):  # a table has no rows to lay out
+                layout = layout or _ByModel.of(log, run)
             checks[name] = _axis_check(log, run, name, layout)
         runs[spec] = _Run(run.se, run.deff, run.cov, dict(run.axes), run.warnings)
     if base is None:
@@ -440,13 +444,17 @@ def _clustering_result(log, spec, runs: dict[tuple, _Run], base: _Base) -> Clust
                             diagnostics.effective_n(n_a, deff), cov)
 
 
-def _axis_check(log, run: LeaderboardAnalysis, name: str, layout: _ByModel) -> AxisCheck:
+def _axis_check(log, run: LeaderboardAnalysis, name: str,
+                layout: _ByModel | None) -> AxisCheck:
     summary = run.axes[name]
+    board, codes = run.leaderboard, log.axes[name].codes
+    if isinstance(board.influence, CellTotals):  # a score table: from its per-question sums
+        shared = diagnostics.cells_shared_icc(board.influence, board.pairs, codes)
+    else:
+        shared = shared_response_icc(log, run, codes, layout)
     return AxisCheck(
         name=name, n_clusters=summary.n_clusters, pair_icc=summary.icc, m=summary.m,
-        rho=summary.rho,
-        shared_icc=shared_response_icc(log, run, log.axes[name].codes,
-                                       layout)[run.leaderboard.codes],
+        rho=summary.rho, shared_icc=shared[board.codes],
         measured=np.sqrt(summary.deff), effective_clusters=summary.effective_clusters,
     )
 
@@ -460,12 +468,14 @@ def _prompt_m(log: ComparisonLog, axes: dict[str, AxisCheck], base: _Base) -> np
         return np.full(base.codes.shape, np.nan)
     n_all = np.zeros(log.n_models)
     n_all[base.codes] = base.n
-    return diagnostics.comparisons_per_cluster(log.model_a, log.model_b,
-                                               log.axes["prompt"].codes, n_all)[base.codes]
+    codes = log.axes["prompt"].codes
+    if isinstance(base.influence, CellTotals):
+        return diagnostics.cells_per_cluster(base.influence, codes, n_all)[base.codes]
+    return diagnostics.comparisons_per_cluster(log.model_a, log.model_b, codes,
+                                               n_all)[base.codes]
 
 
 def _structure(log: ComparisonLog, base: _Base, m_prompt: np.ndarray) -> dict:
-    w = log.weight
     k = log.n_models
     prompts = log.axes.get("prompt")
     return {
@@ -473,7 +483,7 @@ def _structure(log: ComparisonLog, base: _Base, m_prompt: np.ndarray) -> dict:
         "n_pairs": base.n_pairs, "n_pairs_possible": k * (k - 1) // 2,
         "n_prompts": prompts.n_clusters if prompts is not None else None,
         "n_judges": log.axes["judge"].n_clusters if "judge" in log.axes else None,
-        "tie_share": float((w * (log.score == 0.5)).sum() / w.sum()),
+        "tie_share": log.tie_share,
         "m_prompt": None if prompts is None else {
             "median": defined_median(m_prompt), "min": _range(m_prompt)[0],
             "max": _range(m_prompt)[1]},
@@ -532,19 +542,35 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
 def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaReport:
     """:func:`explore` of a bundled dataset with its default clusterings.
 
-    The loader's warnings (e.g. unparseable verdicts dropped) join the report's warnings.
+    A per-question eval (:data:`winrate.io.datasets.SCORE_DATASETS`, MMLU-Pro) is read as
+    its score table, whose analysis equals that of its pairwise log without building it
+    (:mod:`winrate.io.scores`), when the estimator and correction allow (the win rate, CR0
+    or CR1); otherwise as the pairwise log. The loader's warnings (e.g. unparseable
+    verdicts dropped) join the report's warnings.
     """
     from winrate.progress import stage
 
     with warnings.catch_warnings(record=True) as caught, stage(f"reading {name}"):
         warnings.simplefilter("always", WinrateWarning)
-        log = read_dataset(name, models=models, progress=False)
+        if _per_question(name, kwargs):
+            log = read_scores(name, models=models, progress=False)
+        else:
+            log = read_dataset(name, models=models, progress=False)
     loaded = tuple(from_warning(w.message) for w in caught
                    if issubclass(w.category, WinrateWarning))
     for other in (w for w in caught if not issubclass(w.category, WinrateWarning)):
         warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
     specs = clusterings or DATASET_CLUSTERINGS.get(name, DEFAULT_CLUSTERINGS)
     return explore(log, specs, dataset=name, notes=loaded, **kwargs)
+
+
+def _per_question(name: str, options: dict) -> bool:
+    """Whether dataset ``name`` is read as a score table for these :func:`explore` options:
+    a per-question eval, with an estimator that fits score tables (without a baseline)
+    and a correction that cell totals give (:mod:`winrate.estimators.cells`)."""
+    estimator = estimators.get(options.get("model") or estimators.DEFAULT_ESTIMATOR)
+    return (name in SCORE_DATASETS and estimator.supports("per-question scores")
+            and options.get("baseline") is None and options.get("correction") != "cr2")
 
 
 # --------------------------------------------------------------------------- output

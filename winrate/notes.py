@@ -77,6 +77,8 @@ CODES = {
     "check-simulation-model": "winrate check: a simplification of the simulation model fitted",
     "check-failed-replications": "winrate check: simulated logs whose analysis could not run",
     "check-slow-method": "winrate check: how long the replications take with a slow method",
+    # scores branch (issue 23, item 4): per-question evals as pairwise leaderboards
+    "unpaired-questions": "questions (or models) of a score table that hold no comparison",
 }
 
 
@@ -741,3 +743,19 @@ def check_slow_method(label: str, first: float, reps: int, workers: int) -> Note
                 f"{minutes:.0f} min on {workers} worker(s)"
                 + ("; a bootstrap reruns all of its resamples in every replication"
                    if "bootstrap" in label else ""), severity="note")
+
+
+# --------------------------------------------------------------------------- score tables
+
+
+def unpaired_questions(n_questions: int, models: list[str]) -> Note:
+    """Questions answered by fewer than two models, and models with no other answer on any
+    question, left out of a per-question eval read as comparisons."""
+    parts = []
+    if n_questions:
+        parts.append(f"{plural(n_questions, 'question')} answered by fewer than two models")
+    if models:
+        parts.append(f"{plural(len(models), 'model')} with no other answer: "
+                     f"{', '.join(models[:5])}{' ...' if len(models) > 5 else ''}")
+    return Note("unpaired-questions", f"{' and '.join(parts)} hold no comparison and were "
+                "left out", models=models)

@@ -77,15 +77,37 @@ def settle(estimator: Estimator, options: dict) -> dict:
 
 def fit(log, model: str = DEFAULT_ESTIMATOR, **options):
     """Fit estimator ``model`` (:data:`REGISTRY`) with its ``options`` to ``log`` (a
-    :class:`winrate.io.logs.ComparisonLog`, DataFrame or file path,
-    :func:`winrate.io.logs.as_log`). An option the estimator does not have is an error naming
-    the estimators that do; the options are kept on the fit (``board.options``)."""
+    :class:`winrate.io.logs.ComparisonLog` or :class:`~winrate.io.logs.ScoreTable`,
+    DataFrame or file path, :func:`winrate.io.logs.as_log`). An option the estimator does
+    not have is an error naming the estimators that do; the options are kept on the fit
+    (``board.options``)."""
     from winrate.io.logs import as_log
 
     estimator = get(model)
-    settled = settle(estimator, options)
-    return estimator.fit(SufficientData(estimator.rows(as_log(log), settled)), settled)
+    return fit_settled(estimator, as_log(log), settle(estimator, options))[0]
+
+
+def used_rows(estimator: Estimator, log, options: dict):
+    """The rows of ``log`` that ``estimator`` uses (:meth:`Estimator.rows`); a per-question
+    score table as it is (its fit refuses what it cannot give)."""
+    from winrate.io.logs import ScoreTable
+
+    return log if isinstance(log, ScoreTable) else estimator.rows(log, options)
+
+
+def fit_settled(estimator: Estimator, log, options: dict):
+    """``(fit, rows used)`` of ``estimator`` with settled ``options`` on ``log``: a
+    comparison log through :class:`SufficientData`, a score table through
+    :meth:`Estimator.fit_scores` (an error naming the estimator if it has none)."""
+    from winrate.io.logs import ScoreTable
+
+    log = used_rows(estimator, log, options)
+    if isinstance(log, ScoreTable):
+        estimator.require("per-question scores", "use model 'winrate' (the half-tie win "
+                          "rate), or the pairwise log of the scores")
+        return estimator.fit_scores(log, options), log
+    return estimator.fit(SufficientData(log), options), log
 
 
 __all__ = ["ESTIMATORS", "REGISTRY", "Estimator", "Option", "SufficientData", "all_options",
-           "fit", "get", "of", "owners", "settle"]
+           "fit", "fit_settled", "get", "of", "owners", "settle", "used_rows"]

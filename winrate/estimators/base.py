@@ -9,7 +9,10 @@ in the registry (:data:`winrate.estimators.REGISTRY`). It declares
   command line builds its flags and ``--help``;
 * ``fit(data, options)``: estimates and their influence (a
   :class:`winrate.leaderboard.Leaderboard`) from a :class:`SufficientData`, which answers
-  named group-by sums (per-pair totals; per-row terms at given parameters);
+  named group-by sums (per-pair totals; per-row terms at given parameters); optionally
+  ``fit_scores(table, options)``, the same from a per-question score table whose pairwise
+  log is never built (its influence summed per question,
+  :class:`winrate.estimators.cells.CellTotals`);
 * what variance and resampling need from it: ``replicate_scorer`` (exact refits of
   re-weighted pair or row totals), ``cr2_strata`` (the rows' strata of the CR2 leverage
   correction, or None: not supported), ``small_sample_floor`` (a variance floor for pairs
@@ -33,7 +36,8 @@ from typing import Any
 from winrate.errors import WinrateInputError
 
 #: Features a variance method may need from an estimator (``Estimator.supports``).
-FEATURES = ("cr2", "wild bootstrap", "small-sample floor", "thin-design rule")
+FEATURES = ("cr2", "wild bootstrap", "small-sample floor", "thin-design rule",
+            "per-question scores")
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,12 @@ class Estimator:
     def fit(self, data: SufficientData, options: dict):
         raise NotImplementedError
 
+    def fit_scores(self, table, options: dict):
+        """The fit of the comparison log a per-question score table stands for
+        (:class:`winrate.io.logs.ScoreTable`), without building it; not supported by
+        default."""
+        raise NotImplementedError
+
     # ---------------------------------------------------------------- variance needs
 
     def replicate_scorer(self, board, total_counts, log):
@@ -199,7 +209,9 @@ class Estimator:
                                              is not Estimator.wild_influence_map),
                   "small-sample floor": lambda: (type(self).small_sample_floor
                                                  is not Estimator.small_sample_floor),
-                  "thin-design rule": self.thin_design_rule}
+                  "thin-design rule": self.thin_design_rule,
+                  "per-question scores": lambda: (type(self).fit_scores
+                                                  is not Estimator.fit_scores)}
         return probes[feature]()
 
     def require(self, feature: str, instead: str) -> None:

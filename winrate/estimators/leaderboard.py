@@ -33,7 +33,9 @@ class Leaderboard:
         was never compared (data level, for every estimator).
     counts : (L, L) symmetric comparison counts ``n_ab``.
     weights : (L, L) opponent weights of the win rate (None for other estimators).
-    influence : (n, q) CSR matrix: the influence (win rate) or the score rows ``g_r``.
+    influence : (n, q) CSR matrix: the influence (win rate) or the score rows ``g_r``;
+        for a fit of a per-question score table, their sums per question
+        (:class:`winrate.estimators.cells.CellTotals`), ``pair`` and ``centered`` None.
     pair : (n,) index of each row's unordered pair into ``pairs``.
     pairs : (P, 2) observed unordered pairs (low code, high code) of log model codes.
     centered : (n,) pair-centred scores ``s_r - psi_ab`` of the lower-coded model.

@@ -49,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from winrate.estimators.bradley_terry_kernels import empirical_bayes_probabilities
+from winrate.estimators.cells import CellTotals
 from winrate.estimators.leaderboard import Leaderboard
 
 #: Weight of the Bradley-Terry prediction in the floor's Beta prior, in comparisons.
@@ -58,6 +59,8 @@ PRIOR_COMPARISONS = 2.0
 def degenerate_pairs(board: Leaderboard, frequency: np.ndarray | None) -> np.ndarray:
     """(P,) mask of the observed pairs whose comparisons all had the same outcome."""
     n = board.counts[board.pairs[:, 0], board.pairs[:, 1]]
+    if isinstance(board.influence, CellTotals):  # no rows: their sums by pair are kept
+        return board.influence.pair_spread <= 1e-12 * n
     squares = board.centered**2 if frequency is None else frequency * board.centered**2
     spread = np.bincount(board.pair, weights=squares, minlength=len(n))
     return spread <= 1e-12 * n

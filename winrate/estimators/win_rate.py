@@ -60,6 +60,11 @@ class WinRate(Estimator):
         return fit(data.rows, options["weights"], baseline=options["baseline"],
                    table=data.pair_table())
 
+    def fit_scores(self, table, options: dict):
+        from winrate.estimators.win_rate_scores import fit_scores
+
+        return fit_scores(table, options["weights"], baseline=options["baseline"])
+
     def row_level(self, options: dict) -> bool:
         return False
 

@@ -103,6 +103,12 @@ def pairwise_table(log: ComparisonLog):
     kernel, n_chunks = _pair_sums.choose(log.n_rows)
     counts_flat, wins_flat = kernel(log.model_a, log.model_b, log.score,
                                     _frequency_or_empty(log), k, 2 * n_chunks)
+    return table_of_sums(counts_flat, wins_flat, k)
+
+
+def table_of_sums(counts_flat: np.ndarray, wins_flat: np.ndarray, k: int):
+    """:func:`pairwise_table` from the per-pair comparisons ``N`` and scores ``W`` of the
+    lower-coded model on the flat (K*K) grid (keys ``low * K + high``)."""
     observed_keys = np.flatnonzero(counts_flat > 0)
     pair_of_key = np.full(k * k, -1, dtype=np.int32)
     pair_of_key[observed_keys] = np.arange(observed_keys.size)
@@ -183,8 +189,7 @@ def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None,
         weights = np.zeros(counts.shape)
         weights[:, base] = counts[:, base] > 0
     w = opponent_weights(counts, weights, log.models)
-    has_games = (w if base is not None else counts).sum(axis=1) > 0
-    scores = np.where(has_games, (w * np.nan_to_num(psi)).sum(axis=1), np.nan)
+    scores = win_rates(w, psi, (w if base is not None else counts).sum(axis=1) > 0)
     infl, pair, centered = influence_matrix(log, w, psi, counts, pair_of_key)
     if base is None:
         return Leaderboard(log.models, scores, psi, counts, w, infl, pair, pairs, centered,
@@ -194,6 +199,12 @@ def fit(log: ComparisonLog, weights="uniform", baseline: str | None = None,
     return Leaderboard(log.models[keep], scores[keep], psi, counts, w, infl, pair, pairs,
                        centered, bread=select, log_models=log.models, contestants=keep,
                        options=options)
+
+
+def win_rates(weights: np.ndarray, psi: np.ndarray, has_games: np.ndarray) -> np.ndarray:
+    """``S_a = sum_b w_ab psi_ab`` (unobserved pairs carry no weight); NaN for a model
+    without games."""
+    return np.where(has_games, (weights * np.nan_to_num(psi)).sum(axis=1), np.nan)
 
 
 def model_code(log: ComparisonLog, name: str, what: str) -> int:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from winrate import estimators, notes
 from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.estimators.cells import require_rows
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.inference.intervals import (
     bounds_frame,
@@ -340,9 +341,8 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     var = np.diag(cov)
     se = np.where(unidentified, np.nan, np.sqrt(np.clip(var, 0, None)))
     deff = np.where(unidentified, np.nan, diagnostics.design_effect(cov, cov_naive))
-    m = diagnostics.comparisons_per_cluster(log.model_a, log.model_b, axis.codes,
-                                            board.counts.sum(axis=1))[board.codes]
-    lonely = diagnostics.single_cluster_pairs(board.pair, axis.codes, len(board.pairs))
+    m, lonely, icc = diagnostics.axis_design(log, board, axis.codes)
+    m = m[board.codes]
     share, largest = (x[board.codes] for x in diagnostics.dominant_share(group))
     effective = diagnostics.effective_clusters(group)[board.codes]
     return AxisSummary(
@@ -350,7 +350,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
         mean_cluster_size=log.n_comparisons / axis.n_clusters,
         cov=cov, se=se, deff=deff, m=m,
         rho=diagnostics.shared_response_correlation(deff, m),
-        icc=diagnostics.anova_icc(board.centered, axis.codes, log.frequency),
+        icc=icc,
         single_cluster_pairs=int(lonely.sum()), largest_share=share,
         largest_cluster=np.where(largest >= 0, axis.labels[np.maximum(largest, 0)], None),
         effective_clusters=np.where(unidentified, np.nan, effective),
@@ -565,6 +565,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
                              if mine is not None and mine != theirs)
         correction, reference = correction or auto.correction, reference or auto.reference
     correction, reference = correction or DEFAULT_CORRECTION, reference or "normal"
+    require_rows(board.influence, method)
     if correction == "cr2":
         estimator.require("cr2", "use correction 'cr1'")
     seed = monte_carlo.seed
@@ -684,9 +685,7 @@ def _fitted(log: ComparisonLog, model: str | None, board: Leaderboard | None,
     a score against a baseline leaves out the rows without it)."""
     if board is None:
         estimator = estimators.get(model or estimators.DEFAULT_ESTIMATOR)
-        settled = estimators.settle(estimator, options)
-        log = estimator.rows(log, settled)
-        return estimator.fit(estimators.SufficientData(log), settled), log
+        return estimators.fit_settled(estimator, log, estimators.settle(estimator, options))
     estimator = estimators.of(board)
     if model is not None and model != board.estimator:
         raise WinrateInputError(f"model {model!r} was asked for, but the reused fit (board=) "
@@ -698,7 +697,7 @@ def _fitted(log: ComparisonLog, model: str | None, board: Leaderboard | None,
                 f"option {name!r} is {_shown(settled[name])} in this call but "
                 f"{_shown(board.options.get(name))} in the reused fit (board=): refit with "
                 "these options, or leave the option out")
-    return board, estimator.rows(log, board.options)
+    return board, estimators.used_rows(estimator, log, board.options)
 
 
 def _same(a, b) -> bool:

@@ -61,7 +61,8 @@ from winrate.io.download import (
     search_dirs,
 )
 from winrate.io.formats import natural_key, read_format
-from winrate.io.logs import ComparisonLog, read_comparisons
+from winrate.io.logs import ComparisonLog, ScoreTable, read_comparisons
+from winrate.io.scores import score_table
 
 __all__ = [
     "NAMES",
@@ -74,8 +75,10 @@ __all__ = [
     "load",
     "mmlu_pro_correctness",
     "mmlu_pro_questions",
+    "mmlu_pro_scores",
     "read_dataset",
     "read_mmlu_pro",
+    "read_scores",
 ]
 
 #: Categories of the ``outcome`` column, in code order (0 = a, 1 = b, 2 = tie).
@@ -529,6 +532,35 @@ def mmlu_pro_pairwise(result: MMLUPro) -> pd.DataFrame:
                             questions["src"].cat.categories),
     })
     return _drop_unused_categories(log)
+
+
+def mmlu_pro_scores(data_dir=None, models: Sequence[str] | None = None,
+                    **fetch_options) -> ScoreTable:
+    """MMLU-Pro as a per-question score table (:class:`winrate.io.logs.ScoreTable`): the
+    comparison log of :func:`read_dataset` ``("mmlu_pro")`` -- the same models in the same
+    order, the same axes ``prompt``, ``judge`` (one: ``exact_match``), ``category`` and
+    ``src`` -- without building its rows (:mod:`winrate.io.scores`)."""
+    fetch = {"data_dir": data_dir, "download": True, "mirror": None, "progress": None,
+             **fetch_options}
+    result = _read_mmlu_pro(fetch, _check_models(models, _mmlu_available(fetch), "mmlu_pro"))
+    corr, questions = result.correctness, result.questions
+    axes = {"judge": (np.zeros(len(corr), np.int64), ["exact_match"])}
+    for col in ("category", "src"):
+        axes[col] = (questions[col].cat.codes.to_numpy(), questions[col].cat.categories)
+    return score_table(corr.to_numpy(), corr.columns, corr.index.astype(str), axes)
+
+
+#: The datasets that are per-question evals, as score tables (:func:`read_scores`).
+SCORE_DATASETS = {"mmlu_pro": mmlu_pro_scores}
+
+
+def read_scores(name: str, models=None, **options) -> ScoreTable:
+    """A bundled per-question eval (:data:`SCORE_DATASETS`) as a score table: the log of
+    :func:`read_dataset` with its rows never built."""
+    if name not in SCORE_DATASETS:
+        raise WinrateInputError(f"dataset {name!r} is not a per-question eval; those are: "
+                                f"{', '.join(SCORE_DATASETS)}")
+    return SCORE_DATASETS[name](models=models, **options)
 
 
 def _load_mmlu_pro(fetch: dict, models: Sequence[str] | None) -> pd.DataFrame:

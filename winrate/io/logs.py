@@ -20,6 +20,7 @@ of the (a, b) difference for a Bradley-Terry fit with style control.
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import json
 import lzma
@@ -127,6 +128,12 @@ class ComparisonLog:
         """Per-row frequency, ones when the log is unweighted."""
         return self.frequency if self.frequency is not None else np.ones(self.n_rows)
 
+    @property
+    def tie_share(self) -> float:
+        """The share of the comparisons that are ties (score exactly 1/2)."""
+        w = self.weight
+        return float((w * (self.score == 0.5)).sum() / w.sum())
+
     @classmethod
     def from_arrays(cls, model_a, model_b, score, *, models=None, frequency=None,
                     features=None, **axes) -> ComparisonLog:
@@ -171,6 +178,88 @@ class ComparisonLog:
         covariates = {name: _check_feature(np.asarray(values, dtype=float), name, n)[keep]
                       for name, values in (features or {}).items()}
         return cls(a[keep], b[keep], s[keep], names, coded, freq, covariates)
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreTable:
+    """A per-question eval kept as its questions x models score table: the comparison log
+    it stands for, never built (:mod:`winrate.io.scores` reads one).
+
+    On every question, every two models that answered it are compared once: the higher
+    score wins, equal scores tie (half-tie score 1, 1/2, 0 of the first model). With 0/1
+    scores a correct answer beats a wrong one and both right or both wrong is a tie, as
+    in the pairwise log of ``read_dataset("mmlu_pro")``. The fits of a table
+    (:mod:`winrate.estimators.win_rate_scores`) give what the pairwise log would give, from
+    products of the table with (K, K) matrices, so a log of ``Q x K(K - 1) / 2``
+    comparisons costs ``Q x K`` memory.
+
+    Attributes
+    ----------
+    scores : (Q, K) float64 scores in [0, 1], NaN where the model did not answer; every
+        question has at least two answers and every model at least one.
+    models : (K,) model names; column k is ``models[k]``.
+    axes : clustering axes of the questions by name (codes of length Q): ``"prompt"``
+        (the question) and per-question columns (subject, source, a constant judge).
+    """
+
+    scores: np.ndarray
+    models: np.ndarray
+    axes: dict[str, ClusterAxis] = field(default_factory=dict)
+
+    #: a table stands for unweighted comparisons
+    frequency = None
+
+    @property
+    def features(self) -> dict:
+        """No per-comparison covariates."""
+        return {}
+
+    @functools.cached_property
+    def answered(self) -> np.ndarray:
+        """(Q, K) bool: the model answered the question."""
+        return ~np.isnan(self.scores)
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @property
+    def n_questions(self) -> int:
+        return int(self.scores.shape[0])
+
+    @functools.cached_property
+    def n_rows(self) -> int:
+        """Comparisons the table stands for: ``sum_q n_q (n_q - 1) / 2`` with ``n_q`` the
+        answers to question q."""
+        n_q = self.answered.sum(axis=1, dtype=np.int64)
+        return int((n_q * (n_q - 1) // 2).sum())
+
+    @property
+    def n_comparisons(self) -> float:
+        return float(self.n_rows)
+
+    @functools.cached_property
+    def binary(self) -> bool:
+        """Every score is 0 or 1."""
+        return bool(np.isin(self.scores[self.answered], (0.0, 1.0)).all())
+
+    @functools.cached_property
+    def tie_share(self) -> float:
+        """The share of the comparisons that are ties: per question, the pairs of equal
+        scores, ``sum_v m_v (m_v - 1) / 2`` over the distinct values v held by ``m_v``
+        models, counted on each row sorted (the run of equal values before each entry)."""
+        ordered = np.sort(self.scores, axis=1)  # NaN last, and NaN != NaN starts a run
+        column = np.arange(ordered.shape[1])
+        new_run = np.ones(ordered.shape, bool)
+        new_run[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+        start = np.maximum.accumulate(np.where(new_run, column, 0), axis=1)
+        return float((column - start).sum() / self.n_rows)
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"{name}={axis.n_clusters:,}" for name, axis in self.axes.items())
+        kind = "binary" if self.binary else "graded"
+        return (f"ScoreTable(questions={self.n_questions:,}, models={self.n_models}, {kind} "
+                f"scores, comparisons={self.n_rows:,}, clusters: {axes or 'none'})")
 
 
 def _check_rows(bad: np.ndarray, column: str, problem: str, index) -> None:
@@ -633,10 +722,11 @@ def read_comparisons(
     return ComparisonLog(a, b, score, models, axes, frequency, features)
 
 
-def as_log(source) -> ComparisonLog:
-    """``source`` as a :class:`ComparisonLog`: a log as it is; a DataFrame or a CSV / JSONL /
-    Parquet path through :func:`read_comparisons` with the default column names."""
-    if isinstance(source, ComparisonLog):
+def as_log(source) -> ComparisonLog | ScoreTable:
+    """``source`` as a :class:`ComparisonLog`: a log (or a :class:`ScoreTable`) as it is; a
+    DataFrame or a CSV / JSONL / Parquet path through :func:`read_comparisons` with the
+    default column names."""
+    if isinstance(source, (ComparisonLog, ScoreTable)):
         return source
     if isinstance(source, (pd.DataFrame, str, os.PathLike)):
         return read_comparisons(source)

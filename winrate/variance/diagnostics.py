@@ -20,8 +20,10 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 
+from winrate.estimators.cells import CellTotals
 from winrate.variance.sandwich import GroupMeat, group_meat
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
@@ -63,19 +65,28 @@ def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None =
     n_groups = int(codes.max()) + 1 if codes.size else 0
     size = np.bincount(codes, weights=weight, minlength=n_groups).astype(float)
     total = size.sum()
-    present = size > 0
-    size_present = size[present]
-    g = size_present.size
-    if g < 2 or total - g <= 0:
+    if total <= 0:
         return float("nan")
     grand_mean = (values if weight is None else weight * values).sum() / total
     # SSW = SST - SSB on values centred at the grand mean, so a large common offset cancels
     # before any square is taken; no pass gathers each row's group mean
     centred = values - grand_mean
     weighted = centred if weight is None else weight * centred
-    group_sum = np.bincount(codes, weights=weighted, minlength=n_groups)[present]
-    ss_between = float((group_sum**2 / size_present).sum())
-    ss_within = max(float(centred @ weighted) - ss_between, 0.0)
+    group_sum = np.bincount(codes, weights=weighted, minlength=n_groups)
+    return icc_of_sums(size, group_sum, float(centred @ weighted))
+
+
+def icc_of_sums(size: np.ndarray, group_sum: np.ndarray, squares: float) -> float:
+    """:func:`anova_icc` from each group's size and sum of the values centred at their
+    grand mean, and the total sum of their squares (NaN when not identified)."""
+    total = size.sum()
+    present = size > 0
+    size_present = size[present]
+    g = size_present.size
+    if g < 2 or total - g <= 0:
+        return float("nan")
+    ss_between = float((group_sum[present]**2 / size_present).sum())
+    ss_within = max(squares - ss_between, 0.0)
     ms_between = ss_between / (g - 1)
     ms_within = ss_within / (total - g)
     n0 = (total - (size_present**2).sum() / total) / (g - 1)
@@ -133,6 +144,92 @@ def _clusters_per_model(model_a, model_b, codes, n_models, n_clusters):  # pragm
             if last[m] != g:
                 last[m] = g
                 count[m] += 1
+    return count
+
+
+def axis_design(log, board, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The design of one clustering axis (cluster ``codes``): ``m_a`` over the log's models
+    (:func:`comparisons_per_cluster`), the (P,) mask of single-cluster pairs
+    (:func:`single_cluster_pairs`) and the pair-level ICC of the pair-centred scores
+    (:func:`anova_icc`). From the rows, or, for a fit that holds its influence as cell
+    totals (:class:`winrate.estimators.cells.CellTotals`; ``codes`` are then the cells'),
+    from the cells' sums: a cluster's comparisons and centred sum are its cells', the
+    centred scores' sum of squares is the pairs' (the cells are complete, so a pair is in
+    a cluster when both of its models have comparisons in one of its cells)."""
+    cells = board.influence
+    if not isinstance(cells, CellTotals):
+        return (comparisons_per_cluster(log.model_a, log.model_b, codes,
+                                        board.counts.sum(axis=1)),
+                single_cluster_pairs(board.pair, codes, len(board.pairs)),
+                anova_icc(board.centered, codes, log.frequency))
+    lo, hi = board.pairs[:, 0], board.pairs[:, 1]
+    if np.bincount(codes).max(initial=0) <= 1:  # every cluster one cell
+        pair_clusters = board.counts[lo, hi]
+    else:
+        order = np.argsort(codes, kind="stable")
+        pair_clusters = _pair_clusters(cells.model_rows > 0, codes, order)[lo, hi]
+    total = cells.rows.sum()
+    mean = cells.centred.sum() / total
+    size = _by_cluster(codes, cells.rows[:, None])[:, 0]
+    group_sum = _by_cluster(codes, cells.centred[:, None])[:, 0] - size * mean
+    icc = icc_of_sums(size, group_sum, cells.pair_spread.sum() - total * mean**2)
+    return cells_per_cluster(cells, codes, board.counts.sum(axis=1)), pair_clusters == 1, icc
+
+
+def cells_per_cluster(cells: CellTotals, codes: np.ndarray,
+                      n_per_model: np.ndarray) -> np.ndarray:
+    """:func:`comparisons_per_cluster` from cell totals: a model appears in the clusters
+    holding a cell where it has comparisons."""
+    clusters_of_a = (_by_cluster(codes, cells.model_rows) > 0).sum(axis=0)
+    return np.divide(n_per_model, clusters_of_a, out=np.full(n_per_model.shape, np.nan),
+                     where=clusters_of_a > 0)
+
+
+def cells_shared_icc(cells: CellTotals, pairs: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Per model, the ANOVA ICC by cluster of its own centred scores oriented for it (the
+    eda's shared-response ICC, :func:`winrate.eda.shared_response_icc`) from cell totals:
+    cluster sizes from each cell's comparisons of the model, sums from its own centred
+    sums, and the sum of squares over the pairs it is in."""
+    size = _by_cluster(codes, cells.model_rows)
+    sums = _by_cluster(codes, cells.own)
+    squares = (np.bincount(pairs[:, 0], cells.pair_spread, size.shape[1])
+               + np.bincount(pairs[:, 1], cells.pair_spread, size.shape[1]))
+    total = size.sum(axis=0)
+    mean = np.divide(sums.sum(axis=0), total, out=np.zeros(total.shape), where=total > 0)
+    return np.array([icc_of_sums(size[:, a], sums[:, a] - size[:, a] * mean[a],
+                                 squares[a] - total[a] * mean[a]**2)
+                     for a in range(size.shape[1])])  # per model
+
+
+def _by_cluster(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(G, k) sums of the (C, k) per-cell ``values`` over each cluster's cells."""
+    indicator = sp.csr_array((np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
+                             shape=(int(codes.max(initial=-1)) + 1, codes.shape[0]))
+    return np.asarray(indicator @ values)
+
+
+@njit(cache=True)
+def _pair_clusters(present, codes, order):  # pragma: no cover - numba
+    """(K, K) number of clusters in which each pair of models is present together in a
+    cell (upper triangle): cells visited cluster by cluster (``order``), each pair
+    stamped with the last cluster it was counted in. O(sum over cells of m_c^2)."""
+    k = present.shape[1]
+    last = np.full((k, k), -1, np.int64)
+    count = np.zeros((k, k), np.int64)
+    models = np.empty(k, np.int64)
+    for cell in order:
+        g = codes[cell]
+        m = 0
+        for a in range(k):
+            if present[cell, a]:
+                models[m] = a
+                m += 1
+        for i in range(m):
+            for j in range(i + 1, m):
+                a, b = models[i], models[j]
+                if last[a, b] != g:
+                    last[a, b] = g
+                    count[a, b] += 1
     return count
 
 

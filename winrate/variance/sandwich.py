@@ -22,6 +22,12 @@ factorisation as ``influence=G, bread=B`` and returns the sandwich
 sandwich estimators", JSS 16(9)), so a dense ``(n, K)`` influence is never built.
 ``bread=None`` means the influence is given directly.
 
+Cell totals. A fit may hold its influence summed within cells that every clustering groups
+whole (a per-question eval's questions; :class:`winrate.estimators.cells.CellTotals`): the
+clustered meats follow from the cells' totals and sums of squares, grouped by the cells'
+cluster codes, and the naive meat is kept with them. CR2 needs (cluster, pair) totals,
+which cells hold only for clusters of one cell (:meth:`CellTotals.leverage_scaled`).
+
 Small-sample corrections ``c(G)``:
 
 * ``"none"`` (CR0): ``c = 1``, the plain sandwich.
@@ -58,6 +64,7 @@ from numba import njit
 from winrate import notes
 from winrate.constants import CORRECTIONS, DEFAULT_CORRECTION
 from winrate.errors import WinrateInputError
+from winrate.estimators.cells import CellTotals
 from winrate.io.logs import factorize_groups
 from winrate.parallel import sized_kernel
 
@@ -70,8 +77,9 @@ def _check_correction(correction: str) -> None:
 
 
 def _as_influence(influence):
-    """Return a CSR matrix or a 2-D float ndarray, never a densified sparse matrix."""
-    if isinstance(influence, sp.csr_array):
+    """Return a CSR matrix, a 2-D float ndarray or cell totals
+    (:class:`winrate.estimators.cells.CellTotals`), never a densified sparse matrix."""
+    if isinstance(influence, (sp.csr_array, CellTotals)):
         return influence
     if sp.issparse(influence):
         return sp.csr_array(influence)
@@ -423,7 +431,8 @@ class GroupMeat:
 
 
 def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
-    """:class:`GroupMeat` for integer codes in ``[0, n_range)`` (codes need not be dense)."""
+    """:class:`GroupMeat` for integer codes in ``[0, n_range)`` (codes need not be dense);
+    for cell totals the codes are the cells' (every cluster a union of cells)."""
     if codes.shape[0] != infl.shape[0]:
         raise ValueError(
             f"groups has {codes.shape[0]} entries but influence has {infl.shape[0]} rows"
@@ -433,14 +442,23 @@ def _meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
         kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
         return _level_meats(kernel(*buckets, shift, 0, 1, 1, 1, 0, infl.shape[1],
                                    n_chunks))[0]
+    if isinstance(infl, CellTotals):
+        return _meat_of_parts(infl.totals, infl.within, codes, n_range)
+    return _meat_of_parts(infl, infl**2, codes, n_range)
+
+
+def _meat_of_parts(totals, within, codes: np.ndarray, n_range: int) -> GroupMeat:
+    """:class:`GroupMeat` from per-part influence sums and sums of squares (rows of a dense
+    influence, or cells), each part's cluster given by ``codes``: a cluster's total is the
+    sum of its parts' totals, its sum of squared rows the sum of theirs."""
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
         shape=(n_range, codes.shape[0]),
     )
-    totals = indicator @ infl
+    totals = indicator @ totals
     squared = totals**2
     touched = squared.max(axis=0, initial=0.0) > 0
-    within = indicator @ infl**2
+    within = indicator @ within
     return GroupMeat(totals.T @ totals,
                      int(np.count_nonzero(np.bincount(codes, minlength=n_range))),
                      squared.max(axis=0, initial=0.0),
@@ -511,6 +529,8 @@ def naive_cov(influence, correction: str = "none", frequency=None,
     mean (AlpacaEval's ``standard_error``). A stratum of one comparison contributes nothing.
     """
     infl = _as_influence(influence)
+    if isinstance(infl, CellTotals):
+        return _cell_naive_cov(infl, correction, bread)
     freq = None if frequency is None else np.asarray(frequency, dtype=float)
     if freq is not None and freq.shape != (infl.shape[0],):
         raise ValueError(f"frequency has shape {freq.shape}, expected ({infl.shape[0]},)")
@@ -532,6 +552,18 @@ def naive_cov(influence, correction: str = "none", frequency=None,
     else:
         meat = (infl * row_scale[:, None]).T @ infl
     return factor * sandwich(meat, bread)
+
+
+def _cell_naive_cov(cells: CellTotals, correction: str, bread) -> np.ndarray:
+    """:func:`naive_cov` of influence held as cell totals, from their row meats: with a
+    correction, Cochran's per-stratum one when the cells keep it (their strata are summed
+    in, so no ``strata`` are passed), else ``n / (n - 1)``."""
+    if correction != "none" and cells.n_rows <= 1:
+        raise WinrateInputError("the log holds a single comparison: no variance can be "
+                                "estimated from it")
+    if correction != "none" and cells.stratum_row_meat is not None:
+        return sandwich(cells.stratum_row_meat, bread)
+    return small_sample_factor(cells.n_rows, correction) * sandwich(cells.row_meat, bread)
 
 
 def _require_two_clusters(n_groups: int, what: str = "groups") -> None:
@@ -674,7 +706,9 @@ def multiway_cluster_cov(
     if len(groups) == 0:
         raise ValueError("multiway_cluster_cov needs at least one grouping")
     infl = _as_influence(influence)
-    _check_strata(correction, strata, infl.shape[0])
+    cells = isinstance(infl, CellTotals)  # their strata are summed in: none are passed
+    if not cells:
+        _check_strata(correction, strata, infl.shape[0])
     coded = [group_codes(g) for g in groups]
     codes, sizes = [c for c, _ in coded], [s for _, s in coded]
     for i, size in enumerate(sizes):
@@ -682,8 +716,11 @@ def multiway_cluster_cov(
     terms, term_covs = [], []
 
     def term(term_codes, n_range):
-        rows = infl if strata is None else _scale_rows(
-            infl, stratum_leverage_scale(term_codes, strata, frequency))
+        if cells:
+            rows = infl.leverage_scaled(term_codes) if correction == "cr2" else infl
+        else:
+            rows = infl if strata is None else _scale_rows(
+                infl, stratum_leverage_scale(term_codes, strata, frequency))
         group = _meat_from_codes(rows, term_codes, n_range)
         return small_sample_factor(group.n_groups, correction) * group.meat, group
 

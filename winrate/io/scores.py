@@ -1,0 +1,142 @@
+"""Per-question eval scores read as a comparison log that is never built.
+
+A per-question eval (one score per model and question: correct or not, or a grade in
+[0, 1]) is a pairwise comparison log in disguise: on each question every two models that
+answered it are compared, the higher score winning and equal scores tying. That log has
+``Q x K(K - 1) / 2`` rows (240 million for 200 models on MMLU-Pro's 12,032 questions);
+:class:`winrate.io.logs.ScoreTable` keeps the ``Q x K`` table instead, and the win rate's
+fit, covariance and diagnostics are computed from it
+(:mod:`winrate.estimators.win_rate_scores`), equal to those of the pairwise log.
+
+:func:`scores_log` reads a long table (a DataFrame or a CSV / JSONL / Parquet file, one row
+per answer) and :func:`score_table` builds a table from a questions x models matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from winrate import notes
+from winrate.constants import SCORE_COLUMNS
+from winrate.errors import WinrateInputError, first_rows
+from winrate.io.logs import (
+    ClusterAxis,
+    ScoreTable,
+    _check_rows,
+    _factorize,
+    _file_positions,
+    read_table,
+)
+
+
+def score_table(scores, models, questions, axes: dict | None = None) -> ScoreTable:
+    """A :class:`ScoreTable` from a (Q, K) matrix of scores in [0, 1] (NaN: no answer).
+
+    ``models`` name the columns and ``questions`` the rows (the ``prompt`` axis);
+    ``axes`` maps further axis names to ``(codes, labels)`` per question (subject, source,
+    a constant judge). Models are put in name order, as :func:`winrate.read_comparisons`
+    codes them. A question with fewer than two answers holds no comparison and is left out,
+    and so is a model left without one, with a note (``unpaired-questions``); labels no
+    question uses are dropped, the others keep their order.
+    """
+    matrix = np.array(scores, dtype=np.float64)
+    models = np.asarray(models, dtype=object)
+    questions = np.asarray(questions, dtype=object)
+    if matrix.ndim != 2 or matrix.shape != (questions.size, models.size):
+        raise WinrateInputError(f"scores have shape {matrix.shape}, expected (questions, "
+                                f"models) = ({questions.size}, {models.size})")
+    outside = ~np.isnan(matrix) & ~((matrix >= 0) & (matrix <= 1))
+    if outside.any():
+        q, m = np.argwhere(outside)[0]
+        raise WinrateInputError(f"{int(outside.sum())} score(s) outside [0, 1], first: "
+                                f"{matrix[q, m]!r} of model {models[m]!r} on question "
+                                f"{questions[q]!r}")
+    answered = ~np.isnan(matrix)
+    keep_q = answered.sum(axis=1) >= 2
+    keep_m = answered[keep_q].any(axis=0)
+    if keep_m.sum() < 2:
+        raise WinrateInputError("no question was answered by two models: a per-question "
+                                "eval needs models that answered the same questions")
+    dropped = models[~keep_m]
+    if (~keep_q).any() or dropped.size:
+        notes.emit(notes.unpaired_questions(int((~keep_q).sum()), [str(m) for m in dropped]),
+                   stacklevel=3)
+    order = np.flatnonzero(keep_m)[np.argsort(models[keep_m].astype(str), kind="stable")]
+    coded = {"prompt": ClusterAxis(np.arange(int(keep_q.sum())), questions[keep_q])}
+    for name, (codes, labels) in (axes or {}).items():
+        codes = np.asarray(codes)[keep_q]
+        used = np.bincount(codes, minlength=len(labels)) > 0
+        coded[name] = ClusterAxis((np.cumsum(used) - 1)[codes], np.asarray(labels)[used])
+    return ScoreTable(matrix[np.ix_(keep_q, order)], models[order], coded)
+
+
+def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
+               model_col: str = SCORE_COLUMNS["model"], score_col: str = SCORE_COLUMNS["score"],
+               cluster_cols: Sequence[str] = ()) -> ScoreTable:
+    """Read per-question scores, one row per (question, model) answer, as the comparison log
+    of every two models on every question (:class:`ScoreTable`; module doc).
+
+    ``source``: a DataFrame or a CSV / JSONL / Parquet file (ids and names read as text,
+    :func:`winrate.read_table`). Scores are numbers in [0, 1] (0/1 correctness or grades);
+    a model that did not answer a question has no row for it. ``cluster_cols`` are further
+    clustering axes, constant within a question (subject, source). A missing or
+    out-of-range score, a missing id, two rows for one (question, model) or a cluster
+    label that varies within a question is an error naming the rows.
+    ``winrate.analyze(scores_log(...), cluster="prompt")`` then gives the half-tie win rate
+    leaderboard clustered by question.
+    """
+    cluster_cols = tuple(cluster_cols)
+    named = (question_col, model_col, score_col, *cluster_cols)
+    if len(set(named)) != len(named):
+        raise WinrateInputError(f"question, model, score and cluster columns must all differ, "
+                                f"got {list(named)}")
+    if isinstance(source, pd.DataFrame):
+        frame = source
+    else:
+        text = (question_col, model_col, *cluster_cols)
+        frame = read_table(source, text_cols=text, coded_cols=text, scalar_cols=(score_col,))
+        frame.index = _file_positions(source, len(frame))
+    missing = [c for c in named if c not in frame.columns]
+    if missing:
+        raise WinrateInputError(f"column(s) {missing} not found; the score table has columns "
+                                f"{list(frame.columns)}")
+    if frame.empty:
+        raise WinrateInputError("the score table has no rows")
+    question, question_labels = _codes(frame, question_col)
+    model, model_labels = _codes(frame, model_col)
+    score = pd.to_numeric(frame[score_col], errors="coerce").to_numpy(float)
+    _check_rows(~((score >= 0) & (score <= 1)), score_col,
+                "score missing, not a number or outside [0, 1]", frame.index)
+    key = question * len(model_labels) + model
+    repeated = np.bincount(key)[key] > 1
+    _check_rows(repeated, model_col, f"several scores for one ({question_col}, {model_col}); "
+                "average a model's answers to a question first", frame.index)
+    matrix = np.full((len(question_labels), len(model_labels)), np.nan)
+    matrix[question, model] = score
+    axes = {col: _question_axis(frame, col, question, len(question_labels), question_labels)
+            for col in cluster_cols}
+    return score_table(matrix, model_labels, question_labels, axes)
+
+
+def _codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    codes, labels = _factorize(frame[column])
+    _check_rows(codes < 0, column, "missing value", frame.index)
+    return codes, labels
+
+
+def _question_axis(frame: pd.DataFrame, column: str, question: np.ndarray, n_questions: int,
+                   question_labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes per question of a cluster column, which must hold one label per question."""
+    codes, labels = _codes(frame, column)
+    pairs = np.unique(question.astype(np.int64) * len(labels) + codes)
+    varying = np.bincount(pairs // len(labels), minlength=n_questions) > 1
+    if varying.any():
+        raise WinrateInputError(f"cluster column {column!r} must be constant within a "
+                                f"question, but {int(varying.sum())} question(s) have several "
+                                f"labels, first: {first_rows(varying, question_labels)}")
+    per_question = np.empty(n_questions, np.int64)
+    per_question[question] = codes
+    return per_question, labels
