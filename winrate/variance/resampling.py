@@ -740,7 +740,8 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
            "independently; it is conservative (counts the cell variance twice)"
            if len(groups) > 1 else f"one axis with > {WILD_MAX_CLUSTERS} clusters"
            if estimator.supports("wild bootstrap") else f"{estimator.title} is "
-           f"{estimator.refit_phrase} (the wild bootstrap's linearisation is the win rate's)")
+           f"{estimator.refit_phrase} (the wild bootstrap perturbs a linear influence, which "
+           "only the win rate has)")
     note = (f"{kind} by {label} ({len(boot.replicates):,} replicates), normal intervals from "
             f"the bootstrap covariance: {why}")
     if min(sizes) < FEW_CLUSTERS:
