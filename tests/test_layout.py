@@ -150,13 +150,14 @@ def test_no_library_module_imports_the_command_line():
 
 
 def _flag_errors(path: Path) -> list[str]:
-    """``raise WinrateInputError(...)`` whose text names a command-line flag (``--x``)."""
+    """A ``WinrateInputError(...)`` (or a module's ``_fail(...)``, which raises one) whose
+    text names a command-line flag (``--x``)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
-                and getattr(node.exc.func, "id", None) == "WinrateInputError"):
+        if not (isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) in ("WinrateInputError", "_fail")):
             continue
-        texts = [n.value for n in ast.walk(node.exc) if isinstance(n, ast.Constant)
+        texts = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant)
                  and isinstance(n.value, str)]
         if any(re.search(r"(?<![\w-])--[a-z]", text) for text in texts):
             found.append(f"{module_name(path)}:{node.lineno}")

@@ -283,14 +283,14 @@ def test_jackknife_refits_equal_brute_force_leave_one_prompt_out():
 
 def test_refuses_without_a_baseline_in_python_and_on_the_command_line(tmp_path, capsys):
     frame = baseline_frame(9, k=3, n_prompts=10)
-    with pytest.raises(WinrateInputError, match="needs --baseline"):
+    with pytest.raises(WinrateInputError, match=r"needs a baseline \(option 'baseline'\)"):
         winrate.fit(as_log(frame), "lc")
     path = tmp_path / "log.csv"
     frame.to_csv(path, index=False)
     assert main(["leaderboard", str(path), "--model", "lc", "--length-feature",
                  "style_length_delta"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "needs --baseline" in err[0]
+    assert len(err) == 1 and "needs a baseline (option 'baseline')" in err[0]
 
 
 @pytest.mark.parametrize("change, message", [

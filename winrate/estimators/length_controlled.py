@@ -92,8 +92,8 @@ def design(log, base: int, feature: str) -> Design:
         _fail("instruction difficulty is per prompt, and this log has no prompt ids")
     if feature not in log.features:
         _fail(f"no length feature {feature!r} in the log (features: {sorted(log.features)});"
-              " read AlpacaEval with --format/--dataset alpaca_eval, or name a column of "
-              "len(a) - len(b) with --length-feature")
+              " read AlpacaEval with its reader (format or dataset alpaca_eval), or name a "
+              "column of len(a) - len(b) as option 'length_feature'")
     on_a = log.model_b == base
     if not (on_a | (log.model_a == base)).all():
         _fail("every row must have the baseline on one side")
@@ -605,7 +605,7 @@ class LengthControlled(Estimator):
     @staticmethod
     def _baseline(options: dict) -> str:
         if options.get("baseline") is None:
-            _fail("needs --baseline (baseline= in Python): the model every contestant faces")
+            _fail("needs a baseline (option 'baseline'): the model every contestant faces")
         return options["baseline"]
 
     def fit(self, data, options: dict):

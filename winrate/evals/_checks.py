@@ -133,7 +133,7 @@ def _scale_hint(values: np.ndarray) -> str:
     low, high = float(values.min()), float(values.max())
     if low >= 0 and high <= 1:
         return (f"values range from {low:g} to {high:g}: fix those rows, or declare "
-                "--scale unit (scale='unit') for scores in [0, 1]")
+                "scale='unit' for scores in [0, 1]")
     if low >= -1 and high <= 1:
         looks = " (a -1..+1 scale?): map it to [0, 1] with (s + 1) / 2,"
     elif low >= 0 and high <= 100:
@@ -141,7 +141,7 @@ def _scale_hint(values: np.ndarray) -> str:
     else:
         looks = ":"
     return (f"values range from {low:g} to {high:g}{looks} fix those rows, or declare "
-            "--scale other (scale='other') to report means on the column's own scale")
+            "scale='other' to report means on the column's own scale")
 
 
 def resolve_scale(values: np.ndarray, scale: str, name: str, index=None) -> str:
