@@ -16,6 +16,9 @@ SCALAR_CORRECTIONS = ("none", "cr1")
 DEFAULT_CORRECTION = "cr1"
 #: Variance methods of :func:`winrate.analysis.analyze`; ``auto`` chooses from the design.
 VARIANCE_METHODS = ("auto", "sandwich", "jackknife", "bootstrap")
+#: Clusters on an axis below which a clustered SE is called rough (Cameron & Miller 2015,
+#: sec. VI: with fewer, the sandwich's own noise matters).
+FEW_CLUSTERS = 30
 #: Monte-Carlo draws of the joint critical values (:mod:`winrate.inference`).
 DEFAULT_DRAWS = 200_000
 #: Rank confidence sets: each covers its model's rank, or all cover jointly.

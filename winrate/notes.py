@@ -19,6 +19,7 @@ from __future__ import annotations
 import warnings
 from contextlib import contextmanager
 
+from winrate.constants import FEW_CLUSTERS
 from winrate.errors import WinrateWarning
 
 SEVERITIES = ("warning", "note")
@@ -192,8 +193,6 @@ def collected(code: str = "uncoded"):
 # Every text winrate's leaderboard analysis gives, each with its code. Numbers in them are
 # formatted here; the callers pass the facts.
 
-#: Clusters on an axis below which its clustered SE is called rough.
-FEW_CLUSTERS = 30
 #: Effective clusters (G*) per model below which its clustered SE is called rough.
 FEW_EFFECTIVE = 10
 #: Share of unobserved model pairs above which the opponent-averaged win rate is declared

@@ -86,7 +86,7 @@ def constants(paper: Paper) -> None:
     """Design constants the text quotes (levels and thresholds of the code, not results)."""
     from real_data import Z
 
-    from winrate.notes import FEW_CLUSTERS
+    from winrate.constants import FEW_CLUSTERS
     from winrate.variance.diagnostics import DOMINANT_SHARE
 
     paper.number("nominal", "95")

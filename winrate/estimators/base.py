@@ -108,23 +108,14 @@ class SufficientData:
             self._cache["pairs"] = pairwise_table(self.log)
         return self._cache["pairs"]
 
-    def outcome_counts(self) -> tuple:
-        """(wins, losses, ties) of the lower-coded model per observed pair (P,) each;
-        an error naming the estimator's need when outcomes are graded."""
-        import numpy as np
-
+    def outcome_counts(self, model: str) -> tuple:
+        """(wins, losses, ties) of the lower-coded model per observed pair (P,) each
+        (:func:`winrate.estimators.win_rate_kernels.outcome_counts`); an error naming
+        ``model`` when outcomes are graded."""
         if "outcomes" not in self._cache:
-            log = self.log
-            if not np.isin(log.score, (0.0, 0.5, 1.0)).all():
-                raise WinrateInputError("a tie model needs outcomes win / loss / tie; this "
-                                        "log has graded preferences (use ties='half')")
-            lo = np.minimum(log.model_a, log.model_b)
-            hi = np.maximum(log.model_a, log.model_b)
-            s_lo = np.where(log.model_a < log.model_b, log.score, 1.0 - log.score)
-            pair = self.pair_table()[2][lo * log.n_models + hi]
-            n_pairs = len(self.pair_table()[3])
-            self._cache["outcomes"] = tuple(
-                np.bincount(pair, log.weight * (s_lo == v), n_pairs) for v in (1.0, 0.0, 0.5))
+            from winrate.estimators.win_rate_kernels import outcome_counts
+
+            self._cache["outcomes"] = outcome_counts(self.log, self.pair_table(), model)
         return self._cache["outcomes"]
 
 

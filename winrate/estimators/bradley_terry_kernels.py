@@ -64,6 +64,7 @@ from winrate.estimators.win_rate_kernels import (
     baseline_code,
     influence_matrix,
     model_code,
+    outcome_counts,
     pairwise_table,
 )
 from winrate.io.logs import ComparisonLog
@@ -478,15 +479,7 @@ def _pairs_data(log, table, ties: str) -> _Pairs:
     data = _pairs_from_counts(psi, counts, np.arange(log.n_models))
     if ties != "davidson":
         return data
-    _, _, s_lo = _low_orientation(log)
-    if not np.isin(log.score, (0.0, 0.5, 1.0)).all():
-        raise WinrateInputError("Davidson's tie model needs outcomes win / loss / tie; this "
-                                "log has graded preferences (use ties='half')")
-    key = np.minimum(log.model_a, log.model_b) * log.n_models + np.maximum(log.model_a,
-                                                                           log.model_b)
-    pair = table[2][key]
-    f = log.weight
-    count = [np.bincount(pair, f * (s_lo == v), len(data.lo)) for v in (1.0, 0.0, 0.5)]
+    count = outcome_counts(log, table, "Davidson's tie model (use ties='half')")
     _check_tie_parameter(count[0].sum() + count[1].sum(), count[2].sum())
     return _Pairs(data.lo, data.hi, data.W, data.N, log.n_models, *count)
 

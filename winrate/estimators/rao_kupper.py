@@ -134,7 +134,7 @@ class RaoKupper(Estimator):
         log = data.rows
         table = data.pair_table()
         psi, counts, _, pairs = table
-        counts_wlt = data.outcome_counts()
+        counts_wlt = data.outcome_counts("model 'rao-kupper'")
         _check_ties(*counts_wlt)
         k, names = log.n_models, log.models
         keep, anchor = np.arange(k), bt.parse_anchor(options["anchor"])

@@ -121,6 +121,21 @@ def table_of_sums(counts_flat: np.ndarray, wins_flat: np.ndarray, k: int):
     return psi, counts + counts.T, pair_of_key, pairs
 
 
+def outcome_counts(log: ComparisonLog, table, model: str) -> tuple:
+    """Frequency-weighted (wins, losses, ties) of the lower-coded model per observed pair
+    of ``table`` (:func:`pairwise_table`), (P,) each, for a tie model; an error naming
+    ``model`` when the log has graded preferences."""
+    if not np.isin(log.score, (0.0, 0.5, 1.0)).all():
+        raise WinrateInputError(f"{model} needs outcomes win / loss / tie; this log has "
+                                "graded preferences")
+    lo = np.minimum(log.model_a, log.model_b)
+    hi = np.maximum(log.model_a, log.model_b)
+    s_lo = np.where(log.model_a < log.model_b, log.score, 1.0 - log.score)
+    pair = table[2][lo * log.n_models + hi]
+    return tuple(np.bincount(pair, log.weight * (s_lo == v), len(table[3]))
+                 for v in (1.0, 0.0, 0.5))
+
+
 def opponent_weights(counts: np.ndarray, weights="uniform", models=None) -> np.ndarray:
     """Opponent weight matrix ``w`` for a scheme name or a user matrix (see module doc)."""
     observed = counts > 0

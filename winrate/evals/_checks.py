@@ -10,13 +10,12 @@ import numpy as np
 import pandas as pd
 
 from winrate import notes
-from winrate.constants import SCALAR_CORRECTIONS, SCALES
+from winrate.constants import FEW_CLUSTERS, SCALAR_CORRECTIONS, SCALES
 from winrate.errors import WinrateInputError, first_rows
 from winrate.variance.reference import _check_alpha
 
 #: Below this many clusters the cluster-robust SE is biased down and its normal reference
 #: is unreliable (rule of thumb in Cameron & Miller 2015, sec. VI; clustered-se primer).
-FEW_CLUSTERS = 30
 
 
 def as_scores(values, name: str = "scores", index=None, min_size: int = 2) -> np.ndarray:

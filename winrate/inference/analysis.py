@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import estimators, notes
+from winrate.constants import FEW_CLUSTERS
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators.cells import require_rows
 from winrate.estimators.leaderboard import Leaderboard
@@ -361,7 +362,7 @@ def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary):
     """The Lindeberg warning (:func:`winrate.notes.dominant_cluster`): a cluster carrying
     more of a model's variance on an axis with enough clusters than
     :data:`winrate.diagnostics.DOMINANT_SHARE`."""
-    if axis.largest_share is None or axis.n_clusters < notes.FEW_CLUSTERS:
+    if axis.largest_share is None or axis.n_clusters < FEW_CLUSTERS:
         return None  # few clusters have their own warning
     limit = diagnostics.DOMINANT_SHARE
     flagged = np.flatnonzero(np.nan_to_num(axis.largest_share) > limit)
@@ -377,7 +378,7 @@ def _few_effective_note(board: Leaderboard, axis: AxisSummary, method: str,
     """The models whose SE rests on fewer than :data:`winrate.notes.FEW_EFFECTIVE` effective
     clusters on an axis with enough clusters overall (an axis with few clusters has its own
     warning), with the remedy for the variance method in use."""
-    if axis.effective_clusters is None or axis.n_clusters < notes.FEW_CLUSTERS:
+    if axis.effective_clusters is None or axis.n_clusters < FEW_CLUSTERS:
         return None
     g_star = axis.effective_clusters
     flagged = np.flatnonzero(np.nan_to_num(g_star, nan=np.inf) < notes.FEW_EFFECTIVE)
@@ -391,10 +392,10 @@ def _few_effective_note(board: Leaderboard, axis: AxisSummary, method: str,
 
 def judges_sample_note(log: ComparisonLog, clustering: tuple[str, ...]):
     """The note that intervals clustered without a judge axis the log has, with fewer than
-    :data:`winrate.notes.FEW_CLUSTERS` judges, are conditional on these judges."""
+    :data:`winrate.constants.FEW_CLUSTERS` judges, are conditional on these judges."""
     judges = log.axes.get("judge")
     if (judges is None or "judge" in clustering
-            or not 2 <= judges.n_clusters < notes.FEW_CLUSTERS):
+            or not 2 <= judges.n_clusters < FEW_CLUSTERS):
         return None
     return notes.judges_fixed(judges.n_clusters)
 
@@ -406,7 +407,7 @@ def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
     """What the numbers can and cannot support, as coded notes (:mod:`winrate.notes`)."""
     found = []
     for axis in axes.values():
-        if axis.n_clusters < notes.FEW_CLUSTERS:
+        if axis.n_clusters < FEW_CLUSTERS:
             found.append(notes.few_clusters(axis.name, axis.n_clusters, method, t_reference))
         if axis.single_cluster_pairs:
             found.append(notes.single_cluster_pairs(axis.name, axis.single_cluster_pairs,

@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from winrate import estimators, notes
-from winrate.constants import VARIANCE_METHODS
+from winrate.constants import FEW_CLUSTERS, VARIANCE_METHODS
 from winrate.errors import WinrateInputError
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.io.logs import ComparisonLog
@@ -629,7 +629,6 @@ def _warn_coarse_support(distribution: str, n_groups: int, alpha: float) -> None
 
 WILD_MAX_CLUSTERS = 50  # one axis with at most this many clusters: wild cluster bootstrap
 WEBB_MAX_CLUSTERS = 12  # ... with Webb weights up to here, Rademacher above
-FEW_CLUSTERS = 30
 
 
 @dataclass(frozen=True)
