@@ -1,0 +1,114 @@
+"""The query engines a scan runs on: DuckDB (embedded, the default) and Spark.
+
+winrate never aggregates rows out of core itself: a log too large for memory is read and
+grouped by an existing engine, and winrate's numerical code reads only what the engine
+returns (:mod:`winrate.io.scan`). An engine answers three requests, all in SQL text that
+runs unchanged on DuckDB and Spark SQL (plain ``SELECT``/``JOIN``/``GROUP BY`` with
+``COUNT``, ``SUM``, ``CASE``; no dialect functions):
+
+* ``table(source)``: make a source queryable under a name (a file, a glob, a folder of
+  Parquet or CSV files, a pandas DataFrame or Arrow table, or the engine's own relation or
+  DataFrame);
+* ``put(name, table)``: register a small Arrow table (the code dictionaries);
+* ``query(sql)``: the result as an Arrow table; ``batches(sql)``: the same as a stream of
+  Arrow record batches, so a large result is never held whole.
+
+DuckDB runs in-process with a memory limit and spills to disk beyond it (DuckDB, "Memory
+management", duckdb.org/docs/stable/operations_manual/limits); Spark is used through the
+user's own ``SparkSession`` (:mod:`winrate.io.spark_engine`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from winrate.errors import WinrateInputError
+
+#: File suffixes a scan reads, by reader.
+PARQUET_SUFFIXES = (".parquet", ".pq")
+CSV_SUFFIXES = (".csv", ".tsv", ".txt")
+
+
+class Engine:
+    """The protocol (module doc)."""
+
+    name = ""
+
+    def table(self, source) -> str:
+        raise NotImplementedError
+
+    def put(self, name: str, table) -> None:
+        raise NotImplementedError
+
+    def query(self, sql: str):
+        raise NotImplementedError
+
+    def batches(self, sql: str, rows: int = 1 << 20) -> Iterator:
+        raise NotImplementedError
+
+
+def source_files(source) -> tuple[list[str], str]:
+    """The files a path, glob or folder names and their format (``parquet`` or ``csv``);
+    an error naming the source when it names none, or mixes formats."""
+    text = os.fspath(source)
+    if Path(text).is_dir():
+        files = sorted(str(p) for p in Path(text).rglob("*") if p.is_file()
+                       and p.suffix.lower() in PARQUET_SUFFIXES + CSV_SUFFIXES)
+    else:
+        files = sorted(glob.glob(text, recursive=True)) if glob.has_magic(text) else [text]
+    if not files or not all(Path(f).is_file() for f in files):
+        raise WinrateInputError(f"{text!r}: no such file, or no Parquet/CSV file under it")
+    kinds = {"parquet" if Path(f).suffix.lower() in PARQUET_SUFFIXES else "csv"
+             for f in files}
+    if len(kinds) > 1:
+        raise WinrateInputError(f"{text!r} holds both Parquet and CSV files: scan one kind")
+    return files, kinds.pop()
+
+
+class DuckDBEngine(Engine):
+    """DuckDB in-process, with ``memory_limit`` bytes (None: DuckDB's default, 80% of the
+    machine) and ``threads`` (None: every core); ``connection`` to reuse the user's."""
+
+    name = "duckdb"
+
+    def __init__(self, memory_limit: int | None = None, threads: int | None = None,
+                 connection=None):
+        import duckdb
+
+        self.connection = connection if connection is not None else duckdb.connect()
+        if memory_limit is not None:
+            self.connection.execute(f"SET memory_limit = '{int(memory_limit) >> 20}MB'")
+        if threads is not None:
+            self.connection.execute(f"SET threads = {int(threads)}")
+        self.connection.execute("SET preserve_insertion_order = false")
+        self._count = 0
+
+    def table(self, source) -> str:
+        import duckdb
+
+        self._count += 1
+        name = f"winrate_source_{self._count}"
+        if isinstance(source, duckdb.DuckDBPyRelation):
+            source.create_view(name)
+        elif isinstance(source, (str, os.PathLike)):
+            files, kind = source_files(source)
+            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            reader = (f"read_parquet([{listed}], union_by_name = true)" if kind == "parquet"
+                      else f"read_csv([{listed}], union_by_name = true)")
+            self.connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {reader}")
+        else:
+            self.connection.register(name, source)  # a pandas DataFrame or Arrow table
+        return name
+
+    def put(self, name: str, table) -> None:
+        self.connection.register(name, table)
+
+    def query(self, sql: str):
+        return self.connection.sql(sql).to_arrow_table()
+
+    def batches(self, sql: str, rows: int = 1 << 20) -> Iterator:
+        reader = self.connection.sql(sql).to_arrow_reader(rows)
+        yield from reader
