@@ -38,6 +38,7 @@ class ScanDesign:
     n_rows: int
     n_comparisons: float
     key_axes: tuple[str, ...]
+    n_keys: int
 
     def covariance(self, log: ComparisonLog, board, clustering: tuple[str, ...],
                    correction: str, strata, progress):
@@ -47,7 +48,7 @@ class ScanDesign:
         bucket_dim = int(np.argmax(sizes))
         bucket_axis = clustering[bucket_dim]
         assigned, n_buckets = self._buckets(bucket_axis)
-        fit = _key_fit(log, board, strata)
+        fit = _key_fit(log, board, strata, self.n_keys)
 
         def sweep():
             return self.scan.bucket_rows(clustering, bucket_axis, assigned, n_buckets,
@@ -72,14 +73,14 @@ class ScanDesign:
                           n_buckets - 1).astype(np.int64), n_buckets
 
 
-def _key_fit(log: ComparisonLog, board, strata) -> KeyFit:
+def _key_fit(log: ComparisonLog, board, strata, n_keys: int) -> KeyFit:
     """The buckets' view of the fit: each scan key's row of the fit (-1 when the
     estimator left it out), read from the ``KEY`` axis, which the fit's rows carry."""
     if board.pair is None:
         raise WinrateInputError(f"model {board.estimator!r} holds no per-row influence; a "
                                 "scan on an engine needs it")
     key = log.axes[KEY]
-    key_rows = np.full(int(key.labels.max()) + 1, -1, np.int64)
+    key_rows = np.full(n_keys, -1, np.int64)
     key_rows[key.labels[key.codes]] = np.arange(log.n_rows)
     stratum_total = None
     if strata is not None:
@@ -101,4 +102,5 @@ def scanned_log(scan: Scan, model: str | None, board=None) -> tuple[ComparisonLo
                                 "which the scanned log does not have")
     log, n_rows = scan.key_log(key_axes)
     axes = {name: ClusterAxis(None, scan.dictionary(name)[0]) for name in scan.columns.axes}
-    return log, ScanDesign(scan, axes, n_rows, log.n_comparisons, key_axes)
+    return log, ScanDesign(scan, axes, n_rows, log.n_comparisons, key_axes,
+                           int(log.axes[KEY].labels.max()) + 1)

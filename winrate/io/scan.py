@@ -43,6 +43,9 @@ ENGINES = ("auto", "memory", "duckdb", "spark")
 #: rows of a two-way Bradley-Terry analysis). ``auto`` compares rows x this with the budget.
 BYTES_PER_ROW = 170
 
+#: The least memory (bytes) an engine is given, whatever the budget.
+MIN_ENGINE_MEMORY = 256 << 20
+
 #: Names the pass-1 key table gives its aggregates.
 FREQUENCY, ROW_COUNT, KEY = "winrate_frequency", "winrate_rows", "winrate_key"
 
@@ -135,7 +138,7 @@ class Scan:
             if name not in axes:
                 keywords[f"{name}_col"] = None
         for col in (cols.model_a, cols.model_b, *(cols.axes[name] for name in axes)):
-            frame[col] = id_text(frame[col])  # as a file's ids are read (the join keeps raw)
+            frame[col] = _as_read(frame[col])
         log = read_comparisons(frame, **keywords)
         result = (log, int(frame[ROW_COUNT].sum()))
         self._cache[("keys", axes)] = result
@@ -155,7 +158,7 @@ class Scan:
                                     f"{self._name()}; every row needs a {axis}")
         self.engine.put(f"winrate_axis_{axis}", _arrow(pd.DataFrame(
             {"label": frame["label"], "code": np.arange(len(frame))})))
-        result = (id_text(frame["label"]).to_numpy(), frame["n"].to_numpy(np.int64))
+        result = (_as_read(frame["label"]).to_numpy(), frame["n"].to_numpy(np.int64))
         self._cache[("axis", axis)] = result
         return result
 
@@ -222,6 +225,13 @@ class Scan:
             else f"({type(self.source).__name__})"
 
 
+def _as_read(values: pd.Series) -> pd.Series:
+    """Ids as a file read in memory gives them (:func:`winrate.io.logs.read_table`): a
+    float id column as text (7.0 is the id "7"), any other as it is; the engine's join
+    keeps the raw values."""
+    return id_text(values) if pd.api.types.is_float_dtype(values) else values
+
+
 def _quote(column: str) -> str:
     """A column name as a quoted SQL identifier (both engines accept backquotes)."""
     return "`" + column.replace("`", "``") + "`"
@@ -270,8 +280,9 @@ def _make_engine(name: str, source, budget: int) -> Engine:
     connection = None
     if isinstance(source, duckdb.DuckDBPyRelation):
         connection = getattr(source, "connection", None)
-    # DuckDB gets a third of the budget; the rest holds a bucket's rows and influence
-    return DuckDBEngine(memory_limit=budget // 3, connection=connection)
+    # DuckDB gets a third of the budget (at least what it needs to run at all); the rest
+    # holds a bucket's rows and influence
+    return DuckDBEngine(memory_limit=max(budget // 3, MIN_ENGINE_MEMORY), connection=connection)
 
 
 def scan(source, engine: str = "auto", *, columns: dict | None = None,
