@@ -74,7 +74,8 @@ def assert_same(mem, eng) -> None:
     assert _relative(mem.intervals.se[order], eng.intervals.se[other]) <= TOL
     assert mem.n_rows == eng.n_rows and mem.n_comparisons == eng.n_comparisons
     assert mem.not_estimable == eng.not_estimable
-    assert mem.notes.codes == eng.notes.codes
+    assert mem.notes.codes == eng.notes.without("engine").codes
+    assert "engine" in eng.notes.codes
     assert mem.axes.keys() == eng.axes.keys()
     for axis, x in mem.axes.items():
         y = eng.axes[axis]
@@ -196,5 +197,45 @@ def test_bad_scan_arguments_are_one_line_errors(tmp_path, kwargs, match):
 
 
 def test_missing_source_is_named(tmp_path):
-    with pytest.raises(WinrateInputError, match="no such file"):
+    with pytest.raises(WinrateInputError, match="not found"):
         winrate.scan(tmp_path / "nothing.parquet")
+
+
+def test_cli_engine_flag_gives_the_memory_numbers_and_says_which_engine(tmp_path, capsys):
+    import json
+
+    from winrate.cli import main
+
+    rng = np.random.default_rng(11)
+    n = 900
+    a = rng.integers(0, 5, n)
+    frame = pd.DataFrame({"prompt_id": rng.integers(0, 120, n),
+                          "judge_id": rng.integers(0, 4, n).astype(str),
+                          "model_a": [f"m{i}" for i in a],
+                          "model_b": [f"m{i}" for i in (a + rng.integers(1, 5, n)) % 5],
+                          "outcome": rng.choice(["a", "b", "tie"], n)})
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    runs = {}
+    for engine in ("memory", "duckdb"):
+        out = tmp_path / f"{engine}.json"
+        assert main(["leaderboard", str(path), "--engine", engine, "--method", "sandwich",
+                     "--memory", "2G", "--json", str(out)]) == 0
+        runs[engine] = json.loads(out.read_text())
+    err = capsys.readouterr().err
+    assert "[engine]" in err and "analysed on duckdb (as requested)" in err
+    codes = [note["code"] for note in runs["duckdb"]["notes"]]
+    assert "engine" in codes
+    rows = {engine: dict(zip(run["models"], zip(run["score"], run["se"], strict=True),
+                             strict=True))
+            for engine, run in runs.items()}
+    for model, (score, se) in rows["memory"].items():
+        assert abs(rows["duckdb"][model][0] - score) <= 1e-12
+        assert abs(rows["duckdb"][model][1] - se) <= 1e-12 * se
+
+
+def test_memory_sizes_parse():
+    from winrate.cli import _byte_size
+
+    assert _byte_size("4G") == 4 << 30 and _byte_size("512MiB") == 512 << 20
+    assert _byte_size("1000") == 1000

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from winrate import estimators
+from winrate import estimators, notes
 from winrate.errors import WinrateInputError
 from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.io.scan import KEY, Scan
@@ -39,6 +39,11 @@ class ScanDesign:
     n_comparisons: float
     key_axes: tuple[str, ...]
     n_keys: int
+    n_buckets: int = 1
+
+    def note(self):
+        """Which engine ran and why (:func:`winrate.notes.engine_run`)."""
+        return notes.engine_run(self.scan.mode, self.scan.reason, self.n_buckets)
 
     def covariance(self, log: ComparisonLog, board, clustering: tuple[str, ...],
                    correction: str, strata, progress):
@@ -48,6 +53,7 @@ class ScanDesign:
         bucket_dim = int(np.argmax(sizes))
         bucket_axis = clustering[bucket_dim]
         assigned, n_buckets = self._buckets(bucket_axis)
+        self.n_buckets = n_buckets
         fit = _key_fit(log, board, strata, self.n_keys)
 
         def sweep():

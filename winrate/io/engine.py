@@ -61,7 +61,8 @@ def source_files(source) -> tuple[list[str], str]:
     else:
         files = sorted(glob.glob(text, recursive=True)) if glob.has_magic(text) else [text]
     if not files or not all(Path(f).is_file() for f in files):
-        raise WinrateInputError(f"{text!r}: no such file, or no Parquet/CSV file under it")
+        raise WinrateInputError(f"{text!r}: not found (no such file, or no Parquet/CSV file "
+                                "under it)")
     kinds = {"parquet" if Path(f).suffix.lower() in PARQUET_SUFFIXES else "csv"
              for f in files}
     if len(kinds) > 1:

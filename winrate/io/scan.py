@@ -255,17 +255,23 @@ def machine_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _count_rows(source, engine: Engine | None, table: str | None) -> int:
-    """Rows of ``source``: from Parquet metadata, ``len`` of a frame, else a count."""
+#: Bytes per line of a CSV log, for the row estimate of ``auto`` (counting would read it).
+CSV_LINE_BYTES = 40
+
+
+def _rows_without_engine(source) -> int | None:
+    """Rows of ``source`` where no engine is needed to count them: Parquet metadata, a
+    CSV file's size over :data:`CSV_LINE_BYTES` (an estimate), ``len`` of a frame."""
     if isinstance(source, (str, os.PathLike)):
         files, kind = source_files(source)
-        if kind == "parquet":
-            import pyarrow.parquet as pq
+        if kind == "csv":
+            return sum(os.path.getsize(f) for f in files) // CSV_LINE_BYTES
+        import pyarrow.parquet as pq
 
-            return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    elif isinstance(source, pd.DataFrame) or hasattr(source, "num_rows"):
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    if isinstance(source, pd.DataFrame) or hasattr(source, "num_rows"):
         return len(source)
-    return int(engine.query(f"SELECT COUNT(*) AS n FROM {table}").column(0)[0].as_py())
+    return None
 
 
 def _make_engine(name: str, source, budget: int) -> Engine:
@@ -313,30 +319,55 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     chosen = "duckdb" if engine in ("auto", "memory") else engine
     if type(source).__module__.startswith("pyspark") and engine == "auto":
         chosen = "spark"
-    backend = _make_engine(chosen, source, budget)
-    table = backend.table(source)
-    cols = _present(cols, backend, table)
-    n_rows = _count_rows(source, backend, table)
-    need = n_rows * BYTES_PER_ROW
-    if engine == "auto":
-        fits = need <= budget and chosen != "spark"
-        mode = "memory" if fits else chosen
-        reason = (f"{n_rows:,} rows x {BYTES_PER_ROW} bytes = {need / 2**30:.2f} GiB "
-                  f"{'fits' if fits else 'exceeds'} the {budget / 2**30:.1f} GiB budget"
-                  if chosen != "spark" else "a Spark DataFrame is analysed on Spark")
-    else:
-        mode, reason = engine, "as requested"
-    memory_source = mode == "memory" and (isinstance(source, pd.DataFrame) or (
+    n_rows = _rows_without_engine(source)
+    backend = table = None
+    if n_rows is None or chosen == "spark" or engine not in ("auto", "memory"):
+        backend = _make_engine(chosen, source, budget)
+        table = backend.table(source)
+        if n_rows is None:
+            n_rows = int(backend.query(f"SELECT COUNT(*) AS n FROM {table}").column(0)[0]
+                         .as_py())
+    mode, reason = _where(engine, chosen, n_rows, budget)
+    in_memory = mode == "memory" and (isinstance(source, pd.DataFrame) or (
         isinstance(source, (str, os.PathLike)) and os.path.isfile(source)))
+    if not in_memory and backend is None:
+        backend = _make_engine(chosen, source, budget)
+        table = backend.table(source)
+    names = (backend.query(f"SELECT * FROM {table} LIMIT 0").column_names
+             if backend is not None else _file_columns(source))
+    cols = _present(cols, names)
     return Scan(source, cols, mode, reason, n_rows, budget,
-                None if memory_source else backend, None if memory_source else table,
-                buckets)
+                None if in_memory else backend, None if in_memory else table, buckets)
 
 
-def _present(cols: Columns, engine: Engine, table: str) -> Columns:
+def _where(engine: str, chosen: str, n_rows: int, budget: int) -> tuple[str, str]:
+    """The mode of a scan and why (:func:`scan`)."""
+    if engine != "auto":
+        return engine, "as requested"
+    if chosen == "spark":
+        return "spark", "a Spark DataFrame is analysed on Spark"
+    need = n_rows * BYTES_PER_ROW
+    fits = need <= budget
+    return ("memory" if fits else chosen,
+            f"{n_rows:,} rows x {BYTES_PER_ROW} bytes = {need / 2**30:.2f} GiB "
+            f"{'fits' if fits else 'exceeds'} the {budget / 2**30:.1f} GiB budget")
+
+
+def _file_columns(source) -> list[str]:
+    """The column names of a DataFrame, or of a Parquet or CSV file (its header)."""
+    if isinstance(source, pd.DataFrame):
+        return [str(c) for c in source.columns]
+    files, kind = source_files(source)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_schema(files[0]).names
+    return list(pd.read_csv(files[0], nrows=0).columns)
+
+
+def _present(cols: Columns, names: list[str]) -> Columns:
     """``cols`` without a default-named prompt or judge column the source lacks; an error
     naming any other column it lacks."""
-    names = engine.query(f"SELECT * FROM {table} LIMIT 0").column_names
     changes = {role: None for role in ("prompt", "judge")
                if getattr(cols, role) == DEFAULT_COLUMNS[role]
                and getattr(cols, role) not in names}
