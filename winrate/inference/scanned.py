@@ -52,13 +52,12 @@ class ScanDesign:
         sizes = [self.axes[name].n_clusters for name in clustering]
         bucket_dim = int(np.argmax(sizes))
         bucket_axis = clustering[bucket_dim]
-        assigned, n_buckets = self._buckets(bucket_axis)
+        n_buckets = self._n_buckets(bucket_axis)
         self.n_buckets = n_buckets
         fit = _key_fit(log, board, strata, self.n_keys)
 
         def sweep():
-            return self.scan.bucket_rows(clustering, bucket_axis, assigned, n_buckets,
-                                         self.key_axes)
+            return self.scan.bucket_rows(clustering, bucket_axis, n_buckets, self.key_axes)
 
         def shown(parts):
             return bar(parts, total=n_buckets, desc="buckets", unit="bucket",
@@ -67,16 +66,13 @@ class ScanDesign:
         return bucket_covariance(fit, sweep, sizes, bucket_dim, correction, board.bread,
                                  shown)
 
-    def _buckets(self, axis: str) -> tuple[np.ndarray, int]:
-        """Each cluster's bucket and the number of buckets: the scan's forced number, or
-        the fewest whose rows (pass 1's cluster sizes, in order) fit the budget."""
+    def _n_buckets(self, axis: str) -> int:
+        """The scan's forced number of buckets, or the fewest whose rows fit the budget
+        (the bucket of a cluster is a hash of its label, so buckets are about equal)."""
         _, rows = self.scan.dictionary(axis)
         per_bucket = max(self.scan.budget // BUCKET_ROW_BYTES, 1)
         n_buckets = self.scan.buckets or max(1, -(-int(rows.sum()) // per_bucket))
-        n_buckets = min(n_buckets, len(rows))
-        edges = np.cumsum(rows) - rows  # rows before each cluster
-        return np.minimum(edges * n_buckets // max(int(rows.sum()), 1),
-                          n_buckets - 1).astype(np.int64), n_buckets
+        return min(n_buckets, len(rows))
 
 
 def _key_fit(log: ComparisonLog, board, strata, n_keys: int) -> KeyFit:
