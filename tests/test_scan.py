@@ -239,3 +239,26 @@ def test_memory_sizes_parse():
 
     assert _byte_size("4G") == 4 << 30 and _byte_size("512MiB") == 512 << 20
     assert _byte_size("1000") == 1000
+
+
+def test_eda_reads_a_scan_in_memory_and_refuses_one_on_an_engine(tmp_path):
+    from winrate.eda import explore
+
+    rng = np.random.default_rng(5)
+    n = 400
+    a = rng.integers(0, 4, n)
+    frame = pd.DataFrame({"prompt_id": rng.integers(0, 60, n), "judge_id": rng.integers(0, 3, n),
+                          "model_a": a, "model_b": (a + rng.integers(1, 4, n)) % 4,
+                          "outcome": rng.choice(["a", "b", "tie"], n)})
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    frame.iloc[:200].to_parquet(parts / "a.parquet")
+    frame.iloc[200:].to_parquet(parts / "b.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        whole = explore(frame, ["prompt"])
+        scanned = explore(winrate.scan(parts, engine="memory"), ["prompt"])
+        assert np.allclose(whole.score, scanned.score, rtol=0, atol=1e-14)
+        assert whole.structure["n_prompts"] == scanned.structure["n_prompts"] == 60
+        with pytest.raises(WinrateInputError, match="analysed on duckdb"):
+            explore(winrate.scan(parts, engine="duckdb"), ["prompt"])
