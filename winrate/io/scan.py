@@ -33,7 +33,13 @@ import pandas as pd
 
 from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError
-from winrate.io.engine import DuckDBEngine, Engine, source_files
+from winrate.io.engine import (
+    CSV_SUFFIXES,
+    PARQUET_SUFFIXES,
+    DuckDBEngine,
+    Engine,
+    source_files,
+)
 from winrate.io.logs import ComparisonLog, id_text, read_comparisons
 
 ENGINES = ("auto", "memory", "duckdb", "spark")
@@ -354,12 +360,18 @@ def _rows_without_engine(source) -> int | None:
     """Rows of ``source`` where no engine is needed to count them: Parquet metadata, a
     CSV file's size over :data:`CSV_LINE_BYTES` (an estimate), ``len`` of a frame."""
     if isinstance(source, (str, os.PathLike)):
+        if os.path.isfile(source) and not str(source).lower().endswith(
+                PARQUET_SUFFIXES + CSV_SUFFIXES):
+            return 0  # JSONL and compressed logs are read in memory
         files, kind = source_files(source)
         if kind == "csv":
             return sum(os.path.getsize(f) for f in files) // CSV_LINE_BYTES
         import pyarrow.parquet as pq
 
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        try:
+            return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        except (OSError, ValueError):  # not a Parquet file: read_comparisons says why
+            return 0
     if isinstance(source, pd.DataFrame) or hasattr(source, "num_rows"):
         return len(source)
     return None
@@ -424,9 +436,10 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     if not in_memory and backend is None:
         backend = _make_engine(chosen, source, budget)
         table = backend.table(source)
-    names = (backend.query(f"SELECT * FROM {table} LIMIT 0").column_names
-             if backend is not None else _file_columns(source))
-    cols = _present(cols, names)
+    if backend is not None:
+        cols = _present(cols, backend.query(f"SELECT * FROM {table} LIMIT 0").column_names)
+    elif (names := _file_columns(source)) is not None:
+        cols = _present(cols, names)
     return Scan(source, cols, mode, reason, n_rows, budget,
                 None if in_memory else backend, None if in_memory else table, buckets)
 
@@ -444,16 +457,23 @@ def _where(engine: str, chosen: str, n_rows: int, budget: int) -> tuple[str, str
             f"{'fits' if fits else 'exceeds'} the {budget / 2**30:.1f} GiB budget")
 
 
-def _file_columns(source) -> list[str]:
-    """The column names of a DataFrame, or of a Parquet or CSV file (its header)."""
+def _file_columns(source) -> list[str] | None:
+    """The column names of a DataFrame, or of a Parquet or CSV file (its header); None when
+    the file cannot be read so (the in-memory reader then says why)."""
     if isinstance(source, pd.DataFrame):
         return [str(c) for c in source.columns]
-    files, kind = source_files(source)
-    if kind == "parquet":
-        import pyarrow.parquet as pq
+    if not isinstance(source, (str, os.PathLike)) or not os.path.isfile(source):
+        return None
+    try:
+        if str(source).lower().endswith(PARQUET_SUFFIXES):
+            import pyarrow.parquet as pq
 
-        return pq.read_schema(files[0]).names
-    return list(pd.read_csv(files[0], nrows=0).columns)
+            return pq.read_schema(source).names
+        if str(source).lower().endswith(CSV_SUFFIXES):
+            return list(pd.read_csv(source, nrows=0).columns)
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError):
+        return None
+    return None
 
 
 def _present(cols: Columns, names: list[str]) -> Columns:
