@@ -252,7 +252,11 @@ class RowRefit:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", WinrateWarning)
-                refit = self.estimator.fit(SufficientData(sub), self.options)
+                refit = self._fit(sub, keep)
         except WinrateInputError:  # not identified in this replicate
             return np.nan
         return refit.canonical_scores
+
+    def _fit(self, sub, keep):
+        """The fit of the replicate's rows ``sub`` (the rows ``keep`` of the log)."""
+        return self.estimator.fit(SufficientData(sub), self.options)
