@@ -14,7 +14,7 @@ as upstream's logistic regression on probabilities), in three stages:
 1. instruction difficulty, jointly over the contestants:
    ``logit P_r = a_m + b_m x_r + d_i``, with ``d`` of the first prompt 0 (upstream's
    notebook fits this model with an L1 penalty and ships ``d`` on a dataset hub);
-2. per model, ``logit P_r = theta_m + beta_m x_r + gamma_m d_i`` with the Gaussian prior
+2. per model, ``logit P_r = theta_m + beta_m x_r + gamma_m d_j(r)`` with the Gaussian prior
    ``(beta_m, gamma_m) ~ N(mu, Sigma)``. Upstream regularises instead with the rows of the
    baseline against length-gamed copies of itself (hub data, weight 0.2), which share
    ``beta_m`` and ``gamma_m``: a fixed prior on them. Here ``(mu, Sigma)`` are estimated
@@ -24,8 +24,10 @@ as upstream's logistic regression on probabilities), in three stages:
 3. the prediction at equal lengths, averaged over m's rows:
    ``LC_m = sum_r f_r expit(theta_m + gamma_m d_j(r)) / sum_r f_r``.
 
-Stage 1 uses each row's own instruction ``i``; stages 2 and 3 use the difficulty of the
-instruction ``j(r)`` that the option ``difficulty_join`` joins to row r
+Stage 1 and the per-model fits without prior that the prior is estimated from use each
+row's own instruction ``i`` (the prior stands in for upstream's regulariser, rows of the
+baseline's own, which no join touches); the fits with the prior and stage 3 use the
+difficulty of the instruction ``j(r)`` that the option ``difficulty_join`` joins to row r
 (:func:`joined_instruction`): ``"instruction"``, ``j(r) = i(r)``; ``"position"`` (default),
 upstream's join by the row's position in its model's rows, which differs from ``i(r)`` after
 the first instruction a model's rows miss.
@@ -43,7 +45,7 @@ bootstrap refits them, and agrees: docs/length-controlled.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from winrate.estimators.base import PERCENT, Estimator, Option, RowRefit
 from winrate.estimators.win_rate import BASELINE
@@ -97,6 +99,12 @@ class Design:
         import numpy as np
 
         return np.where(self.unjoined, 0.0, self.w)
+
+    def by_instruction(self) -> Design:
+        """The same rows with each its own instruction's difficulty (``j = i``)."""
+        import numpy as np
+
+        return replace(self, j=self.i, unjoined=np.zeros_like(self.unjoined))
 
 
 def _fail(text: str):
@@ -567,7 +575,7 @@ def estimate(dsg: Design, prior: SlopePrior | None = None, variance=None) -> dic
     joint = fit_difficulty(dsg)
     d = _full_difficulty(joint[2 * dsg.k:])
     held = prior is not None
-    prior = prior if held else slope_prior(dsg, d, variance)
+    prior = prior if held else slope_prior(dsg.by_instruction(), d, variance)
     precision = np.linalg.inv(prior.cov)
     omega, _ = fit_models(dsg, d, prior.mean, precision)
     at_equal_length = expit(omega[dsg.c, 0] + omega[dsg.c, 2] * d[dsg.j])
@@ -603,7 +611,8 @@ def _influence(dsg: Design, joint, d, omega, prior, prior_enters: bool, q, lc, n
     info2, score2, p2 = _model_information(dsg, d, omega, precision)
     score0 = np.zeros((n, 3))
     if prior_enters:
-        info0, score0, p0 = _model_information(dsg, d, prior.free, np.zeros((2, 2)))
+        own = dsg.by_instruction()
+        info0, score0, p0 = _model_information(own, d, prior.free, np.zeros((2, 2)))
         score0 = np.where(prior.used[dsg.c][:, None], score0, 0.0)
     # score rows: joint (a_c, b_c, d_i), free fit, prior fit (theta, beta, gamma)_c, LC_c
     p1 = expit(_joint_eta(dsg, joint))
@@ -629,7 +638,7 @@ def _influence(dsg: Design, joint, d, omega, prior, prior_enters: bool, q, lc, n
     if prior_enters:
         c0 = _through_prior(prior, omega, precision, c2, info0)
         used = np.flatnonzero(prior.used)
-        a0_21 = _difficulty_dependence(dsg, d, prior.free, p0, score0)[used]
+        a0_21 = _difficulty_dependence(own, d, prior.free, p0, score0)[used]
         on_difficulty -= np.einsum("kjm,jim->ki", c0, a0_21)
         for j in range(3):
             bread[:, base0 + 3 * used + j] = c0[:, :, j]
