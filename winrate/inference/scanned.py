@@ -25,7 +25,7 @@ from winrate.variance.buckets import KeyFit, bucket_covariance
 
 #: Bytes a bucket's row takes in pass 2 (its codes, its influence row and the kernels'
 #: buffers), so that ``budget / BUCKET_ROW_BYTES`` rows make one bucket.
-BUCKET_ROW_BYTES = 400
+BUCKET_ROW_BYTES = 250
 
 
 @dataclass

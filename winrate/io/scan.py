@@ -180,7 +180,8 @@ class Scan:
     def bucket_rows(self, axes: tuple[str, ...], bucket_axis: str | None, n_buckets: int,
                     key_axes: tuple[str, ...] = ()) -> Iterator[dict[str, np.ndarray]]:
         """Pass 2 (module doc): per bucket, every row's key index (``KEY``), codes on each
-        of ``axes`` (``axis0``, ...) and weight (``"weight"``), as numpy arrays. A row's
+        of ``axes`` (``axis0``, ...) and, for a weighted log, weight (``"weight"``), as
+        numpy arrays. A row's
         bucket is a hash of its ``bucket_axis`` label modulo ``n_buckets`` (in SQL), so a
         bucket holds whole clusters of that axis; the rows are coded batch by batch
         against the key table and the axes' dictionaries of pass 1 (:class:`_Coder`)."""
@@ -211,12 +212,13 @@ class Scan:
             if not batch.num_rows:
                 continue
             parts[KEY].append(key_coder.code([batch.column(c) for c in keys]))
-            parts["weight"].append(
-                np.ones(batch.num_rows) if self.columns.weight is None else
-                batch.column("winrate_weight").to_numpy(zero_copy_only=False).astype(
-                    np.float64, copy=False))
+            if self.columns.weight is not None:
+                parts["weight"].append(batch.column("winrate_weight").to_numpy(
+                    zero_copy_only=False).astype(np.float64, copy=False))
             for i, (col, coder) in enumerate(zip(axis_cols, axis_coders, strict=True)):
                 parts[f"axis{i}"].append(coder.code([batch.column(col)]))
+        if self.columns.weight is None:
+            del parts["weight"]  # every row one comparison
         return {name: np.concatenate(arrays) if arrays else np.empty(0, np.int64)
                 for name, arrays in parts.items()}
 
@@ -329,6 +331,19 @@ def _dense_lookup(index: pd.Index) -> tuple[int, np.ndarray] | None:
     return low, lookup
 
 
+#: A float column with at most this many distinct values (outcomes, a few style values)
+#: is coded by binary search in its sorted values.
+_FEW_VALUES = 256
+
+
+def _code_floats(values: np.ndarray, index: pd.Index) -> np.ndarray:
+    """Positions of float ``values`` in ``index`` (-1: absent) by binary search."""
+    order = np.argsort(index.to_numpy())
+    ordered = index.to_numpy()[order]
+    found = np.minimum(np.searchsorted(ordered, values), ordered.size - 1)
+    return np.where(ordered[found] == values, order[found], -1)
+
+
 def _code_column(column, index: pd.Index, dense) -> np.ndarray:
     """Positions of an Arrow column's values in ``index`` (-1: absent or missing)."""
     import pyarrow as pa
@@ -339,6 +354,9 @@ def _code_column(column, index: pd.Index, dense) -> np.ndarray:
         values = column.to_numpy().astype(np.int64, copy=False) - low
         inside = (values >= 0) & (values < lookup.size)
         return np.where(inside, lookup[np.where(inside, values, 0)], -1)
+    if (pa.types.is_floating(column.type) and column.null_count == 0
+            and pd.api.types.is_float_dtype(index.dtype) and len(index) <= _FEW_VALUES):
+        return _code_floats(column.to_numpy(), index)
     encoded = pc.dictionary_encode(column)
     if hasattr(encoded, "combine_chunks"):
         encoded = encoded.combine_chunks()

@@ -148,11 +148,16 @@ class KeyFit:
 
         rows = self.key_rows[part[KEY]]
         kept = rows >= 0
-        rows = rows[kept]
-        scale = part["weight"][kept] / self.frequency[rows]
-        influence = _scale_rows(self.influence[rows], scale)
-        return Bucket(rows, scale, [part[f"axis{i}"][kept] for i in range(n_axes)],
-                      influence)
+        codes = [part[f"axis{i}"] for i in range(n_axes)]
+        weight = part.get("weight")
+        if not kept.all():
+            rows, codes = rows[kept], [c[kept] for c in codes]
+            weight = None if weight is None else weight[kept]
+        scale = (1.0 if weight is None else weight) / self.frequency[rows]
+        indptr, indices, data = _gather_rows(*_csr_parts(self.influence), rows, scale)
+        influence = sp.csr_array((data, indices, indptr),
+                                 shape=(rows.shape[0], self.influence.shape[1]))
+        return Bucket(rows, scale, codes, influence)
 
 
 def bucket_covariance(fit: KeyFit, sweep: Callable[[], Iterable[dict]], sizes: list[int],
@@ -307,22 +312,54 @@ def _add_design(design: _AxisDesign, bucket: Bucket, fit: KeyFit, codes: np.ndar
     a, b = fit.model_a[bucket.rows], fit.model_b[bucket.rows]
     if design.inside:
         design.clusters_of_model += diagnostics.clusters_per_model(a, b, codes, fit.n_models)
-    else:
-        design.presence[codes, a] = True
-        design.presence[codes, b] = True
-    pairs = fit.pair[bucket.rows]
-    first = np.full(fit.n_pairs, -1, np.int64)
-    first[pairs] = codes        # a cluster of each pair in the bucket (its only one if single)
-    single = diagnostics.single_cluster_pairs(pairs, codes, fit.n_pairs)
-    seen, here = design.first >= 0, first >= 0
-    design.single = np.where(seen & here, design.single & single & (design.first == first),
-                             np.where(here, single, design.single))
-    design.first = np.where(seen, design.first, first)
     freq = bucket.scale * fit.frequency[bucket.rows]
-    design.size += np.bincount(codes, weights=freq, minlength=design.n_clusters)
-    design.centred_sum += np.bincount(
-        codes, weights=freq * (fit.centered[bucket.rows] - fit.grand_mean),
-        minlength=design.n_clusters)
+    _design_pass(codes, a, b, fit.pair[bucket.rows], freq,
+                 fit.centered[bucket.rows] - fit.grand_mean,
+                 design.presence if design.presence is not None else np.zeros((0, 0), bool),
+                 design.first, design.single, design.size, design.centred_sum)
+
+
+@njit(cache=True)
+def _design_pass(codes, model_a, model_b, pairs, freq, deviation, presence, first, single,
+                 size, centred_sum):  # pragma: no cover - numba
+    """One pass over a bucket's rows for one axis (module doc): the (cluster, model)
+    presence of a spanning axis (``presence`` of shape (0, 0): not kept), each pair's first
+    cluster and whether another appears (over every bucket so far, so the buckets merge
+    as one pass over all rows would), and each cluster's frequency and sum of centred
+    scores."""
+    spanning = presence.shape[0] > 0
+    for r in range(codes.shape[0]):
+        g = codes[r]
+        if spanning:
+            presence[g, model_a[r]] = True
+            presence[g, model_b[r]] = True
+        p = pairs[r]
+        if first[p] < 0:
+            first[p] = g
+        elif first[p] != g:
+            single[p] = False
+        size[g] += freq[r]
+        centred_sum[g] += freq[r] * deviation[r]
+
+
+@njit(cache=True)
+def _gather_rows(indptr, indices, data, rows, scale):  # pragma: no cover - numba
+    """The CSR rows ``rows`` of a matrix, row i scaled by ``scale[i]`` (a row's influence
+    is its key's times ``w / F``)."""
+    n = rows.shape[0]
+    out_ptr = np.empty(n + 1, np.int64)
+    out_ptr[0] = 0
+    for i in range(n):
+        out_ptr[i + 1] = out_ptr[i] + indptr[rows[i] + 1] - indptr[rows[i]]
+    out_indices = np.empty(out_ptr[n], indices.dtype)
+    out_data = np.empty(out_ptr[n], np.float64)
+    for i in range(n):
+        o = out_ptr[i]
+        for j in range(indptr[rows[i]], indptr[rows[i] + 1]):
+            out_indices[o] = indices[j]
+            out_data[o] = data[j] * scale[i]
+            o += 1
+    return out_ptr, out_indices, out_data
 
 
 def _finish_design(design: _AxisDesign, fit: KeyFit, squares: float) -> tuple:
