@@ -64,7 +64,7 @@ def source_files(source) -> tuple[list[str], str]:
         files = sorted(glob.glob(text, recursive=True)) if glob.has_magic(text) else [text]
     if not files or not all(Path(f).is_file() for f in files):
         raise WinrateInputError(f"{text!r} is a directory with no Parquet or CSV file in "
-                                "it (give --format for a leaderboard's published files)"
+                                "it (a leaderboard's published files are read by format)"
                                 if Path(text).is_dir() else f"no file matches {text!r}")
     kinds = {"parquet" if Path(f).suffix.lower() in PARQUET_SUFFIXES else "csv"
              for f in files}
@@ -97,7 +97,12 @@ class DuckDBEngine(Engine):
         self._count += 1
         name = f"winrate_source_{self._count}"
         if isinstance(source, duckdb.DuckDBPyRelation):
-            source.create_view(name)
+            try:  # the relation's query, run on this connection
+                self.connection.execute(f"CREATE VIEW {name} AS {source.sql_query()}")
+            except duckdb.CatalogException:
+                raise WinrateInputError(
+                    "the DuckDB relation reads tables of its own connection: pass that "
+                    "connection too (scan(..., connection=...))") from None
         elif isinstance(source, (str, os.PathLike)):
             files, kind = source_files(source)
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)

@@ -395,18 +395,13 @@ def _rows_without_engine(source) -> int | None:
     return None
 
 
-def _make_engine(name: str, source, budget: int) -> Engine:
+def _make_engine(name: str, source, budget: int, connection=None) -> Engine:
     if name == "spark":
         from winrate.io.spark_engine import SparkEngine
 
         return SparkEngine.for_source(source)
     if type(source).__module__.startswith("pyspark"):
         raise WinrateInputError("a Spark DataFrame is scanned with engine='spark'")
-    import duckdb
-
-    connection = None
-    if isinstance(source, duckdb.DuckDBPyRelation):
-        connection = getattr(source, "connection", None)
     # DuckDB gets a third of the budget (at least what it needs to run at all); the rest
     # holds a bucket's rows and influence
     return DuckDBEngine(memory_limit=max(budget // 3, MIN_ENGINE_MEMORY), connection=connection)
@@ -415,7 +410,7 @@ def _make_engine(name: str, source, budget: int) -> Engine:
 def scan(source, engine: str = "auto", *, columns: dict | None = None,
          weight_col: str | None = None, feature_cols: tuple[str, ...] = (),
          extra_cols: tuple[str, ...] = (), memory: int | None = None,
-         buckets: int | None = None) -> Scan:
+         buckets: int | None = None, connection=None) -> Scan:
     """A comparison log to analyse where it lies (module doc).
 
     ``columns`` maps roles (``model_a``, ``model_b``, ``outcome``, ``prompt``, ``judge``) to
@@ -425,7 +420,8 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     :func:`winrate.io.logs.read_comparisons`. ``engine``: ``"memory"``, ``"duckdb"``,
     ``"spark"`` or ``"auto"``: in memory when the rows times :data:`BYTES_PER_ROW` fit
     ``memory`` (bytes; default half the machine's memory), DuckDB otherwise. ``buckets``
-    forces the number of pass-2 buckets (for tests and benchmarks)."""
+    forces the number of pass-2 buckets (for tests and benchmarks). ``connection``: a
+    DuckDB connection to run on (the one holding the tables a DuckDB relation reads)."""
     if engine not in ENGINES:
         raise WinrateInputError(f"engine must be one of {ENGINES}, got {engine!r}")
     unknown = set(columns or {}) - {"model_a", "model_b", "outcome", "prompt", "judge"}
@@ -443,7 +439,7 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     n_rows = _rows_without_engine(source)
     backend = table = None
     if n_rows is None or chosen == "spark" or engine not in ("auto", "memory"):
-        backend = _make_engine(chosen, source, budget)
+        backend = _make_engine(chosen, source, budget, connection)
         table = backend.table(source)
         if n_rows is None:
             n_rows = int(backend.query(f"SELECT COUNT(*) AS n FROM {table}").column(0)[0]
@@ -452,7 +448,7 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     in_memory = mode == "memory" and (isinstance(source, pd.DataFrame) or (
         isinstance(source, (str, os.PathLike)) and os.path.isfile(source)))
     if not in_memory and backend is None:
-        backend = _make_engine(chosen, source, budget)
+        backend = _make_engine(chosen, source, budget, connection)
         table = backend.table(source)
     if backend is not None:
         cols = _present(cols, backend.query(f"SELECT * FROM {table} LIMIT 0").column_names)
