@@ -84,7 +84,7 @@ def spark_missing() -> str | None:
         return "PySpark is not installed (pip install -e '.[dev,spark]'; make test does)"
     java_home = os.environ.get("JAVA_HOME")
     java = Path(java_home, "bin", "java") if java_home else shutil.which("java")
-    if not java or not Path(java).is_file():
+    if not java or not os.access(java, os.X_OK):
         return ("no Java runtime (java) for PySpark: install Debian's openjdk-17-jre-headless "
                 "(make test does when it runs as root)")
     return None

@@ -198,3 +198,17 @@ def test_importing_the_engine_module_loads_no_pyspark():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_missing_java_is_named_not_skipped(monkeypatch, tmp_path):
+    """The fixture's check: with neither JAVA_HOME nor a java on the path, the reason it
+    fails the Spark tests names Debian's Java package (or PySpark, when that is missing)."""
+    from tests.conftest import spark_missing
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert "openjdk-17-jre-headless" in spark_missing()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "java").touch(mode=0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    assert spark_missing() is None
