@@ -52,6 +52,8 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.io.logs import ComparisonLog as ComparisonLog
     from winrate.io.logs import read_comparisons as read_comparisons
     from winrate.io.logs import read_table as read_table
+    from winrate.io.scan import Scan as Scan
+    from winrate.io.scan import scan as scan
     from winrate.io.scores import scores_log as scores_log
     from winrate.io.simulate import SimulationDesign as SimulationDesign
     from winrate.io.simulate import simulate_comparisons as simulate_comparisons
@@ -68,6 +70,7 @@ _EXPORTS = {
     "winrate.io.datasets": ("read_dataset",),
     "winrate.io.formats": ("read_log",),
     "winrate.io.scores": ("scores_log",),
+    "winrate.io.scan": ("scan", "Scan"),
     "winrate.constants": ("VARIANCE_METHODS", "CORRECTIONS", "DATASET_NAMES", "LOG_FORMATS"),
     # leaderboards: estimator, covariance, intervals, diagnostics
     "winrate.estimators": ("ESTIMATORS", "fit"),

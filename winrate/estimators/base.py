@@ -129,6 +129,9 @@ class Estimator:
     options: tuple[Option, ...] = ()
     #: what a resampling note says about this estimator's refits
     refit_phrase: str = "refitted on every resampled log"
+    #: cluster axes the fit reads beyond each row's models, outcome and covariates (a
+    #: scan groups its key table by them too: :mod:`winrate.io.scan`)
+    fit_axes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<estimator {self.name!r}: {self.title}>"

@@ -594,6 +594,7 @@ class LengthControlled(Estimator):
     title = "length-controlled win rate (AlpacaEval)"
     scale = "probability"
     unit = PERCENT
+    fit_axes = ("prompt",)  # each prompt's difficulty
     options = (BASELINE, LENGTH)
 
     def rows(self, log, options: dict):

@@ -35,7 +35,9 @@ from winrate.inference.joint import (
     simultaneous_intervals,
     wald_intervals,
 )
+from winrate.inference.scanned import scanned_log
 from winrate.io.logs import ComparisonLog, as_log
+from winrate.io.scan import Scan
 from winrate.notes import Notes
 from winrate.progress import stage
 from winrate.settings import LEGACY_KEYWORDS, Joint, MonteCarlo, Settings, Variance
@@ -327,9 +329,12 @@ def parse_clustering(spec: str | tuple | list | None) -> tuple[str, ...]:
 
 
 def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.ndarray,
-                  cov_naive: np.ndarray, group: GroupMeat, row_ss: np.ndarray) -> AxisSummary:
+                  cov_naive: np.ndarray, group: GroupMeat, row_ss: np.ndarray,
+                  shape: tuple) -> AxisSummary:
     """One axis' diagnostics from its one-way term of the multiway call (``cov`` and the
-    ``group`` meat with its largest cluster totals), so nothing is recomputed.
+    ``group`` meat with its largest cluster totals) and its ``shape`` (m, single-cluster
+    pairs, ICC: :func:`winrate.variance.diagnostics.axis_design`), so nothing is
+    recomputed.
 
     A model's variance on the axis is not identified when its own column of the meat is
     zero while its rows are not (``row_ss``: each column's sum of squared rows): every
@@ -342,7 +347,7 @@ def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.nda
     var = np.diag(cov)
     se = np.where(unidentified, np.nan, np.sqrt(np.clip(var, 0, None)))
     deff = np.where(unidentified, np.nan, diagnostics.design_effect(cov, cov_naive))
-    m, lonely, icc = diagnostics.axis_design(log, board, axis.codes)
+    m, lonely, icc = shape
     m = m[board.codes]
     share, largest = (x[board.codes] for x in diagnostics.dominant_share(group))
     effective = diagnostics.effective_clusters(group)[board.codes]
@@ -544,20 +549,21 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
     there): fit, clustered covariance, intervals, diagnostics and notes."""
     variance, joint, monte_carlo, options, legacy = _option_objects(variance, joint,
                                                                      monte_carlo, options)
-    log = as_log(log)
+    source, log, design = log, *_read(log, model, board)
+    view = design or log  # the axes and sizes of the full log
     default_note = None
     if cluster is None:
-        clustering, default_note = default_clustering(log)
+        clustering, default_note = default_clustering(view)
     else:
         clustering = parse_clustering(cluster)
     with notes.collected() as fit_notes:
         board, log = _fitted(log, model, board, options)
-    _check_clustering(log, clustering)
+    _check_clustering(view, clustering)
     estimator = estimators.of(board)
     method, correction, reference = variance.method, variance.correction, variance.reference
     auto, overridden = None, ""
     if method == "auto":
-        auto = _auto_choice(log, board, clustering)
+        auto = _auto_choice(view, board, clustering)
         method = auto.method
         given = {"correction": (correction, auto.correction),
                  "reference": (reference, auto.reference)}
@@ -567,6 +573,8 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
         correction, reference = correction or auto.correction, reference or auto.reference
     correction, reference = correction or DEFAULT_CORRECTION, reference or "normal"
     require_rows(board.influence, method)
+    if design is not None and method != "sandwich":
+        raise WinrateInputError(_SCAN_METHOD.format(method=method))
     if correction == "cr2":
         estimator.require("cr2", "use correction 'cr1'")
     seed = monte_carlo.seed
@@ -577,13 +585,19 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
     cov_naive = naive_full[:k, :k]
     axes, psd_repaired, full = {}, False, naive_full
     if clustering:
-        result = _clustered_cov(log, board, clustering, correction,
-                                strata if correction == "cr2" else None)
+        cr2_strata = strata if correction == "cr2" else None
+        if design is None:
+            result = _clustered_cov(log, board, clustering, correction, cr2_strata)
+            shapes = [diagnostics.axis_design(log, board, log.axes[name].codes)
+                      for name in clustering]
+        else:
+            result, shapes = design.covariance(log, board, clustering, correction,
+                                               cr2_strata, progress)
         full, psd_repaired = result.cov, result.psd_repaired
         for i, name in enumerate(clustering):
             group = result.term_meats[i]  # row_squares: each column's sum of squared rows
-            axes[name] = _axis_summary(log, board, name, result.term_covs[i][:k, :k],
-                                       cov_naive, group, group.row_squares)
+            axes[name] = _axis_summary(view, board, name, result.term_covs[i][:k, :k],
+                                       cov_naive, group, group.row_squares, shapes[i])
     cov = full[:k, :k]
     choice, resampling_notes = None, []
     if method != "sandwich":
@@ -620,7 +634,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
         method_note = (f"auto: {auto.reason}{overridden}. "
                        f"{method_note[0].upper()}{method_note[1:]}")
     design_notes = [note for note in (
-        default_note, range_note, judges_sample_note(log, clustering),
+        default_note, range_note, judges_sample_note(view, clustering),
         method_choice.no_reliable_method(clustering, [a.n_clusters for a in axes.values()]),
     ) if note]
     found = Notes([*legacy, *fit_notes,
@@ -640,11 +654,12 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
         intervals=intervals, deff=np.where(np.isnan(intervals.se), np.nan,
                                            diagnostics.design_effect(cov, cov_naive)),
         axes=axes,
-        psd_repaired=psd_repaired, n_comparisons=log.n_comparisons, n_rows=log.n_rows,
+        psd_repaired=psd_repaired, n_comparisons=log.n_comparisons, n_rows=view.n_rows,
         settings=settings, notes=found, method=choice.method if choice else "sandwich",
         method_note=method_note, joint=joint_result,
         coefficients=_coefficients(board, full, naive_full, alpha, df),
-        not_estimable=not_estimable, small_sample_floor=floor, log=log,
+        not_estimable=not_estimable, small_sample_floor=floor,
+        log=source if design is not None else log,
         requested=(variance, joint, monte_carlo),
     )
 
@@ -677,6 +692,22 @@ def _option_objects(variance, joint, monte_carlo, options: dict):
 
 def _keyword(kind: type) -> str:
     return {Variance: "variance", Joint: "joint", MonteCarlo: "monte_carlo"}[kind]
+
+
+_SCAN_METHOD = ("the {method} refits the estimator on resampled clusters, which a scan "
+                "analysed on its engine does not hold in memory: use method 'sandwich' (with "
+                "correction 'cr2' and reference 't' for few clusters), or engine 'memory'")
+
+
+def _read(log, model: str | None, board: Leaderboard | None):
+    """``(log, design)``: a log in memory and None, or, for a scan analysed on its engine,
+    the key log of its pass 1 and the full log's :class:`winrate.inference.scanned.
+    ScanDesign` (:mod:`winrate.inference.scanned`)."""
+    if not isinstance(log, Scan):
+        return as_log(log), None
+    if log.mode == "memory":
+        return log.to_log(), None
+    return scanned_log(log, model, board)
 
 
 def _fitted(log: ComparisonLog, model: str | None, board: Leaderboard | None,

@@ -101,10 +101,16 @@ def comparisons_per_cluster(model_a: np.ndarray, model_b: np.ndarray, codes: np.
 
     ``codes`` are the axis' dense cluster codes ``0..G-1``."""
     n_models = len(n_per_model)
-    n_clusters = int(codes.max()) + 1 if codes.size else 0
-    clusters_of_a = _clusters_per_model(model_a, model_b, codes, n_models, n_clusters)
+    clusters_of_a = clusters_per_model(model_a, model_b, codes, n_models)
     return np.divide(n_per_model, clusters_of_a, out=np.full(n_models, np.nan),
                      where=clusters_of_a > 0)
+
+
+def clusters_per_model(model_a: np.ndarray, model_b: np.ndarray, codes: np.ndarray,
+                       n_models: int) -> np.ndarray:
+    """Number of distinct clusters (dense ``codes``) each model appears in."""
+    n_clusters = int(codes.max()) + 1 if codes.size else 0
+    return _clusters_per_model(model_a, model_b, codes, n_models, n_clusters)
 
 
 @njit(cache=True)

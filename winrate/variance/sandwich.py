@@ -108,15 +108,19 @@ def small_sample_factor(n_clusters: int, correction: str) -> float:
 
 
 def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
-                           frequency: np.ndarray | None = None) -> np.ndarray:
+                           frequency: np.ndarray | None = None,
+                           stratum_total: np.ndarray | None = None) -> np.ndarray:
     """CR2 row factors ``(1 - m_gh / n_h)^{-1/2}`` for clusters ``codes`` and strata
     ``strata`` (module doc, ``"cr2"``): ``m_gh`` is the frequency of stratum h in cluster g,
-    ``n_h`` that of stratum h; 1 where the stratum lies wholly in the cluster."""
+    ``n_h`` that of stratum h (from these rows, or ``stratum_total[h]`` when the rows are a
+    part of the log holding whole clusters); 1 where the stratum lies wholly in the
+    cluster."""
     freq = np.ones(codes.shape[0]) if frequency is None else np.asarray(frequency, float)
     stratum, n_strata = group_codes(strata)
     block, n_blocks = group_codes(codes.astype(np.int64) * n_strata + stratum)
     m = np.bincount(block, weights=freq, minlength=n_blocks)[block]
-    n = np.bincount(stratum, weights=freq, minlength=n_strata)[stratum]
+    n = (np.bincount(stratum, weights=freq, minlength=n_strata)[stratum]
+         if stratum_total is None else stratum_total[strata])
     rest = 1.0 - m / n
     return np.where(rest > 1e-12, 1.0 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
 
