@@ -103,7 +103,7 @@ def spark_engine():
                     pytrace=False)
     from winrate.io.spark_engine import SparkEngine
 
-    engine = SparkEngine.local(cores=2, memory="1g", partitions=4)
+    engine = SparkEngine.local(cores=2, memory="1g", partitions=2)
     yield engine
     engine.session.stop()
 

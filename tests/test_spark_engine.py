@@ -1,15 +1,24 @@
-"""SparkEngine (winrate/io/spark_engine.py) answers the engine protocol as DuckDBEngine does.
+"""SparkEngine (winrate/io/spark_engine.py) answers the engine protocol as DuckDBEngine does,
+and a scan on Spark gives what a scan on DuckDB gives.
 
-Every source kind goes through both engines and the same group-by queries; the results must
-agree after sorting, integer sums exactly and float sums to 1e-12 relative, and both must
-agree with a pandas ``groupby`` on the log itself (the independent oracle). Batches must
-cover every row exactly once, at most ``rows`` at a time. One local Spark session per test
-worker (the ``spark_engine`` fixture in tests/conftest.py).
+* The protocol: every source kind goes through both engines and the same group-by queries;
+  the results must agree after sorting, integer sums exactly and float sums to 1e-12
+  relative, and both must agree with a pandas ``groupby`` on the log itself (the independent
+  oracle). Batches must cover every row exactly once, at most ``rows`` at a time.
+* ``winrate.scan(..., engine="spark")`` on a few seeded logs: pass 1's key table equals a
+  pandas ``groupby`` of the source, pass 2's coded rows decode back to the source's rows,
+  each in the bucket of its prompt, on both engines; the analyses (scores, covariances,
+  standard errors, design effects) agree with DuckDB's and with the in-memory analysis to
+  1e-12 of the largest value. The full property matrix runs on DuckDB, not here.
+
+All in one module, so that one pytest worker starts Spark (the ``spark_engine`` fixture in
+tests/conftest.py: one local session per worker, a few seconds to start).
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -17,8 +26,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from winrate.errors import WinrateInputError
+import winrate
+from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io.engine import DuckDBEngine
+from winrate.io.scan import FREQUENCY, KEY
+from winrate.settings import Variance
 
 N_ROWS = 3_000
 KEYS = ["model_a", "model_b"]
@@ -152,7 +164,7 @@ def test_batches_cover_every_row_once(rows, log, spark_engine):
     values; a batch is cut within a partition, so there are at least ceil(n / rows)."""
     frame = spark_engine.session.createDataFrame(log).repartition(4)
     sql = "SELECT row_id, model_a, weight FROM {table} WHERE row_id < {n}"
-    n = 300 if rows == 1 else len(log)  # one-row batches: keep the Arrow overhead small
+    n = 60 if rows == 1 else len(log)  # one-row batches: keep the Arrow overhead small
     batches = list(spark_engine.batches(sql.format(table=spark_engine.table(frame), n=n),
                                         rows=rows))
     assert all(0 < batch.num_rows <= rows for batch in batches)
@@ -212,3 +224,139 @@ def test_a_missing_java_is_named_not_skipped(monkeypatch, tmp_path):
     (tmp_path / "bin" / "java").touch(mode=0o755)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     assert spark_missing() is None
+
+
+
+# ------------------------------------------------------------------ winrate.scan on Spark
+
+def scan_log(seed: int, n: int = 2_400) -> pd.DataFrame:
+    """A log in the default columns: string ids, outcome labels with ties, a row weight and a
+    length-difference covariate; 7 models, skewed prompt sizes, 5 judges."""
+    rng = np.random.default_rng(seed)
+    models = np.array([f"model-{i}" for i in range(7)])
+    a, b = rng.choice(7, n), rng.choice(6, n)
+    b = b + (b >= a)
+    return pd.DataFrame({
+        "model_a": models[a], "model_b": models[b],
+        "outcome": rng.choice(["a", "b", "tie"], n, p=[0.45, 0.4, 0.15]),
+        "prompt_id": np.char.add("p", np.minimum(rng.geometric(1 / 30, n), 150).astype(str)),
+        "judge_id": np.char.add("judge-", rng.integers(0, 5, n).astype(str)),
+        "w": rng.gamma(2.0, 0.5, n),
+        "length_diff": rng.normal(0, 1, n),
+    })
+
+
+#: Seeded cases: the log, how it is scanned, and how it is analysed.
+SCAN_CASES = {
+    "win rate, 3 buckets": (1, dict(buckets=3), dict(cluster="prompt+judge")),
+    "weighted Davidson BT, 2 buckets": (
+        2, dict(weight_col="w", buckets=2),
+        dict(cluster="prompt+judge", model="bt", ties="davidson")),
+    "weighted BT with a covariate": (
+        3, dict(weight_col="w", feature_cols=("length_diff",)),
+        dict(cluster="prompt", model="bt", covariates=("length_diff",))),
+}
+
+
+def analysed(source, scan_options: dict, analysis: dict):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)  # few judges: asserted elsewhere
+        return winrate.analyze(source, variance=Variance("sandwich"), progress=False,
+                               **analysis)
+
+
+def assert_close(got, expected, name: str) -> None:
+    """max |got - expected| <= 1e-12 max |expected| (NaN where both are NaN)."""
+    got, expected = np.asarray(got, float), np.asarray(expected, float)
+    assert got.shape == expected.shape, name
+    assert np.array_equal(np.isnan(got), np.isnan(expected)), name
+    scale = np.nanmax(np.abs(expected))
+    assert np.nanmax(np.abs(got - expected)) <= 1e-12 * scale, name
+
+
+def assert_same_analysis(got, expected) -> None:
+    assert list(got.models) == list(expected.models)
+    for name in ("scores", "cov", "cov_naive", "se"):
+        assert_close(getattr(got, name), getattr(expected, name), name)
+    assert got.axes.keys() == expected.axes.keys()
+    for name, axis in expected.axes.items():  # each axis' diagnostics
+        mine = got.axes[name]
+        assert (mine.n_clusters, mine.single_cluster_pairs) == (
+            axis.n_clusters, axis.single_cluster_pairs), name
+        assert list(mine.largest_cluster) == list(axis.largest_cluster), name
+        for field in ("cov", "se", "deff", "m", "rho", "icc", "largest_share",
+                      "effective_clusters"):
+            assert_close(getattr(mine, field), getattr(axis, field), f"{name} {field}")
+
+
+@pytest.mark.parametrize("case", SCAN_CASES)
+def test_a_scan_on_spark_gives_duckdbs_and_the_in_memory_analysis(case, spark_engine,
+                                                                   tmp_path):
+    seed, scan_options, analysis = SCAN_CASES[case]
+    log = scan_log(seed)
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    on_spark = analysed(winrate.scan(str(path), engine="spark", **scan_options),
+                        scan_options, analysis)
+    on_duckdb = analysed(winrate.scan(str(path), engine="duckdb", **scan_options),
+                         scan_options, analysis)
+    in_memory = analysed(winrate.read_comparisons(
+        log, weight_col=scan_options.get("weight_col"),
+        feature_cols=scan_options.get("feature_cols", ())), scan_options, analysis)
+    assert_same_analysis(on_spark, on_duckdb)
+    assert_same_analysis(on_spark, in_memory)
+
+
+def test_a_spark_dataframe_is_scanned_on_its_own_session(spark_engine):
+    """``engine="auto"`` on a Spark DataFrame runs on Spark, with the analysis of the same
+    rows in memory."""
+    log = scan_log(4)
+    frame = spark_engine.session.createDataFrame(log)
+    scanned = winrate.scan(frame, weight_col="w")
+    assert scanned.mode == "spark" and scanned.engine.session is spark_engine.session
+    analysis = dict(cluster="prompt+judge")
+    assert_same_analysis(analysed(scanned, {}, analysis),
+                         analysed(winrate.read_comparisons(log, weight_col="w"), {}, analysis))
+
+
+def decoded_passes(scanned, n_buckets: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Pass 1's key table as the engine holds it (raw keys and frequency), and pass 2's rows
+    decoded back to raw keys and labels, with the bucket each came in. Buckets: prompt
+    code mod ``n_buckets``."""
+    scanned.key_log(())
+    keys = scanned.engine.query("SELECT * FROM winrate_keys").to_pandas()
+    prompts, _ = scanned.dictionary("prompt")
+    judges, _ = scanned.dictionary("judge")
+    bucket_of = np.arange(len(prompts)) % n_buckets
+    parts = []
+    for bucket, rows in enumerate(scanned.bucket_rows(("prompt", "judge"), "prompt",
+                                                      bucket_of, n_buckets)):
+        key = keys.set_index(KEY).loc[rows[KEY]]
+        parts.append(pd.DataFrame({
+            "model_a": key.model_a.to_numpy(), "model_b": key.model_b.to_numpy(),
+            "outcome": key.outcome.to_numpy(), "prompt_id": prompts[rows["axis0"]],
+            "judge_id": judges[rows["axis1"]], "w": rows["weight"], "bucket": bucket,
+            "prompt_bucket": bucket_of[rows["axis0"]]}))
+    return keys, pd.concat(parts, ignore_index=True)
+
+
+def test_the_passes_on_spark_reproduce_the_source(spark_engine, tmp_path):
+    """Pass 1's frequencies are a pandas ``groupby`` of the source (1e-12); pass 2's rows,
+    decoded, are the source's rows with their weights, each once and in its prompt's
+    bucket: on Spark and on DuckDB."""
+    log = scan_log(5)
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    columns = ["model_a", "model_b", "outcome"]
+    expected_keys = log.groupby(columns).w.sum().reset_index().sort_values(columns)
+    expected_rows = log.drop(columns="length_diff").sort_values(list(log.columns[:6]))
+    for engine in ("spark", "duckdb"):
+        keys, rows = decoded_passes(winrate.scan(str(path), engine=engine, weight_col="w"), 3)
+        keys = keys.sort_values(columns)
+        assert keys[columns].reset_index(drop=True).equals(
+            expected_keys[columns].reset_index(drop=True)), engine
+        assert_close(keys[FREQUENCY], expected_keys.w, f"{engine} frequency")
+        assert (rows.bucket == rows.prompt_bucket).all(), engine
+        rows = rows.drop(columns=["bucket", "prompt_bucket"]).sort_values(
+            list(expected_rows.columns))
+        assert rows.reset_index(drop=True).equals(expected_rows.reset_index(drop=True)), engine

@@ -97,6 +97,16 @@ class SparkEngine(Engine):
         session.sparkContext.setLogLevel(log_level)
         return cls(session)
 
+    @classmethod
+    def for_source(cls, source) -> SparkEngine:
+        """The engine for scanning ``source``: on a Spark DataFrame's own session; else on
+        the active session (a notebook's ``spark``); else on a new :meth:`local` one."""
+        sql = _pyspark_sql()
+        if isinstance(source, sql.DataFrame):
+            return cls(source.sparkSession)
+        active = sql.SparkSession.getActiveSession()
+        return cls(active) if active is not None else cls.local()
+
     def _view(self, frame) -> str:
         name = f"winrate_spark_{next(_VIEWS)}"
         frame.createOrReplaceTempView(name)
