@@ -101,6 +101,15 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                             help=f"column of the {role.replace('_', ' ')} (default: {default})")
     parser.add_argument("--weight-col", default=None,
                         help="column of frequency weights (a row stands for that many)")
+    parser.add_argument("--engine", choices=("auto", "memory", "duckdb", "spark"),
+                        default="auto",
+                        help="where a comparison log INPUT (a file, glob or folder of "
+                             "Parquet/CSV) is analysed: in memory, or by DuckDB or Spark "
+                             "from sufficient statistics; auto (default): in memory when "
+                             "it fits --memory, else DuckDB (the output says which and why)")
+    parser.add_argument("--memory", type=_byte_size, default=None, metavar="SIZE",
+                        help="memory budget of --engine (e.g. 4G, 512M; default: half the "
+                             "machine's memory)")
     for role, default in SCORE_COLUMNS.items():
         parser.add_argument(f"--{role}-col", default=default,
                             help=f"--format {SCORES_FORMAT}: column of the {role} "
@@ -211,10 +220,38 @@ def _read_log(args: argparse.Namespace, clustering):
                           cluster_cols=extra)
     if getattr(args, "format", None):
         return read_log(args.input, args.format, **discrete, **_format_options(args))
+    if args.engine == "auto" and args.memory is None and os.path.isfile(args.input) \
+            and not args.input.lower().endswith((".parquet", ".pq", ".csv")):
+        engine = "memory"  # JSONL and compressed files are read in memory
+    else:
+        engine = args.engine
+    if engine != "memory":
+        from winrate.io.scan import scan
+
+        columns = {role: getattr(args, f"{role}_col") for role in DEFAULT_COLUMNS}
+        found = scan(args.input, engine, columns=columns, weight_col=args.weight_col,
+                     feature_cols=covariate_columns(args), extra_cols=extra,
+                     memory=args.memory)
+        if found.mode != "memory":
+            return found
     return read_comparisons(args.input, prompt_col=args.prompt_col, judge_col=args.judge_col,
                             model_a_col=args.model_a_col, model_b_col=args.model_b_col,
                             outcome_col=args.outcome_col, weight_col=args.weight_col,
                             extra_cols=extra, feature_cols=covariate_columns(args))
+
+
+def _byte_size(text: str) -> int:
+    """``4G``, ``512M``, ``3GB`` or a number of bytes, as bytes."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    number = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = number[-1:] if number[-1:] in units else ""
+    try:
+        value = float(number[:len(number) - len(unit)]) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4G, 512M)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"--memory must be positive, got {text!r}")
+    return int(value)
 
 
 #: Reader options of the format flags: (format, option, flag, value when not given).
@@ -302,6 +339,7 @@ def analyze_input(args: argparse.Namespace, joint: dict):
 
     from winrate.analysis import analyze
     from winrate.inference.analysis import default_clustering, parse_clustering
+    from winrate.io.scan import Scan
     from winrate.notes import Notes
 
     if not 0 < args.alpha < 1:
@@ -309,7 +347,7 @@ def analyze_input(args: argparse.Namespace, joint: dict):
     clustering = parse_clustering(args.cluster) if args.cluster is not None else None
     log, loaded = load_log(args, clustering or ())
     note = None
-    if clustering is None:
+    if clustering is None and not isinstance(log, Scan):  # a scan's analysis gives the note
         clustering, note = default_clustering(log)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)

@@ -33,6 +33,7 @@ CODES = {
     "dominant-cluster": "one cluster carries most of a model's variance on an axis",
     "few-effective-clusters": "some models' SEs rest on fewer than 10 effective clusters",
     "judges-fixed": "a log with few judges analysed without a judge axis",
+    "engine": "the analysis ran on a query engine (DuckDB, Spark) from a scan, and why",
     "no-reliable-method": "no interval method covers at its nominal level in this design",
     "incomplete-design": "model pairs never compared",
     # estimates and their uncertainty
@@ -278,6 +279,12 @@ def few_effective_clusters(axis: str, n_clusters: int, flagged: list[tuple[str, 
         f"{shown}{', ...' if len(flagged) > 8 else ''}. Their comparisons are concentrated "
         f"in a few {axis}s, so their intervals behave as if clustered in that few "
         f"and are rough; {remedy}", axis=axis, models=[m for m, _ in flagged])
+
+
+def engine_run(engine: str, reason: str, n_buckets: int) -> Note:
+    return Note("engine", f"analysed on {engine} ({reason}): the fit from the engine's key "
+                f"table, the clustered variance from {n_buckets} bucket(s) of whole clusters",
+                severity="note")
 
 
 def judges_fixed(n_judges: int) -> Note:

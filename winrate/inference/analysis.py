@@ -635,6 +635,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
                        f"{method_note[0].upper()}{method_note[1:]}")
     design_notes = [note for note in (
         default_note, range_note, judges_sample_note(view, clustering),
+        design.note() if design is not None else None,
         method_choice.no_reliable_method(clustering, [a.n_clusters for a in axes.values()]),
     ) if note]
     found = Notes([*legacy, *fit_notes,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from winrate import estimators
+from winrate import estimators, notes
 from winrate.errors import WinrateInputError
 from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.io.scan import KEY, Scan
@@ -38,6 +38,12 @@ class ScanDesign:
     n_rows: int
     n_comparisons: float
     key_axes: tuple[str, ...]
+    n_keys: int
+    n_buckets: int = 1
+
+    def note(self):
+        """Which engine ran and why (:func:`winrate.notes.engine_run`)."""
+        return notes.engine_run(self.scan.mode, self.scan.reason, self.n_buckets)
 
     def covariance(self, log: ComparisonLog, board, clustering: tuple[str, ...],
                    correction: str, strata, progress):
@@ -46,12 +52,12 @@ class ScanDesign:
         sizes = [self.axes[name].n_clusters for name in clustering]
         bucket_dim = int(np.argmax(sizes))
         bucket_axis = clustering[bucket_dim]
-        assigned, n_buckets = self._buckets(bucket_axis)
-        fit = _key_fit(log, board, strata)
+        n_buckets = self._n_buckets(bucket_axis)
+        self.n_buckets = n_buckets
+        fit = _key_fit(log, board, strata, self.n_keys)
 
         def sweep():
-            return self.scan.bucket_rows(clustering, bucket_axis, assigned, n_buckets,
-                                         self.key_axes)
+            return self.scan.bucket_rows(clustering, bucket_axis, n_buckets, self.key_axes)
 
         def shown(parts):
             return bar(parts, total=n_buckets, desc="buckets", unit="bucket",
@@ -60,26 +66,23 @@ class ScanDesign:
         return bucket_covariance(fit, sweep, sizes, bucket_dim, correction, board.bread,
                                  shown)
 
-    def _buckets(self, axis: str) -> tuple[np.ndarray, int]:
-        """Each cluster's bucket and the number of buckets: the scan's forced number, or
-        the fewest whose rows (pass 1's cluster sizes, in order) fit the budget."""
+    def _n_buckets(self, axis: str) -> int:
+        """The scan's forced number of buckets, or the fewest whose rows fit the budget
+        (the bucket of a cluster is a hash of its label, so buckets are about equal)."""
         _, rows = self.scan.dictionary(axis)
         per_bucket = max(self.scan.budget // BUCKET_ROW_BYTES, 1)
         n_buckets = self.scan.buckets or max(1, -(-int(rows.sum()) // per_bucket))
-        n_buckets = min(n_buckets, len(rows))
-        edges = np.cumsum(rows) - rows  # rows before each cluster
-        return np.minimum(edges * n_buckets // max(int(rows.sum()), 1),
-                          n_buckets - 1).astype(np.int64), n_buckets
+        return min(n_buckets, len(rows))
 
 
-def _key_fit(log: ComparisonLog, board, strata) -> KeyFit:
+def _key_fit(log: ComparisonLog, board, strata, n_keys: int) -> KeyFit:
     """The buckets' view of the fit: each scan key's row of the fit (-1 when the
     estimator left it out), read from the ``KEY`` axis, which the fit's rows carry."""
     if board.pair is None:
         raise WinrateInputError(f"model {board.estimator!r} holds no per-row influence; a "
                                 "scan on an engine needs it")
     key = log.axes[KEY]
-    key_rows = np.full(int(key.labels.max()) + 1, -1, np.int64)
+    key_rows = np.full(n_keys, -1, np.int64)
     key_rows[key.labels[key.codes]] = np.arange(log.n_rows)
     stratum_total = None
     if strata is not None:
@@ -101,4 +104,5 @@ def scanned_log(scan: Scan, model: str | None, board=None) -> tuple[ComparisonLo
                                 "which the scanned log does not have")
     log, n_rows = scan.key_log(key_axes)
     axes = {name: ClusterAxis(None, scan.dictionary(name)[0]) for name in scan.columns.axes}
-    return log, ScanDesign(scan, axes, n_rows, log.n_comparisons, key_axes)
+    return log, ScanDesign(scan, axes, n_rows, log.n_comparisons, key_axes,
+                           int(log.axes[KEY].labels.max()) + 1)

@@ -8,7 +8,8 @@ runs unchanged on DuckDB and Spark SQL (plain ``SELECT``/``JOIN``/``GROUP BY`` w
 
 * ``table(source)``: make a source queryable under a name (a file, a glob, a folder of
   Parquet or CSV files, a pandas DataFrame or Arrow table, or the engine's own relation or
-  DataFrame);
+  DataFrame); CSV fields are read as text, as :func:`winrate.io.logs.read_table` reads
+  ids exactly as written (numbers are cast where used);
 * ``put(name, table)``: register a small Arrow table (the code dictionaries);
 * ``query(sql)``: the result as an Arrow table; ``batches(sql)``: the same as a stream of
   Arrow record batches, so a large result is never held whole.
@@ -60,7 +61,8 @@ def source_files(source) -> tuple[list[str], str]:
     else:
         files = sorted(glob.glob(text, recursive=True)) if glob.has_magic(text) else [text]
     if not files or not all(Path(f).is_file() for f in files):
-        raise WinrateInputError(f"{text!r}: no such file, or no Parquet/CSV file under it")
+        raise WinrateInputError(f"{text!r}: not found (no such file, or no Parquet/CSV file "
+                                "under it)")
     kinds = {"parquet" if Path(f).suffix.lower() in PARQUET_SUFFIXES else "csv"
              for f in files}
     if len(kinds) > 1:
@@ -97,7 +99,7 @@ class DuckDBEngine(Engine):
             files, kind = source_files(source)
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
             reader = (f"read_parquet([{listed}], union_by_name = true)" if kind == "parquet"
-                      else f"read_csv([{listed}], union_by_name = true)")
+                      else f"read_csv([{listed}], union_by_name = true, all_varchar = true)")
             self.connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {reader}")
         else:
             self.connection.register(name, source)  # a pandas DataFrame or Arrow table

@@ -43,6 +43,9 @@ ENGINES = ("auto", "memory", "duckdb", "spark")
 #: rows of a two-way Bradley-Terry analysis). ``auto`` compares rows x this with the budget.
 BYTES_PER_ROW = 170
 
+#: The least memory (bytes) an engine is given, whatever the budget.
+MIN_ENGINE_MEMORY = 256 << 20
+
 #: Names the pass-1 key table gives its aggregates.
 FREQUENCY, ROW_COUNT, KEY = "winrate_frequency", "winrate_rows", "winrate_key"
 
@@ -128,22 +131,30 @@ class Scan:
         if frame.empty:
             raise WinrateInputError(f"the scanned log {self._name()} has no rows")
         frame[KEY] = np.arange(len(frame))
-        self.engine.put("winrate_keys", _arrow(frame.drop(columns=[ROW_COUNT])))
+        self._cache[("raw keys", axes)] = frame.copy()
         keywords = {**cols.reader_keywords(), "weight_col": FREQUENCY,
                     "extra_cols": (*(c for c in cols.extras if c in axes), KEY)}
         for name in ("prompt", "judge"):
             if name not in axes:
                 keywords[f"{name}_col"] = None
         for col in (cols.model_a, cols.model_b, *(cols.axes[name] for name in axes)):
-            frame[col] = id_text(frame[col])  # as a file's ids are read (the join keeps raw)
+            frame[col] = _as_read(frame[col])
         log = read_comparisons(frame, **keywords)
         result = (log, int(frame[ROW_COUNT].sum()))
         self._cache[("keys", axes)] = result
         return result
 
+    def _key_frame(self, axes: tuple[str, ...]) -> pd.DataFrame:
+        """Pass 1's key table with the raw values, as the engine holds them."""
+        self.key_log(axes)
+        return self._cache[("raw keys", axes)]
+
+    def _raw_labels(self, axis: str) -> pd.Series:
+        self.dictionary(axis)
+        return self._cache[("raw labels", axis)]
+
     def dictionary(self, axis: str) -> tuple[np.ndarray, np.ndarray]:
-        """An axis' labels (in the order of their codes) and the rows of each; registered
-        with the engine as ``winrate_axis_<axis>`` (label, code)."""
+        """An axis' labels (in the order of their codes) and the rows of each."""
         cached = self._cache.get(("axis", axis))
         if cached is not None:
             return cached
@@ -153,49 +164,53 @@ class Scan:
         if frame["label"].isna().any():
             raise WinrateInputError(f"column {self.columns.axes[axis]!r}: missing value in "
                                     f"{self._name()}; every row needs a {axis}")
-        self.engine.put(f"winrate_axis_{axis}", _arrow(pd.DataFrame(
-            {"label": frame["label"], "code": np.arange(len(frame))})))
-        result = (id_text(frame["label"]).to_numpy(), frame["n"].to_numpy(np.int64))
+        self._cache[("raw labels", axis)] = frame["label"]
+        result = (_as_read(frame["label"]).to_numpy(), frame["n"].to_numpy(np.int64))
         self._cache[("axis", axis)] = result
         return result
 
     # ------------------------------------------------------------------ pass 2
 
-    def bucket_rows(self, axes: tuple[str, ...], bucket_axis: str | None,
-                    bucket_of: np.ndarray | None, n_buckets: int,
+    def bucket_rows(self, axes: tuple[str, ...], bucket_axis: str | None, n_buckets: int,
                     key_axes: tuple[str, ...] = ()) -> Iterator[dict[str, np.ndarray]]:
         """Pass 2 (module doc): per bucket, every row's key index (``KEY``), codes on each
-        of ``axes`` and weight (``"weight"``), as numpy arrays. ``bucket_of`` gives each
-        cluster of ``bucket_axis`` its bucket (None: one bucket)."""
+        of ``axes`` (``axis0``, ...) and weight (``"weight"``), as numpy arrays. A row's
+        bucket is a hash of its ``bucket_axis`` label modulo ``n_buckets`` (in SQL), so a
+        bucket holds whole clusters of that axis; the rows are coded batch by batch
+        against the key table and the axes' dictionaries of pass 1 (:class:`_Coder`)."""
         cols = self.columns
         keys = [cols.model_a, cols.model_b, cols.outcome, *cols.features,
                 *(cols.axes[name] for name in key_axes)]
-        joins = [" AND ".join(f"s.{_quote(c)} = k.{_quote(c)}" for c in keys)]
-        select = [f"k.{KEY} AS {KEY}", f"{self._weight('s.')} AS weight"]
-        tables = ["winrate_keys k"]
-        for i, name in enumerate(axes):
-            self.dictionary(name)
-            tables.append(f"winrate_axis_{name} d{i}")
-            joins.append(f"s.{_quote(cols.axes[name])} = d{i}.label")
-            select.append(f"d{i}.code AS axis{i}")
-        if bucket_axis is not None and n_buckets > 1:
-            self.engine.put("winrate_buckets", _arrow(pd.DataFrame(
-                {"code": np.arange(len(bucket_of)), "bucket": bucket_of})))
-            tables.append("winrate_buckets bk")
-            joins.append(f"d{axes.index(bucket_axis)}.code = bk.code")
-        base = (f"SELECT {', '.join(select)} FROM {self.table} s, {', '.join(tables)} "
-                f"WHERE {' AND '.join(joins)}{self._positive(' AND ', 's.')}")
+        key_coder = _Coder(self._key_frame(key_axes)[keys])
+        axis_coders = [_Coder(pd.DataFrame({"label": self._raw_labels(name)}))
+                       for name in axes]
+        names = list(dict.fromkeys([*keys, *(cols.axes[name] for name in axes)]))
+        select = ", ".join(_quote(c) for c in names)
+        weight = f", {self._weight()} AS winrate_weight"
+        where = self._positive()
         for bucket in range(n_buckets):
-            sql = base if bucket_axis is None or n_buckets == 1 else \
-                f"{base} AND bk.bucket = {bucket}"
-            yield self._coded(sql, len(axes))
+            sql = f"SELECT {select}{weight} FROM {self.table}{where}"
+            if bucket_axis is not None and n_buckets > 1:
+                label = _quote(cols.axes[bucket_axis])
+                sql += (f"{' AND' if where else ' WHERE'} "
+                        f"((hash({label}) % {n_buckets}) + {n_buckets}) % {n_buckets} "
+                        f"= {bucket}")
+            yield self._coded(sql, keys, [cols.axes[name] for name in axes], key_coder,
+                              axis_coders)
 
-    def _coded(self, sql: str, n_axes: int) -> dict[str, np.ndarray]:
-        parts = [batch for batch in self.engine.batches(sql) if batch.num_rows]
-        out = {KEY: _column(parts, 0, np.int64), "weight": _column(parts, 1, np.float64)}
-        for i in range(n_axes):
-            out[f"axis{i}"] = _column(parts, 2 + i, np.int64)
-        return out
+    def _coded(self, sql: str, keys: list[str], axis_cols: list[str], key_coder: _Coder,
+               axis_coders: list[_Coder]) -> dict[str, np.ndarray]:
+        parts = {KEY: [], "weight": [], **{f"axis{i}": [] for i in range(len(axis_cols))}}
+        for batch in self.engine.batches(sql):
+            if not batch.num_rows:
+                continue
+            parts[KEY].append(key_coder.code([batch.column(c) for c in keys]))
+            parts["weight"].append(batch.column("winrate_weight").to_numpy(
+                zero_copy_only=False).astype(np.float64, copy=False))
+            for i, (col, coder) in enumerate(zip(axis_cols, axis_coders, strict=True)):
+                parts[f"axis{i}"].append(coder.code([batch.column(col)]))
+        return {name: np.concatenate(arrays) if arrays else np.empty(0, np.int64)
+                for name, arrays in parts.items()}
 
     # ------------------------------------------------------------------ helpers
 
@@ -222,22 +237,67 @@ class Scan:
             else f"({type(self.source).__name__})"
 
 
+def _as_read(values: pd.Series) -> pd.Series:
+    """Ids as a file read in memory gives them (:func:`winrate.io.logs.read_table`): a
+    float id column as text (7.0 is the id "7"), any other as it is; the engine's join
+    keeps the raw values."""
+    return id_text(values) if pd.api.types.is_float_dtype(values) else values
+
+
 def _quote(column: str) -> str:
     """A column name as a quoted SQL identifier (both engines accept backquotes)."""
     return "`" + column.replace("`", "``") + "`"
 
 
-def _arrow(frame: pd.DataFrame):
-    import pyarrow as pa
+class _Coder:
+    """Codes rows of several columns as the row index of their values in ``table`` (a
+    frame of distinct value combinations): each column is dictionary-encoded by Arrow and
+    its dictionary looked up in the column's distinct values, and the per-column codes are
+    combined in mixed radix, compacted to the table's combinations whenever the radix
+    would pass 2^62 (every row's combination is in the table, so are its prefixes)."""
 
-    return pa.Table.from_pandas(frame, preserve_index=False)
+    def __init__(self, table: pd.DataFrame):
+        self.values = [pd.Index(pd.unique(table[c])) for c in table.columns]
+        codes = [index.get_indexer(table[c]) for index, c in zip(self.values, table.columns,
+                                                                  strict=True)]
+        self.steps, combined = self._combine(codes, None)
+        order = np.argsort(combined, kind="stable")
+        self.sorted, self.rows = combined[order], order
 
+    def _combine(self, codes: list[np.ndarray], steps):
+        """Mixed-radix codes; ``steps`` None: build the compaction tables (from the table's
+        rows), else apply them."""
+        built = []
+        combined = codes[0].astype(np.int64)
+        for i, (index, part) in enumerate(zip(self.values[1:], codes[1:], strict=True)):
+            size = len(index)
+            bound = (int(combined.max(initial=0)) + 1) * size
+            if bound >= 1 << 62:
+                uniques = np.unique(combined) if steps is None else steps[i]
+                combined = np.searchsorted(uniques, combined)
+                built.append(uniques)
+            else:
+                built.append(None)
+            combined = combined * size + part
+        return (built if steps is None else steps), combined
 
-def _column(parts, index: int, dtype) -> np.ndarray:
-    if not parts:
-        return np.empty(0, dtype)
-    return np.concatenate([part.column(index).to_numpy(zero_copy_only=False)
-                           for part in parts]).astype(dtype, copy=False)
+    def code(self, columns) -> np.ndarray:
+        """Each row's index in the table; an error for a value the table lacks."""
+        import pyarrow.compute as pc
+
+        codes = []
+        for index, column in zip(self.values, columns, strict=True):
+            encoded = pc.dictionary_encode(column)
+            if hasattr(encoded, "combine_chunks"):
+                encoded = encoded.combine_chunks()
+            lookup = index.get_indexer(encoded.dictionary.to_pandas())
+            positions = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+            codes.append(np.where(positions >= 0, lookup[positions], -1))
+        if any((c < 0).any() for c in codes):
+            raise WinrateInputError("a row's value is missing or changed between the scan's "
+                                    "passes (the source must not change during a scan)")
+        _, combined = self._combine(codes, self.steps)
+        return self.rows[np.searchsorted(self.sorted, combined)]
 
 
 def machine_memory() -> int:
@@ -245,17 +305,23 @@ def machine_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _count_rows(source, engine: Engine | None, table: str | None) -> int:
-    """Rows of ``source``: from Parquet metadata, ``len`` of a frame, else a count."""
+#: Bytes per line of a CSV log, for the row estimate of ``auto`` (counting would read it).
+CSV_LINE_BYTES = 40
+
+
+def _rows_without_engine(source) -> int | None:
+    """Rows of ``source`` where no engine is needed to count them: Parquet metadata, a
+    CSV file's size over :data:`CSV_LINE_BYTES` (an estimate), ``len`` of a frame."""
     if isinstance(source, (str, os.PathLike)):
         files, kind = source_files(source)
-        if kind == "parquet":
-            import pyarrow.parquet as pq
+        if kind == "csv":
+            return sum(os.path.getsize(f) for f in files) // CSV_LINE_BYTES
+        import pyarrow.parquet as pq
 
-            return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    elif isinstance(source, pd.DataFrame) or hasattr(source, "num_rows"):
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    if isinstance(source, pd.DataFrame) or hasattr(source, "num_rows"):
         return len(source)
-    return int(engine.query(f"SELECT COUNT(*) AS n FROM {table}").column(0)[0].as_py())
+    return None
 
 
 def _make_engine(name: str, source, budget: int) -> Engine:
@@ -270,8 +336,9 @@ def _make_engine(name: str, source, budget: int) -> Engine:
     connection = None
     if isinstance(source, duckdb.DuckDBPyRelation):
         connection = getattr(source, "connection", None)
-    # DuckDB gets a third of the budget; the rest holds a bucket's rows and influence
-    return DuckDBEngine(memory_limit=budget // 3, connection=connection)
+    # DuckDB gets a third of the budget (at least what it needs to run at all); the rest
+    # holds a bucket's rows and influence
+    return DuckDBEngine(memory_limit=max(budget // 3, MIN_ENGINE_MEMORY), connection=connection)
 
 
 def scan(source, engine: str = "auto", *, columns: dict | None = None,
@@ -302,30 +369,55 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     chosen = "duckdb" if engine in ("auto", "memory") else engine
     if type(source).__module__.startswith("pyspark") and engine == "auto":
         chosen = "spark"
-    backend = _make_engine(chosen, source, budget)
-    table = backend.table(source)
-    cols = _present(cols, backend, table)
-    n_rows = _count_rows(source, backend, table)
-    need = n_rows * BYTES_PER_ROW
-    if engine == "auto":
-        fits = need <= budget and chosen != "spark"
-        mode = "memory" if fits else chosen
-        reason = (f"{n_rows:,} rows x {BYTES_PER_ROW} bytes = {need / 2**30:.2f} GiB "
-                  f"{'fits' if fits else 'exceeds'} the {budget / 2**30:.1f} GiB budget"
-                  if chosen != "spark" else "a Spark DataFrame is analysed on Spark")
-    else:
-        mode, reason = engine, "as requested"
-    memory_source = mode == "memory" and (isinstance(source, pd.DataFrame) or (
+    n_rows = _rows_without_engine(source)
+    backend = table = None
+    if n_rows is None or chosen == "spark" or engine not in ("auto", "memory"):
+        backend = _make_engine(chosen, source, budget)
+        table = backend.table(source)
+        if n_rows is None:
+            n_rows = int(backend.query(f"SELECT COUNT(*) AS n FROM {table}").column(0)[0]
+                         .as_py())
+    mode, reason = _where(engine, chosen, n_rows, budget)
+    in_memory = mode == "memory" and (isinstance(source, pd.DataFrame) or (
         isinstance(source, (str, os.PathLike)) and os.path.isfile(source)))
+    if not in_memory and backend is None:
+        backend = _make_engine(chosen, source, budget)
+        table = backend.table(source)
+    names = (backend.query(f"SELECT * FROM {table} LIMIT 0").column_names
+             if backend is not None else _file_columns(source))
+    cols = _present(cols, names)
     return Scan(source, cols, mode, reason, n_rows, budget,
-                None if memory_source else backend, None if memory_source else table,
-                buckets)
+                None if in_memory else backend, None if in_memory else table, buckets)
 
 
-def _present(cols: Columns, engine: Engine, table: str) -> Columns:
+def _where(engine: str, chosen: str, n_rows: int, budget: int) -> tuple[str, str]:
+    """The mode of a scan and why (:func:`scan`)."""
+    if engine != "auto":
+        return engine, "as requested"
+    if chosen == "spark":
+        return "spark", "a Spark DataFrame is analysed on Spark"
+    need = n_rows * BYTES_PER_ROW
+    fits = need <= budget
+    return ("memory" if fits else chosen,
+            f"{n_rows:,} rows x {BYTES_PER_ROW} bytes = {need / 2**30:.2f} GiB "
+            f"{'fits' if fits else 'exceeds'} the {budget / 2**30:.1f} GiB budget")
+
+
+def _file_columns(source) -> list[str]:
+    """The column names of a DataFrame, or of a Parquet or CSV file (its header)."""
+    if isinstance(source, pd.DataFrame):
+        return [str(c) for c in source.columns]
+    files, kind = source_files(source)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_schema(files[0]).names
+    return list(pd.read_csv(files[0], nrows=0).columns)
+
+
+def _present(cols: Columns, names: list[str]) -> Columns:
     """``cols`` without a default-named prompt or judge column the source lacks; an error
     naming any other column it lacks."""
-    names = engine.query(f"SELECT * FROM {table} LIMIT 0").column_names
     changes = {role: None for role in ("prompt", "judge")
                if getattr(cols, role) == DEFAULT_COLUMNS[role]
                and getattr(cols, role) not in names}

@@ -173,6 +173,8 @@ def bucket_covariance(fit: KeyFit, sweep: Callable[[], Iterable[dict]], sizes: l
                               bucket.scale * fit.frequency[bucket.rows])
     for part in _progress(sweep(), progress):
         bucket = fit.bucket(part, n_dims)
+        if not bucket.rows.size:
+            continue
         for term in terms:
             _add_term(term, bucket, fit, sizes, cr2)
         for d, design in enumerate(designs):

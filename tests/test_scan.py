@@ -1,0 +1,241 @@
+"""A scan analysed on DuckDB equals the same log analysed in memory (issue 23).
+
+``analyze(read_comparisons(parquet))`` and ``analyze(scan(parquet, engine="duckdb",
+buckets=B))`` share no code between reading and the kernels: the scan fits a key table
+that DuckDB aggregated, and sums the clustered meats and the design diagnostics bucket by
+bucket from rows DuckDB streamed (:mod:`winrate.variance.buckets`), where the in-memory
+path runs its kernels once over all rows. Every number must agree to 1e-12 of its size:
+scores, both covariances, and each axis' diagnostics, for both estimators (with
+covariates, Davidson ties, a baseline), naive, one-way and two-way clustering, CR0, CR1
+and CR2, forced buckets and weighted logs. The in-memory side is itself checked against
+brute-force computations elsewhere (tests/test_frequency.py, tests/test_variance.py).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import winrate
+from winrate.errors import WinrateInputError, WinrateWarning
+
+TOL = 1e-12
+
+FITS = [("winrate", {}), ("winrate", {"weights": "count"}), ("winrate", {"baseline": "m0"}),
+        ("bt", {}), ("bt", {"covariates": ("style",)}), ("bt", {"ties": "davidson"}),
+        ("bt", {"baseline": "m0"})]
+
+
+@st.composite
+def logs(draw):
+    """A random log with string models, integer prompts, string judges, ties, a style
+    covariate taking a few values, and optionally a weight column."""
+    k = draw(st.integers(3, 6))
+    n = draw(st.integers(40, 160))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    a[:k], b[:k] = np.arange(k), (np.arange(k) + 1) % k
+    a[k:2 * k], b[k:2 * k] = 1 + np.arange(k) % (k - 1), 0  # every model meets m0
+    frame = pd.DataFrame({
+        "prompt_id": rng.integers(0, max(4, n // draw(st.integers(2, 8))), n),
+        "judge_id": np.array(["j0", "j1", "j2", "j3"])[rng.integers(0, 4, n)],
+        "model_a": [f"m{i}" for i in a], "model_b": [f"m{i}" for i in b],
+        "outcome": rng.choice(["a", "b", "tie"], n, p=[0.45, 0.4, 0.15]),
+        "style": rng.choice([-1.0, 0.0, 0.5, 2.0], n),
+    })
+    weighted = draw(st.booleans())
+    if weighted:
+        frame["w"] = rng.choice([0.0, 1.0, 2.0, 3.5], n, p=[0.1, 0.5, 0.3, 0.1])
+    return frame, ("w" if weighted else None)
+
+
+def _relative(x, y) -> float:
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    assert np.array_equal(np.isnan(x), np.isnan(y))
+    scale = max(np.nanmax(np.abs(x), initial=0.0), 1e-300)
+    return float(np.nanmax(np.abs(x - y), initial=0.0) / scale)
+
+
+def assert_same(mem, eng) -> None:
+    """Scores, covariances and every axis diagnostic agree to TOL of their size."""
+    order = np.argsort(mem.models.astype(str))
+    other = np.argsort(eng.models.astype(str))
+    assert list(mem.models.astype(str)[order]) == list(eng.models.astype(str)[other])
+    assert _relative(mem.scores[order], eng.scores[other]) <= TOL
+    for name in ("cov", "cov_naive"):
+        x, y = getattr(mem, name), getattr(eng, name)
+        assert _relative(x[np.ix_(order, order)], y[np.ix_(other, other)]) <= TOL, name
+    assert _relative(mem.intervals.se[order], eng.intervals.se[other]) <= TOL
+    assert mem.n_rows == eng.n_rows and mem.n_comparisons == eng.n_comparisons
+    assert mem.not_estimable == eng.not_estimable
+    assert mem.notes.codes == eng.notes.without("engine").codes
+    assert "engine" in eng.notes.codes
+    assert mem.axes.keys() == eng.axes.keys()
+    for axis, x in mem.axes.items():
+        y = eng.axes[axis]
+        assert (x.n_clusters, x.single_cluster_pairs) == (y.n_clusters, y.single_cluster_pairs)
+        assert _relative(x.icc, y.icc) <= TOL
+        for field in ("se", "deff", "m", "rho", "largest_share", "effective_clusters"):
+            assert _relative(getattr(x, field)[order], getattr(y, field)[other]) <= TOL, field
+
+
+def _analyses(frame, weight, path, fit, cluster, correction, buckets):
+    model, options = fit
+    features = ("style",) if options.get("covariates") else ()
+    variance = winrate.Variance(method="sandwich", correction=correction)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        log = winrate.read_comparisons(frame, weight_col=weight, feature_cols=features)
+        mem = winrate.analyze(log, cluster, model, variance=variance, **options)
+        scan = winrate.scan(path, engine="duckdb", weight_col=weight, feature_cols=features,
+                            buckets=buckets)
+        eng = winrate.analyze(scan, cluster, model, variance=variance, **options)
+    return mem, eng
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(logs(), st.sampled_from(FITS), st.sampled_from(["none", "prompt", "judge",
+                                                       "prompt+judge"]),
+       st.sampled_from(["none", "cr1", "cr2"]), st.integers(1, 4))
+def test_scan_equals_memory(tmp_path, data, fit, cluster, correction, buckets):
+    frame, weight = data
+    if correction == "cr2" and fit[0] != "winrate":
+        correction = "cr1"  # CR2 is the win rate's (its strata are the pairs)
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    try:
+        mem, eng = _analyses(frame, weight, path, fit, cluster, correction, buckets)
+    except WinrateInputError as error:  # an unidentified design fails the same way on both
+        with pytest.raises(WinrateInputError, match=str(error)[:40].replace("(", r"\(")):
+            _analyses(frame, weight, path, fit, cluster, correction, buckets)
+        return
+    assert_same(mem, eng)
+
+
+def test_forced_buckets_b3_two_way_cr2_weighted(tmp_path):
+    """The acceptance case named in the issue, on one fixed log: B = 3, two-way, CR2,
+    weighted, win rate; and the same log with Bradley-Terry and CR1."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    a = rng.integers(0, 8, n)
+    b = (a + rng.integers(1, 8, n)) % 8
+    frame = pd.DataFrame({"prompt_id": rng.integers(0, 400, n), "judge_id": rng.integers(0, 35, n),
+                          "model_a": a.astype(str), "model_b": b.astype(str),
+                          "outcome": rng.choice([1.0, 0.0, 0.5], n), "w": rng.integers(1, 4, n)})
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    for fit, correction in ((("winrate", {}), "cr2"), (("bt", {}), "cr1")):
+        mem, eng = _analyses(frame, "w", path, fit, "prompt+judge", correction, 3)
+        assert_same(mem, eng)
+
+
+def test_csv_folder_and_glob_scan_equal_the_file(tmp_path):
+    """A folder or glob of CSV parts is one log; ids are read as text, as from a file."""
+    rng = np.random.default_rng(3)
+    n = 600
+    a = rng.integers(0, 5, n)
+    frame = pd.DataFrame({"prompt_id": rng.integers(0, 90, n), "judge_id": rng.integers(0, 3, n),
+                          "model_a": a, "model_b": (a + rng.integers(1, 5, n)) % 5,
+                          "outcome": rng.choice(["a", "b", "tie"], n)})
+    whole = tmp_path / "whole.csv"
+    frame.to_csv(whole, index=False)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for i in range(3):
+        frame.iloc[200 * i:200 * (i + 1)].to_csv(parts / f"part{i}.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        mem = winrate.analyze(winrate.read_comparisons(whole), "prompt")
+        for source in (parts, str(parts / "*.csv")):
+            eng = winrate.analyze(winrate.scan(source, engine="duckdb", buckets=2), "prompt")
+            assert_same(mem, eng)
+            assert list(eng.axes["prompt"].largest_cluster) == list(
+                mem.axes["prompt"].largest_cluster)
+
+
+def test_auto_engine_says_which_and_why(tmp_path):
+    frame = pd.DataFrame({"model_a": ["x", "y"] * 10, "model_b": ["y", "z"] * 10,
+                          "outcome": ["a", "b"] * 10, "prompt_id": range(20)})
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    small = winrate.scan(path)
+    assert small.mode == "memory" and "fits" in small.reason and small.n_rows == 20
+    big = winrate.scan(path, memory=1000)
+    assert big.mode == "duckdb" and "exceeds" in big.reason
+    assert repr(big).startswith("Scan(rows=20, engine='duckdb'")
+
+
+def test_resampling_on_an_engine_is_refused_with_the_method_to_use(tmp_path):
+    frame = pd.DataFrame({"model_a": ["x", "y", "z"] * 20, "model_b": ["y", "z", "x"] * 20,
+                          "outcome": ["a", "b", "tie"] * 20, "prompt_id": np.arange(60) % 12})
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    scan = winrate.scan(path, engine="duckdb")
+    with pytest.raises(WinrateInputError, match="use method 'sandwich'"):
+        winrate.analyze(scan, "prompt", variance=winrate.Variance(method="jackknife"))
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"engine": "polars"}, "engine must be one of"),
+    ({"columns": {"winner": "x"}}, "unknown role"),
+    ({"columns": {"outcome": "verdict"}}, r"column\(s\) \['verdict'\] not found"),
+    ({"memory": 0}, "memory must be a positive"),
+])
+def test_bad_scan_arguments_are_one_line_errors(tmp_path, kwargs, match):
+    frame = pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "outcome": ["a"]})
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(WinrateInputError, match=match):
+        winrate.scan(path, **kwargs)
+
+
+def test_missing_source_is_named(tmp_path):
+    with pytest.raises(WinrateInputError, match="not found"):
+        winrate.scan(tmp_path / "nothing.parquet")
+
+
+def test_cli_engine_flag_gives_the_memory_numbers_and_says_which_engine(tmp_path, capsys):
+    import json
+
+    from winrate.cli import main
+
+    rng = np.random.default_rng(11)
+    n = 900
+    a = rng.integers(0, 5, n)
+    frame = pd.DataFrame({"prompt_id": rng.integers(0, 120, n),
+                          "judge_id": rng.integers(0, 4, n).astype(str),
+                          "model_a": [f"m{i}" for i in a],
+                          "model_b": [f"m{i}" for i in (a + rng.integers(1, 5, n)) % 5],
+                          "outcome": rng.choice(["a", "b", "tie"], n)})
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    runs = {}
+    for engine in ("memory", "duckdb"):
+        out = tmp_path / f"{engine}.json"
+        assert main(["leaderboard", str(path), "--engine", engine, "--method", "sandwich",
+                     "--memory", "2G", "--json", str(out)]) == 0
+        runs[engine] = json.loads(out.read_text())
+    err = capsys.readouterr().err
+    assert "[engine]" in err and "analysed on duckdb (as requested)" in err
+    codes = [note["code"] for note in runs["duckdb"]["notes"]]
+    assert "engine" in codes
+    rows = {engine: dict(zip(run["models"], zip(run["score"], run["se"], strict=True),
+                             strict=True))
+            for engine, run in runs.items()}
+    for model, (score, se) in rows["memory"].items():
+        assert abs(rows["duckdb"][model][0] - score) <= 1e-12
+        assert abs(rows["duckdb"][model][1] - se) <= 1e-12 * se
+
+
+def test_memory_sizes_parse():
+    from winrate.cli import _byte_size
+
+    assert _byte_size("4G") == 4 << 30 and _byte_size("512MiB") == 512 << 20
+    assert _byte_size("1000") == 1000
