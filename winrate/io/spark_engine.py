@@ -13,9 +13,9 @@ Sources (:meth:`SparkEngine.table`):
   :func:`winrate.io.engine.source_files`): Parquet with ``mergeSchema`` (a column missing
   from some files reads as NULL there, as DuckDB's ``union_by_name``), a folder's
   ``key=value`` subfolders as partition columns; CSV with a header row, ``,`` or (``.tsv``)
-  a tab between fields, and column types inferred from every row (Spark's ``inferSchema``:
-  one extra pass over the files, as exact as DuckDB's type detection; a malformed row
-  stops the read instead of turning into NULLs). Prefer Parquet for large logs;
+  a tab between fields, every field as text (as DuckDB's engine reads CSV, so that ids
+  stay as written; the scan's SQL casts numbers where it uses them), and a malformed row
+  stops the read instead of turning into NULLs;
 * a URI with a scheme Spark reads (``s3a://``, ``hdfs://``, ``abfss://``, ``gs://``,
   ``dbfs:/``, ...): handed to Spark's reader unlisted (a glob or partitioned folder
   included), as CSV when it ends in a CSV suffix and as Parquet otherwise;
@@ -139,7 +139,7 @@ class SparkEngine(Engine):
         if len(tabs) > 1:
             raise WinrateInputError(f"{text!r} holds both .tsv and comma-separated files: "
                                     f"scan one kind")
-        return reader.csv(files, header=True, inferSchema=True, mode="FAILFAST",
+        return reader.csv(files, header=True, inferSchema=False, mode="FAILFAST",
                           sep="\t" if tabs.pop() else ",")
 
     def put(self, name: str, table) -> None:
