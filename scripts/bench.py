@@ -43,6 +43,13 @@ Sections (``--only`` runs one):
   ``--repeat`` runs and their range; issue 23's target <= 5 s and <= 1 GiB; the pairwise
   log it stands for has 239 million rows), and in this process the time of reading the
   table, the fit (pair table and per-question influence totals) and the analysis.
+* ``scale``: logs beyond memory on an engine (issue 23). For each of ``--scale-n`` (row
+  counts, default 50M and 200M) a prompt-partitioned zstd Parquet log with integer ids
+  (100 models, 1,000 judges, 200 rows per prompt; written once by DuckDB into
+  ``--workdir``), then ``winrate leaderboard FILE --engine duckdb --model bt --cluster
+  prompt+judge --method sandwich --correction cr1 --memory --scale-memory`` in a fresh
+  process: wall time and peak resident memory (median of ``--repeat`` runs, with the
+  range). ``--scale-random N`` adds a log of N rows in random row order with string ids.
 
 Usage: ``python scripts/bench.py [--only SECTION] [--n 10000000] [--models 100]
 [--prompts 1000000] [--judges 10] [--repeat 3] [--model winrate|bt] [--joint-n 1000000]
@@ -78,7 +85,8 @@ from winrate.estimators import ESTIMATORS, fit
 from winrate.io.logs import ComparisonLog
 from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
-SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup", "check", "evals-scale")
+SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup", "check", "evals-scale",
+            "scale")
 
 
 def _estimators(args) -> tuple[str, ...]:
@@ -508,6 +516,54 @@ def bench_evals_scale(args, workdir: Path) -> None:
         print(f"    {name:<14} {_median_range(seconds, 's')}")
 
 
+def write_scale_log(path: Path, n: int, random_order: bool) -> None:
+    """A Bradley-Terry log of ``n`` rows written by DuckDB: 100 models with abilities
+    spread over 4 logits, 1,000 judges, 200 rows per prompt, 10% ties; prompt-partitioned
+    (rows in prompt order) with integer ids, or in random order with string ids. Draws are
+    hashes of the row number, so the file is the same on every run."""
+    import duckdb
+
+    if random_order:
+        ids = ("'prompt-' || (hash(i, 5) % {p})::VARCHAR AS prompt_id, "
+               "'judge-' || (hash(i, 1) % 1000)::VARCHAR AS judge_id, "
+               "'model-' || a::VARCHAR AS model_a, 'model-' || b::VARCHAR AS model_b")
+        order = "ORDER BY hash(i, 6)"
+    else:
+        ids = ("i // 200 AS prompt_id, (hash(i, 1) % 1000)::INTEGER AS judge_id, "
+               "a::SMALLINT AS model_a, b::SMALLINT AS model_b")
+        order = ""
+    draws = ("SELECT i, (hash(i, 2) % 100)::INTEGER AS a, ((hash(i, 2) % 100 + 1 + hash(i, 3) "
+             "% 99) % 100)::INTEGER AS b, (hash(i, 4) % 1000000) / 1e6 AS u "
+             "FROM range({n}) t(i)")
+    sql = (f"COPY (SELECT {ids.format(p=max(n // 200, 1))}, CASE WHEN u < 0.1 THEN 0.5 "
+           "WHEN u < 0.1 + 0.9 / (1 + exp((b - a) / 25.0)) THEN 1.0 ELSE 0.0 END AS outcome "
+           f"FROM ({draws.format(n=n)}) {order}) TO '{path}' "
+           "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)")
+    duckdb.connect().execute(sql)
+
+
+def bench_scale(args, workdir: Path) -> None:
+    logs = [(n, False) for n in args.scale_n]
+    if args.scale_random:
+        logs.append((args.scale_random, True))
+    for n, random_order in logs:
+        kind = "random-order-strings" if random_order else "prompt-partitioned-ints"
+        path = workdir / f"scale_{kind}_{n}.parquet"
+        if not path.exists():
+            start = time.perf_counter()
+            write_scale_log(path, n, random_order)
+            print(f"wrote {path.name} ({path.stat().st_size / 2**30:.2f} GiB) in "
+                  f"{time.perf_counter() - start:.0f} s (not counted)")
+        command = [*_winrate_command(), "leaderboard", str(path), "--engine", "duckdb",
+                   "--model", "bt", "--cluster", "prompt+judge", "--method", "sandwich",
+                   "--correction", "cr1", "--memory", args.scale_memory]
+        runs = [_child_run(command) for _ in range(args.repeat)]
+        print(f"scale: {n:,} rows, {kind}, two-way CR1 Bradley-Terry on DuckDB, --memory "
+              f"{args.scale_memory}")
+        print(f"  wall time: {_median_range([r[0] for r in runs], 's', 1)}")
+        print(f"  peak resident memory: {_median_range([r[1] for r in runs], 'GiB', 2)}")
+
+
 def bench_startup(args) -> None:
     seconds = _fresh_process([*_winrate_command(), "--help"], args.repeat)
     print(f"start-up: winrate --help {seconds:7.3f} s   (fresh process)")
@@ -531,6 +587,9 @@ def main() -> None:
     parser.add_argument("--check-reps", type=int, default=200)
     parser.add_argument("--eval-models", type=int, default=200)
     parser.add_argument("--eval-questions", type=int, default=12_032)
+    parser.add_argument("--scale-n", type=int, nargs="+", default=[50_000_000, 200_000_000])
+    parser.add_argument("--scale-random", type=int, default=None, metavar="N")
+    parser.add_argument("--scale-memory", default="4G")
     parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
                                                      "(default: a temporary folder)")
     parser.add_argument("--record", type=Path, metavar="PATH",
@@ -603,6 +662,8 @@ def _run(args) -> None:
             bench_ranks(args, workdir)
         if "evals-scale" in sections:
             bench_evals_scale(args, workdir)
+        if "scale" in sections:
+            bench_scale(args, workdir)
     if "startup" in sections:
         bench_startup(args)
     if "check" in sections:

@@ -1,11 +1,12 @@
 """``--model lc`` on the bundled AlpacaEval 2 annotations against the published leaderboard.
 
 Prints, and with ``--write`` puts into docs/length-controlled.md between
-``<!-- lc-alpaca-eval -->`` and ``<!-- /lc-alpaca-eval -->``: the agreement with the
-published length-controlled win rates (Spearman, |difference|), the same with instruction
-difficulty joined to rows by position in each annotation file as upstream does (the cause of
-the largest differences), the prompt-clustered sandwich SEs against a prompt-cluster
-bootstrap that refits everything, and per model the published figures beside winrate's.
+``<!-- lc-alpaca-eval -->`` and ``<!-- /lc-alpaca-eval -->``: the agreement of the default
+fit (instruction difficulty joined to rows by position, as upstream) with the published
+length-controlled win rates (Spearman, |difference|), the same with the difficulty joined
+by instruction (``difficulty_join="instruction"``), the prompt-clustered sandwich SEs
+against a prompt-cluster bootstrap that refits everything, and per model the published
+figures beside winrate's.
 
     WINRATE_DATA=../shared/data python scripts/lc_compare.py [--reps 200] [--write]
 """
@@ -16,43 +17,19 @@ import argparse
 import os
 import re
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 from scipy.stats import spearmanr
 
 import winrate
 from winrate.errors import WinrateWarning
-from winrate.estimators import length_controlled as lc
-from winrate.estimators.win_rate_kernels import baseline_code, pairwise_table
-from winrate.io.logs import rows_against
 from winrate.settings import MonteCarlo, Variance
 
 BASELINE = "gpt4_1106_preview"
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "length-controlled.md"
 MARK = "lc-alpaca-eval"
-
-
-def positional_lc(log) -> np.ndarray:
-    """LC with upstream's join of instruction difficulty by row position: the r-th row of a
-    model's file gets the difficulty of the r-th instruction (``df["index"]`` after
-    ``reset_index`` in ``glm_winrate._get_featurized_data``); the reader keeps file order."""
-    log = rows_against(log, BASELINE)
-    dsg = lc.design(log, baseline_code(log, BASELINE, pairwise_table(log)[1]),
-                    lc.LENGTH_FEATURE)
-    found = lc.estimate(dsg)
-    counts = np.bincount(dsg.c, minlength=dsg.k)
-    canonical = dsg.i[dsg.c == int(np.argmax(counts == dsg.n_prompts))]  # a complete file
-    order = np.argsort(np.argsort(dsg.c, kind="stable"), kind="stable")
-    position = order - np.concatenate([[0], np.cumsum(counts)[:-1]])[dsg.c]
-    shifted = replace(dsg, i=canonical[position])
-    d = found["difficulty"]
-    omega, _ = lc.fit_models(shifted, d, found["prior"].mean, np.linalg.inv(found["prior"].cov))
-    q = expit(omega[shifted.c, 0] + omega[shifted.c, 2] * d[shifted.i])
-    return np.bincount(shifted.c, q, dsg.k) / counts
 
 
 def compare(reps: int) -> tuple[pd.DataFrame, dict]:
@@ -64,10 +41,12 @@ def compare(reps: int) -> tuple[pd.DataFrame, dict]:
         boot = winrate.analyze(log, "prompt", "lc", baseline=BASELINE, board=sandwich.leaderboard,
                                variance=Variance("bootstrap", bootstrap_reps=reps),
                                monte_carlo=MonteCarlo(seed=0))
-        positional = positional_lc(log)
+        by_instruction = winrate.fit(log, "lc", baseline=BASELINE,
+                                     difficulty_join="instruction")
     models = sandwich.leaderboard.models.astype(str)
     ours = pd.DataFrame({"lc": sandwich.leaderboard.scores * 100,
-                         "positional": positional * 100, "se": sandwich.intervals.se * 100,
+                         "by_instruction": by_instruction.scores * 100,
+                         "se": sandwich.intervals.se * 100,
                          "se_boot": boot.intervals.se * 100}, index=models)
     published = pd.read_csv(Path(os.environ["WINRATE_DATA"]) / "alpaca_eval"
                             / "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv", index_col=0)
@@ -81,8 +60,11 @@ def compare(reps: int) -> tuple[pd.DataFrame, dict]:
         "spearman": spearmanr(frame["lc"], frame["length_controlled_winrate"]).statistic,
         "spearman_complete": spearmanr(complete["lc"],
                                        complete["length_controlled_winrate"]).statistic,
-        "spearman_positional": spearmanr(frame["positional"],
-                                         frame["length_controlled_winrate"]).statistic,
+        "spearman_instruction": spearmanr(frame["by_instruction"],
+                                          frame["length_controlled_winrate"]).statistic,
+        "median_instruction": (frame["by_instruction"]
+                               - frame["length_controlled_winrate"]).abs().median(),
+        "shifted": int((frame["n_total"] < 805).sum()),
         "median": gap.median(), "max": gap.max(), "max_model": gap.idxmax(),
         "median_complete": complete["diff"].abs().median(),
         "replicates": re.search(r"\(([\d,]+) replicates\)", boot.method_note).group(1),
@@ -103,8 +85,10 @@ def markdown(frame: pd.DataFrame, s: dict) -> str:
         "",
         f"* Spearman with the published LC win rates: **{s['spearman']:.4f}** over all "
         f"{s['models']} models; {s['spearman_complete']:.4f} over the {s['complete']} whose "
-        f"annotation files hold all 805 instructions; {s['spearman_positional']:.4f} when "
-        "instruction difficulty is joined to rows by file position as upstream does.",
+        f"annotation files hold all 805 instructions; {s['spearman_instruction']:.4f} "
+        f"(median \\|difference\\| {s['median_instruction']:.2f}) with "
+        "`--difficulty-join instruction`, which moves only the "
+        f"{s['shifted']} other models.",
         f"* Median \\|difference\\|: **{s['median']:.2f}** points ({s['median_complete']:.2f} "
         f"over the complete files); largest {s['max']:.2f} ({s['max_model']}).",
         f"* Prior of the slopes (beta, gamma): mean ({s['prior_mean'][0]:.2f}, "
@@ -114,14 +98,14 @@ def markdown(frame: pd.DataFrame, s: dict) -> str:
         f"sandwich median {s['ratio_median']:.3f}, range {s['ratio_low']:.2f} to "
         f"{s['ratio_high']:.2f}.",
         "",
-        "| model | rows | published LC | `lc` | difference | `lc`, positional join | "
+        "| model | rows | published LC | `lc` | difference | `lc`, joined by instruction | "
         "upstream `lc_standard_error` | `lc` SE (prompt) | published win-rate SE |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for model, row in frame.iterrows():
         lines.append(
             f"| {model} | {int(row['n_total'])} | {num(row['length_controlled_winrate'])} | "
-            f"{num(row['lc'])} | {row['diff']:+.2f} | {num(row['positional'])} | "
+            f"{num(row['lc'])} | {row['diff']:+.2f} | {num(row['by_instruction'])} | "
             f"{num(row['lc_standard_error'])} | {num(row['se'])} | "
             f"{num(row['standard_error'])} |")
     return "\n".join(lines)

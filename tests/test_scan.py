@@ -62,16 +62,16 @@ def _relative(x, y) -> float:
     return float(np.nanmax(np.abs(x - y), initial=0.0) / scale)
 
 
-def assert_same(mem, eng) -> None:
-    """Scores, covariances and every axis diagnostic agree to TOL of their size."""
+def assert_same(mem, eng, tol: float = TOL) -> None:
+    """Scores, covariances and every axis diagnostic agree to ``tol`` of their size."""
     order = np.argsort(mem.models.astype(str))
     other = np.argsort(eng.models.astype(str))
     assert list(mem.models.astype(str)[order]) == list(eng.models.astype(str)[other])
-    assert _relative(mem.scores[order], eng.scores[other]) <= TOL
+    assert _relative(mem.scores[order], eng.scores[other]) <= tol
     for name in ("cov", "cov_naive"):
         x, y = getattr(mem, name), getattr(eng, name)
-        assert _relative(x[np.ix_(order, order)], y[np.ix_(other, other)]) <= TOL, name
-    assert _relative(mem.intervals.se[order], eng.intervals.se[other]) <= TOL
+        assert _relative(x[np.ix_(order, order)], y[np.ix_(other, other)]) <= tol, name
+    assert _relative(mem.intervals.se[order], eng.intervals.se[other]) <= tol
     assert mem.n_rows == eng.n_rows and mem.n_comparisons == eng.n_comparisons
     assert mem.not_estimable == eng.not_estimable
     assert mem.notes.codes == eng.notes.without("engine").codes
@@ -80,9 +80,9 @@ def assert_same(mem, eng) -> None:
     for axis, x in mem.axes.items():
         y = eng.axes[axis]
         assert (x.n_clusters, x.single_cluster_pairs) == (y.n_clusters, y.single_cluster_pairs)
-        assert _relative(x.icc, y.icc) <= TOL
+        assert _relative(x.icc, y.icc) <= tol
         for field in ("se", "deff", "m", "rho", "largest_share", "effective_clusters"):
-            assert _relative(getattr(x, field)[order], getattr(y, field)[other]) <= TOL, field
+            assert _relative(getattr(x, field)[order], getattr(y, field)[other]) <= tol, field
 
 
 def _analyses(frame, weight, path, fit, cluster, correction, buckets):
@@ -239,3 +239,60 @@ def test_memory_sizes_parse():
 
     assert _byte_size("4G") == 4 << 30 and _byte_size("512MiB") == 512 << 20
     assert _byte_size("1000") == 1000
+
+
+def test_eda_reads_a_scan_in_memory_and_refuses_one_on_an_engine(tmp_path):
+    from winrate.eda import explore
+
+    rng = np.random.default_rng(5)
+    n = 400
+    a = rng.integers(0, 4, n)
+    frame = pd.DataFrame({"prompt_id": rng.integers(0, 60, n), "judge_id": rng.integers(0, 3, n),
+                          "model_a": a, "model_b": (a + rng.integers(1, 4, n)) % 4,
+                          "outcome": rng.choice(["a", "b", "tie"], n)})
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    frame.iloc[:200].to_parquet(parts / "a.parquet")
+    frame.iloc[200:].to_parquet(parts / "b.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        whole = explore(frame, ["prompt"])
+        scanned = explore(winrate.scan(parts, engine="memory"), ["prompt"])
+        assert np.allclose(whole.score, scanned.score, rtol=0, atol=1e-14)
+        assert whole.structure["n_prompts"] == scanned.structure["n_prompts"] == 60
+        with pytest.raises(WinrateInputError, match="analysed on duckdb"):
+            explore(winrate.scan(parts, engine="duckdb"), ["prompt"])
+
+
+def _baseline_log(seed: int = 2) -> pd.DataFrame:
+    """Four contestants against a baseline on 60 prompts, judge preferences and length
+    differences, for the length-controlled win rate."""
+    rng = np.random.default_rng(seed)
+    prompts = np.repeat(np.arange(60), 4)
+    model = np.tile([f"m{i}" for i in range(1, 5)], 60)
+    delta = rng.normal(0, 300, prompts.size)
+    pref = 1 / (1 + np.exp(-(rng.normal(0, 1, prompts.size) + delta / 400)))
+    return pd.DataFrame({"prompt_id": prompts, "model_a": model, "model_b": "base",
+                         "outcome": pref, "style_length_delta": delta})
+
+
+def test_length_controlled_on_an_engine(tmp_path):
+    """lc joined by instruction runs on an engine (its key table keeps the prompts) and
+    equals the in-memory fit; joined by position (upstream's default) it reads the rows'
+    order, which a key table has not, and is refused."""
+    frame = _baseline_log()
+    path = tmp_path / "lc.parquet"
+    frame.to_parquet(path)
+    features = ("style_length_delta",)
+    options = {"baseline": "base", "difficulty_join": "instruction"}
+    variance = winrate.Variance(method="sandwich")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        mem = winrate.analyze(winrate.read_comparisons(frame, feature_cols=features),
+                              "prompt", "lc", variance=variance, **options)
+        scan = winrate.scan(path, engine="duckdb", feature_cols=features, buckets=2)
+        eng = winrate.analyze(scan, "prompt", "lc", variance=variance, **options)
+        assert_same(mem, eng, tol=1e-8)  # lc's Newton stops at steps of 1e-10: rows in
+        # another order (the key table's) end within that of the in-memory fit
+        with pytest.raises(WinrateInputError, match="engine 'memory'"):
+            winrate.analyze(scan, "prompt", "lc", variance=variance, baseline="base")

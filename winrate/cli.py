@@ -220,20 +220,13 @@ def _read_log(args: argparse.Namespace, clustering):
                           cluster_cols=extra)
     if getattr(args, "format", None):
         return read_log(args.input, args.format, **discrete, **_format_options(args))
-    if args.engine == "auto" and args.memory is None and os.path.isfile(args.input) \
-            and not args.input.lower().endswith((".parquet", ".pq", ".csv")):
-        engine = "memory"  # JSONL and compressed files are read in memory
-    else:
-        engine = args.engine
-    if engine != "memory":
-        from winrate.io.scan import scan
+    from winrate.io.scan import scan
 
-        columns = {role: getattr(args, f"{role}_col") for role in DEFAULT_COLUMNS}
-        found = scan(args.input, engine, columns=columns, weight_col=args.weight_col,
-                     feature_cols=covariate_columns(args), extra_cols=extra,
-                     memory=args.memory)
-        if found.mode != "memory":
-            return found
+    columns = {role: getattr(args, f"{role}_col") for role in DEFAULT_COLUMNS}
+    found = scan(args.input, args.engine, columns=columns, weight_col=args.weight_col,
+                 feature_cols=covariate_columns(args), extra_cols=extra, memory=args.memory)
+    if found.mode != "memory" or found.engine is not None:
+        return found if found.mode != "memory" else found.to_log()
     return read_comparisons(args.input, prompt_col=args.prompt_col, judge_col=args.judge_col,
                             model_a_col=args.model_a_col, model_b_col=args.model_b_col,
                             outcome_col=args.outcome_col, weight_col=args.weight_col,

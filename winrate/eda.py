@@ -514,7 +514,7 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
     the estimator and its options (``model="bt"``, ``baseline=...``; see
     :func:`winrate.estimators.fit`); scores and SEs are then on its scale.
     """
-    log = as_log(log)
+    log = _in_memory(log)
     specs = list(dict.fromkeys(parse_clustering(c) for c in clusterings))
     if not specs or () in specs:
         raise WinrateInputError(f"clusterings must name axes, got {list(clusterings)}")
@@ -537,6 +537,23 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
         score=base.score, se_naive=base.se_naive, clusterings=results, axes=axes,
         main=main, warnings=Notes(map(as_note, [*notes, *_notes(results, runs)])),
     )
+
+
+def _in_memory(log) -> ComparisonLog:
+    """``log`` as a log in memory: a scan (:func:`winrate.io.scan.scan`) is read when it
+    fits its budget; the report's nesting and per-model checks need the rows, so a scan
+    analysed on an engine is refused with what gives its diagnostics there."""
+    from winrate.io.scan import Scan
+
+    if not isinstance(log, Scan):
+        return as_log(log)
+    if log.mode != "memory":
+        raise WinrateInputError(
+            f"the exploratory report reads the rows in memory, and this log is analysed on "
+            f"{log.mode} ({log.reason}): run the leaderboard analysis on the engine for each "
+            "clustering (it reports the DEFF, ICC, effective clusters and dominant cluster "
+            "per axis), or raise the memory budget")
+    return log.to_log()
 
 
 def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaReport:

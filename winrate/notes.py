@@ -81,6 +81,9 @@ CODES = {
     "check-slow-method": "winrate check: how long the replications take with a slow method",
     # scores branch (issue 23, item 4): per-question evals as pairwise leaderboards
     "unpaired-questions": "questions (or models) of a score table that hold no comparison",
+    # lc-join branch (issue 26): the lc estimator's positional join of instruction difficulty
+    "positional-difficulty": "lc: rows given another instruction's difficulty by the "
+                             "positional join (AlpacaEval's)",
 }
 
 
@@ -465,6 +468,20 @@ def off_baseline_rows(dropped: int, n_rows: int, baseline: str) -> Note:
                 f"{baseline!r}: a score against the baseline does not use them, so they are "
                 "left out of the analysis, the comparison count and n (Bradley-Terry, model "
                 "'bt', uses them)", severity="note")
+
+
+# ------------------------------------------------- lc-join branch (issue 26)
+
+def positional_difficulty(shifted: dict[str, int]) -> Note:
+    """``shifted``: per model, its rows that the positional join of model 'lc' gives
+    another instruction's difficulty."""
+    listed = ", ".join(f"{model} ({rows})" for model, rows in shifted.items())
+    return Note("positional-difficulty",
+                f"model 'lc' joins instruction difficulty to rows by position in each "
+                f"model's rows, as AlpacaEval does: {sum(shifted.values())} row(s) of "
+                f"{len(shifted)} model(s) whose rows miss an instruction take another "
+                f"instruction's difficulty ({listed}); difficulty_join='instruction' joins "
+                "each row to its own instruction", models=list(shifted))
 
 
 # ------------------------------------------------- codes branch: the texts of the readers,

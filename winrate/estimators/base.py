@@ -149,6 +149,10 @@ class Estimator:
         return {option.name: option.validate(given.get(option.name, option.default))
                 for option in self.options}
 
+    def reads_row_order(self, options: dict) -> bool:
+        """Whether the fit reads the order of the rows (a scan's key table has none)."""
+        return False
+
     def rows(self, log, options: dict):
         """The rows of ``log`` the estimate uses (default: all of them)."""
         return log
@@ -255,7 +259,11 @@ class RowRefit:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", WinrateWarning)
-                refit = self.estimator.fit(SufficientData(sub), self.options)
+                refit = self._fit(sub, keep)
         except WinrateInputError:  # not identified in this replicate
             return np.nan
         return refit.canonical_scores
+
+    def _fit(self, sub, keep):
+        """The fit of the replicate's rows ``sub`` (the rows ``keep`` of the log)."""
+        return self.estimator.fit(SufficientData(sub), self.options)

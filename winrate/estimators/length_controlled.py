@@ -14,7 +14,7 @@ as upstream's logistic regression on probabilities), in three stages:
 1. instruction difficulty, jointly over the contestants:
    ``logit P_r = a_m + b_m x_r + d_i``, with ``d`` of the first prompt 0 (upstream's
    notebook fits this model with an L1 penalty and ships ``d`` on a dataset hub);
-2. per model, ``logit P_r = theta_m + beta_m x_r + gamma_m d_i`` with the Gaussian prior
+2. per model, ``logit P_r = theta_m + beta_m x_r + gamma_m d_j(r)`` with the Gaussian prior
    ``(beta_m, gamma_m) ~ N(mu, Sigma)``. Upstream regularises instead with the rows of the
    baseline against length-gamed copies of itself (hub data, weight 0.2), which share
    ``beta_m`` and ``gamma_m``: a fixed prior on them. Here ``(mu, Sigma)`` are estimated
@@ -22,28 +22,41 @@ as upstream's logistic regression on probabilities), in three stages:
    ``(beta, gamma)^_m ~ N(mu, Sigma + V_m)`` with ``V_m`` their row sandwich: an
    empirical-Bayes partial pooling of the length slopes (Morris 1983, JASA 78(381));
 3. the prediction at equal lengths, averaged over m's rows:
-   ``LC_m = sum_r f_r expit(theta_m + gamma_m d_i) / sum_r f_r``.
+   ``LC_m = sum_r f_r expit(theta_m + gamma_m d_j(r)) / sum_r f_r``.
+
+Stage 1 and the per-model fits without prior that the prior is estimated from use each
+row's own instruction ``i`` (the prior stands in for upstream's regulariser, rows of the
+baseline's own, which no join touches); the fits with the prior and stage 3 use the
+difficulty of the instruction ``j(r)`` that the option ``difficulty_join`` joins to row r
+(:func:`joined_instruction`): ``"instruction"``, ``j(r) = i(r)``; ``"position"`` (default),
+upstream's join by the row's position in its model's rows, which differs from ``i(r)`` after
+the first instruction a model's rows miss.
 
 Inference: the stages stack into one M-estimator (Stefanski and Boos 2002, "The calculus of
 M-estimation", Am. Stat. 56(1)) with score rows ``psi_r`` (the gradients of stage 1, of the
-per-model fits without and with the prior, and ``f_r (expit(theta_m + gamma_m d_i) -
-LC_m)``), the prior's REML equations entering through the slopes they are solved from
-(implicit function theorem), and a block lower-triangular Jacobian
-``A = -d sum psi / d params``; the influence of ``LC`` is its rows of ``A^-1 psi_r``
-(:func:`_influence`), clustered by the same machinery as every estimator. Held fixed in it:
-the scales ``s_m`` and the ``V_m`` of the prior's fit (second order; a bootstrap refits
-them, and agrees: docs/length-controlled.md).
+per-model fits without and with the prior, and ``f_r (expit(theta_m + gamma_m d_j(r)) -
+LC_m)``, each stage with the instruction it joins), the prior's REML equations entering
+through the slopes they are solved from (implicit function theorem), and a block
+lower-triangular Jacobian ``A = -d sum psi / d params``; the influence of ``LC`` is its rows
+of ``A^-1 psi_r`` (:func:`_influence`), clustered by the same machinery as every estimator.
+Held fixed in it: the scales ``s_m`` and the ``V_m`` of the prior's fit (second order; a
+bootstrap refits them, and agrees: docs/length-controlled.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from winrate.estimators.base import PERCENT, Estimator, Option
+from winrate.estimators.base import PERCENT, Estimator, Option, RowRefit
 from winrate.estimators.win_rate import BASELINE
 
 #: The log feature with the answers' length difference (``winrate.io.formats``, alpaca_eval).
 LENGTH_FEATURE = "style_length_delta"
+#: How a row gets its instruction difficulty in stages 2 and 3 (:func:`joined_instruction`).
+JOINS = ("position", "instruction")
+JOIN = Option("difficulty_join", JOINS[0], "how a row gets its instruction difficulty: "
+              "'position', as AlpacaEval (the r-th row of a model takes the r-th "
+              "instruction's), or 'instruction' (its own)", choices=JOINS)
 LENGTH = Option("length_feature", LENGTH_FEATURE, "per-row feature holding len(answer a) - "
                 "len(answer b) in characters (--format / --dataset alpaca_eval provide it; "
                 "from a CSV, name its column)", metavar="COL")
@@ -59,7 +72,10 @@ class Design:
     """The rows of a baseline log as the GLM sees them: contestant ``c`` (0..K-1, position
     in ``contestants``, the log codes, named ``names``), dense prompt ``i`` (0..I-1),
     preference ``y`` for the contestant, length term ``x = tanh(-D / s_c)``, frequency
-    ``w``; ``scale`` the (K,) ``s_c``."""
+    ``w``; ``scale`` the (K,) ``s_c``; ``j`` the dense prompt whose difficulty the row takes
+    in stages 2 and 3 (:func:`joined_instruction`), and ``unjoined`` the rows of a refit
+    whose joined instruction the refit does not hold (no difficulty: left out of stages 2
+    and 3, :meth:`LengthControlled.replicate_scorer`)."""
 
     c: object
     i: object
@@ -70,10 +86,25 @@ class Design:
     contestants: object
     names: object
     n_prompts: int
+    j: object
+    unjoined: object
 
     @property
     def k(self) -> int:
         return len(self.contestants)
+
+    @property
+    def model_weight(self):
+        """The rows' frequencies in stages 2 and 3: ``w``, 0 on the ``unjoined`` rows."""
+        import numpy as np
+
+        return np.where(self.unjoined, 0.0, self.w)
+
+    def by_instruction(self) -> Design:
+        """The same rows with each its own instruction's difficulty (``j = i``)."""
+        import numpy as np
+
+        return replace(self, j=self.i, unjoined=np.zeros_like(self.unjoined))
 
 
 def _fail(text: str):
@@ -82,10 +113,13 @@ def _fail(text: str):
     raise WinrateInputError(f"model 'lc': {text}")
 
 
-def design(log, base: int, feature: str) -> Design:
-    """The :class:`Design` of ``log`` against the baseline code ``base``; a clear error when
-    the log lacks prompts, the length feature or rows against the baseline, or when a
-    model's or prompt's preferences all sit at one bound (no finite fit)."""
+def design(log, base: int, feature: str, join: str = JOINS[0], carried=None) -> Design:
+    """The :class:`Design` of ``log`` against the baseline code ``base``, its difficulty
+    joined by ``join`` (:func:`joined_instruction`), or ``carried``: per row, the code in
+    ``log.axes["prompt"].labels`` of the instruction a fit of a larger log joined it to (a
+    refit's); a clear error when the log lacks prompts, the length feature or rows against
+    the baseline, or when a model's or prompt's preferences all sit at one bound (no finite
+    fit)."""
     import numpy as np
 
     if "prompt" not in log.axes:
@@ -115,8 +149,49 @@ def design(log, base: int, feature: str) -> Design:
     _check_bounds(y, i, w, log.axes["prompt"].labels[i_codes],
                   "{n} prompt(s) where every contestant {side} (e.g. {example}): its "
                   "difficulty is infinite")
+    if carried is None:
+        j = joined_instruction(c, i, contestants.size, i_codes.size, join)
+    else:
+        dense = np.full(len(log.axes["prompt"].labels), -1)
+        dense[i_codes] = np.arange(i_codes.size)
+        j = dense[carried]
     return Design(c, i, y, np.tanh(-delta / scale[c]), w, scale, contestants,
-                  log.models[contestants], i_codes.size)
+                  log.models[contestants], i_codes.size, np.where(j < 0, i, j), j < 0)
+
+
+def joined_instruction(c, i, k: int, n_prompts: int, join: str):
+    """Per row, the instruction whose difficulty stages 2 and 3 use.
+
+    ``"instruction"``: the row's own, ``i``. ``"position"``: upstream AlpacaEval's join
+    (``_get_featurized_data`` in ``src/alpaca_eval/metrics/glm_winrate.py``: after
+    ``reset_index``, the row at position r of a model's annotation file takes
+    ``instruction_difficulty[r]``, the difficulty of the r-th instruction of the evaluation
+    set). Here the r-th row (r = 0, 1, ...) of contestant m's rows, in log order, counting
+    rows not frequencies, takes the difficulty of the r-th instruction of the canonical
+    order: the log order of the rows of the first contestant (in the log's model order)
+    whose rows hold each instruction of the log exactly once (in AlpacaEval's files, the
+    evaluation set's order, which upstream's difficulty file follows). The two joins agree
+    on every row of a model whose rows hold the instructions in canonical order, each once;
+    from the first instruction a model's rows miss on, each row takes a later one's
+    difficulty. Rows past the I-th of a model (only a model with repeated instructions has
+    them) keep their own, and with no contestant holding every instruction once there is no
+    canonical order: the join is by instruction."""
+    import numpy as np
+
+    if join == "instruction":
+        return i
+    order = np.argsort(c, kind="stable")  # each contestant's rows, in log order
+    counts = np.bincount(c, minlength=k)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    position = np.empty(len(c), dtype=np.int64)
+    position[order] = np.arange(len(c)) - start[c[order]]
+    cells = np.bincount(c * n_prompts + i, minlength=k * n_prompts).reshape(k, n_prompts)
+    complete = np.flatnonzero((cells == 1).all(axis=1))
+    if complete.size == 0:
+        return i
+    canonical = i[order[start[complete[0]]:start[complete[0]] + n_prompts]]
+    beyond = position >= n_prompts
+    return np.where(beyond, i, canonical[np.where(beyond, 0, position)])
 
 
 def _length_scale(delta, c, w, k: int, names):
@@ -236,10 +311,10 @@ def fit_difficulty(dsg: Design):
 
 
 def _model_terms(dsg: Design, d, omega):
-    """Per row: the covariates ``z = (1, x, d_i)`` (n, 3) and the linear predictor."""
+    """Per row: the covariates ``z = (1, x, d_j)`` (n, 3) and the linear predictor."""
     import numpy as np
 
-    z = np.column_stack([np.ones_like(dsg.x), dsg.x, d[dsg.i]])
+    z = np.column_stack([np.ones_like(dsg.x), dsg.x, d[dsg.j]])
     return z, np.einsum("nj,nj->n", z, omega[dsg.c])
 
 
@@ -267,7 +342,7 @@ def fit_models(dsg: Design, d, mean, precision, strict: bool = True):
     def objective(omega):
         _, eta = _model_terms(dsg, d, omega)
         gap = omega - centre
-        return (np.bincount(dsg.c, _loglik(dsg.y, dsg.w, eta), k)
+        return (np.bincount(dsg.c, _loglik(dsg.y, dsg.model_weight, eta), k)
                 - 0.5 * np.einsum("kj,jl,kl->k", gap, prior, gap))
 
     omega = np.zeros((k, 3))
@@ -305,22 +380,23 @@ def _model_information(dsg: Design, d, omega, precision):
 
     z, eta = _model_terms(dsg, d, omega)
     p = expit(eta)
-    info = _grouped((dsg.w * p * (1 - p))[:, None, None] * z[:, :, None] * z[:, None, :],
+    w = dsg.model_weight
+    info = _grouped((w * p * (1 - p))[:, None, None] * z[:, :, None] * z[:, None, :],
                     dsg.c, dsg.k)
     info[:, 1:, 1:] += precision
-    return info, (dsg.w * (dsg.y - p))[:, None] * z, p
+    return info, (w * (dsg.y - p))[:, None] * z, p
 
 
 def _difficulty_dependence(dsg: Design, d, omega, p, score):
     """``-d (sum psi_m) / d d_i`` of a per-model fit, (K, I, 3): the sums over the rows of
-    (m, i) of ``f (p (1 - p) gamma_m z - (y - p) e_3)``."""
+    m joined to instruction i (``j = i``) of ``f (p (1 - p) gamma_m z - (y - p) e_3)``."""
     import numpy as np
 
     z, _ = _model_terms(dsg, d, omega)
-    terms = ((dsg.w * p * (1 - p) * omega[dsg.c, 2])[:, None] * z
+    terms = ((dsg.model_weight * p * (1 - p) * omega[dsg.c, 2])[:, None] * z
              - score[:, :1] * np.array([0.0, 0.0, 1.0]))
     cells = dsg.k * dsg.n_prompts
-    return _grouped(terms, dsg.c * dsg.n_prompts + dsg.i, cells).reshape(dsg.k,
+    return _grouped(terms, dsg.c * dsg.n_prompts + dsg.j, cells).reshape(dsg.k,
                                                                          dsg.n_prompts, 3)
 
 
@@ -499,12 +575,12 @@ def estimate(dsg: Design, prior: SlopePrior | None = None, variance=None) -> dic
     joint = fit_difficulty(dsg)
     d = _full_difficulty(joint[2 * dsg.k:])
     held = prior is not None
-    prior = prior if held else slope_prior(dsg, d, variance)
+    prior = prior if held else slope_prior(dsg.by_instruction(), d, variance)
     precision = np.linalg.inv(prior.cov)
     omega, _ = fit_models(dsg, d, prior.mean, precision)
-    at_equal_length = expit(omega[dsg.c, 0] + omega[dsg.c, 2] * d[dsg.i])
-    n_c = np.bincount(dsg.c, dsg.w, dsg.k)
-    lc = np.bincount(dsg.c, dsg.w * at_equal_length, dsg.k) / n_c
+    at_equal_length = expit(omega[dsg.c, 0] + omega[dsg.c, 2] * d[dsg.j])
+    n_c = np.bincount(dsg.c, dsg.model_weight, dsg.k)
+    lc = np.bincount(dsg.c, dsg.model_weight * at_equal_length, dsg.k) / n_c
     rows, bread = _influence(dsg, joint, d, omega, prior, not held, at_equal_length, lc, n_c)
     return {"joint": joint, "difficulty": d, "omega": omega, "prior": prior, "lc": lc,
             "rows": rows, "bread": bread}
@@ -519,11 +595,11 @@ def _influence(dsg: Design, joint, d, omega, prior, prior_enters: bool, q, lc, n
 
     Back-substitution through the block lower-triangular ``A``: LC's coefficient on the
     prior fit of m is ``c_m = g_m' A22_m^-1 / n_m`` with ``g_m = sum f q (1 - q)
-    (1, 0, d_i)``; on the prior's parameters ``h``, ``-c_m A2h_m`` (``A2h_m = -d eq_m / dh``:
+    (1, 0, d_j)``; on the prior's parameters ``h``, ``-c_m A2h_m`` (``A2h_m = -d eq_m / dh``:
     ``-P`` for mu, ``-P E P (omega_m - mu)`` for Sigma); on the slopes ``b``, that times
     :func:`_prior_sensitivity`, and on their score rows through ``A0_m^-1``; on the
     difficulty's score rows, ``(e_m - c_m A21_m - sum_m' c0_mm' A0_21,m') A11^-1`` with
-    ``e_mi = gamma_m sum_(m,i) f q (1 - q)`` (:func:`_difficulty_dependence`)."""
+    ``e_mi = gamma_m sum_(m, j = i) f q (1 - q)`` (:func:`_difficulty_dependence`)."""
     import numpy as np
     import scipy.sparse as sp
     from scipy.special import expit
@@ -535,7 +611,8 @@ def _influence(dsg: Design, joint, d, omega, prior, prior_enters: bool, q, lc, n
     info2, score2, p2 = _model_information(dsg, d, omega, precision)
     score0 = np.zeros((n, 3))
     if prior_enters:
-        info0, score0, p0 = _model_information(dsg, d, prior.free, np.zeros((2, 2)))
+        own = dsg.by_instruction()
+        info0, score0, p0 = _model_information(own, d, prior.free, np.zeros((2, 2)))
         score0 = np.where(prior.used[dsg.c][:, None], score0, 0.0)
     # score rows: joint (a_c, b_c, d_i), free fit, prior fit (theta, beta, gamma)_c, LC_c
     p1 = expit(_joint_eta(dsg, joint))
@@ -544,16 +621,16 @@ def _influence(dsg: Design, joint, d, omega, prior, prior_enters: bool, q, lc, n
             *(base0 + 3 * dsg.c + j for j in range(3)), *(base2 + 3 * dsg.c + j for j in range(3)),
             base3 + dsg.c]
     vals = [r1, r1 * dsg.x, np.where(dsg.i > 0, r1, 0.0), *score0.T, *score2.T,
-            dsg.w * (q - lc[dsg.c])]
+            dsg.model_weight * (q - lc[dsg.c])]
     rows = sp.csr_array((np.concatenate(vals),
                          (np.tile(np.arange(n), len(cols)), np.concatenate(cols))),
                         shape=(n, base3 + k))
     # LC's coefficients, from the last block back
     z, _ = _model_terms(dsg, d, omega)
-    slope = dsg.w * q * (1 - q)
+    slope = dsg.model_weight * q * (1 - q)
     g = _grouped(slope[:, None] * z * np.array([1.0, 0.0, 1.0]), dsg.c, k)
     c2 = np.linalg.solve(info2, g[:, :, None])[:, :, 0] / n_c[:, None]
-    e = np.bincount(dsg.c * n_i + dsg.i, slope * omega[dsg.c, 2], k * n_i).reshape(k, n_i)
+    e = np.bincount(dsg.c * n_i + dsg.j, slope * omega[dsg.c, 2], k * n_i).reshape(k, n_i)
     on_difficulty = (e / n_c[:, None]
                      - np.einsum("kj,kij->ki", c2, _difficulty_dependence(dsg, d, omega, p2,
                                                                           score2)))
@@ -561,7 +638,7 @@ def _influence(dsg: Design, joint, d, omega, prior, prior_enters: bool, q, lc, n
     if prior_enters:
         c0 = _through_prior(prior, omega, precision, c2, info0)
         used = np.flatnonzero(prior.used)
-        a0_21 = _difficulty_dependence(dsg, d, prior.free, p0, score0)[used]
+        a0_21 = _difficulty_dependence(own, d, prior.free, p0, score0)[used]
         on_difficulty -= np.einsum("kjm,jim->ki", c0, a0_21)
         for j in range(3):
             bread[:, base0 + 3 * used + j] = c0[:, :, j]
@@ -595,7 +672,11 @@ class LengthControlled(Estimator):
     scale = "probability"
     unit = PERCENT
     fit_axes = ("prompt",)  # each prompt's difficulty
-    options = (BASELINE, LENGTH)
+    options = (BASELINE, LENGTH, JOIN)
+
+    def reads_row_order(self, options: dict) -> bool:
+        """The position join reads each contestant's rows in log order."""
+        return options["difficulty_join"] == "position"
 
     def rows(self, log, options: dict):
         """The rows against the baseline (:func:`winrate.io.logs.rows_against`)."""
@@ -609,13 +690,31 @@ class LengthControlled(Estimator):
             _fail("needs a baseline (option 'baseline'): the model every contestant faces")
         return options["baseline"]
 
+    def design(self, data, options: dict, carried=None) -> Design:
+        """The :class:`Design` of the fit's rows (``carried``: :func:`design`)."""
+        from winrate.estimators import win_rate_kernels as kernels
+
+        log = data.rows
+        base = kernels.baseline_code(log, self._baseline(options), data.pair_table()[1])
+        return design(log, base, options["length_feature"], options["difficulty_join"],
+                      carried)
+
     def fit(self, data, options: dict):
+        """The fit; a note (:func:`winrate.notes.positional_difficulty`) naming the models
+        whose rows the positional join gives another instruction's difficulty."""
+        from winrate import notes
+
+        dsg = self.design(data, options)
+        shifted = _shifted_rows(dsg)
+        if shifted:
+            notes.emit(notes.positional_difficulty(shifted), stacklevel=3)
+        return self._fitted(data, options, dsg)
+
+    def _fitted(self, data, options: dict, dsg: Design):
         from winrate.estimators import bradley_terry_kernels as bt
         from winrate.estimators import win_rate_kernels as kernels
 
         log, table = data.rows, data.pair_table()
-        base = kernels.baseline_code(log, self._baseline(options), table[1])
-        dsg = design(log, base, options["length_feature"])
         found = estimate(dsg)
         pair, centered = bt._data_centred(log, table, *bt._low_orientation(log))
         omega = found["omega"]
@@ -630,13 +729,52 @@ class LengthControlled(Estimator):
                     "slope_prior": {"mean": found["prior"].mean, "cov": found["prior"].cov},
                     "length_scale": dsg.scale})
 
+    def replicate_scorer(self, board, total_counts, log):
+        """Refits of re-weighted rows in which every row keeps the instruction the fit of
+        the whole ``log`` joined it to (:class:`CarriedJoinRefit`)."""
+        return CarriedJoinRefit(self, board, log)
+
     def describe(self, options: dict) -> str:
         return (f"AlpacaEval's length-controlled win rate in % against the baseline "
                 f"{options.get('baseline')} (the reference, not ranked): per-model GLM with a "
-                "length term and instruction difficulty, predicted at equal lengths")
+                "length term and instruction difficulty (joined by "
+                f"{options.get('difficulty_join', JOINS[0])}), predicted at equal lengths")
 
     def settings(self, options: dict) -> dict:
-        return {"baseline": options["baseline"], "length_feature": options["length_feature"]}
+        return {"baseline": options["baseline"], "length_feature": options["length_feature"],
+                "difficulty_join": options["difficulty_join"]}
+
+
+def _shifted_rows(dsg: Design) -> dict[str, int]:
+    """Per contestant whose rows take another instruction's difficulty, how many."""
+    import numpy as np
+
+    moved = np.bincount(dsg.c, dsg.j != dsg.i, dsg.k).astype(int)
+    return {str(dsg.names[m]): int(moved[m]) for m in np.flatnonzero(moved)}
+
+
+class CarriedJoinRefit(RowRefit):
+    """Refits (jackknife, bootstrap) of the rows ``log`` of a fit in which each row keeps
+    the instruction the whole log's join gave it (a positional join recomputed on a
+    replicate's rows would shift with every instruction the replicate leaves out). A row
+    whose joined instruction has no rows in a replicate has no estimated difficulty there:
+    it is left out of that replicate's stages 2 and 3 (``Design.unjoined``)."""
+
+    def __init__(self, estimator: LengthControlled, board, log):
+        import numpy as np
+
+        from winrate.estimators.base import SufficientData
+
+        super().__init__(estimator, board, log)
+        dsg = estimator.design(SufficientData(log), self.options)
+        self.carried = np.unique(log.axes["prompt"].codes)[dsg.j]
+
+    def _fit(self, sub, keep):
+        from winrate.estimators.base import SufficientData
+
+        data = SufficientData(sub)
+        dsg = self.estimator.design(data, self.options, self.carried[keep])
+        return self.estimator._fitted(data, self.options, dsg)
 
 
 ESTIMATOR = LengthControlled()

@@ -560,6 +560,10 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
         board, log = _fitted(log, model, board, options)
     _check_clustering(view, clustering)
     estimator = estimators.of(board)
+    if design is not None and estimator.reads_row_order(board.options):
+        raise WinrateInputError(f"model {estimator.name!r} with these options reads the "
+                                "order of the rows, which an engine's key table does not "
+                                "keep: analyse this log with engine 'memory'")
     method, correction, reference = variance.method, variance.correction, variance.reference
     auto, overridden = None, ""
     if method == "auto":

@@ -55,14 +55,17 @@ def source_files(source) -> tuple[list[str], str]:
     """The files a path, glob or folder names and their format (``parquet`` or ``csv``);
     an error naming the source when it names none, or mixes formats."""
     text = os.fspath(source)
+    if not glob.has_magic(text) and not Path(text).exists():
+        raise WinrateInputError(f"file not found: {text}")
     if Path(text).is_dir():
         files = sorted(str(p) for p in Path(text).rglob("*") if p.is_file()
                        and p.suffix.lower() in PARQUET_SUFFIXES + CSV_SUFFIXES)
     else:
         files = sorted(glob.glob(text, recursive=True)) if glob.has_magic(text) else [text]
     if not files or not all(Path(f).is_file() for f in files):
-        raise WinrateInputError(f"{text!r}: not found (no such file, or no Parquet/CSV file "
-                                "under it)")
+        raise WinrateInputError(f"{text!r} is a directory with no Parquet or CSV file in "
+                                "it (give --format for a leaderboard's published files)"
+                                if Path(text).is_dir() else f"no file matches {text!r}")
     kinds = {"parquet" if Path(f).suffix.lower() in PARQUET_SUFFIXES else "csv"
              for f in files}
     if len(kinds) > 1:

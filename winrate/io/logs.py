@@ -637,8 +637,9 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models) -> np.ndarray
                     "numeric outcome not in [0, 1] (1 win of model_a, 0 loss, 0.5 tie)",
                     frame.index)
         return score
-    _check_rows(series.map(lambda v: isinstance(v, (list, dict))).to_numpy(bool), column,
-                "a list or object, not an outcome", frame.index)
+    if _may_hold_objects(series):
+        _check_rows(series.map(lambda v: isinstance(v, (list, dict))).to_numpy(bool),
+                    column, "a list or object, not an outcome", frame.index)
     if numeric:  # numbers that are also model names: read them as text, by content
         series = id_text(series)
     score = _score_from_labels(series, a, b, models, column)
@@ -646,6 +647,14 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models) -> np.ndarray
                 "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "
                 "of that row's model_a or model_b)", frame.index)
     return score
+
+
+def _may_hold_objects(series: pd.Series) -> bool:
+    """Whether a column may hold lists or dicts: not when pandas' C-level type inference
+    finds only strings (or the column is categorical over strings), which spares the
+    per-row check on the common case."""
+    values = series.cat.categories if isinstance(series.dtype, pd.CategoricalDtype) else series
+    return pd.api.types.infer_dtype(values, skipna=True) not in ("string", "empty")
 
 
 def _numbers_name_models(series: pd.Series, models: np.ndarray) -> bool:

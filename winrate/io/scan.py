@@ -33,7 +33,13 @@ import pandas as pd
 
 from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError
-from winrate.io.engine import DuckDBEngine, Engine, source_files
+from winrate.io.engine import (
+    CSV_SUFFIXES,
+    PARQUET_SUFFIXES,
+    DuckDBEngine,
+    Engine,
+    source_files,
+)
 from winrate.io.logs import ComparisonLog, id_text, read_comparisons
 
 ENGINES = ("auto", "memory", "duckdb", "spark")
@@ -186,7 +192,7 @@ class Scan:
                        for name in axes]
         names = list(dict.fromkeys([*keys, *(cols.axes[name] for name in axes)]))
         select = ", ".join(_quote(c) for c in names)
-        weight = f", {self._weight()} AS winrate_weight"
+        weight = "" if cols.weight is None else f", {self._weight()} AS winrate_weight"
         where = self._positive()
         for bucket in range(n_buckets):
             sql = f"SELECT {select}{weight} FROM {self.table}{where}"
@@ -205,8 +211,10 @@ class Scan:
             if not batch.num_rows:
                 continue
             parts[KEY].append(key_coder.code([batch.column(c) for c in keys]))
-            parts["weight"].append(batch.column("winrate_weight").to_numpy(
-                zero_copy_only=False).astype(np.float64, copy=False))
+            parts["weight"].append(
+                np.ones(batch.num_rows) if self.columns.weight is None else
+                batch.column("winrate_weight").to_numpy(zero_copy_only=False).astype(
+                    np.float64, copy=False))
             for i, (col, coder) in enumerate(zip(axis_cols, axis_coders, strict=True)):
                 parts[f"axis{i}"].append(coder.code([batch.column(col)]))
         return {name: np.concatenate(arrays) if arrays else np.empty(0, np.int64)
@@ -249,20 +257,33 @@ def _quote(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
+#: Largest range of integer values (or of combined codes) looked up in a dense array.
+_DENSE_RANGE = 1 << 26
+
+
 class _Coder:
     """Codes rows of several columns as the row index of their values in ``table`` (a
-    frame of distinct value combinations): each column is dictionary-encoded by Arrow and
-    its dictionary looked up in the column's distinct values, and the per-column codes are
-    combined in mixed radix, compacted to the table's combinations whenever the radix
-    would pass 2^62 (every row's combination is in the table, so are its prefixes)."""
+    frame of distinct value combinations). Each column is looked up in the column's
+    distinct values: integers of a moderate range through a dense array, anything else by
+    Arrow's dictionary encoding and a hash lookup of the dictionary. The per-column codes
+    are combined in mixed radix, compacted to the table's combinations whenever the radix
+    would pass 2^62 (every row's combination is in the table, so are its prefixes), and
+    the combination is looked up densely or by binary search."""
 
     def __init__(self, table: pd.DataFrame):
         self.values = [pd.Index(pd.unique(table[c])) for c in table.columns]
+        self.dense = [_dense_lookup(index) for index in self.values]
         codes = [index.get_indexer(table[c]) for index, c in zip(self.values, table.columns,
                                                                   strict=True)]
         self.steps, combined = self._combine(codes, None)
-        order = np.argsort(combined, kind="stable")
-        self.sorted, self.rows = combined[order], order
+        size = int(combined.max(initial=0)) + 1
+        if size <= _DENSE_RANGE:
+            self.table = np.full(size, -1, np.int64)
+            self.table[combined] = np.arange(combined.size)
+        else:
+            self.table = None
+            order = np.argsort(combined, kind="stable")
+            self.sorted, self.rows = combined[order], order
 
     def _combine(self, codes: list[np.ndarray], steps):
         """Mixed-radix codes; ``steps`` None: build the compaction tables (from the table's
@@ -283,21 +304,47 @@ class _Coder:
 
     def code(self, columns) -> np.ndarray:
         """Each row's index in the table; an error for a value the table lacks."""
-        import pyarrow.compute as pc
-
-        codes = []
-        for index, column in zip(self.values, columns, strict=True):
-            encoded = pc.dictionary_encode(column)
-            if hasattr(encoded, "combine_chunks"):
-                encoded = encoded.combine_chunks()
-            lookup = index.get_indexer(encoded.dictionary.to_pandas())
-            positions = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-            codes.append(np.where(positions >= 0, lookup[positions], -1))
+        codes = [_code_column(column, index, dense)
+                 for index, dense, column in zip(self.values, self.dense, columns, strict=True)]
         if any((c < 0).any() for c in codes):
             raise WinrateInputError("a row's value is missing or changed between the scan's "
                                     "passes (the source must not change during a scan)")
         _, combined = self._combine(codes, self.steps)
+        if self.table is not None:
+            return self.table[combined]
         return self.rows[np.searchsorted(self.sorted, combined)]
+
+
+def _dense_lookup(index: pd.Index) -> tuple[int, np.ndarray] | None:
+    """``(low, lookup)`` with ``lookup[v - low]`` the position of integer value v in
+    ``index`` (-1: absent), when the values are integers of a moderate range."""
+    if not pd.api.types.is_integer_dtype(index.dtype) or index.empty:
+        return None
+    values = index.to_numpy(np.int64)
+    low, high = int(values.min()), int(values.max())
+    if high - low >= _DENSE_RANGE:
+        return None
+    lookup = np.full(high - low + 1, -1, np.int64)
+    lookup[values - low] = np.arange(values.size)
+    return low, lookup
+
+
+def _code_column(column, index: pd.Index, dense) -> np.ndarray:
+    """Positions of an Arrow column's values in ``index`` (-1: absent or missing)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if dense is not None and pa.types.is_integer(column.type) and column.null_count == 0:
+        low, lookup = dense
+        values = column.to_numpy().astype(np.int64, copy=False) - low
+        inside = (values >= 0) & (values < lookup.size)
+        return np.where(inside, lookup[np.where(inside, values, 0)], -1)
+    encoded = pc.dictionary_encode(column)
+    if hasattr(encoded, "combine_chunks"):
+        encoded = encoded.combine_chunks()
+    lookup = index.get_indexer(encoded.dictionary.to_pandas())
+    positions = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+    return np.where(positions >= 0, lookup[positions], -1)
 
 
 def machine_memory() -> int:
@@ -313,12 +360,18 @@ def _rows_without_engine(source) -> int | None:
     """Rows of ``source`` where no engine is needed to count them: Parquet metadata, a
     CSV file's size over :data:`CSV_LINE_BYTES` (an estimate), ``len`` of a frame."""
     if isinstance(source, (str, os.PathLike)):
+        if os.path.isfile(source) and not str(source).lower().endswith(
+                PARQUET_SUFFIXES + CSV_SUFFIXES):
+            return 0  # JSONL and compressed logs are read in memory
         files, kind = source_files(source)
         if kind == "csv":
             return sum(os.path.getsize(f) for f in files) // CSV_LINE_BYTES
         import pyarrow.parquet as pq
 
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        try:
+            return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        except (OSError, ValueError):  # not a Parquet file: read_comparisons says why
+            return 0
     if isinstance(source, pd.DataFrame) or hasattr(source, "num_rows"):
         return len(source)
     return None
@@ -383,9 +436,10 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     if not in_memory and backend is None:
         backend = _make_engine(chosen, source, budget)
         table = backend.table(source)
-    names = (backend.query(f"SELECT * FROM {table} LIMIT 0").column_names
-             if backend is not None else _file_columns(source))
-    cols = _present(cols, names)
+    if backend is not None:
+        cols = _present(cols, backend.query(f"SELECT * FROM {table} LIMIT 0").column_names)
+    elif (names := _file_columns(source)) is not None:
+        cols = _present(cols, names)
     return Scan(source, cols, mode, reason, n_rows, budget,
                 None if in_memory else backend, None if in_memory else table, buckets)
 
@@ -403,16 +457,23 @@ def _where(engine: str, chosen: str, n_rows: int, budget: int) -> tuple[str, str
             f"{'fits' if fits else 'exceeds'} the {budget / 2**30:.1f} GiB budget")
 
 
-def _file_columns(source) -> list[str]:
-    """The column names of a DataFrame, or of a Parquet or CSV file (its header)."""
+def _file_columns(source) -> list[str] | None:
+    """The column names of a DataFrame, or of a Parquet or CSV file (its header); None when
+    the file cannot be read so (the in-memory reader then says why)."""
     if isinstance(source, pd.DataFrame):
         return [str(c) for c in source.columns]
-    files, kind = source_files(source)
-    if kind == "parquet":
-        import pyarrow.parquet as pq
+    if not isinstance(source, (str, os.PathLike)) or not os.path.isfile(source):
+        return None
+    try:
+        if str(source).lower().endswith(PARQUET_SUFFIXES):
+            import pyarrow.parquet as pq
 
-        return pq.read_schema(files[0]).names
-    return list(pd.read_csv(files[0], nrows=0).columns)
+            return pq.read_schema(source).names
+        if str(source).lower().endswith(CSV_SUFFIXES):
+            return list(pd.read_csv(source, nrows=0).columns)
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError):
+        return None
+    return None
 
 
 def _present(cols: Columns, names: list[str]) -> Columns:

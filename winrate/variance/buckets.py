@@ -33,16 +33,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from winrate.variance import diagnostics
 from winrate.variance.sandwich import (
+    _DENSE_INNER_LIMIT,
     GroupMeat,
     MultiwayCovariance,
+    _csr_parts,
     _meat_from_codes,
     _meat_of_parts,
     _scale_rows,
     _sign,
     combine_terms,
+    nested_sums,
     sandwich,
     small_sample_factor,
     stratum_leverage_scale,
@@ -171,12 +175,17 @@ def bucket_covariance(fit: KeyFit, sweep: Callable[[], Iterable[dict]], sizes: l
             for term in spanning_cr2:
                 _add_leverage(term, term.codes(bucket, sizes), fit.strata[bucket.rows],
                               bucket.scale * fit.frequency[bucket.rows])
+    nested = (n_dims == 2 and not cr2 and sp.issparse(fit.influence)
+              and min(sizes) * fit.influence.shape[1] <= _DENSE_INNER_LIMIT)
     for part in _progress(sweep(), progress):
         bucket = fit.bucket(part, n_dims)
         if not bucket.rows.size:
             continue
-        for term in terms:
-            _add_term(term, bucket, fit, sizes, cr2)
+        if nested:
+            _add_nested(terms, bucket, sizes)
+        else:
+            for term in terms:
+                _add_term(term, bucket, fit, sizes, cr2)
         for d, design in enumerate(designs):
             _add_design(design, bucket, fit, bucket.codes[d])
     parts = []
@@ -216,29 +225,43 @@ def _add_term(term: _Term, bucket: Bucket, fit: KeyFit, sizes: list[int], cr2: b
     codes = term.codes(bucket, sizes)
     rows = _rows_for(term, bucket, fit, codes, cr2)
     if term.inside:
-        local, labels = group_codes_with_labels(codes)
-        group = _meat_from_codes(rows, local, len(labels))
-        group = GroupMeat(group.meat, group.n_groups, group.largest,
-                          np.where(group.argmax >= 0, labels[np.maximum(group.argmax, 0)], -1),
-                          group.row_squares, group.spread, group.fourth)
-        term.meat = group if term.meat is None else _merge(term.meat, group)
+        _add_inside(term, _meat_from_codes(rows, codes, term.n_range))
         return
-    indicator = sp.csr_array((np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
-                             shape=(term.n_range, codes.shape[0]))
-    totals = (indicator @ rows).toarray() if sp.issparse(rows) else indicator @ rows
-    squared = rows.power(2) if sp.issparse(rows) else rows**2
-    within = (indicator @ squared).toarray() if sp.issparse(squared) else indicator @ squared
     if term.totals is None:
-        term.totals, term.within = totals, within
+        term.totals = np.zeros((term.n_range, rows.shape[1]))
+        term.within = np.zeros((term.n_range, rows.shape[1]))
+    _scatter_rows(term.totals, term.within, codes, *_csr_parts(rows))
+
+
+def _add_inside(term: _Term, group: GroupMeat) -> None:
+    term.meat = group if term.meat is None else _merge(term.meat, group)
+
+
+def _add_nested(terms: list[_Term], bucket: Bucket, sizes: list[int]) -> None:
+    """Both axes and their cells from one radix pass (:func:`nested_sums`), when the
+    buckets hold the outer axis: its meat and the cells' add up, the inner axis keeps its
+    cluster totals."""
+    outer, cells, totals, squares, _ = nested_sums(bucket.influence, bucket.codes, sizes)
+    outer_term, inner_term, cells_term = (terms if sizes[0] >= sizes[1]
+                                          else (terms[1], terms[0], terms[2]))
+    _add_inside(outer_term, outer)
+    _add_inside(cells_term, cells)
+    if inner_term.totals is None:
+        inner_term.totals, inner_term.within = totals, squares
     else:
-        term.totals += totals
-        term.within += within
+        inner_term.totals += totals
+        inner_term.within += squares
 
 
-def group_codes_with_labels(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dense local codes of ``codes`` and the original code of each."""
-    labels, local = np.unique(codes, return_inverse=True)
-    return local.astype(np.int64), labels
+@njit(cache=True)
+def _scatter_rows(totals, within, codes, indptr, indices, data):  # pragma: no cover
+    """Add each CSR row to its cluster's totals and its squares to the cluster's sums of
+    squares (one pass)."""
+    for r in range(codes.shape[0]):
+        g = codes[r]
+        for j in range(indptr[r], indptr[r + 1]):
+            totals[g, indices[j]] += data[j]
+            within[g, indices[j]] += data[j] * data[j]
 
 
 def _merge(a: GroupMeat, b: GroupMeat) -> GroupMeat:
@@ -283,8 +306,7 @@ def _spanning_leverage(term: _Term, codes: np.ndarray, strata: np.ndarray,
 def _add_design(design: _AxisDesign, bucket: Bucket, fit: KeyFit, codes: np.ndarray) -> None:
     a, b = fit.model_a[bucket.rows], fit.model_b[bucket.rows]
     if design.inside:
-        local, _ = group_codes_with_labels(codes)
-        design.clusters_of_model += diagnostics.clusters_per_model(a, b, local, fit.n_models)
+        design.clusters_of_model += diagnostics.clusters_per_model(a, b, codes, fit.n_models)
     else:
         design.presence[codes, a] = True
         design.presence[codes, b] = True

@@ -476,11 +476,27 @@ _DENSE_INNER_LIMIT = 1 << 21
 
 def _nested_meats(infl, codes: list[np.ndarray], sizes: list[int]) -> list[GroupMeat]:
     """:class:`GroupMeat` of both axes and of their intersection (in that order) from one
-    radix pass over a CSR influence: every intersection cell lies inside one cluster of the
-    axis with more clusters (the outer axis), so sorting the cells by (outer, inner) gives
-    each outer total as the sum of its contiguous cells, and the inner axis, which has few
-    clusters, is summed densely from the cells. No intersection codes are factorised.
-    Cells are coded ``c_0 * G_1 + c_1`` (:func:`intersect_codes` before any compaction)."""
+    radix pass over a CSR influence (:func:`nested_sums`)."""
+    outer_dim = int(sizes[1] > sizes[0])
+    outer, cells, totals, squares, nonempty = nested_sums(infl, codes, sizes)
+    largest = (totals**2).max(axis=0)
+    inner_meat = GroupMeat(totals.T @ totals, int(nonempty.sum()), largest,
+                           np.where(largest > 0, (totals**2).argmax(axis=0), -1),
+                           squares.sum(axis=0), (squares**2).sum(axis=0),
+                           (totals**4).sum(axis=0))
+    by_axis = [outer, inner_meat] if outer_dim == 0 else [inner_meat, outer]
+    return [*by_axis, cells]
+
+
+def nested_sums(infl, codes: list[np.ndarray], sizes: list[int]):
+    """One radix pass over a CSR influence clustered two ways: the :class:`GroupMeat` of
+    the axis with more clusters (the outer axis) and of the intersection cells, and the
+    inner axis' cluster totals and sums of squared rows (G_inner, q) with a mask of its
+    non-empty clusters. Every intersection cell lies inside one outer cluster, so sorting
+    the cells by (outer, inner) gives each outer total as the sum of its contiguous cells,
+    and the inner axis, which has few clusters, is summed densely from the cells. No
+    intersection codes are factorised. Cells are coded ``c_0 * G_1 + c_1``
+    (:func:`intersect_codes` before any compaction)."""
     outer_dim = int(sizes[1] > sizes[0])
     outer, inner = codes[outer_dim], codes[1 - outer_dim]
     n_outer, n_inner = sizes[outer_dim], sizes[1 - outer_dim]
@@ -490,15 +506,9 @@ def _nested_meats(infl, codes: list[np.ndarray], sizes: list[int]) -> list[Group
     scales = (n_inner, 1) if outer_dim == 0 else (1, n_outer)
     kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
     sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], n_chunks)
-    levels = _level_meats(sums)
-    totals, squares = sums[7].sum(axis=0), sums[8].sum(axis=0)
-    largest = (totals**2).max(axis=0)
-    inner_meat = GroupMeat(totals.T @ totals, int(sums[9].any(axis=0).sum()), largest,
-                           np.where(largest > 0, (totals**2).argmax(axis=0), -1),
-                           squares.sum(axis=0), (squares**2).sum(axis=0),
-                           (totals**4).sum(axis=0))
-    by_axis = [levels[1], inner_meat] if outer_dim == 0 else [inner_meat, levels[1]]
-    return [*by_axis, levels[0]]
+    cells, outer_meat = _level_meats(sums)
+    return (outer_meat, cells, sums[7].sum(axis=0), sums[8].sum(axis=0),
+            sums[9].any(axis=0))
 
 
 def group_meat(influence, groups) -> GroupMeat:
