@@ -188,7 +188,7 @@ def test_a_dataframe_of_another_session_is_refused(spark_engine):
 
 
 def test_a_missing_file_is_named(tmp_path, spark_engine):
-    with pytest.raises(WinrateInputError, match="no such file"):
+    with pytest.raises(WinrateInputError, match="not found"):
         spark_engine.table(tmp_path / "nothing.parquet")
 
 
