@@ -1,6 +1,8 @@
 # Entry points: `make demo` (the main job), `make test` and `make paper` (rebuild paper/;
 # FULL=1 also reruns the coverage study, which must reproduce paper/coverage/ exactly).
-# Each creates .venv and installs the package with its dev extras on first use.
+# Each creates .venv and installs the package with its dev extras on first use; make test
+# adds the spark extra and a Java runtime for the Spark tests, unless WINRATE_SKIP_SPARK=1
+# (the one way to skip them: a printed note, and each Spark test skips with that reason).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,12 +13,24 @@ export WINRATE_DATA := $(SHARED_DATA)
 endif
 endif
 
-.PHONY: demo test lint bench paper clean browser
+SKIP_SPARK := $(filter 1,$(WINRATE_SKIP_SPARK))
+ifeq ($(SKIP_SPARK),1)
+export WINRATE_SKIP_SPARK
+endif
+JAVA_PACKAGE := openjdk-17-jre-headless
+
+.PHONY: demo test lint bench paper clean browser java
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# PySpark (the spark extra, a large download) on top of dev, for the Spark tests only: its
+# own stamp, so that make demo stays on dev; a changed pyproject.toml redoes both.
+$(BIN)/.installed-spark: $(BIN)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $@
 
 demo: $(BIN)/.installed
@@ -26,7 +40,7 @@ demo: $(BIN)/.installed
 # (winrate's matrices are K x K; the CLI sets the same defaults in winrate/cli.py).
 # loadfile: each test module runs on one worker, so its module-scoped fixtures (real
 # datasets, the coverage study) are built once.
-test: $(BIN)/.installed browser
+test: $(BIN)/.installed $(if $(SKIP_SPARK),,$(BIN)/.installed-spark) browser java
 	$(BIN)/ruff check winrate scripts tests
 	OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 \
 		--dist loadfile -p no:cacheprovider
@@ -45,6 +59,30 @@ browser:
 			echo "chromium or chromium-driver missing (not root): browser tests skip"; \
 		fi; \
 	fi
+
+# The Spark tests run a local Spark session, which needs Java 17 or later: Debian's
+# openjdk-17-jre-headless, installed here (quietly) when no java is found (on the path or
+# under JAVA_HOME, as PySpark looks) and running as root with apt-get; otherwise make test
+# stops with an error naming the package. WINRATE_SKIP_SPARK=1 skips the Spark tests instead.
+java:
+ifeq ($(SKIP_SPARK),1)
+	@echo "WINRATE_SKIP_SPARK=1: the Spark tests skip (neither PySpark nor Java is needed)"
+else
+	@if ! [ -x "$${JAVA_HOME:-/nonexistent}/bin/java" ] && ! command -v java >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing $(JAVA_PACKAGE) (apt-get) for the Spark tests"; \
+			mkdir -p /usr/share/man/man1; \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends $(JAVA_PACKAGE); } >/dev/null 2>&1 || { \
+				echo "could not install $(JAVA_PACKAGE) (apt-get) for the Spark tests;" \
+					"install it, or set WINRATE_SKIP_SPARK=1 to skip them" >&2; exit 1; }; \
+		else \
+			echo "java missing: the Spark tests need Debian's $(JAVA_PACKAGE) (or any" \
+				"Java 17+ runtime); install it, or set WINRATE_SKIP_SPARK=1 to skip them" >&2; \
+			exit 1; \
+		fi; \
+	fi
+endif
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check winrate scripts tests

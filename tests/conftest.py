@@ -67,6 +67,47 @@ def alpaca_eval_log():
 
 
 
+# ------------------------------------------------------------- Spark
+
+#: The one way to skip the Spark tests: ``WINRATE_SKIP_SPARK=1``.
+SKIP_SPARK = "WINRATE_SKIP_SPARK"
+
+
+def spark_missing() -> str | None:
+    """What the Spark tests lack on this machine (PySpark or a Java runtime), None if
+    nothing. PySpark starts ``$JAVA_HOME/bin/java`` when ``JAVA_HOME`` is set, else the
+    ``java`` on the path."""
+    import importlib.util
+    import shutil
+
+    if importlib.util.find_spec("pyspark") is None:
+        return "PySpark is not installed (pip install -e '.[dev,spark]'; make test does)"
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home, "bin", "java") if java_home else shutil.which("java")
+    if not java or not os.access(java, os.X_OK):
+        return ("no Java runtime (java) for PySpark: install Debian's openjdk-17-jre-headless "
+                "(make test does when it runs as root)")
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark_engine():
+    """A :class:`~winrate.io.spark_engine.SparkEngine` on one small local session per test
+    worker (a session takes seconds to start). With ``WINRATE_SKIP_SPARK=1`` the Spark
+    tests skip with that reason; without it, a missing PySpark or Java fails them."""
+    if os.environ.get(SKIP_SPARK) == "1":
+        pytest.skip(f"{SKIP_SPARK}=1: the Spark tests are skipped on request")
+    missing = spark_missing()
+    if missing:
+        pytest.fail(f"Spark tests cannot run: {missing}; set {SKIP_SPARK}=1 to skip them",
+                    pytrace=False)
+    from winrate.io.spark_engine import SparkEngine
+
+    engine = SparkEngine.local(cores=2, memory="1g", partitions=2)
+    yield engine
+    engine.session.stop()
+
+
 # ------------------------------------------------------------- runs without the real data
 
 DATA_VARIABLE = "WINRATE_DATA"

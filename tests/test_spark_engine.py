@@ -1,0 +1,379 @@
+"""SparkEngine (winrate/io/spark_engine.py) answers the engine protocol as DuckDBEngine does,
+and a scan on Spark gives what a scan on DuckDB gives.
+
+* The protocol: every source kind goes through both engines and the same group-by queries;
+  the results must agree after sorting, integer sums exactly and float sums to 1e-12
+  relative, and both must agree with a pandas ``groupby`` on the log itself (the independent
+  oracle). Batches must cover every row exactly once, at most ``rows`` at a time.
+* ``winrate.scan(..., engine="spark")`` on a few seeded logs: pass 1's key table equals a
+  pandas ``groupby`` of the source, pass 2's coded rows decode back to the source's rows,
+  each in the bucket of its prompt, on both engines; the analyses (scores, covariances,
+  standard errors, design effects) agree with DuckDB's and with the in-memory analysis to
+  1e-12 of the largest value. The full property matrix runs on DuckDB, not here.
+
+All in one module, so that one pytest worker starts Spark (the ``spark_engine`` fixture in
+tests/conftest.py: one local session per worker, a few seconds to start).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import winrate
+from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.io.engine import DuckDBEngine
+from winrate.io.scan import KEY
+from winrate.settings import Variance
+
+N_ROWS = 3_000
+KEYS = ["model_a", "model_b"]
+#: The pass-1 shape: counts, an integer sum, weighted first and second moments.
+#: CSV fields are text on both engines (winrate/io/engine.py): numbers are cast where used.
+PAIR_SUMS = ("SELECT model_a, model_b, COUNT(*) AS n, SUM(CAST(votes AS BIGINT)) AS votes, "
+             "SUM(f * s) AS fs, SUM(f * s * s) AS fs2, SUM(f * f) AS f2 FROM "
+             "(SELECT model_a, model_b, votes, CAST(weight AS DOUBLE) AS f, "
+             "CAST(score AS DOUBLE) AS s FROM {table}) AS rows GROUP BY model_a, model_b")
+INTEGER_COLUMNS = ("n", "votes")
+FLOAT_COLUMNS = ("fs", "fs2", "f2")
+
+
+def seeded_log(seed: int = 23, n: int = N_ROWS) -> pd.DataFrame:
+    """A random log with string ids, ties, integer vote counts and float weights; no NULLs."""
+    rng = np.random.default_rng(seed)
+    models = np.array([f"model-{i}" for i in range(7)])
+    a, b = rng.choice(7, n), rng.choice(6, n)
+    b = b + (b >= a)  # never a model against itself
+    return pd.DataFrame({
+        "row_id": np.arange(n),
+        "model_a": models[a], "model_b": models[b],
+        "prompt": np.char.add("p", rng.integers(0, 150, n).astype(str)),
+        "judge": np.char.add("judge-", rng.integers(0, 4, n).astype(str)),
+        "score": rng.choice([0.0, 0.5, 1.0], n),
+        "votes": rng.integers(1, 5, n),
+        "weight": rng.gamma(2.0, 0.7, n),
+    })
+
+
+def pandas_pair_sums(log: pd.DataFrame) -> pd.DataFrame:
+    """PAIR_SUMS computed by pandas on the log itself."""
+    frame = log.assign(fs=log.weight * log.score, fs2=log.weight * log.score ** 2,
+                       f2=log.weight ** 2)
+    grouped = frame.groupby(KEYS).agg(n=("score", "size"), votes=("votes", "sum"),
+                                      fs=("fs", "sum"), fs2=("fs2", "sum"), f2=("f2", "sum"))
+    return grouped.reset_index()
+
+
+def sorted_frame(table) -> pd.DataFrame:
+    frame = table.to_pandas() if isinstance(table, pa.Table) else table
+    return frame.sort_values(KEYS).reset_index(drop=True)
+
+
+def assert_same_sums(got: pd.DataFrame, expected: pd.DataFrame) -> None:
+    assert got[KEYS].equals(expected[KEYS])
+    for column in INTEGER_COLUMNS:  # DuckDB's SUM of BIGINT is a 128-bit integer
+        assert [int(v) for v in got[column]] == [int(v) for v in expected[column]], column
+    for column in FLOAT_COLUMNS:
+        np.testing.assert_allclose(got[column].astype(float), expected[column].astype(float),
+                                   rtol=1e-12, atol=0, err_msg=column)
+
+
+def column_dict(table: pa.Table, key: str, value: str) -> dict:
+    return dict(zip(table[key].to_pylist(), table[value].to_pylist(), strict=True))
+
+
+@pytest.fixture(scope="module")
+def log() -> pd.DataFrame:
+    return seeded_log()
+
+
+@pytest.fixture(scope="module")
+def files(log, tmp_path_factory):
+    """The log as one Parquet file, a folder of Parquet parts, a hive-partitioned folder
+    (``judge=...`` subfolders), CSV parts under a glob and one TSV file."""
+    root = tmp_path_factory.mktemp("spark_sources")
+    table = pa.Table.from_pandas(log, preserve_index=False)
+    pq.write_table(table, root / "log.parquet")
+    (root / "parts").mkdir()
+    (root / "csv").mkdir()
+    for part, rows in enumerate(np.array_split(np.arange(len(log)), 3)):
+        pq.write_table(table.take(rows), root / "parts" / f"part-{part}.parquet")
+        log.iloc[rows].to_csv(root / "csv" / f"part-{part}.csv", index=False)
+    pq.write_to_dataset(table, root / "hive", partition_cols=["judge"])
+    log.to_csv(root / "log.tsv", sep="\t", index=False)
+    return root
+
+
+SOURCES = {
+    "parquet file": lambda log, root, spark: str(root / "log.parquet"),
+    "parquet folder": lambda log, root, spark: root / "parts",
+    "parquet glob": lambda log, root, spark: str(root / "parts" / "*.parquet"),
+    "hive-partitioned folder": lambda log, root, spark: str(root / "hive"),
+    "csv glob": lambda log, root, spark: str(root / "csv" / "part-*.csv"),
+    "tsv file": lambda log, root, spark: str(root / "log.tsv"),
+    "pandas": lambda log, root, spark: log,
+    "arrow": lambda log, root, spark: pa.Table.from_pandas(log, preserve_index=False),
+}
+
+
+@pytest.mark.parametrize("kind", SOURCES)
+def test_every_source_kind_gives_duckdbs_and_pandas_sums(kind, log, files, spark_engine):
+    source = SOURCES[kind](log, files, spark_engine.session)
+    spark = spark_engine.query(PAIR_SUMS.format(table=spark_engine.table(source)))
+    duck = DuckDBEngine(threads=1)
+    duckdb = duck.query(PAIR_SUMS.format(table=duck.table(source)))
+    expected = pandas_pair_sums(log)
+    assert_same_sums(sorted_frame(spark), expected)
+    assert_same_sums(sorted_frame(duckdb), expected)
+
+
+def test_a_spark_dataframe_and_a_uri_are_sources(log, files, spark_engine):
+    """The user's own DataFrame, and a path given as a URI (the branch an ``s3a://`` path
+    takes), read here as ``file://``."""
+    expected = pandas_pair_sums(log)
+    frame = spark_engine.session.read.parquet(str(files / "parts"))
+    for source in (frame, (files / "hive").as_uri()):
+        got = spark_engine.query(PAIR_SUMS.format(table=spark_engine.table(source)))
+        assert_same_sums(sorted_frame(got), expected)
+
+
+def test_the_partition_column_of_a_hive_folder_is_read(log, files, spark_engine):
+    sql = "SELECT judge, COUNT(*) AS n FROM {table} GROUP BY judge"
+    got = spark_engine.query(sql.format(table=spark_engine.table(files / "hive")))
+    expected = log.groupby("judge").size()
+    assert column_dict(got, "judge", "n") == expected.to_dict()
+
+
+def test_put_registers_a_code_table_for_joins(log, spark_engine):
+    codes = pa.table({"model": [f"model-{i}" for i in range(7)], "code": list(range(7))})
+    spark_engine.put("winrate_test_codes", codes)
+    sql = ("SELECT c.code AS code, COUNT(*) AS n FROM {table} t JOIN winrate_test_codes c "
+           "ON t.model_a = c.model GROUP BY c.code")
+    got = spark_engine.query(sql.format(table=spark_engine.table(log)))
+    counts = log.model_a.str.removeprefix("model-").astype(int).value_counts()
+    assert column_dict(got, "code", "n") == counts.to_dict()
+
+
+@pytest.mark.parametrize("rows", [1, 700, 10_000])
+def test_batches_cover_every_row_once(rows, log, spark_engine):
+    """Over four partitions, batches of at most ``rows`` rows return each row once with its
+    values; a batch is cut within a partition, so there are at least ceil(n / rows)."""
+    frame = spark_engine.session.createDataFrame(log).repartition(4)
+    sql = "SELECT row_id, model_a, weight FROM {table} WHERE row_id < {n}"
+    n = 60 if rows == 1 else len(log)  # one-row batches: keep the Arrow overhead small
+    batches = list(spark_engine.batches(sql.format(table=spark_engine.table(frame), n=n),
+                                        rows=rows))
+    assert all(0 < batch.num_rows <= rows for batch in batches)
+    assert len(batches) >= -(-n // rows)
+    got = pa.Table.from_batches(batches).to_pandas().sort_values("row_id")
+    expected = log.loc[log.row_id < n, ["row_id", "model_a", "weight"]]
+    assert got.reset_index(drop=True).equals(expected.reset_index(drop=True))
+
+
+def test_batches_of_an_empty_result_are_none(log, spark_engine):
+    table = spark_engine.table(log)
+    assert list(spark_engine.batches(f"SELECT * FROM {table} WHERE votes > 99")) == []
+
+
+def test_a_dataframe_of_another_session_is_refused(spark_engine):
+    other = spark_engine.session.newSession().range(3)
+    with pytest.raises(WinrateInputError, match="another SparkSession"):
+        spark_engine.table(other)
+
+
+def test_a_missing_file_is_named(tmp_path, spark_engine):
+    with pytest.raises(WinrateInputError, match="not found"):
+        spark_engine.table(tmp_path / "nothing.parquet")
+
+
+def test_without_pyspark_the_error_names_the_extra(monkeypatch):
+    """PySpark made unimportable: the engine's constructors name the extra to install."""
+    from winrate.io.spark_engine import SparkEngine
+
+    for module in [m for m in sys.modules if m == "pyspark" or m.startswith("pyspark.")]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    for build in (SparkEngine, SparkEngine.local):
+        with pytest.raises(WinrateInputError, match=r"pip install winrate\[spark\]"):
+            build()
+
+
+def test_importing_the_engine_module_loads_no_pyspark():
+    import subprocess
+
+    probe = ("import sys, winrate.io.spark_engine\n"
+             "print(any(m.split('.')[0] == 'pyspark' for m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_a_missing_java_is_named_not_skipped(monkeypatch, tmp_path):
+    """The fixture's check: with neither JAVA_HOME nor a java on the path, the reason it
+    fails the Spark tests names Debian's Java package (or PySpark, when that is missing)."""
+    from tests.conftest import spark_missing
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert "openjdk-17-jre-headless" in spark_missing()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "java").touch(mode=0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    assert spark_missing() is None
+
+
+
+# ------------------------------------------------------------------ winrate.scan on Spark
+
+def scan_log(seed: int, n: int = 2_400) -> pd.DataFrame:
+    """A log in the default columns: string ids, outcome labels with ties, a row weight and a
+    length-difference covariate; 7 models, skewed prompt sizes, 5 judges."""
+    rng = np.random.default_rng(seed)
+    models = np.array([f"model-{i}" for i in range(7)])
+    a, b = rng.choice(7, n), rng.choice(6, n)
+    b = b + (b >= a)
+    return pd.DataFrame({
+        "model_a": models[a], "model_b": models[b],
+        "outcome": rng.choice(["a", "b", "tie"], n, p=[0.45, 0.4, 0.15]),
+        "prompt_id": np.char.add("p", np.minimum(rng.geometric(1 / 30, n), 150).astype(str)),
+        "judge_id": np.char.add("judge-", rng.integers(0, 5, n).astype(str)),
+        "w": rng.gamma(2.0, 0.5, n),
+        "length_diff": rng.normal(0, 1, n),
+    })
+
+
+#: Seeded cases: the log, how it is scanned, and how it is analysed.
+SCAN_CASES = {
+    "win rate, 3 buckets": (1, dict(buckets=3), dict(cluster="prompt+judge")),
+    "weighted Davidson BT, 2 buckets": (
+        2, dict(weight_col="w", buckets=2),
+        dict(cluster="prompt+judge", model="bt", ties="davidson")),
+    "weighted BT with a covariate, from CSV": (
+        3, dict(weight_col="w", feature_cols=("length_diff",)),
+        dict(cluster="prompt", model="bt", covariates=("length_diff",))),
+}
+
+
+def analysed(source, scan_options: dict, analysis: dict):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)  # few judges: asserted elsewhere
+        return winrate.analyze(source, variance=Variance("sandwich"), progress=False,
+                               **analysis)
+
+
+def assert_close(got, expected, name: str) -> None:
+    """max |got - expected| <= 1e-12 max |expected| (NaN where both are NaN)."""
+    got, expected = np.asarray(got, float), np.asarray(expected, float)
+    assert got.shape == expected.shape, name
+    assert np.array_equal(np.isnan(got), np.isnan(expected)), name
+    scale = np.nanmax(np.abs(expected))
+    assert np.nanmax(np.abs(got - expected)) <= 1e-12 * scale, name
+
+
+def assert_same_analysis(got, expected) -> None:
+    assert list(got.models) == list(expected.models)
+    for name in ("scores", "cov", "cov_naive", "se"):
+        assert_close(getattr(got, name), getattr(expected, name), name)
+    assert got.axes.keys() == expected.axes.keys()
+    for name, axis in expected.axes.items():  # each axis' diagnostics
+        mine = got.axes[name]
+        assert (mine.n_clusters, mine.single_cluster_pairs) == (
+            axis.n_clusters, axis.single_cluster_pairs), name
+        assert list(mine.largest_cluster) == list(axis.largest_cluster), name
+        for field in ("cov", "se", "deff", "m", "rho", "icc", "largest_share",
+                      "effective_clusters"):
+            assert_close(getattr(mine, field), getattr(axis, field), f"{name} {field}")
+
+
+@pytest.mark.parametrize("case", SCAN_CASES)
+def test_a_scan_on_spark_gives_duckdbs_and_the_in_memory_analysis(case, spark_engine,
+                                                                   tmp_path):
+    seed, scan_options, analysis = SCAN_CASES[case]
+    log = scan_log(seed)
+    if "CSV" in case:  # every field read as text: the scan's SQL casts
+        path = tmp_path / "log.csv"
+        log.to_csv(path, index=False)
+    else:
+        path = tmp_path / "log.parquet"
+        log.to_parquet(path)
+    on_spark = analysed(winrate.scan(str(path), engine="spark", **scan_options),
+                        scan_options, analysis)
+    on_duckdb = analysed(winrate.scan(str(path), engine="duckdb", **scan_options),
+                         scan_options, analysis)
+    in_memory = analysed(winrate.read_comparisons(
+        log, weight_col=scan_options.get("weight_col"),
+        feature_cols=scan_options.get("feature_cols", ())), scan_options, analysis)
+    assert_same_analysis(on_spark, on_duckdb)
+    assert_same_analysis(on_spark, in_memory)
+
+
+def test_a_spark_dataframe_is_scanned_on_its_own_session(spark_engine):
+    """``engine="auto"`` on a Spark DataFrame runs on Spark, with the analysis of the same
+    rows in memory."""
+    log = scan_log(4)
+    frame = spark_engine.session.createDataFrame(log)
+    scanned = winrate.scan(frame, weight_col="w")
+    assert scanned.mode == "spark" and scanned.engine.session is spark_engine.session
+    analysis = dict(cluster="prompt+judge")
+    assert_same_analysis(analysed(scanned, {}, analysis),
+                         analysed(winrate.read_comparisons(log, weight_col="w"), {}, analysis))
+
+
+OUTCOME_SCORES = {"a": 1.0, "b": 0.0, "tie": 0.5}
+
+
+def in_name_order(first, second, score) -> pd.DataFrame:
+    """Comparisons with each pair's names in sorted order and the score of the first, so
+    that an orientation chosen by the reader does not matter."""
+    first, second, score = (np.asarray(x) for x in (first, second, score))
+    swap = first > second
+    return pd.DataFrame({"model_1": np.where(swap, second, first),
+                         "model_2": np.where(swap, first, second),
+                         "score": np.where(swap, 1 - score, score)})
+
+
+def decoded_passes(scanned, n_buckets: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Pass 1's key log (each key in name order with its frequency), and pass 2's rows
+    decoded through it and the prompt and judge dictionaries, with the bucket of each."""
+    keys, _ = scanned.key_log(())
+    key_axis = keys.axes[KEY]
+    row_of_key = np.empty(key_axis.labels.max() + 1, np.int64)
+    row_of_key[key_axis.labels[key_axis.codes]] = np.arange(keys.n_rows)
+    table = in_name_order(keys.models[keys.model_a], keys.models[keys.model_b], keys.score)
+    prompts, _ = scanned.dictionary("prompt")
+    judges, _ = scanned.dictionary("judge")
+    parts = [table.iloc[row_of_key[rows[KEY]]].assign(
+                 prompt_id=prompts[rows["axis0"]], judge_id=judges[rows["axis1"]],
+                 w=rows["weight"], bucket=bucket)
+             for bucket, rows in enumerate(scanned.bucket_rows(("prompt", "judge"), "prompt",
+                                                               n_buckets))]
+    return table.assign(frequency=keys.frequency), pd.concat(parts, ignore_index=True)
+
+
+def test_the_passes_on_spark_reproduce_the_source(spark_engine, tmp_path):
+    """Pass 1's frequencies are a pandas ``groupby`` of the source (1e-12); pass 2's rows,
+    decoded, are the source's rows with their weights, each once, every prompt's rows in
+    one bucket: on Spark and on DuckDB."""
+    log = scan_log(5)
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    source = in_name_order(log.model_a, log.model_b, log.outcome.map(OUTCOME_SCORES)).assign(
+        prompt_id=log.prompt_id, judge_id=log.judge_id, w=log.w)
+    pair = ["model_1", "model_2", "score"]
+    expected_keys = source.groupby(pair).w.sum().reset_index()
+    expected_rows = source.sort_values(list(source.columns)).reset_index(drop=True)
+    for engine in ("spark", "duckdb"):
+        keys, rows = decoded_passes(winrate.scan(str(path), engine=engine, weight_col="w"), 3)
+        keys = keys.groupby(pair).frequency.sum().reset_index()  # both orientations
+        assert keys[pair].equals(expected_keys[pair]), engine
+        assert_close(keys.frequency, expected_keys.w, f"{engine} frequency")
+        assert rows.groupby("prompt_id").bucket.nunique().eq(1).all(), engine
+        assert rows.bucket.nunique() == 3, engine
+        rows = rows.drop(columns="bucket").sort_values(list(source.columns))
+        assert rows.reset_index(drop=True).equals(expected_rows), engine
