@@ -150,16 +150,6 @@ def test_the_partition_column_of_a_hive_folder_is_read(log, files, spark_engine)
     assert column_dict(got, "judge", "n") == expected.to_dict()
 
 
-def test_put_registers_a_code_table_for_joins(log, spark_engine):
-    codes = pa.table({"model": [f"model-{i}" for i in range(7)], "code": list(range(7))})
-    spark_engine.put("winrate_test_codes", codes)
-    sql = ("SELECT c.code AS code, COUNT(*) AS n FROM {table} t JOIN winrate_test_codes c "
-           "ON t.model_a = c.model GROUP BY c.code")
-    got = spark_engine.query(sql.format(table=spark_engine.table(log)))
-    counts = log.model_a.str.removeprefix("model-").astype(int).value_counts()
-    assert column_dict(got, "code", "n") == counts.to_dict()
-
-
 @pytest.mark.parametrize("rows", [1, 700, 10_000])
 def test_batches_cover_every_row_once(rows, log, spark_engine):
     """Over four partitions, batches of at most ``rows`` rows return each row once with its

@@ -2,7 +2,7 @@
 
 winrate never aggregates rows out of core itself: a log too large for memory is read and
 grouped by an existing engine, and winrate's numerical code reads only what the engine
-returns (:mod:`winrate.io.scan`). An engine answers three requests, all in SQL text that
+returns (:mod:`winrate.io.scan`). An engine answers these requests, all in SQL text that
 runs unchanged on DuckDB and Spark SQL (plain ``SELECT``/``JOIN``/``GROUP BY`` with
 ``COUNT``, ``SUM``, ``CASE``; no dialect functions):
 
@@ -10,7 +10,6 @@ runs unchanged on DuckDB and Spark SQL (plain ``SELECT``/``JOIN``/``GROUP BY`` w
   Parquet or CSV files, a pandas DataFrame or Arrow table, or the engine's own relation or
   DataFrame); CSV fields are read as text, as :func:`winrate.io.logs.read_table` reads
   ids exactly as written (numbers are cast where used);
-* ``put(name, table)``: register a small Arrow table (the code dictionaries);
 * ``query(sql)``: the result as an Arrow table; ``batches(sql)``: the same as a stream of
   Arrow record batches, so a large result is never held whole.
 
@@ -39,9 +38,6 @@ class Engine:
     name = ""
 
     def table(self, source) -> str:
-        raise NotImplementedError
-
-    def put(self, name: str, table) -> None:
         raise NotImplementedError
 
     def query(self, sql: str):
@@ -112,9 +108,6 @@ class DuckDBEngine(Engine):
         else:
             self.connection.register(name, source)  # a pandas DataFrame or Arrow table
         return name
-
-    def put(self, name: str, table) -> None:
-        self.connection.register(name, table)
 
     def query(self, sql: str):
         return self.connection.sql(sql).to_arrow_table()

@@ -14,10 +14,12 @@ session). On an engine winrate reads only what two passes of SQL return:
   weighted log of the keys has the fit of the full log (every estimator's estimating
   equations are sums over rows of a function of the key: :mod:`winrate.estimators.base`).
   Each cluster axis' labels come with their frequencies (the dictionaries).
-* **pass 2, the coded rows, bucket by bucket**: every row as (key index, cluster codes,
-  weight), joined to the registered key table and dictionaries, one bucket of whole
-  clusters of the bucket axis at a time (:meth:`Scan.bucket_rows`). A row's influence is its
-  key's influence times ``w / f`` (:mod:`winrate.variance.buckets` sums it per cluster).
+* **pass 2, the rows, bucket by bucket**: the columns the analysis reads, one bucket of
+  whole clusters of the bucket axis at a time (a hash of the cluster's label modulo the
+  number of buckets, in SQL), streamed as Arrow batches and coded in Arrow/numpy against
+  pass 1's key table and dictionaries: every row as (key index, cluster codes, weight)
+  (:meth:`Scan.bucket_rows`). A row's influence is its key's influence times ``w / f``
+  (:mod:`winrate.variance.buckets` sums it per cluster).
 
 The same SQL runs on DuckDB and Spark SQL (:mod:`winrate.io.engine`).
 """

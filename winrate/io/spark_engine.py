@@ -142,10 +142,6 @@ class SparkEngine(Engine):
         return reader.csv(files, header=True, inferSchema=False, mode="FAILFAST",
                           sep="\t" if tabs.pop() else ",")
 
-    def put(self, name: str, table) -> None:
-        """Register the Arrow ``table`` (small: it passes through the driver) as ``name``."""
-        self.session.createDataFrame(table).createOrReplaceTempView(name)
-
     def query(self, sql: str):
         """The result as one Arrow table, collected on the driver."""
         return self.session.sql(sql).toArrow()
