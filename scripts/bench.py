@@ -517,12 +517,11 @@ def bench_evals_scale(args, workdir: Path) -> None:
 
 
 def write_scale_log(path: Path, n: int, random_order: bool) -> None:
-    """A Bradley-Terry log of ``n`` rows written by DuckDB: 100 models with abilities
+    """A Bradley-Terry log of ``n`` rows written by DuckDB (in a child process): 100 models
+    with abilities
     spread over 4 logits, 1,000 judges, 200 rows per prompt, 10% ties; prompt-partitioned
     (rows in prompt order) with integer ids, or in random order with string ids. Draws are
     hashes of the row number, so the file is the same on every run."""
-    import duckdb
-
     if random_order:
         ids = ("'prompt-' || (hash(i, 5) % {p})::VARCHAR AS prompt_id, "
                "'judge-' || (hash(i, 1) % 1000)::VARCHAR AS judge_id, "
@@ -539,7 +538,10 @@ def write_scale_log(path: Path, n: int, random_order: bool) -> None:
            "WHEN u < 0.1 + 0.9 / (1 + exp((b - a) / 25.0)) THEN 1.0 ELSE 0.0 END AS outcome "
            f"FROM ({draws.format(n=n)}) {order}) TO '{path}' "
            "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)")
-    duckdb.connect().execute(sql)
+    # in a child process: a child's peak memory counts its parent's at the fork, so the
+    # bench process must stay small
+    subprocess.run([sys.executable, "-c", f"import duckdb; duckdb.connect().execute({sql!r})"],
+                   check=True)
 
 
 def bench_scale(args, workdir: Path) -> None:
@@ -587,7 +589,7 @@ def main() -> None:
     parser.add_argument("--check-reps", type=int, default=200)
     parser.add_argument("--eval-models", type=int, default=200)
     parser.add_argument("--eval-questions", type=int, default=12_032)
-    parser.add_argument("--scale-n", type=int, nargs="+", default=[50_000_000, 200_000_000])
+    parser.add_argument("--scale-n", type=int, nargs="*", default=[50_000_000, 200_000_000])
     parser.add_argument("--scale-random", type=int, default=None, metavar="N")
     parser.add_argument("--scale-memory", default="4G")
     parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
