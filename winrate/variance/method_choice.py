@@ -13,18 +13,18 @@ cell), which also measures the ``auto`` rule itself:
    30-60 prompts x 10-30 judges): the CR2 sandwich with a t reference on Pan & Wall's
    degrees of freedom, as in 3. There the two-way CR1 sandwich with t(G - 1) under-covers
    jointly (the tuning grid's 30 x 30: 91.6 / 83.8%): the prompts' sizes are unequal, so a
-   few large prompts carry much of the variance -- CR1 leaves their leverage bias and t(G -
-   1) overstates how well G clusters pin the variance down -- while CR2 with Pan-Wall df
-   covered 93.3 / 93.8 there and 93.4-94.3 / 92.8-93.9 in the other small crossed tuning
-   cells (1,000 replications each; ``docs/coverage.md``, "The fix"). Owen's (2007)
-   pigeonhole bootstrap, the rule until issue 24, reached nominal coverage on the tuning
-   grid only through its known conservativeness (it counts the prompt x judge cell variance
-   three times): on a held-out design whose variance is mostly cell noise (8 models, 30
-   prompts x 30 judges) it covered 98.7 / 99.5%, where CR2 with Pan-Wall df covers 94.5 /
-   93.9 (200 / 1,000 replications). Bradley-Terry (no CR2 strata) falls through to 4 (t(G -
-   1) CR1: 94.8 / 94.7 on that design). With fewer clusters on the smallest axis (a handful
-   of judges) CR1 with t(G - 1) (rule 4) is kept: the tuning grid's 30 prompts x 5 judges
-   covered 95.5 / 94.8.
+   few large prompts carry much of the variance -- CR1 leaves their leverage bias and
+   t(G - 1) overstates how well G clusters pin the variance down -- while CR2 with Pan-Wall
+   df covered 93.3 / 93.8 there and 93.4-94.3 / 92.8-93.9 in the other small crossed tuning
+   cells (1,000 replications each, Wald bounds; ``docs/coverage.md``, "The fix"). Owen's
+   (2007) pigeonhole bootstrap, the rule until issue 24, reached nominal coverage on the
+   tuning grid only through its known conservativeness (it counts the prompt x judge cell
+   variance three times): on a held-out design whose variance is mostly cell noise (8
+   models, 30 prompts x 30 judges) it covered 98.7 / 99.5%, where CR2 with Pan-Wall df
+   covers 94.5 / 93.9 (200 / 1,000 replications). Bradley-Terry (no CR2 strata) falls
+   through to 4 (t(G - 1) CR1: 94.8 / 94.7 on that design). With fewer clusters on the
+   smallest axis (a handful of judges) CR1 with t(G - 1) (rule 4) is kept: the tuning grid's
+   30 prompts x 5 judges covered 95.5 / 94.8.
 4. **Otherwise the multiway CR1 sandwich with t(G_min - 1)** critical values, G_min the
    smallest cluster count among the axes (MacKinnon, Nielsen & Webb 2023, "Cluster-robust
    inference: a guide to empirical practice", J. Econometrics 232(2)); from
