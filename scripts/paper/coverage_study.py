@@ -166,3 +166,14 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
                 "default (CR1, normal), `cr2` the CR2 sandwich with a normal reference, `auto` the "
                 f"default ({int(table.reps.min())} replications per cell, "
                 "scripts/coverage.py).")
+
+
+def heldout_results(paper: Paper, source: Path = PAPER / "coverage" / "heldout") -> None:
+    """The held-out S-small cell's win-rate coverage (``docs/coverage.md``) before issue
+    24's fix (the pigeonhole bootstrap, ``before-fix/summary.csv``) and after it (CR2 with
+    Pan-Wall df, ``summary.csv``), as ``heldout_small_{before,after}_{mar,sim}``."""
+    for when, folder in (("before", source / "before-fix"), ("after", source)):
+        table = pd.read_csv(folder / "summary.csv")
+        row = table[(table.cell == "S-small") & (table.estimator == "winrate")].iloc[0]
+        paper.number(f"heldout_small_{when}_mar", row.marginal, ".1f")
+        paper.number(f"heldout_small_{when}_sim", row.simultaneous, ".1f")
