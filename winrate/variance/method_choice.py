@@ -25,6 +25,17 @@ cell), which also measures the ``auto`` rule itself:
    through to 4 (t(G - 1) CR1: 94.8 / 94.7 on that design). With fewer clusters on the
    smallest axis (a handful of judges) CR1 with t(G - 1) (rule 4) is kept: the tuning grid's
    30 prompts x 5 judges covered 95.5 / 94.8.
+3. **The win rate on a thin design** (some model's median observed pair is informed by
+   fewer than :data:`THIN_PAIR` comparisons, :func:`thinnest_pair_size`): the CR2
+   sandwich (:mod:`winrate.variance.sandwich`, Bell &
+   McCaffrey 2002) with a t reference on Pan & Wall's (2002) degrees of freedom per model
+   (:func:`winrate.variance.sandwich.pan_wall_df`). Each pair's mean is then estimated from a few
+   prompts: their leverage biases CR1 down by about the share of a pair each prompt
+   carries, which CR2 removes; and the variance estimate itself can be noisy, most when
+   the cluster totals are heavy-tailed (pairs judged in both orders with a strong
+   position bias: the design study's ``cr2`` column, CR2 with a normal reference, falls
+   short of nominal simultaneous coverage there), which the df carry. Joint inference
+   takes the smallest model df.
 4. **Otherwise the multiway CR1 sandwich with t(G_min - 1)** critical values, G_min the
    smallest cluster count among the axes (MacKinnon, Nielsen & Webb 2023, "Cluster-robust
    inference: a guide to empirical practice", J. Econometrics 232(2)); from
