@@ -8,7 +8,9 @@ observed in that sample, which is the estimand of the fit), marginally for each 
 simultaneously for all K models, and the interval widths.
 
 Methods (each gives marginal and simultaneous intervals; simultaneous = max-|T| critical
-value of :func:`winrate.inference.simultaneous_intervals` from the method's covariance):
+value of :func:`winrate.inference.simultaneous_intervals` from the method's covariance; each
+built on the logit scale, as winrate reports win probabilities since issue 24, except the
+wild bootstrap's percentile-t intervals):
 
 =============  ===========================================================================
 naive          rows independent (CR0), normal reference
@@ -72,6 +74,7 @@ from winrate import estimators
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.estimators.win_rate_kernels import fit
+from winrate.inference.intervals import bounds_on_scale
 from winrate.inference.joint import simultaneous_intervals
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
 from winrate.settings import Joint, MonteCarlo, Variance
@@ -114,15 +117,24 @@ CONTROL = replace(DESIGN, response_sd=0.0, judge_sd=0.0, position_bias_sd=0.0,
 
 
 def _wald(est, cov, df, seed):
-    """Marginal and simultaneous half-widths of Wald intervals from a covariance."""
+    """Marginal and simultaneous ``(low, high)`` bounds of Wald intervals from a covariance,
+    built on the logit scale as winrate reports win probabilities
+    (:func:`winrate.inference.intervals.bounds_on_scale`)."""
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     sim = simultaneous_intervals(est, cov, ALPHA, df, n_draws=SIM_DRAWS, seed=seed)
-    return critical_value(ALPHA, df) * se, sim.critical_value * se
+    return (_on_scale(est, critical_value(ALPHA, df) * se),
+            _on_scale(est, sim.critical_value * se))
 
 
-def interval_half_widths(log, board, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """``{method: (marginal half-widths, simultaneous half-widths)}`` around the scores,
-    except ``wild`` which is symmetric too (percentile-t): all methods are symmetric."""
+def _on_scale(est, half) -> tuple[np.ndarray, np.ndarray]:
+    return bounds_on_scale(est, est - half, est + half, "probability")[:2]
+
+
+def interval_bounds(log, board, seed: int) -> dict[str, tuple[tuple, tuple]]:
+    """``{method: ((low, high) marginal, (low, high) simultaneous)}``: Wald intervals on
+    the logit scale, except ``wild``'s percentile-t intervals (symmetric, as analyze
+    reports them; their bounds are never cut here, which does not change coverage of a
+    truth in [0, 1])."""
     prompt, judge = log.axes["prompt"].codes, log.axes["judge"].codes
     est, infl = board.scores, board.influence
     g_min = min(log.axes["prompt"].n_clusters, log.axes["judge"].n_clusters)
@@ -141,23 +153,26 @@ def interval_half_widths(log, board, seed: int) -> dict[str, tuple[np.ndarray, n
     out = {name: _wald(est, cov, df, seed) for name, (cov, df) in covs.items()}
     wild = wild_cluster_bootstrap(log, fewest, alpha=ALPHA, reps=WILD_REPS, seed=seed,
                                   board=board, progress=False)
-    out["wild"] = (wild.critical_values * wild.se, wild.simultaneous_critical_value * wild.se)
+    half, sim_half = wild.critical_values * wild.se, wild.simultaneous_critical_value * wild.se
+    out["wild"] = ((est - half, est + half), (est - sim_half, est + sim_half))
     return out
 
 
-def _auto_half_widths(log, board, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Half-widths of ``analyze``'s default (the cells where it runs no grid method: CR2
-    with Pan-Wall t); a model that is not estimable gets an infinite half-width (its
-    interval is the whole scale, so it counts as covered, as in the design cells)."""
+def _auto_bounds(log, board, seed: int) -> tuple[tuple, tuple]:
+    """``analyze``'s default intervals (the cells where it runs no grid method: CR2 with
+    Pan-Wall t); a model that is not estimable gets the whole line (its interval is the
+    whole scale, so it counts as covered, as in the design cells)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         run = analyze(log, cluster="prompt+judge", monte_carlo=MonteCarlo(SIM_DRAWS, seed),
                       joint=Joint(simultaneous=True), board=board)
-    # q se and c se, not the bounds: win-probability bounds are cut at [0, 1]
-    # (clip_to_range), which never changes coverage of a truth in [0, 1]
-    half = np.nan_to_num(run.intervals.critical_value * run.intervals.se, nan=np.inf)
-    sim_half = run.joint.simultaneous_critical_value * run.intervals.se
-    return half, np.nan_to_num(sim_half, nan=np.inf)
+
+    def whole_if_blank(low, high):
+        blank = np.isnan(run.intervals.se)
+        return np.where(blank, -np.inf, low), np.where(blank, np.inf, high)
+
+    return (whole_if_blank(run.intervals.low, run.intervals.high),
+            whole_if_blank(run.joint.sim_low, run.joint.sim_high))
 
 
 def one_rep(n_prompts: int, n_judges: int, rep: int, design: SimulationDesign = DESIGN):
@@ -167,18 +182,17 @@ def one_rep(n_prompts: int, n_judges: int, rep: int, design: SimulationDesign = 
     sim = simulate_comparisons(replace(design, n_prompts=n_prompts, n_judges=n_judges), seed)
     board = fit(sim.log)
     truth = sim.population_scores(board.weights)
-    error = np.abs(board.scores - truth)
-    widths = interval_half_widths(sim.log, board, seed)
+    bounds = interval_bounds(sim.log, board, seed)
     grid_method = auto_method(sim.log, board)
-    widths["auto"] = (widths[grid_method] if grid_method else
-                      _auto_half_widths(sim.log, board, seed))
+    bounds["auto"] = (bounds[grid_method] if grid_method else
+                      _auto_bounds(sim.log, board, seed))
     rows = []
-    for method, (half, sim_half) in widths.items():
+    for method, ((low, high), (sim_low, sim_high)) in bounds.items():
         rows.append({
             "prompts": n_prompts, "judges": n_judges, "rep": rep, "method": method,
-            "marginal": float(np.mean(error <= half)),
-            "simultaneous": bool(np.all(error <= sim_half)),
-            "width": float(2 * np.mean(half)), "sim_width": float(2 * np.mean(sim_half)),
+            "marginal": float(np.mean((low <= truth) & (truth <= high))),
+            "simultaneous": bool(np.all((sim_low <= truth) & (truth <= sim_high))),
+            "width": float(np.mean(high - low)), "sim_width": float(np.mean(sim_high - sim_low)),
         })
     return rows
 
@@ -525,13 +539,13 @@ def summarise(per_rep: pd.DataFrame) -> pd.DataFrame:
 
 
 def auto_method(log, board) -> str | None:
-    """The grid method that ``method="auto"`` (:func:`winrate.variance.method_choice.choose`) runs
-    on this log, decided per log as ``analyze`` decides it: the pigeonhole bootstrap, or
-    the two-way CR1 sandwich with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters); None
-    when some model's median observed pair rests on fewer than ``THIN_PAIR`` comparisons and
-    auto runs CR2 with Pan-Wall t, no grid method (:func:`one_rep` then runs ``analyze``).
-    ``tests/test_coverage.py`` checks that analyze's auto intervals are exactly this
-    method's."""
+    """The grid method that ``method="auto"`` (:func:`winrate.variance.method_choice.choose`)
+    runs on this log, decided per log as ``analyze`` decides it: the two-way CR1 sandwich
+    with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters), or the pigeonhole bootstrap
+    should the rule choose it; None when auto runs CR2 with Pan-Wall t (a thin design, or
+    since issue 24 every axis below ``SMALL_AXIS`` clusters), no grid method (:func:`one_rep`
+    then runs ``analyze``). ``tests/test_coverage.py`` checks that analyze's auto intervals
+    are exactly this method's."""
     sizes = [log.axes[name].n_clusters for name in ("prompt", "judge")]
     choice = choose(("prompt", "judge"), sizes, estimators.of(board).thin_design_rule(),
                     thinnest_pair_size(board.counts))

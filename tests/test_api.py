@@ -22,6 +22,7 @@ from scipy import stats
 
 import winrate
 import winrate.evals
+from tests.logit_oracle import logit_interval
 from tests.note_codes import warns_code
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.inference.joint import simultaneous_intervals
@@ -95,7 +96,7 @@ def test_main_names_and_py_typed_are_there():
 
 @pytest.mark.parametrize("reference, df", [("normal", None), ("t", 29)])
 @pytest.mark.parametrize("alpha", [0.05, 0.1, 0.32])
-def test_conf_int_is_score_plus_minus_quantile_times_se(log, reference, df, alpha):
+def test_conf_int_is_the_logit_interval_of_quantile_times_se(log, reference, df, alpha):
     result = quiet(winrate.analyze, log, cluster="prompt+judge", reference=reference)
     assert result.settings["df"] == df  # t(G - 1) with the 30 judges
     q = stats.norm.ppf(1 - alpha / 2) if df is None else stats.t.ppf(1 - alpha / 2, df)
@@ -103,8 +104,9 @@ def test_conf_int_is_score_plus_minus_quantile_times_se(log, reference, df, alph
     assert list(ci.columns) == ["lower", "upper"]
     assert list(ci.index) == list(result.to_frame().index)
     got = by_model(ci, result.models)
-    np.testing.assert_allclose(got["lower"], result.scores - q * result.se, rtol=1e-12)
-    np.testing.assert_allclose(got["upper"], result.scores + q * result.se, rtol=1e-12)
+    low, high = logit_interval(result.scores, q * result.se)
+    np.testing.assert_allclose(got["lower"], low, rtol=1e-10)
+    np.testing.assert_allclose(got["upper"], high, rtol=1e-10)
 
 
 def test_conf_int_at_the_fit_alpha_is_the_table_interval(analysis):
@@ -118,7 +120,8 @@ def test_jackknife_conf_int_uses_its_t_degrees_of_freedom(log):
     assert result.intervals.df == 119
     q = stats.t.ppf(1 - 0.2 / 2, 119)
     got = by_model(result.conf_int(0.2), result.models)
-    np.testing.assert_allclose(got["lower"], result.scores - q * result.se, rtol=1e-12)
+    np.testing.assert_allclose(got["lower"], logit_interval(result.scores, q * result.se)[0],
+                               rtol=1e-10)
 
 
 @pytest.mark.parametrize("reference, df", [("normal", None), ("t", 29)])
@@ -130,8 +133,9 @@ def test_joint_conf_int_is_the_max_t_interval_of_the_covariance(log, reference, 
     for alpha in (0.05, 0.1):
         sim = simultaneous_intervals(result.scores, result.cov, alpha, df, seed=0)
         got = by_model(result.conf_int(alpha, joint=True), result.models)
-        np.testing.assert_allclose(got["lower"], sim.low, rtol=1e-12)
-        np.testing.assert_allclose(got["upper"], sim.high, rtol=1e-12)
+        low, high = logit_interval(result.scores, sim.high - result.scores)
+        np.testing.assert_allclose(got["lower"], low, rtol=1e-10)
+        np.testing.assert_allclose(got["upper"], high, rtol=1e-10)
         marginal = by_model(result.conf_int(alpha), result.models)
         assert (got["lower"] < marginal["lower"]).all() and (got["upper"] > marginal["upper"]).all()
 
@@ -450,18 +454,38 @@ def _thin_log(seed: int = 3, rows: int = 25):
         prompt=full.axes["prompt"].codes[keep], judge=full.axes["judge"].codes[keep])
 
 
+def _log_with_a_loser(loser: str = "7"):
+    """:func:`_thin_log` (40 rows) with every comparison of ``loser`` lost: its win rate
+    is 0, where the log-odds are undefined."""
+    log = _thin_log(rows=40)
+    a, b = log.models[log.model_a], log.models[log.model_b]
+    score = np.where(a == loser, 0.0, np.where(b == loser, 1.0, log.score))
+    return winrate.ComparisonLog.from_arrays(a, b, score, prompt=log.axes["prompt"].codes,
+                                             judge=log.axes["judge"].codes)
+
+
 @pytest.mark.parametrize("cluster", ["prompt", "prompt+judge"])
-def test_win_probability_intervals_are_cut_at_0_and_1_and_the_models_named(cluster):
-    log = _thin_log()
+def test_win_probability_intervals_stay_in_0_1_and_estimates_at_a_bound_are_cut(cluster):
+    """Win-probability bounds are built on the logit scale, so they stay inside (0, 1)
+    (issue 24); a score at 0 or 1 has no log-odds: its normal interval is cut at the
+    bound and the note names it (the oracle: log-odds by hand, the cut normal interval)."""
+    log = _log_with_a_loser()
     with warns_code("interval-cut") as found:
         result = winrate.analyze(log, cluster=cluster, simultaneous=True)
     frame = result.to_frame()
-    q = result.intervals.critical_value
-    raw_low, raw_high = result.scores - q * result.se, result.scores + q * result.se
-    np.testing.assert_allclose(result.intervals.low, np.clip(raw_low, 0, 1))
-    np.testing.assert_allclose(result.intervals.high, np.clip(raw_high, 0, 1))
-    crossed = (raw_low < 0) | (raw_high > 1)
-    assert crossed.any() and set(result.models[crossed]) <= set(found[0].models)
+    p, se, q = result.scores, result.se, result.intervals.critical_value
+    raw_low, raw_high = p - q * se, p + q * se
+    edge = (p == 0) | (p == 1)
+    assert str(result.models[p == 0][0]) == "7" and not np.isnan(se[p == 0]).any()
+    np.testing.assert_allclose(result.intervals.low[edge], np.clip(raw_low, 0, 1)[edge])
+    np.testing.assert_allclose(result.intervals.high[edge], np.clip(raw_high, 0, 1)[edge])
+    inside = ~edge & ~np.isnan(se)
+    log_odds = np.log(p[inside]) - np.log1p(-p[inside])
+    half = np.broadcast_to(q, p.shape)[inside] * se[inside] / (p[inside] * (1 - p[inside]))
+    np.testing.assert_allclose(result.intervals.low[inside], 1 / (1 + np.exp(half - log_odds)))
+    np.testing.assert_allclose(result.intervals.high[inside],
+                               1 / (1 + np.exp(-log_odds - half)))
+    assert set(found[0].models) == set(result.models[edge].astype(str))
     for lower, upper in (("ci_low", "ci_high"), ("sim_low", "sim_high")):
         shown = frame[[lower, upper]].dropna().to_numpy()
         assert shown.min() >= 0 and shown.max() <= 1

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.logit_oracle import logit_interval
 from winrate.cli import main
 from winrate.errors import WinrateWarning
 from winrate.inference.joint import pairwise_differences, rank_sets, simultaneous_intervals
@@ -48,7 +49,9 @@ def test_simultaneous_ranks_and_pairwise_match_the_library(log_file, tmp_path, c
     score, cov = np.array(doc["score"]), np.array(doc["cov"])
     sim = simultaneous_intervals(score, cov, 0.05, None, seed=3)
     assert doc["simultaneous_critical_value"] == pytest.approx(sim.critical_value, rel=1e-12)
-    np.testing.assert_allclose(doc["sim_low"], sim.low, rtol=1e-12)
+    # win probabilities: the max-|T| interval built on the logit scale (issue 24)
+    np.testing.assert_allclose(doc["sim_low"], logit_interval(score, sim.high - score)[0],
+                               rtol=1e-10)
     assert np.all(np.array(doc["sim_low"]) < np.array(doc["ci_low"]))
     rank = 1 + (score[None, :] > score[:, None]).sum(axis=1)
     low, high = np.array(doc["rank_low"]), np.array(doc["rank_high"])

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from scipy.special import stdtrit
 
+from tests.logit_oracle import logit_interval
 from winrate.errors import WinrateWarning
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "coverage.py"
@@ -105,7 +106,7 @@ def test_study_intervals_are_the_ones_analyze_reports(study):
     board = fit(sim.log)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        halves = study.interval_half_widths(sim.log, board, seed=5)
+        bounds = study.interval_bounds(sim.log, board, seed=5)
         kwargs = dict(cluster="prompt+judge", simultaneous=True, n_draws=study.SIM_DRAWS,
                       seed=5)
         runs = {"twoway": analyze(sim.log, method="sandwich", **kwargs),
@@ -114,9 +115,7 @@ def test_study_intervals_are_the_ones_analyze_reports(study):
                 "pigeonhole": analyze(sim.log, method="bootstrap",
                                       bootstrap_reps=study.PIGEONHOLE_REPS, **kwargs)}
     for method, run in runs.items():
-        marginal, simultaneous = halves[method]
-        np.testing.assert_allclose(marginal, run.intervals.high - run.scores, rtol=1e-10)
-        np.testing.assert_allclose(simultaneous, run.joint.sim_high - run.scores, rtol=1e-10)
+        _assert_bounds(bounds[method], run)
 
 
 @pytest.mark.parametrize("n_prompts, n_judges", [(40, 12), (100, 5)])
@@ -132,32 +131,46 @@ def test_the_grid_auto_row_is_what_analyze_runs_by_default(study, n_prompts, n_j
                                seed=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        halves = study.interval_half_widths(sim.log, fit(sim.log), seed=3)
+        bounds = study.interval_bounds(sim.log, fit(sim.log), seed=3)
         run = analyze(sim.log, simultaneous=True, n_draws=study.SIM_DRAWS, seed=3,
                       bootstrap_reps=study.PIGEONHOLE_REPS)
-    marginal, simultaneous = halves[study.auto_method(sim.log, fit(sim.log))]
-    np.testing.assert_allclose(marginal, run.intervals.high - run.scores, rtol=1e-10)
-    np.testing.assert_allclose(simultaneous, run.joint.sim_high - run.scores, rtol=1e-10)
+    picked = study.auto_method(sim.log, fit(sim.log))
+    _assert_bounds(bounds[picked] if picked else study._auto_bounds(sim.log, fit(sim.log), 3),
+                   run)
+
+
+def _assert_bounds(bounds, run):
+    """The study's (marginal, simultaneous) bounds are the analysis' reported ones."""
+    (low, high), (sim_low, sim_high) = bounds
+    np.testing.assert_allclose(low, run.intervals.low, rtol=1e-10)
+    np.testing.assert_allclose(high, run.intervals.high, rtol=1e-10)
+    np.testing.assert_allclose(sim_low, run.joint.sim_low, rtol=1e-10)
+    np.testing.assert_allclose(sim_high, run.joint.sim_high, rtol=1e-10)
 
 
 def test_grid_auto_in_cells_without_a_grid_method_is_analyze_itself(study):
     """At 10 prompts with few judges auto runs CR2 with Pan-Wall t: the grid's row comes
-    from analyze (not-estimable models with an infinite half-width, i.e. covered)."""
+    from analyze (logit-scale bounds; not-estimable models get the whole line, i.e.
+    covered)."""
     from winrate.analysis import analyze
     from winrate.estimators.win_rate_kernels import fit
     from winrate.io.simulate import simulate_comparisons
 
     sim = simulate_comparisons(replace(study.DESIGN, n_prompts=10, n_judges=5), seed=4)
     board = fit(sim.log)
-    marginal, simultaneous = study._auto_half_widths(sim.log, board, seed=4)
+    (low, high), (sim_low, sim_high) = study._auto_bounds(sim.log, board, seed=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         run = analyze(sim.log, simultaneous=True, n_draws=study.SIM_DRAWS, seed=4)
     assert run.settings["correction"] == "cr2" and np.ndim(run.intervals.df) == 1
     q = stdtrit(run.intervals.df, 1 - run.alpha / 2)
-    expected = np.nan_to_num(q * run.se, nan=np.inf)  # the bounds are cut at [0, 1]
-    np.testing.assert_allclose(marginal, expected, rtol=1e-12)
-    assert (simultaneous >= marginal).all()
+    blank = np.isnan(run.se)
+    assert (low[blank] == -np.inf).all() and (high[blank] == np.inf).all()
+    inside = ~blank & (run.scores > 0) & (run.scores < 1)
+    expected = logit_interval(run.scores[inside], q[inside] * run.se[inside])
+    np.testing.assert_allclose(low[inside], expected[0], rtol=1e-10)
+    np.testing.assert_allclose(high[inside], expected[1], rtol=1e-10)
+    assert (sim_low <= low).all() and (sim_high >= high).all()
     rows = study.one_rep(10, 5, 0)
     assert [r["method"] for r in rows].count("auto") == 1
 
@@ -170,8 +183,9 @@ def test_grid_auto_is_decided_per_log_as_analyze_decides(study):
     from winrate.estimators.win_rate_kernels import fit
     from winrate.io.simulate import simulate_comparisons
 
-    named = {"pigeonhole": ("bootstrap", "cr1", "normal"), "twoway": ("sandwich", "cr1", "normal"),
-             "twoway_t": ("sandwich", "cr1", "t"), None: ("sandwich", "cr2", "t")}
+    # since issue 24 auto never runs the pigeonhole bootstrap (30 x 30 is CR2 now)
+    named = {"twoway": ("sandwich", "cr1", "normal"), "twoway_t": ("sandwich", "cr1", "t"),
+             None: ("sandwich", "cr2", "t")}
     seen = set()
     for (prompts, judges), seed in itertools.product([(30, 3), (30, 30), (100, 5), (10, 2),
                                                       (120, 60)],

@@ -11,6 +11,7 @@ import statsmodels.api as sm
 import statsmodels.formula.api as smf
 
 from tests.conftest import random_log
+from tests.logit_oracle import logit_interval
 from tests.note_codes import notes_of
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
@@ -123,4 +124,6 @@ def test_t_reference_uses_smallest_axis():
     from scipy import stats
 
     crit = stats.t.ppf(0.975, result.settings["df"])
-    np.testing.assert_allclose(result.intervals.high - result.scores, crit * result.se)
+    # win probabilities: the t(G - 1) interval built on the logit scale (issue 24)
+    np.testing.assert_allclose(result.intervals.high,
+                               logit_interval(result.scores, crit * result.se)[1], rtol=1e-10)

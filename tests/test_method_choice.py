@@ -11,6 +11,7 @@ import pytest
 from scipy.linalg import eigh
 from scipy.special import stdtrit
 
+from tests.logit_oracle import logit_interval
 from winrate.analysis import analyze
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators.win_rate_kernels import fit
@@ -19,7 +20,7 @@ from winrate.io.simulate import SimulationDesign, simulate_comparisons
 from winrate.variance.diagnostics import effective_clusters
 from winrate.variance.method_choice import (
     LARGE_AXIS,
-    MIN_BOOTSTRAP_AXIS,
+    MIN_CROSSED_AXIS,
     SMALL_AXIS,
     THIN_PAIR,
     choose,
@@ -196,14 +197,14 @@ def test_thin_auto_intervals_use_each_models_pan_wall_t_and_the_smallest_jointly
     np.testing.assert_allclose(run.intervals.df,
                                _pan_wall_by_loop(scaled.tocsr(), codes, run.se**2), rtol=1e-10)
     q = stdtrit(run.intervals.df, 0.975)
-    # win probabilities: the upper bounds are cut at 1
-    np.testing.assert_allclose(run.intervals.high, np.minimum(run.scores + q * run.se, 1),
-                               rtol=1e-12)
+    # win probabilities: the bounds are built on the logit scale (issue 24)
+    np.testing.assert_allclose(run.intervals.high, logit_interval(run.scores, q * run.se)[1],
+                               rtol=1e-10)
     assert "df per model" in str(run.summary())
-    np.testing.assert_allclose(
-        run.joint.sim_high,
-        np.minimum(simultaneous_intervals(run.scores, run.cov, 0.05, run.intervals.df.min(),
-                                          seed=0).high, 1), rtol=1e-12)
+    joint = simultaneous_intervals(run.scores, run.cov, 0.05, run.intervals.df.min(), seed=0)
+    np.testing.assert_allclose(run.joint.sim_high, logit_interval(run.scores, joint.high
+                                                                  - run.scores)[1], rtol=1e-10)
+
 
 
 def test_cr2_with_every_row_its_own_cluster_is_cochrans_stratified_variance():
@@ -231,8 +232,12 @@ def test_cr2_needs_strata_and_bradley_terry_gets_a_clear_error():
 def test_choose_follows_the_documented_rule():
     assert choose((), [], True, 100).method == "sandwich"
     both_small = choose(("prompt", "judge"), [60, 30], True, 100)
-    assert (both_small.method, both_small.reference) == ("bootstrap", "normal")
-    few_judges = choose(("prompt", "judge"), [60, MIN_BOOTSTRAP_AXIS - 1], True, 100)
+    assert (both_small.method, both_small.correction, both_small.reference) == (
+        "sandwich", "cr2", "t")
+    assert "fewer than 100 clusters" in both_small.reason
+    bt_small = choose(("prompt", "judge"), [60, 30], False, 100)  # no CR2 strata: rule 4
+    assert (bt_small.method, bt_small.correction, bt_small.reference) == ("sandwich", "cr1", "t")
+    few_judges = choose(("prompt", "judge"), [60, MIN_CROSSED_AXIS - 1], True, 100)
     assert (few_judges.method, few_judges.reference) == ("sandwich", "t")
     big = choose(("prompt", "judge"), [SMALL_AXIS, 30], True, 100)
     assert (big.method, big.correction, big.reference) == ("sandwich", "cr1", "t")
@@ -289,11 +294,20 @@ def test_auto_uses_t_below_50_clusters_and_normal_above():
                                                   method="sandwich").cov)
 
 
-def test_auto_picks_the_pigeonhole_bootstrap_when_every_axis_is_small():
+def test_auto_takes_cr2_with_pan_wall_df_when_every_axis_is_small():
+    """Every axis below SMALL_AXIS clusters (issue 24: the pigeonhole bootstrap, the rule
+    before, over-covered a held-out design, 98.7 / 99.5%): the win rate's auto is the
+    explicit CR2 sandwich with per-model Pan-Wall df; Bradley-Terry's is CR1 with t(G - 1)."""
     sim = simulate_comparisons(SimulationDesign(n_prompts=20, n_judges=12), seed=3)
-    run = quiet(sim.log, bootstrap_reps=49)
-    assert run.method == "pigeonhole bootstrap"
+    run = quiet(sim.log)
+    assert run.method == "sandwich" and run.settings["correction"] == "cr2"
     assert f"fewer than {SMALL_AXIS} clusters" in run.method_note
+    explicit = quiet(sim.log, method="sandwich", correction="cr2", reference="t")
+    np.testing.assert_array_equal(run.cov, explicit.cov)
+    np.testing.assert_array_equal(run.intervals.df, explicit.intervals.df)
+    assert np.all(np.asarray(run.intervals.df) <= 11)  # Pan-Wall: at most G_min - 1
+    bt = quiet(sim.log, model="bt")
+    assert (bt.method, bt.settings["correction"], bt.settings["df"]) == ("sandwich", "cr1", 11)
 
 
 def test_explicit_choices_override_auto():

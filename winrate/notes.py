@@ -40,7 +40,8 @@ CODES = {
     "not-estimable": "models whose uncertainty cannot be estimated",
     "psd-repaired": "a multiway covariance clipped to positive semi-definite",
     "small-sample-floor": "pairs with a single outcome got a small-sample variance floor",
-    "interval-cut": "normal intervals reaching past 0% or 100% were cut at the bound",
+    "interval-cut": "a win rate of 0% or 100% (no logit-scale interval): its normal interval "
+                    "reaching past the bound was cut",
     "prior-dominates": "ratings that only a ridge prior keeps finite",
     # resampling
     "undefined-replicates": "resampling replicates in which a model had no comparisons",
@@ -367,10 +368,11 @@ def not_psd(what: str, min_eig: float) -> Note:
 def interval_cut(models: list[str]) -> Note:
     return Note(
         "interval-cut",
-        f"{plural(len(models), 'model')} ({_listed(models)}) had a normal interval reaching "
-        "past 0% or 100% (marginal or simultaneous); it is cut at the bound, as for a "
-        "proportion. So little information is behind these scores that the normal "
-        "approximation is poor: read their intervals as rough.", models=models)
+        f"{plural(len(models), 'model')} ({_listed(models)}) scored 0% or 100%, where the "
+        "logit-scale interval of a win rate is undefined; the normal interval reached past "
+        "the bound and is cut there, as for a proportion. So little information is behind "
+        "these scores that the normal approximation is poor: read their intervals as rough.",
+        models=models)
 
 
 def small_sample_floor(pairs: list[tuple[str, str, float]], n_degenerate: int,

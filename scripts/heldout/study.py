@@ -2,14 +2,16 @@
 
 For every pre-registered cell (:mod:`heldout.cells`, ``docs/coverage.md``) and estimator,
 replication r draws a log with seed ``SeedSequence([HELD_OUT_SEED, crc32(key), r])``, runs
-winrate's default analysis (:func:`analyse`) and records, per replication, the coverage of the
-marginal and simultaneous intervals, and per model the standardised error
-``z = (estimate - truth) / SE``, the reference's degrees of freedom, the share of the
-variance from the small-sample floor and the mean comparisons per observed pair
-(:func:`replication`). Rows are appended to ``OUT/reps/<cell>.csv`` as each chunk of
-replications finishes, one row per replication and estimator, so an interrupted run resumes
-where it stopped (and a rerun with more replications adds only the new ones; every
-replication has its own seed, so the rows do not depend on how the run was split).
+winrate's default analysis (:func:`analyse`) and records, per replication, the coverage of
+the marginal and simultaneous intervals, and per model the standardised error ``z =
+(estimate - truth) / SE``, the reference's degrees of freedom, the share of the variance
+from the small-sample floor, the mean comparisons per observed pair and whether its reported
+interval covered (:func:`replication`; win-rate intervals are asymmetric on the logit scale
+since issue 24's fix, so ``|z| <= q`` no longer decides coverage). Rows are appended to
+``OUT/reps/<cell>.csv`` as each chunk of replications finishes, one row per replication and
+estimator, so an interrupted run resumes where it stopped (and a rerun with more
+replications adds only the new ones; every replication has its own seed, so the rows do not
+depend on how the run was split).
 
 Summaries (:func:`summarise`, :func:`model_table`, :func:`pair_size_table`) are rebuilt from
 every row on disk and written to ``OUT/summary.csv``, ``OUT/models.csv``,
@@ -46,7 +48,7 @@ ALPHA = 0.05
 MC_Z = float(norm.ppf(0.995))
 FEW_CLUSTERS = 30
 ROUGH_CODES = ("few-clusters", "no-reliable-method")
-PER_MODEL = ("z", "df", "floor", "pair_size")
+PER_MODEL = ("z", "df", "floor", "pair_size", "cover")
 BASE_COLUMNS = ("cell", "estimator", "rep", "seed", "error", "method", "reps_models",
                 "marginal", "simultaneous", "width", "not_estimable", "rough_said")
 PAIR_BINS = (1, 1.5, 2, 3, 5, 10, 20, np.inf)
@@ -62,13 +64,14 @@ def analyse(log, sample, estimator: str, seed: int, **variance):
     """winrate's default analysis of ``log`` for ``estimator`` (``docs/coverage.md``);
     ``variance`` (:class:`winrate.settings.Variance` fields) overrides the default method
     (side experiments only)."""
+    # only Bradley-Terry takes covariates (winrate rejects an option its model lacks)
+    options = {"covariates": sample.covariates} if estimator == "bt_style" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         return analyze(log, model="winrate" if estimator == "winrate" else "bt",
-                       baseline=sample.baseline,
-                       covariates=sample.covariates if estimator == "bt_style" else (),
-                       joint=Joint(simultaneous=True), monte_carlo=MonteCarlo(SIM_DRAWS, seed),
-                       variance=Variance(**variance))
+                       baseline=sample.baseline, joint=Joint(simultaneous=True),
+                       monte_carlo=MonteCarlo(SIM_DRAWS, seed), variance=Variance(**variance),
+                       **options)
 
 
 def _per_model_df(run) -> np.ndarray:
@@ -114,7 +117,7 @@ def measure(run, truth: pd.Series) -> dict:
     values = {"z": (estimate - target) / se, "df": _per_model_df(run),
               "floor": np.divide(floor, variance, out=np.zeros_like(floor),
                                  where=variance > 0),
-              "pair_size": pair_size}
+              "pair_size": pair_size, "cover": covered.astype(float)}
     for name, array in values.items():
         row.update({f"{name}:{m}": float(v) for m, v in zip(models, array, strict=True)})
     return row
@@ -232,8 +235,13 @@ def per_model(frame: pd.DataFrame, name: str) -> pd.DataFrame:
 
 def model_covered(frame: pd.DataFrame) -> pd.DataFrame:
     """Per replication and model: covered (1), not (0), or NaN if not reported; a model
-    without an SE (not estimable) counts as covered."""
-    z, df = per_model(frame, "z"), per_model(frame, "df")
+    without an SE (not estimable) counts as covered. From the reported intervals (the
+    ``cover:`` columns); rows written before they existed (symmetric intervals only) from
+    ``|z| <= q``, q the t(df) or normal critical value."""
+    df = per_model(frame, "df")
+    if any(c.startswith("cover:") for c in frame.columns):
+        return per_model(frame, "cover").where(df.notna())
+    z = per_model(frame, "z")
     q = pd.DataFrame(t.ppf(1 - ALPHA / 2, df.to_numpy()), index=df.index, columns=df.columns)
     covered = (z.abs() <= q).astype(float)
     covered[z.isna() & df.notna()] = 1.0

@@ -97,12 +97,13 @@ def constants(paper: Paper) -> None:
 
 
 def step_coverage(paper: Paper, full: bool) -> None:
-    from coverage_study import coverage_results, design_results, rerun
+    from coverage_study import coverage_results, design_results, heldout_results, rerun
 
     if full:
         rerun(paper.root / "coverage")
     coverage_results(paper, paper.root / "coverage")
     design_results(paper, paper.root / "coverage")
+    heldout_results(paper, paper.root / "coverage" / "heldout")
 
 
 def step_datasets(paper: Paper, full: bool) -> None:

@@ -18,7 +18,7 @@ import pandas as pd
 from common import PAPER, ROOT, Paper
 
 from winrate.notes import INCOMPLETE_SHARE
-from winrate.variance.method_choice import MIN_BOOTSTRAP_AXIS, SMALL_AXIS, THIN_PAIR
+from winrate.variance.method_choice import MIN_CROSSED_AXIS, SMALL_AXIS, THIN_PAIR
 
 REPS = 600
 WORKERS = 2
@@ -154,7 +154,7 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     paper.number("cov_design_reps", int(table.reps.min()), "d")
     paper.number("auto_small_axis", SMALL_AXIS, "d")
     paper.number("auto_thin_pair", THIN_PAIR, "d")
-    paper.number("auto_min_bootstrap_axis", MIN_BOOTSTRAP_AXIS, "d")
+    paper.number("auto_min_crossed_axis", MIN_CROSSED_AXIS, "d")
     shown = table.assign(coverage=[f"{m:.1f} / {s:.1f}" for m, s in
                                    zip(table.marginal, table.simultaneous, strict=True)])
     grid = shown.pivot_table(index=["kind", "cell"], columns="method", values="coverage",
@@ -166,3 +166,14 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
                 "default (CR1, normal), `cr2` the CR2 sandwich with a normal reference, `auto` the "
                 f"default ({int(table.reps.min())} replications per cell, "
                 "scripts/coverage.py).")
+
+
+def heldout_results(paper: Paper, source: Path = PAPER / "coverage" / "heldout") -> None:
+    """The held-out S-small cell's win-rate coverage (``docs/coverage.md``) before issue
+    24's fix (the pigeonhole bootstrap, ``before-fix/summary.csv``) and after it (CR2 with
+    Pan-Wall df, ``summary.csv``), as ``heldout_small_{before,after}_{mar,sim}``."""
+    for when, folder in (("before", source / "before-fix"), ("after", source)):
+        table = pd.read_csv(folder / "summary.csv")
+        row = table[(table.cell == "S-small") & (table.estimator == "winrate")].iloc[0]
+        paper.number(f"heldout_small_{when}_mar", row.marginal, ".1f")
+        paper.number(f"heldout_small_{when}_sim", row.simultaneous, ".1f")

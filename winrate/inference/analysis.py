@@ -20,6 +20,7 @@ from winrate.estimators.cells import require_rows
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.inference.intervals import (
     bounds_frame,
+    bounds_on_scale,
     clip_to_range,
     simultaneous_bounds,
     wald_bounds,
@@ -214,7 +215,9 @@ class Analysis:
         covariance (:func:`winrate.inference.simultaneous_intervals`, seeded with the
         analysis' seed); at the analysis' own alpha these are the intervals it reported.
         The wild bootstrap's intervals are percentile-t, available at its alpha only.
-        Win-probability intervals are cut at [0, 1] (:func:`winrate.results.clip_to_range`).
+        Win-probability intervals are built on the logit scale
+        (:func:`winrate.inference.intervals.logit_bounds`; the wild bootstrap's are cut at
+        [0, 1]).
         """
         stored = self.joint.sim_low is not None if self.joint is not None else False
         if joint and stored and alpha == self.alpha:
@@ -226,11 +229,12 @@ class Analysis:
                     f"analyze(..., alpha={alpha}"
                     f"{', joint=Joint(simultaneous=True)' if joint else ''})")
             low, high = self.intervals.low, self.intervals.high
-        elif joint:
-            low, high = simultaneous_bounds(self.scores, self.cov, alpha, self.intervals.df,
-                                            keep=~np.isnan(self.se), seed=self.settings["seed"])
-        else:
-            low, high = wald_bounds(self.scores, self.se, alpha, self.intervals.df)
+        else:  # Wald bounds, on the logit scale for win probabilities (as analyze's)
+            low, high = (simultaneous_bounds(self.scores, self.cov, alpha, self.intervals.df,
+                                             keep=~np.isnan(self.se),
+                                             seed=self.settings["seed"]) if joint
+                         else wald_bounds(self.scores, self.se, alpha, self.intervals.df))
+            low, high, _ = bounds_on_scale(self.scores, low, high, self.leaderboard.scale)
         low, high, _ = clip_to_range(low, high, self.leaderboard.scale)
         return bounds_frame(self.models, low, high, self.ranked_models)
 
@@ -633,7 +637,8 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
             pairwise=joint.pairwise, rank_method=joint.rank_method,
             n_draws=monte_carlo.n_draws, seed=seed, choice=choice,
             estimable=~np.isnan(intervals.se), progress=progress)
-    intervals, joint_result, range_note = _cut_to_range(board, intervals, joint_result)
+    intervals, joint_result, range_note = _cut_to_range(
+        board, intervals, joint_result, wald=choice is None or choice.wild is None)
     if auto is not None:
         method_note = (f"auto: {auto.reason}{overridden}. "
                        f"{method_note[0].upper()}{method_note[1:]}")
@@ -752,14 +757,20 @@ def _shown(value) -> str:
     return "a matrix" if isinstance(value, (np.ndarray, pd.DataFrame)) else repr(value)
 
 
-def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint):
-    """Marginal and simultaneous intervals cut at the range of the score scale
-    (:func:`winrate.results.clip_to_range`), and a note naming the models whose normal
-    interval reached past it (None if none did)."""
-    low, high, cut = clip_to_range(intervals.low, intervals.high, board.scale)
+def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint, wald: bool = True):
+    """Marginal and simultaneous intervals on the score scale: Wald intervals (``wald``)
+    of win probabilities built on the logit scale, others cut at the range of the scale
+    (:func:`winrate.inference.intervals.bounds_on_scale`), and a note naming the models
+    whose interval still reached past it (None if none did)."""
+    def bounds(low, high):
+        if wald:
+            return bounds_on_scale(board.scores, low, high, board.scale)
+        return clip_to_range(low, high, board.scale)
+
+    low, high, cut = bounds(intervals.low, intervals.high)
     intervals = replace(intervals, low=low, high=high)
     if joint is not None and joint.sim_low is not None:
-        sim_low, sim_high, sim_cut = clip_to_range(joint.sim_low, joint.sim_high, board.scale)
+        sim_low, sim_high, sim_cut = bounds(joint.sim_low, joint.sim_high)
         joint, cut = replace(joint, sim_low=sim_low, sim_high=sim_high), cut | sim_cut
     if not cut.any():
         return intervals, joint, None

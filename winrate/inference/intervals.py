@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit, logit
 
 from winrate.inference.joint import simultaneous_intervals
 from winrate.variance.reference import critical_value, joint_df
@@ -37,6 +38,47 @@ def clip_to_range(low, high, scale: str) -> tuple[np.ndarray, np.ndarray, np.nda
         return low, high, np.zeros(low.shape, bool)
     lo, hi = SCORE_RANGE[scale]
     return np.clip(low, lo, hi), np.clip(high, lo, hi), (low < lo) | (high > hi)
+
+
+def logit_bounds(estimate, low, high) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A win probability's interval built on the logit scale from its Wald interval
+    ``p -/+ h`` (``h = q se``, or ``c se`` for simultaneous intervals), and the mask of
+    intervals left on the probability scale.
+
+    By the delta method ``SE(logit p) = se / (p (1 - p))``, so the interval is
+    ``expit(logit p -/+ h / (p (1 - p)))``: asymmetric, inside (0, 1), and first-order the
+    Wald interval where ``h`` is small against ``p (1 - p)``. Near 0 or 1 a proportion's
+    sampling distribution is skewed and its SE shrinks with the estimate, so Wald intervals
+    miss on the side away from the bound, and more so at the far quantiles of simultaneous
+    intervals; the logit interval corrects this (Brown, Cai & DasGupta 2001, "Interval
+    estimation for a binomial proportion", Stat. Sci. 16(2), the logit interval and the
+    Wald interval's failure near the bounds). The max-|T| critical value ``c`` carries over
+    unchanged: the transformation is diagonal, so the correlation of the estimates is the
+    same on both scales. Where ``p`` is 0 or 1 (logit undefined) the Wald bounds, cut at [0, 1], are
+    kept (the mask); NaN bounds stay NaN.
+    """
+    p = np.asarray(estimate, float)
+    low, high = np.asarray(low, float), np.asarray(high, float)
+    inside = (p > 0) & (p < 1)
+    spread = p * (1 - p)
+    centre = logit(np.where(inside, p, 0.5))
+    half = np.divide(high - low, 2 * spread, out=np.zeros_like(p), where=inside)
+    wald_low, wald_high, _ = clip_to_range(low, high, "probability")
+    return (np.where(inside, expit(centre - half), wald_low),
+            np.where(inside, expit(centre + half), wald_high), ~inside)
+
+
+def bounds_on_scale(estimate, low, high, scale: str
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The reported bounds of Wald intervals ``low``, ``high`` around ``estimate``: built on
+    the logit scale for win probabilities (:func:`logit_bounds`), cut at the range of other
+    scales (:func:`clip_to_range`); with the mask of intervals cut at the range (on the
+    probability scale: Wald intervals of estimates at 0 or 1 that reached past it)."""
+    if scale != "probability":
+        return clip_to_range(low, high, scale)
+    new_low, new_high, kept = logit_bounds(estimate, low, high)
+    _, _, cut = clip_to_range(low, high, scale)
+    return new_low, new_high, kept & cut
 
 
 def wald_bounds(estimate, se, alpha: float, df=None) -> tuple[np.ndarray, np.ndarray]:

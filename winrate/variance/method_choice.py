@@ -8,15 +8,23 @@ coverage study in ``paper/coverage/`` (``scripts/coverage.py``, 400+ replication
 cell), which also measures the ``auto`` rule itself:
 
 1. **No clustering**: the naive sandwich (each comparison independent), normal reference.
-2. **Two or more axes, all with fewer than** :data:`SMALL_AXIS` **clusters and the
-   smallest with at least** :data:`MIN_BOOTSTRAP_AXIS` (e.g. 30-60 prompts x 10-30
-   judges): Owen's (2007) pigeonhole bootstrap. There the two-way sandwich and the
-   jackknife under-cover jointly even with t(G - 1) (30 x 30: 82% and 87% simultaneous;
-   60 x 30 with strong judge effects: 89.5% for the sandwich), while the pigeonhole
-   bootstrap, which counts the cell variance twice, is near nominal. With fewer clusters
-   on the smallest axis (a handful of judges) the bootstrap has too little to resample
-   and the t(G - 1) sandwich of 3 does better (30 prompts x 5 judges: 95.5 / 94.8 against
-   94.7 / 91.3).
+2. **The win rate on a small crossed design**: two or more axes, all with fewer than
+   :data:`SMALL_AXIS` clusters and the smallest with at least :data:`MIN_CROSSED_AXIS` (e.g.
+   30-60 prompts x 10-30 judges): the CR2 sandwich with a t reference on Pan & Wall's
+   degrees of freedom, as in 3. There the two-way CR1 sandwich with t(G - 1) under-covers
+   jointly (the tuning grid's 30 x 30: 91.6 / 83.8%): the prompts' sizes are unequal, so a
+   few large prompts carry much of the variance -- CR1 leaves their leverage bias and
+   t(G - 1) overstates how well G clusters pin the variance down -- while CR2 with Pan-Wall
+   df covered 93.3 / 93.8 there and 93.4-94.3 / 92.8-93.9 in the other small crossed tuning
+   cells (1,000 replications each, Wald bounds; ``docs/coverage.md``, "The fix"). Owen's
+   (2007) pigeonhole bootstrap, the rule until issue 24, reached nominal coverage on the
+   tuning grid only through its known conservativeness (it counts the prompt x judge cell
+   variance three times): on a held-out design whose variance is mostly cell noise (8
+   models, 30 prompts x 30 judges) it covered 98.7 / 99.5%, where CR2 with Pan-Wall df
+   covers 94.5 / 93.9 (200 / 1,000 replications). Bradley-Terry (no CR2 strata) falls
+   through to 4 (t(G - 1) CR1: 94.8 / 94.7 on that design). With fewer clusters on the
+   smallest axis (a handful of judges) CR1 with t(G - 1) (rule 4) is kept: the tuning grid's
+   30 prompts x 5 judges covered 95.5 / 94.8.
 3. **The win rate on a thin design** (some model's median observed pair is informed by
    fewer than :data:`THIN_PAIR` comparisons, :func:`thinnest_pair_size`): the CR2
    sandwich (:mod:`winrate.variance.sandwich`, Bell &
@@ -46,10 +54,12 @@ import numpy as np
 
 from winrate import notes
 
-#: Below this many clusters on every one of two or more axes, the pigeonhole bootstrap...
+#: Below this many clusters on every one of two or more axes, the win rate takes CR2 with
+#: Pan-Wall df...
 SMALL_AXIS = 100
-#: ... provided the smallest axis has at least this many clusters.
-MIN_BOOTSTRAP_AXIS = 10
+#: ... provided the smallest axis has at least this many clusters (until issue 24 the
+#: pigeonhole bootstrap's condition, ``MIN_BOOTSTRAP_AXIS``; same value).
+MIN_CROSSED_AXIS = 10
 #: From this many clusters on the smallest axis, the normal reference (t(G - 1) is within
 #: 2.5% of it).
 LARGE_AXIS = 50
@@ -93,18 +103,22 @@ def thinnest_pair_size(counts: np.ndarray) -> float:
 def choose(names: tuple[str, ...], sizes: list[int], thin_design_rule: bool,
            pair_size: float) -> AutoChoice:
     """The ``auto`` rule (module doc) for clustering axes ``names`` with ``sizes`` clusters,
-    whether the estimator takes the thin-design rule (CR2 with Pan-Wall df; it needs the
-    estimator's CR2 strata, :meth:`winrate.estimators.base.Estimator.thin_design_rule`) and
+    whether the estimator takes the thin-design and small-crossed rules (CR2 with Pan-Wall
+    df; they need the estimator's CR2 strata,
+    :meth:`winrate.estimators.base.Estimator.thin_design_rule`) and
     :func:`thinnest_pair_size`."""
     if not names:
         return AutoChoice("sandwich", "cr1", "normal",
                           "no clustering, so each comparison is an independent unit")
-    if len(names) > 1 and max(sizes) < SMALL_AXIS and min(sizes) >= MIN_BOOTSTRAP_AXIS:
+    small_crossed = (len(names) > 1 and max(sizes) < SMALL_AXIS
+                     and min(sizes) >= MIN_CROSSED_AXIS)
+    if thin_design_rule is True and small_crossed:
         return AutoChoice(
-            "bootstrap", "cr1", "normal",
+            "sandwich", "cr2", "t",
             f"every axis has fewer than {SMALL_AXIS} clusters (and at least "
-            f"{MIN_BOOTSTRAP_AXIS}), where the two-way sandwich and the jackknife under-cover "
-            "jointly and the pigeonhole bootstrap does not (paper/coverage)")
+            f"{MIN_CROSSED_AXIS}), where unequal clusters bias CR1 down and make its variance "
+            "noisy: CR2 corrects the leverage, t with Pan-Wall df per model carries the noise "
+            "(paper/coverage)")
     if thin_design_rule is True and pair_size < THIN_PAIR:
         return AutoChoice(
             "sandwich", "cr2", "t",
