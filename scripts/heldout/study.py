@@ -153,7 +153,7 @@ def rep_path(out: Path, cell: Cell) -> Path:
 def read_reps(path: Path) -> pd.DataFrame:
     if not path.exists():
         return pd.DataFrame(columns=list(BASE_COLUMNS))
-    return pd.read_csv(path, dtype={"error": str, "method": str})
+    return pd.read_csv(path, dtype={"error": str, "method": str}, low_memory=False)
 
 
 def missing(cell: Cell, reps: int, estimators, out: Path) -> dict[str, list[int]]:
