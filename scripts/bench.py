@@ -288,18 +288,20 @@ def bench_analyze(args, log) -> None:
     from winrate.analysis import analyze
 
     for model in _estimators(args):
-        best, stages = np.inf, None
+        best, stages, runs = np.inf, None, []
         for _ in range(args.repeat):
             with StageTimer() as timer:
                 start = time.perf_counter()
                 result = analyze(log, model=model)
                 seconds = time.perf_counter() - start
+            runs.append(seconds)
             if seconds < best:
                 best, stages = seconds, dict(timer.seconds)
         kept = {k: v for k, v in stages.items() if k in ("fit", "covariance", "diagnostics",
                                                           "inference")}
-        print(f"analyze({args.n:,} rows, model={model!r}) as users call it: {best:.3f} s "
-              f"(method {result.settings['method']!r}, {result.method_note.split('.')[0]})")
+        print(f"analyze({args.n:,} rows, model={model!r}) as users call it: "
+              f"{_median_range(runs, 's')} (method {result.settings['method']!r}, "
+              f"{result.method_note.split('.')[0]}); stages of the fastest run:")
         _print_stages(best, kept)
 
 
