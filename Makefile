@@ -19,7 +19,7 @@ export WINRATE_SKIP_SPARK
 endif
 JAVA_PACKAGE := openjdk-17-jre-headless
 
-.PHONY: demo test lint bench paper clean browser java
+.PHONY: demo test lint bench paper clean browser java pdf-tools
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,21 @@ browser:
 		fi; \
 	fi
 
+# make paper's PDF: pandoc (Markdown -> HTML) and chromium (print-to-PDF), Debian packages
+# installed here (quietly) when missing and running as root with apt-get; otherwise the
+# build says which is missing and skips only the PDF (paper/paper.md is the artefact).
+pdf-tools:
+	@if ! command -v pandoc >/dev/null || ! command -v chromium >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing pandoc and chromium (apt-get) for the paper's PDF"; \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends pandoc chromium; } >/dev/null 2>&1 || \
+				echo "could not install pandoc and chromium: the paper's PDF is skipped"; \
+		else \
+			echo "pandoc or chromium missing (not root): the paper's PDF is skipped"; \
+		fi; \
+	fi
+
 # The Spark tests run a local Spark session, which needs Java 17 or later: Debian's
 # openjdk-17-jre-headless, installed here (quietly) when no java is found (on the path or
 # under JAVA_HOME, as PySpark looks) and running as root with apt-get; otherwise make test
@@ -90,7 +105,7 @@ lint: $(BIN)/.installed
 bench: $(BIN)/.installed
 	$(BIN)/python scripts/bench.py
 
-paper: $(BIN)/.installed
+paper: $(BIN)/.installed pdf-tools
 	$(BIN)/python scripts/paper/build.py $(if $(FULL),--full)
 	$(BIN)/python scripts/doc_examples.py
 

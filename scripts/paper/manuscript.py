@@ -62,3 +62,28 @@ def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, 
         raise TemplateError("the template refers to what the build did not produce: "
                             + ", ".join(dict.fromkeys(missing)))
     return out
+
+
+#: Lines outside the main text's prose: table rows and captions, figures and their captions.
+_NOT_PROSE = re.compile(r"^(\||Table: |!\[|\*Figure: )")
+_END_OF_MAIN = re.compile(r"^## (Appendix|References)\b", re.M)
+
+
+def main_text_words(manuscript: str) -> int:
+    """Words of the main text (the count ``make paper`` prints; see scripts/paper/build.py).
+
+    The main text runs from after the front matter to the first ``## Appendix`` or
+    ``## References`` heading. Not counted: HTML comments, fenced code blocks, table rows
+    and ``Table:`` captions, figure lines and ``*Figure:`` captions. Headings count; an
+    inline formula ``$...$`` counts as one word; a word is a whitespace-separated token
+    with a letter or digit in it."""
+    text = manuscript
+    if text.startswith("---\n"):
+        text = text[text.find("\n---\n", 4) + 5:]
+    end = _END_OF_MAIN.search(text)
+    text = text[:end.start()] if end else text
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    text = re.sub(r"^```.*?^```", " ", text, flags=re.S | re.M)
+    text = re.sub(r"\$[^$]+\$", " formula ", text)
+    prose = [line for line in text.splitlines() if not _NOT_PROSE.match(line.lstrip())]
+    return sum(1 for token in " ".join(prose).split() if re.search(r"\w", token))
