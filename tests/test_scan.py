@@ -321,3 +321,15 @@ def test_arrow_tables_frames_and_duckdb_relations_are_sources(tmp_path):
                 found = winrate.analyze(scan, "prompt", variance=variance)
                 assert_same(mem, found)
                 assert ("engine" in found.notes.codes) == (engine == "duckdb")
+
+
+def test_coverage_check_of_an_engine_analysis_is_refused(tmp_path):
+    frame = _baseline_log(6)
+    frame["outcome"] = (frame["outcome"] > 0.5).astype(float)
+    path = tmp_path / "log.parquet"
+    frame.drop(columns="style_length_delta").to_parquet(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        result = winrate.analyze(winrate.scan(path, engine="duckdb"), "prompt")
+        with pytest.raises(WinrateInputError, match="engine 'memory'"):
+            result.check_coverage(reps=20)

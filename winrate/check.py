@@ -1017,6 +1017,19 @@ def _verdict(coverage: Coverage, tried: dict, alpha: float, models) -> str:
     return text + " Read the intervals as too narrow."
 
 
+def _require_rows(log) -> None:
+    """An error for an analysis that ran on an engine: the check simulates the log's own
+    design (each comparison's prompt, judge and pair), which only a log in memory has."""
+    from winrate.io.scan import Scan
+
+    if isinstance(log, Scan):
+        raise WinrateInputError(
+            f"the coverage check simulates each comparison of the log, and this analysis ran "
+            f"on {log.mode} ({log.reason}) without the rows in memory: check a sample of the "
+            "log's prompts in memory (a design of the same shape), or analyse with engine "
+            "'memory'")
+
+
 def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | None = None,
                    progress: bool | None = None) -> CoverageCheck:
     """The coverage of ``result``'s intervals on its own design (module doc).
@@ -1026,6 +1039,7 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
     replications take more than a few seconds); ``progress`` as in :mod:`winrate.progress`.
     """
     _check_arguments(reps, seed, workers)
+    _require_rows(result.log)
     started = time.perf_counter()
     spec = _spec_of(result, int(seed))
     label = method_label(result.method, result.settings["correction"],
