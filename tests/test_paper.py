@@ -106,8 +106,50 @@ def test_render_fills_placeholders_and_refuses_unknown_ones(build):
         render("{{table:t}}\n", {}, {}, {})
     text = "<!-- Template of the paper -->\n\na {{k}}\n{{table:t}}\n"
     out = render(text, {"k": "1.50"}, {"t": ("| x |", "Cap.")}, {})
-    assert out == ("a 1.50\n| x |\n\nTable: Cap. Files: `tables/t.md`, `tables/t.tex`, "
+    assert out == ("a 1.50\n| x |\n\n**Table 1.** Cap. Files: `tables/t.md`, `tables/t.tex`, "
                    "`tables/t.csv`.\n")
+
+
+def test_render_numbers_floats_in_order_and_resolves_references(build):
+    """Tables and figures are numbered separately in order of placement; a reference may
+    come first; an unplaced reference or a float placed twice is refused."""
+    from manuscript import TemplateError, render
+
+    tables = {"b": ("| b |", "B."), "a": ("| a |", "A.")}
+    figures = {"f": "F."}
+    out = render("See {{tab:a}}, {{fig:f}} and {{tab:b}}.\n{{table:b}}\n{{figure:f}}\n"
+                 "{{table:a}}\n", {}, tables, figures)
+    assert out.splitlines()[0] == "See Table 2, Figure 1 and Table 1."
+    assert "**Table 1.** B." in out and "**Table 2.** A." in out
+    assert "![Figure 1](figures/f.png)\n\n**Figure 1.** F. Files:" in out
+    assert out.count("F.") == 1  # the caption once: the image's alt text is its label
+    with pytest.raises(TemplateError, match="reference to table a, which is not placed"):
+        render("{{tab:a}}\n{{table:b}}\n", {}, tables, figures)
+    with pytest.raises(TemplateError, match="table b placed twice"):
+        render("{{table:b}}\n{{table:b}}\n", {}, tables, figures)
+
+
+_CAPTION = re.compile(r"^\*\*(Table|Figure) (\d+)\.\*\* (.*?) Files: ", re.M)
+
+
+def test_manuscript_tables_and_figures_are_numbered_and_every_reference_resolves():
+    """In paper.md: captions Table 1, 2, ... and Figure 1, 2, ... in order, each printed
+    once; every "Table N" / "Figure N" in the prose names one of them, and each is cited."""
+    manuscript = (PAPER / "paper.md").read_text()
+    captions = _CAPTION.findall(manuscript)
+    for kind in ("Table", "Figure"):
+        numbers = [int(n) for k, n, _ in captions if k == kind]
+        assert numbers == list(range(1, len(numbers) + 1)), kind
+    assert sum(k == "Table" for k, _, _ in captions) >= 10
+    assert sum(k == "Figure" for k, _, _ in captions) >= 2
+    for _, _, caption in captions:
+        assert manuscript.count(caption) == 1, caption
+    prose = "\n".join(line for line in manuscript.splitlines()
+                      if not re.match(r"\*\*(Table|Figure) \d+\.\*\*|!\[|\|", line))
+    cited = set(re.findall(r"\b(Table|Figure)\s+(\d+)\b", prose))
+    placed = {(k, n) for k, n, _ in captions}
+    assert cited == placed  # every reference resolves, and every table and figure is cited
+    assert not re.search(r"(Table|Figure)\s+`", manuscript)  # no code-name references
 
 
 # ------------------------------------------------------------------ byte-identical rebuild

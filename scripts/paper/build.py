@@ -22,10 +22,16 @@ pdf             ``paper/paper.pdf`` (not committed): pandoc renders ``paper.md``
                 HTML (``paper/paper.html``, MathML formulas), headless Chromium prints it
 ==============  ===========================================================================
 
+Tables and figures are numbered in the order the template places them (``{{table:NAME}}``,
+``{{figure:NAME}}``; Table 1, 2, ... and Figure 1, 2, ... separately), each caption printed
+once below it as ``**Table N.** ...`` / ``**Figure N.** ...``; the text refers to them by
+label, ``{{tab:NAME}}`` and ``{{fig:NAME}}``, which render as ``Table N`` and ``Figure N``
+(an unplaced or twice-placed name is an error; ``scripts/paper/manuscript.py``).
+
 Word count (the issue's limit is on it): the words of ``paper.md`` from the end of the
 front matter to the first ``## Appendix`` or ``## References`` heading, without HTML
-comments, code blocks, tables (rows and ``Table:`` captions) and figures (image lines and
-``*Figure:`` captions); headings count, an inline formula counts as one word
+comments, code blocks, tables (rows and ``**Table N.**`` captions) and figures (image lines
+and ``**Figure N.**`` captions); headings count, an inline formula counts as one word
 (``manuscript.main_text_words``).
 
 Reproducibility: seeds are fixed in each step; numba runs 2 threads and BLAS 1 (the
@@ -209,7 +215,8 @@ def write_manuscript(paper: Paper) -> Path:
 
 def compile_pdf(paper: Paper) -> None:
     """paper.pdf (not committed: Chromium stamps dates): pandoc Markdown -> standalone HTML
-    with MathML, then headless Chromium's print-to-PDF. Skipped, saying which program is
+    with MathML (no implicit figures: the ``**Figure N.**`` line is the one caption), then
+    headless Chromium's print-to-PDF. Skipped, saying which program is
     missing, without pandoc or chromium (``make paper`` installs both when it can)."""
     missing = [name for name in ("pandoc", "chromium") if shutil.which(name) is None]
     if missing:
@@ -218,7 +225,8 @@ def compile_pdf(paper: Paper) -> None:
         return
     html, pdf = paper.root / "paper.html", paper.root / "paper.pdf"
     steps = (
-        ["pandoc", "paper.md", "--from", "markdown", "--to", "html5", "--standalone",
+        ["pandoc", "paper.md", "--from", "markdown-implicit_figures", "--to", "html5",
+         "--standalone",
          "--mathml", "--output", html.name],
         ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
          f"--print-to-pdf={pdf}", html.resolve().as_uri()],
