@@ -374,3 +374,27 @@ def test_rating_dependence_matches_loops_over_pairs(build):
     assert correlation == pytest.approx(statistics.median(correlations), rel=1e-12)
     assert ratio == pytest.approx(statistics.median(ratios), rel=1e-12)
     assert correlation > 0 and ratio < 1
+
+
+def test_closing_statements_name_every_requirement_and_the_data_licences():
+    """The reproducibility statement lists each dependency of pyproject.toml with its range
+    (read here line by line, not through the build's TOML parsing), and the data-licence
+    note gives AlpacaEval's non-commercial licence; both come before the References."""
+    manuscript = (PAPER / "paper.md").read_text()
+    licences = manuscript.index("## Data licences")
+    statement = manuscript.index("## Reproducibility")
+    assert licences < statement < manuscript.index("## References")
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    block = pyproject[pyproject.index("dependencies = ["):]
+    block = block[:block.index("]")]
+    requirements = re.findall(r'^\s*"([^"]+)",', block, re.M)
+    assert len(requirements) >= 5
+    text = " ".join(manuscript[statement:].split())
+    for requirement in requirements:  # "duckdb>=2.0,<2.1" as "duckdb >= 2.0, < 2.1"
+        name = re.match(r"[\w-]+", requirement).group(0)
+        ranges = re.findall(r"([<>=!~]=?)([\w.]+)", requirement[len(name):])
+        assert name + " " + ", ".join(f"{op} {v}" for op, v in ranges) in text, requirement
+    assert "`CC-BY-NC-4.0`" in manuscript[licences:statement]
+    for command in ("make paper", "make test", "python scripts/coverage.py --held-out",
+                    "python scripts/bench.py --only scale"):
+        assert command in text, command

@@ -53,6 +53,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -111,6 +112,29 @@ def constants(paper: Paper) -> None:
     paper.number("dominant_share", DOMINANT_SHARE, ".1f")
     paper.number("dominant_eff_clusters", 1 / DOMINANT_SHARE**2, ".0f")
     paper.number("min_clusters", FEW_CLUSTERS, "d")
+
+
+def environment(paper: Paper) -> None:
+    """The reproducibility statement's software and machine, from committed files only (so
+    the manuscript stays byte-identical wherever it is rebuilt): the requirement ranges of
+    ``pyproject.toml`` (no lock file pins exact versions; versions read from the running
+    environment would change the text from one install to the next) and the machine line
+    of ``paper/benchmarks.txt`` without its load average."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pytest's dependency, installed by make paper
+        import tomli as tomllib
+    from common import ROOT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    def spaced(requirement: str) -> str:  # "duckdb>=2.0,<2.1" -> "duckdb >= 2.0, < 2.1"
+        return re.sub(r"\s*([<>=!~]=?)\s*", r" \1 ", requirement).strip()
+
+    paper.number("repro_python", spaced("Python" + project["requires-python"]))
+    paper.number("repro_requirements", "; ".join(map(spaced, project["dependencies"])))
+    machine = re.search(r"^machine: (.*?)(?:, load average .*)?$",
+                        (PAPER / "benchmarks.txt").read_text(encoding="utf-8"), re.M)
+    paper.number("repro_machine", machine.group(1))
 
 
 def step_coverage(paper: Paper, full: bool) -> None:
@@ -191,6 +215,7 @@ def run_steps(paper: Paper, names, full: bool = False) -> None:
 
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     constants(paper)
+    environment(paper)
     for step in STEPS:
         if step.name not in names:
             continue
