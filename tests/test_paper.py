@@ -398,3 +398,24 @@ def test_closing_statements_name_every_requirement_and_the_data_licences():
     for command in ("make paper", "make test", "python scripts/coverage.py --held-out",
                     "python scripts/bench.py --only scale"):
         assert command in text, command
+
+
+def test_coverage_captions_define_every_method_they_show():
+    """Each method column of the coverage tables, and each method in the coverage figure's
+    legend (scripts/coverage.py's METHODS), is defined in words in its caption."""
+    manuscript = (PAPER / "paper.md").read_text()
+    captions = {name: re.search(rf"^\*\*(?:Table|Figure) \d+\.\*\* (.*`[a-z]+/{name}\.md`.*)$",
+                                manuscript, re.M).group(1)
+                for name in ("coverage_summary", "design_coverage")}
+    for name, caption in captions.items():
+        header = (PAPER / "tables" / f"{name}.md").read_text().splitlines()[0]
+        methods = [c.strip() for c in header.strip("|").split("|")][2:]
+        assert len(methods) >= 6
+        for method in methods:
+            assert f" {method}: " in f" {caption}" or f"; {method}: " in caption, (name, method)
+    legend = re.search(r"^\*\*Figure \d+\.\*\* (.*`figures/coverage\.png`.*)$", manuscript,
+                       re.M).group(1)
+    study = (ROOT / "scripts" / "coverage.py").read_text()
+    shown = re.search(r"^METHODS = \(([^)]*)\)", study, re.M).group(1)
+    for method in re.findall(r'"(\w+)"', shown):
+        assert f" {method}: " in legend, method

@@ -105,6 +105,7 @@ def constants(paper: Paper) -> None:
     from real_data import Z
 
     from winrate.constants import FEW_CLUSTERS
+    from winrate.estimators.bradley_terry_kernels import DEFAULT_RATING
     from winrate.variance.diagnostics import DOMINANT_SHARE
 
     paper.number("nominal", "95")
@@ -112,6 +113,7 @@ def constants(paper: Paper) -> None:
     paper.number("dominant_share", DOMINANT_SHARE, ".1f")
     paper.number("dominant_eff_clusters", 1 / DOMINANT_SHARE**2, ".0f")
     paper.number("min_clusters", FEW_CLUSTERS, "d")
+    paper.number("elo_offset", DEFAULT_RATING, ".0f")
 
 
 def environment(paper: Paper) -> None:
