@@ -170,11 +170,11 @@ Three words here, and $x + y = z$ once.
 |---|---|
 | 1 | 2 |
 
-Table: A caption not counted.
+**Table 1.** A caption not counted.
 
-![alt](figures/x.png)
+![Figure 1](figures/x.png)
 
-*Figure: not counted.* Files: none.
+**Figure 1.** Not counted. Files: none.
 
 ```
 code not counted

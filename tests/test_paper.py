@@ -106,8 +106,50 @@ def test_render_fills_placeholders_and_refuses_unknown_ones(build):
         render("{{table:t}}\n", {}, {}, {})
     text = "<!-- Template of the paper -->\n\na {{k}}\n{{table:t}}\n"
     out = render(text, {"k": "1.50"}, {"t": ("| x |", "Cap.")}, {})
-    assert out == ("a 1.50\n| x |\n\nTable: Cap. Files: `tables/t.md`, `tables/t.tex`, "
+    assert out == ("a 1.50\n| x |\n\n**Table 1.** Cap. Files: `tables/t.md`, `tables/t.tex`, "
                    "`tables/t.csv`.\n")
+
+
+def test_render_numbers_floats_in_order_and_resolves_references(build):
+    """Tables and figures are numbered separately in order of placement; a reference may
+    come first; an unplaced reference or a float placed twice is refused."""
+    from manuscript import TemplateError, render
+
+    tables = {"b": ("| b |", "B."), "a": ("| a |", "A.")}
+    figures = {"f": "F."}
+    out = render("See {{tab:a}}, {{fig:f}} and {{tab:b}}.\n{{table:b}}\n{{figure:f}}\n"
+                 "{{table:a}}\n", {}, tables, figures)
+    assert out.splitlines()[0] == "See Table 2, Figure 1 and Table 1."
+    assert "**Table 1.** B." in out and "**Table 2.** A." in out
+    assert "![Figure 1](figures/f.png)\n\n**Figure 1.** F. Files:" in out
+    assert out.count("F.") == 1  # the caption once: the image's alt text is its label
+    with pytest.raises(TemplateError, match="reference to table a, which is not placed"):
+        render("{{tab:a}}\n{{table:b}}\n", {}, tables, figures)
+    with pytest.raises(TemplateError, match="table b placed twice"):
+        render("{{table:b}}\n{{table:b}}\n", {}, tables, figures)
+
+
+_CAPTION = re.compile(r"^\*\*(Table|Figure) (\d+)\.\*\* (.*?) Files: ", re.M)
+
+
+def test_manuscript_tables_and_figures_are_numbered_and_every_reference_resolves():
+    """In paper.md: captions Table 1, 2, ... and Figure 1, 2, ... in order, each printed
+    once; every "Table N" / "Figure N" in the prose names one of them, and each is cited."""
+    manuscript = (PAPER / "paper.md").read_text()
+    captions = _CAPTION.findall(manuscript)
+    for kind in ("Table", "Figure"):
+        numbers = [int(n) for k, n, _ in captions if k == kind]
+        assert numbers == list(range(1, len(numbers) + 1)), kind
+    assert sum(k == "Table" for k, _, _ in captions) >= 10
+    assert sum(k == "Figure" for k, _, _ in captions) >= 2
+    for _, _, caption in captions:
+        assert manuscript.count(caption) == 1, caption
+    prose = "\n".join(line for line in manuscript.splitlines()
+                      if not re.match(r"\*\*(Table|Figure) \d+\.\*\*|!\[|\|", line))
+    cited = set(re.findall(r"\b(Table|Figure)\s+(\d+)\b", prose))
+    placed = {(k, n) for k, n, _ in captions}
+    assert cited == placed  # every reference resolves, and every table and figure is cited
+    assert not re.search(r"(Table|Figure)\s+`", manuscript)  # no code-name references
 
 
 # ------------------------------------------------------------------ byte-identical rebuild
@@ -332,3 +374,48 @@ def test_rating_dependence_matches_loops_over_pairs(build):
     assert correlation == pytest.approx(statistics.median(correlations), rel=1e-12)
     assert ratio == pytest.approx(statistics.median(ratios), rel=1e-12)
     assert correlation > 0 and ratio < 1
+
+
+def test_closing_statements_name_every_requirement_and_the_data_licences():
+    """The reproducibility statement lists each dependency of pyproject.toml with its range
+    (read here line by line, not through the build's TOML parsing), and the data-licence
+    note gives AlpacaEval's non-commercial licence; both come before the References."""
+    manuscript = (PAPER / "paper.md").read_text()
+    licences = manuscript.index("## Data licences")
+    statement = manuscript.index("## Reproducibility")
+    assert licences < statement < manuscript.index("## References")
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    block = pyproject[pyproject.index("dependencies = ["):]
+    block = block[:block.index("]")]
+    requirements = re.findall(r'^\s*"([^"]+)",', block, re.M)
+    assert len(requirements) >= 5
+    text = " ".join(manuscript[statement:].split())
+    for requirement in requirements:  # "duckdb>=2.0,<2.1" as "duckdb >= 2.0, < 2.1"
+        name = re.match(r"[\w-]+", requirement).group(0)
+        ranges = re.findall(r"([<>=!~]=?)([\w.]+)", requirement[len(name):])
+        assert name + " " + ", ".join(f"{op} {v}" for op, v in ranges) in text, requirement
+    assert "`CC-BY-NC-4.0`" in manuscript[licences:statement]
+    for command in ("make paper", "make test", "python scripts/coverage.py --held-out",
+                    "python scripts/bench.py --only scale"):
+        assert command in text, command
+
+
+def test_coverage_captions_define_every_method_they_show():
+    """Each method column of the coverage tables, and each method in the coverage figure's
+    legend (scripts/coverage.py's METHODS), is defined in words in its caption."""
+    manuscript = (PAPER / "paper.md").read_text()
+    captions = {name: re.search(rf"^\*\*(?:Table|Figure) \d+\.\*\* (.*`[a-z]+/{name}\.md`.*)$",
+                                manuscript, re.M).group(1)
+                for name in ("coverage_summary", "design_coverage")}
+    for name, caption in captions.items():
+        header = (PAPER / "tables" / f"{name}.md").read_text().splitlines()[0]
+        methods = [c.strip() for c in header.strip("|").split("|")][2:]
+        assert len(methods) >= 6
+        for method in methods:
+            assert f" {method}: " in f" {caption}" or f"; {method}: " in caption, (name, method)
+    legend = re.search(r"^\*\*Figure \d+\.\*\* (.*`figures/coverage\.png`.*)$", manuscript,
+                       re.M).group(1)
+    study = (ROOT / "scripts" / "coverage.py").read_text()
+    shown = re.search(r"^METHODS = \(([^)]*)\)", study, re.M).group(1)
+    for method in re.findall(r'"(\w+)"', shown):
+        assert f" {method}: " in legend, method

@@ -22,10 +22,16 @@ pdf             ``paper/paper.pdf`` (not committed): pandoc renders ``paper.md``
                 HTML (``paper/paper.html``, MathML formulas), headless Chromium prints it
 ==============  ===========================================================================
 
+Tables and figures are numbered in the order the template places them (``{{table:NAME}}``,
+``{{figure:NAME}}``; Table 1, 2, ... and Figure 1, 2, ... separately), each caption printed
+once below it as ``**Table N.** ...`` / ``**Figure N.** ...``; the text refers to them by
+label, ``{{tab:NAME}}`` and ``{{fig:NAME}}``, which render as ``Table N`` and ``Figure N``
+(an unplaced or twice-placed name is an error; ``scripts/paper/manuscript.py``).
+
 Word count (the issue's limit is on it): the words of ``paper.md`` from the end of the
 front matter to the first ``## Appendix`` or ``## References`` heading, without HTML
-comments, code blocks, tables (rows and ``Table:`` captions) and figures (image lines and
-``*Figure:`` captions); headings count, an inline formula counts as one word
+comments, code blocks, tables (rows and ``**Table N.**`` captions) and figures (image lines
+and ``**Figure N.**`` captions); headings count, an inline formula counts as one word
 (``manuscript.main_text_words``).
 
 Reproducibility: seeds are fixed in each step; numba runs 2 threads and BLAS 1 (the
@@ -47,6 +53,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -98,6 +105,7 @@ def constants(paper: Paper) -> None:
     from real_data import Z
 
     from winrate.constants import FEW_CLUSTERS
+    from winrate.estimators.bradley_terry_kernels import DEFAULT_RATING
     from winrate.variance.diagnostics import DOMINANT_SHARE
 
     paper.number("nominal", "95")
@@ -105,6 +113,30 @@ def constants(paper: Paper) -> None:
     paper.number("dominant_share", DOMINANT_SHARE, ".1f")
     paper.number("dominant_eff_clusters", 1 / DOMINANT_SHARE**2, ".0f")
     paper.number("min_clusters", FEW_CLUSTERS, "d")
+    paper.number("elo_offset", DEFAULT_RATING, ".0f")
+
+
+def environment(paper: Paper) -> None:
+    """The reproducibility statement's software and machine, from committed files only (so
+    the manuscript stays byte-identical wherever it is rebuilt): the requirement ranges of
+    ``pyproject.toml`` (no lock file pins exact versions; versions read from the running
+    environment would change the text from one install to the next) and the machine line
+    of ``paper/benchmarks.txt`` without its load average."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pytest's dependency, installed by make paper
+        import tomli as tomllib
+    from common import ROOT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    def spaced(requirement: str) -> str:  # "duckdb>=2.0,<2.1" -> "duckdb >= 2.0, < 2.1"
+        return re.sub(r"\s*([<>=!~]=?)\s*", r" \1 ", requirement).strip()
+
+    paper.number("repro_python", spaced("Python" + project["requires-python"]))
+    paper.number("repro_requirements", "; ".join(map(spaced, project["dependencies"])))
+    machine = re.search(r"^machine: (.*?)(?:, load average .*)?$",
+                        (PAPER / "benchmarks.txt").read_text(encoding="utf-8"), re.M)
+    paper.number("repro_machine", machine.group(1))
 
 
 def step_coverage(paper: Paper, full: bool) -> None:
@@ -185,6 +217,7 @@ def run_steps(paper: Paper, names, full: bool = False) -> None:
 
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     constants(paper)
+    environment(paper)
     for step in STEPS:
         if step.name not in names:
             continue
@@ -209,7 +242,8 @@ def write_manuscript(paper: Paper) -> Path:
 
 def compile_pdf(paper: Paper) -> None:
     """paper.pdf (not committed: Chromium stamps dates): pandoc Markdown -> standalone HTML
-    with MathML, then headless Chromium's print-to-PDF. Skipped, saying which program is
+    with MathML (no implicit figures: the ``**Figure N.**`` line is the one caption), then
+    headless Chromium's print-to-PDF. Skipped, saying which program is
     missing, without pandoc or chromium (``make paper`` installs both when it can)."""
     missing = [name for name in ("pandoc", "chromium") if shutil.which(name) is None]
     if missing:
@@ -218,7 +252,8 @@ def compile_pdf(paper: Paper) -> None:
         return
     html, pdf = paper.root / "paper.html", paper.root / "paper.pdf"
     steps = (
-        ["pandoc", "paper.md", "--from", "markdown", "--to", "html5", "--standalone",
+        ["pandoc", "paper.md", "--from", "markdown-implicit_figures", "--to", "html5",
+         "--standalone",
          "--mathml", "--output", html.name],
         ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
          f"--print-to-pdf={pdf}", html.resolve().as_uri()],

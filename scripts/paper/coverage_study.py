@@ -23,6 +23,30 @@ from winrate.variance.method_choice import MIN_CROSSED_AXIS, SMALL_AXIS, THIN_PA
 REPS = 600
 WORKERS = 2
 SHOWN = ("naive", "twoway", "twoway_t", "jackknife", "wild", "pigeonhole", "auto")
+#: Column headers of the paper's coverage tables for the study's method names: the grid
+#: (``coverage_summary``) and the design cells (``design_coverage``).
+GRID_HEADERS = {"twoway": "two-way CR1", "twoway_t": "two-way CR1, t",
+                "jackknife": "jackknife, t", "wild": "wild bootstrap",
+                "pigeonhole": "pigeonhole bootstrap"}
+DESIGN_HEADERS = {"sandwich": "CR1", "cr2": "CR2", "pigeonhole": "pigeonhole bootstrap"}
+#: What each method of the study's grid is, in words (``scripts/coverage.py``).
+METHOD_WORDS = {
+    "naive": "the independent-rows SE",
+    "prompt": "the CR1 sandwich clustered by prompt",
+    "judge": "the CR1 sandwich clustered by judge",
+    "twoway": "the CR1 sandwich clustered by prompt and judge (inclusion-exclusion), normal "
+              "reference",
+    "twoway_t": "the same with a t(G - 1) reference, G the smaller of the two cluster counts",
+    "jackknife": "the two-way delete-one-cluster jackknife with t(G - 1)",
+    "wild": "the wild cluster bootstrap (percentile-t) on the axis with fewer clusters",
+    "pigeonhole": "Owen's pigeonhole bootstrap, resampling prompts and judges",
+    "auto": "the method analyze runs by default in each cell",
+}
+
+
+def method_key(methods, names=None) -> str:
+    """``name: words; ...`` for a caption, ``names`` mapping a method to its label there."""
+    return "; ".join(f"{(names or {}).get(m, m)}: {METHOD_WORDS[m]}" for m in methods)
 #: Short keys of the design cells, in the order of ``scripts/coverage.py``'s design_cells.
 DESIGN_KEYS = ("thin_a", "thin_b", "thin_c", "thin_d", "lop_a", "lop_b", "strong_a", "strong_b",
                "both")
@@ -67,19 +91,20 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
         paper.written.append(path)
     paper.figures["coverage"] = ("Coverage of nominal 95% intervals for leaderboard scores "
                                  "against the number of judges, per prompt count (band: "
-                                 "93-97%; bars: 1.96 Monte Carlo SE).")
+                                 "93-97%; bars: 1.96 Monte Carlo SE). Legend: "
+                                 f"{method_key(study.METHODS)}.")
     shown = table[table.method.isin(SHOWN)]
     cells = shown.assign(cell=[f"{m:.1f} / {s:.1f}" for m, s in
                                zip(shown.marginal, shown.simultaneous, strict=True)])
     grid = cells.pivot_table(index=["prompts", "judges"], columns="method", values="cell",
                              aggfunc="first")[list(SHOWN)].reset_index().fillna("-")
     grid[["prompts", "judges"]] = grid[["prompts", "judges"]].astype(str)
-    paper.table("coverage_summary", grid,
+    paper.table("coverage_summary", grid.rename(columns=GRID_HEADERS),
                 "Coverage (%) of nominal 95% intervals, marginal / simultaneous, "
-                f"{REPS} replications per cell (scripts/coverage.py); auto is the method "
-                "analyze runs by default in each cell (at 10 prompts with fewer than 10 "
-                "judges CR2 with Pan-Wall t, valid but very wide there, and its output "
-                "says the intervals are rough).")
+                f"{REPS} replications per cell (scripts/coverage.py). "
+                f"{method_key(SHOWN, GRID_HEADERS)} (at 10 "
+                "prompts with fewer than 10 judges CR2 with Pan-Wall t, valid but very wide "
+                "there, and its output says the intervals are rough).")
     naive = table[table.method == "naive"]
     paper.number("cov_reps", REPS, "d")
     paper.number("cov_seed", str(study.BASE_SEED))
@@ -160,12 +185,16 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     grid = shown.pivot_table(index=["kind", "cell"], columns="method", values="coverage",
                              aggfunc="first", sort=False)
     methods = [m for m in load_study().DESIGN_METHODS if m in grid]
-    paper.table("design_coverage", grid[methods].fillna("").reset_index(),
+    paper.table("design_coverage", grid[methods].fillna("").reset_index()
+                .rename(columns=DESIGN_HEADERS),
                 "Coverage (%) of nominal 95% intervals, marginal / simultaneous, in thin, "
-                "lopsided thin, strong-judge and both-orders designs; `sandwich` is the old "
-                "default (CR1, normal), `cr2` the CR2 sandwich with a normal reference, `auto` the "
-                f"default ({int(table.reps.min())} replications per cell, "
-                "scripts/coverage.py).")
+                "lopsided thin, strong-judge and both-orders designs "
+                f"({int(table.reps.min())} replications per cell, scripts/coverage.py). "
+                "naive: the independent-rows SE; CR1: the CR1 sandwich clustered by the "
+                "cell's axes, normal reference; CR2: the CR2 sandwich, normal reference; "
+                "jackknife: the delete-one-cluster jackknife; pigeonhole bootstrap: Owen's "
+                "bootstrap resampling prompts and judges (both only where two axes are "
+                "clustered); auto: the method analyze runs by default.")
 
 
 def heldout_results(paper: Paper, source: Path = PAPER / "coverage" / "heldout") -> None:

@@ -4,9 +4,15 @@ Template syntax (everything else is copied as it is):
 
 * ``{{KEY}}``: the number registered under KEY (``paper/numbers.json``); an unknown key
   is an error, so no number can be typed in by hand and go stale unnoticed.
-* ``{{table:NAME}}``: the Markdown table ``tables/NAME.md``, its caption, and the names
-  of its LaTeX and CSV versions.
-* ``{{figure:NAME}}``: ``figures/NAME.png`` with the figure's caption and its PDF.
+* ``{{table:NAME}}``: the Markdown table ``tables/NAME.md``, then its caption once, as
+  ``**Table N.** caption Files: ...`` with the names of its LaTeX and CSV versions.
+* ``{{figure:NAME}}``: ``figures/NAME.png`` (alt text ``Figure N``), then its caption
+  once, as ``**Figure N.** caption Files: ...`` with the name of its PDF.
+* ``{{tab:NAME}}`` and ``{{fig:NAME}}``: a reference in the text, rendered ``Table N`` or
+  ``Figure N``. Tables and figures are numbered separately, 1, 2, ..., in the order their
+  ``{{table:...}}`` and ``{{figure:...}}`` placeholders appear, so a reference may come
+  before the table; a reference to a table or figure the template does not place, or a
+  table or figure placed twice, is an error.
 """
 
 from __future__ import annotations
@@ -25,12 +31,33 @@ class TemplateError(ValueError):
 TEMPLATE_NOTE = re.compile(r"<!-- Template of .*?-->\n\n?", re.S)
 
 
+#: Float placeholder kind -> (the reference kind that cites it, the word of its number).
+FLOATS = {"table": ("tab", "Table"), "figure": ("fig", "Figure")}
+
+
+def float_numbers(text: str) -> tuple[dict[tuple[str, str], int], list[str]]:
+    """``{(kind, name): number}`` of the tables and figures ``text`` places, each kind
+    numbered 1, 2, ... in order of appearance, and the names placed more than once."""
+    numbers: dict[tuple[str, str], int] = {}
+    twice = []
+    for match in PLACEHOLDER.finditer(text):
+        kind, name = match.group(1), match.group(2)
+        if kind not in FLOATS or name is None:
+            continue
+        if (kind, name) in numbers:
+            twice.append(f"{kind} {name} placed twice")
+        else:
+            numbers[kind, name] = 1 + sum(k == kind for k, _ in numbers)
+    return numbers, twice
+
+
 def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, str]],
            figures: dict[str, str]) -> str:
     """The manuscript: ``tables`` maps a name to (Markdown text, caption), ``figures`` a
     name to its caption."""
     text = TEMPLATE_NOTE.sub("", template, count=1)
-    missing = []
+    placed, missing = float_numbers(text)
+    cited = {ref: (kind, word) for kind, (ref, word) in FLOATS.items()}
 
     def substitute(match):
         kind, name = (match.group(1), match.group(2)) if match.group(2) else (None,
@@ -40,14 +67,21 @@ def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, 
                 missing.append(f"table {name}")
                 return match.group(0)
             body, caption = tables[name]
-            return (f"{body.rstrip()}\n\nTable: {caption} Files: `tables/{name}.md`, "
-                    f"`tables/{name}.tex`, `tables/{name}.csv`.")
+            return (f"{body.rstrip()}\n\n**Table {placed[kind, name]}.** {caption} Files: "
+                    f"`tables/{name}.md`, `tables/{name}.tex`, `tables/{name}.csv`.")
         if kind == "figure":
             if name not in figures:
                 missing.append(f"figure {name}")
                 return match.group(0)
-            return (f"![{figures[name]}](figures/{name}.png)\n\n*Figure: {figures[name]}* "
+            label = f"Figure {placed[kind, name]}"
+            return (f"![{label}](figures/{name}.png)\n\n**{label}.** {figures[name]} "
                     f"Files: `figures/{name}.png`, `figures/{name}.pdf`.")
+        if kind in cited:
+            placed_kind, word = cited[kind]
+            if (placed_kind, name) not in placed:
+                missing.append(f"reference to {placed_kind} {name}, which is not placed")
+                return match.group(0)
+            return f"{word} {placed[placed_kind, name]}"
         if kind is not None:
             missing.append(f"unknown placeholder kind {kind}")
             return match.group(0)
@@ -65,7 +99,7 @@ def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, 
 
 
 #: Lines outside the main text's prose: table rows and captions, figures and their captions.
-_NOT_PROSE = re.compile(r"^(\||Table: |!\[|\*Figure: )")
+_NOT_PROSE = re.compile(r"^(\||!\[|\*\*(Table|Figure) \d+\.\*\* )")
 _END_OF_MAIN = re.compile(r"^## (Appendix|References)\b", re.M)
 
 
@@ -74,9 +108,9 @@ def main_text_words(manuscript: str) -> int:
 
     The main text runs from after the front matter to the first ``## Appendix`` or
     ``## References`` heading. Not counted: HTML comments, fenced code blocks, table rows
-    and ``Table:`` captions, figure lines and ``*Figure:`` captions. Headings count; an
-    inline formula ``$...$`` counts as one word; a word is a whitespace-separated token
-    with a letter or digit in it."""
+    and ``**Table N.**`` captions, figure lines and ``**Figure N.**`` captions. Headings
+    count; an inline formula ``$...$`` counts as one word; a word is a whitespace-separated
+    token with a letter or digit in it."""
     text = manuscript
     if text.startswith("---\n"):
         text = text[text.find("\n---\n", 4) + 5:]
