@@ -333,3 +333,27 @@ def test_coverage_check_of_an_engine_analysis_is_refused(tmp_path):
         result = winrate.analyze(winrate.scan(path, engine="duckdb"), "prompt")
         with pytest.raises(WinrateInputError, match="engine 'memory'"):
             result.check_coverage(reps=20)
+
+
+def test_a_judge_only_in_dropped_rows_is_not_a_cluster(tmp_path):
+    """A baseline score leaves out the rows of two contestants; a judge seen only in those
+    rows is no cluster of the fit's rows, so CR1's G / (G - 1) of the judge term counts
+    the judges that remain (as in memory), though the scan's dictionary lists all of
+    them. Found by the property test once, before it was derandomized."""
+    rng = np.random.default_rng(9)
+    n = 300
+    model = np.array(["m1", "m2", "m3"])[rng.integers(0, 3, n)]
+    frame = pd.DataFrame({"prompt_id": rng.integers(0, 60, n),
+                          "judge_id": np.array(["j0", "j1", "j2"])[rng.integers(0, 3, n)],
+                          "model_a": model, "model_b": "m0",
+                          "outcome": rng.choice(["a", "b", "tie"], n)})
+    extra = pd.DataFrame({"prompt_id": [1, 2], "judge_id": ["j9", "j9"],
+                          "model_a": ["m1", "m2"], "model_b": ["m2", "m3"],
+                          "outcome": ["a", "b"]})
+    frame = pd.concat([frame, extra], ignore_index=True)
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    for buckets in (1, 3):
+        mem, eng = _analyses(frame, None, path, ("winrate", {"baseline": "m0"}),
+                             "prompt+judge", "cr1", buckets)
+        assert_same(mem, eng)

@@ -76,6 +76,9 @@ class _Term:
     meat: GroupMeat | None = None
     totals: np.ndarray | None = None
     within: np.ndarray | None = None
+    #: the spanning term's clusters that hold rows of the fit (a cluster of the scan's
+    #: dictionary may hold only rows the estimator leaves out: no cluster of the fit)
+    present: np.ndarray | None = None
     #: (cluster << 32 | stratum) keys and their frequencies, for a spanning CR2 term
     leverage: tuple | None = None
 
@@ -235,7 +238,9 @@ def _add_term(term: _Term, bucket: Bucket, fit: KeyFit, sizes: list[int], cr2: b
     if term.totals is None:
         term.totals = np.zeros((term.n_range, rows.shape[1]))
         term.within = np.zeros((term.n_range, rows.shape[1]))
+        term.present = np.zeros(term.n_range, bool)
     _scatter_rows(term.totals, term.within, codes, *_csr_parts(rows))
+    term.present[codes] = True
 
 
 def _add_inside(term: _Term, group: GroupMeat) -> None:
@@ -246,16 +251,18 @@ def _add_nested(terms: list[_Term], bucket: Bucket, sizes: list[int]) -> None:
     """Both axes and their cells from one radix pass (:func:`nested_sums`), when the
     buckets hold the outer axis: its meat and the cells' add up, the inner axis keeps its
     cluster totals."""
-    outer, cells, totals, squares, _ = nested_sums(bucket.influence, bucket.codes, sizes)
+    outer, cells, totals, squares, present = nested_sums(bucket.influence, bucket.codes,
+                                                         sizes)
     outer_term, inner_term, cells_term = (terms if sizes[0] >= sizes[1]
                                           else (terms[1], terms[0], terms[2]))
     _add_inside(outer_term, outer)
     _add_inside(cells_term, cells)
     if inner_term.totals is None:
-        inner_term.totals, inner_term.within = totals, squares
+        inner_term.totals, inner_term.within, inner_term.present = totals, squares, present
     else:
         inner_term.totals += totals
         inner_term.within += squares
+        inner_term.present |= present
 
 
 @njit(cache=True)
@@ -281,7 +288,12 @@ def _merge(a: GroupMeat, b: GroupMeat) -> GroupMeat:
 def _finish_term(term: _Term) -> GroupMeat:
     if term.inside:
         return term.meat
-    return _meat_of_parts(term.totals, term.within, np.arange(term.n_range), term.n_range)
+    clusters = np.flatnonzero(term.present)  # the clusters of the fit's rows
+    group = _meat_of_parts(term.totals[clusters], term.within[clusters],
+                           np.arange(clusters.size), clusters.size)
+    return GroupMeat(group.meat, group.n_groups, group.largest,
+                     np.where(group.argmax >= 0, clusters[np.maximum(group.argmax, 0)], -1),
+                     group.row_squares, group.spread, group.fourth)
 
 
 def _add_leverage(term: _Term, codes: np.ndarray, strata: np.ndarray,
