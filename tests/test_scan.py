@@ -119,16 +119,23 @@ def test_scan_equals_memory(tmp_path, data, fit, cluster, correction, buckets):
     assert "engine" in eng.notes.codes
 
 
+def _random_log(seed: int, n: int, k: int, prompts: int, judges: int,
+                outcomes=("a", "b", "tie")) -> pd.DataFrame:
+    """``n`` comparisons of two distinct models among ``k`` (ids ``0..k-1``), uniform
+    prompts and judges (integer ids) and outcomes."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, k, n)
+    return pd.DataFrame({"prompt_id": rng.integers(0, prompts, n),
+                         "judge_id": rng.integers(0, judges, n),
+                         "model_a": a, "model_b": (a + rng.integers(1, k, n)) % k,
+                         "outcome": rng.choice(list(outcomes), n)})
+
+
 def test_forced_buckets_b3_two_way_cr2_weighted(tmp_path):
     """The acceptance case named in the issue, on one fixed log: B = 3, two-way, CR2,
     weighted, win rate; and the same log with Bradley-Terry and CR1."""
-    rng = np.random.default_rng(7)
-    n = 3000
-    a = rng.integers(0, 8, n)
-    b = (a + rng.integers(1, 8, n)) % 8
-    frame = pd.DataFrame({"prompt_id": rng.integers(0, 400, n), "judge_id": rng.integers(0, 35, n),
-                          "model_a": a.astype(str), "model_b": b.astype(str),
-                          "outcome": rng.choice([1.0, 0.0, 0.5], n), "w": rng.integers(1, 4, n)})
+    frame = _random_log(7, 3000, 8, 400, 35, outcomes=(1.0, 0.0, 0.5))
+    frame["w"] = np.random.default_rng(8).integers(1, 4, len(frame))
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
     for fit, correction in ((("winrate", {}), "cr2"), (("bt", {}), "cr1")):
@@ -138,12 +145,7 @@ def test_forced_buckets_b3_two_way_cr2_weighted(tmp_path):
 
 def test_csv_folder_and_glob_scan_equal_the_file(tmp_path):
     """A folder or glob of CSV parts is one log; ids are read as text, as from a file."""
-    rng = np.random.default_rng(3)
-    n = 600
-    a = rng.integers(0, 5, n)
-    frame = pd.DataFrame({"prompt_id": rng.integers(0, 90, n), "judge_id": rng.integers(0, 3, n),
-                          "model_a": a, "model_b": (a + rng.integers(1, 5, n)) % 5,
-                          "outcome": rng.choice(["a", "b", "tie"], n)})
+    frame = _random_log(3, 600, 5, 90, 3)
     whole = tmp_path / "whole.csv"
     frame.to_csv(whole, index=False)
     parts = tmp_path / "parts"
@@ -206,14 +208,9 @@ def test_cli_engine_flag_gives_the_memory_numbers_and_says_which_engine(tmp_path
 
     from winrate.cli import main
 
-    rng = np.random.default_rng(11)
-    n = 900
-    a = rng.integers(0, 5, n)
-    frame = pd.DataFrame({"prompt_id": rng.integers(0, 120, n),
-                          "judge_id": rng.integers(0, 4, n).astype(str),
-                          "model_a": [f"m{i}" for i in a],
-                          "model_b": [f"m{i}" for i in (a + rng.integers(1, 5, n)) % 5],
-                          "outcome": rng.choice(["a", "b", "tie"], n)})
+    frame = _random_log(11, 900, 5, 120, 4)
+    for col in ("judge_id", "model_a", "model_b"):  # string ids
+        frame[col] = "x" + frame[col].astype(str)
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
     runs = {}
@@ -244,12 +241,7 @@ def test_memory_sizes_parse():
 def test_eda_reads_a_scan_in_memory_and_refuses_one_on_an_engine(tmp_path):
     from winrate.eda import explore
 
-    rng = np.random.default_rng(5)
-    n = 400
-    a = rng.integers(0, 4, n)
-    frame = pd.DataFrame({"prompt_id": rng.integers(0, 60, n), "judge_id": rng.integers(0, 3, n),
-                          "model_a": a, "model_b": (a + rng.integers(1, 4, n)) % 4,
-                          "outcome": rng.choice(["a", "b", "tie"], n)})
+    frame = _random_log(5, 400, 4, 60, 3)
     parts = tmp_path / "parts"
     parts.mkdir()
     frame.iloc[:200].to_parquet(parts / "a.parquet")
@@ -357,3 +349,31 @@ def test_a_judge_only_in_dropped_rows_is_not_a_cluster(tmp_path):
         mem, eng = _analyses(frame, None, path, ("winrate", {"baseline": "m0"}),
                              "prompt+judge", "cr1", buckets)
         assert_same(mem, eng)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_row_coder_equals_a_pandas_merge(wide):
+    """Pass 2 codes each row as its row of pass 1's key table (:class:`winrate.io.scan.
+    _Coder`): integers by dense lookup, few floats by binary search, strings by dictionary
+    encoding, and, ``wide``, four columns of 70,000 values each, whose mixed radix (2.4e19)
+    passes 2^62 and is compacted. The oracle is a pandas merge on the same columns."""
+    import pyarrow as pa
+
+    from winrate.io.scan import _Coder
+
+    rng = np.random.default_rng(13)
+    n = 80_000
+    if wide:
+        table = pd.DataFrame({f"c{i}": rng.permutation(n)[:n] % 70_000 * 7 + i
+                              for i in range(4)}).drop_duplicates()
+    else:
+        table = pd.DataFrame({"small": rng.integers(-5, 40, n),
+                              "score": rng.choice([0.0, 0.5, 1.0, -0.0], n),
+                              "name": np.array(["x", "yy", "zé"])[rng.integers(0, 3, n)],
+                              "big": rng.integers(0, 1 << 40, n)}).drop_duplicates()
+    table = table.reset_index(drop=True)
+    rows = table.sample(n=3 * len(table), replace=True, random_state=1).reset_index(drop=True)
+    batch = pa.Table.from_pandas(rows, preserve_index=False)
+    got = _Coder(table).code([batch.column(c) for c in table.columns])
+    expected = rows.merge(table.reset_index(), on=list(table.columns), how="left")["index"]
+    assert np.array_equal(got, expected.to_numpy())

@@ -285,10 +285,12 @@ def few_effective_clusters(axis: str, n_clusters: int, flagged: list[tuple[str, 
         f"and are rough; {remedy}", axis=axis, models=[m for m, _ in flagged])
 
 
-def engine_run(engine: str, reason: str, n_buckets: int) -> Note:
+def engine_run(engine: str, reason: str, n_buckets: int | None) -> Note:
+    variance = ("the clustered variance from a second pass in "
+                f"{n_buckets} bucket(s) of whole clusters" if n_buckets
+                else "no second pass (no clustering)")
     return Note("engine", f"analysed on {engine} ({reason}): the fit from the engine's key "
-                f"table, the clustered variance from {n_buckets} bucket(s) of whole clusters",
-                severity="note")
+                f"table, {variance}", severity="note")
 
 
 def judges_fixed(n_judges: int) -> Note:

@@ -39,7 +39,8 @@ class ScanDesign:
     n_comparisons: float
     key_axes: tuple[str, ...]
     n_keys: int
-    n_buckets: int = 1
+    #: buckets of the second pass, once it ran (None: no clustering, no second pass)
+    n_buckets: int | None = None
 
     def note(self):
         """Which engine ran and why (:func:`winrate.notes.engine_run`)."""

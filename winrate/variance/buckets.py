@@ -46,6 +46,7 @@ from winrate.variance.sandwich import (
     _scale_rows,
     _sign,
     combine_terms,
+    leverage_factor,
     nested_sums,
     sandwich,
     small_sample_factor,
@@ -316,8 +317,7 @@ def _spanning_leverage(term: _Term, codes: np.ndarray, strata: np.ndarray,
     """CR2 row factors of a spanning term from its gathered (cluster, stratum) table."""
     keys, values = term.leverage
     m = values[np.searchsorted(keys, _block(codes, strata))]
-    rest = 1.0 - m / stratum_total[strata]
-    return np.where(rest > 1e-12, 1.0 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
+    return leverage_factor(m, stratum_total[strata])
 
 
 def _add_design(design: _AxisDesign, bucket: Bucket, fit: KeyFit, codes: np.ndarray) -> None:

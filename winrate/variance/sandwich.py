@@ -121,6 +121,12 @@ def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
     m = np.bincount(block, weights=freq, minlength=n_blocks)[block]
     n = (np.bincount(stratum, weights=freq, minlength=n_strata)[stratum]
          if stratum_total is None else stratum_total[strata])
+    return leverage_factor(m, n)
+
+
+def leverage_factor(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``(1 - m / n)^{-1/2}`` for a block of frequency m in a stratum of frequency n; 1 where
+    the block is the whole stratum (:func:`stratum_leverage_scale`)."""
     rest = 1.0 - m / n
     return np.where(rest > 1e-12, 1.0 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
 
