@@ -184,10 +184,10 @@ class Scan:
                     key_axes: tuple[str, ...] = ()) -> Iterator[dict[str, np.ndarray]]:
         """Pass 2 (module doc): per bucket, every row's key index (``KEY``), codes on each
         of ``axes`` (``axis0``, ...) and, for a weighted log, weight (``"weight"``), as
-        numpy arrays. A row's
-        bucket is a hash of its ``bucket_axis`` label modulo ``n_buckets`` (in SQL), so a
-        bucket holds whole clusters of that axis; the rows are coded batch by batch
-        against the key table and the axes' dictionaries of pass 1 (:class:`_Coder`)."""
+        numpy arrays. A row's bucket is a hash of its ``bucket_axis`` label modulo
+        ``n_buckets`` (in SQL), so a bucket holds whole clusters of that axis; the rows are
+        coded batch by batch against the key table and the axes' dictionaries of pass 1
+        (:class:`_Coder`)."""
         cols = self.columns
         keys = [cols.model_a, cols.model_b, cols.outcome, *cols.features,
                 *(cols.axes[name] for name in key_axes)]
@@ -227,13 +227,13 @@ class Scan:
 
     # ------------------------------------------------------------------ helpers
 
-    def _weight(self, prefix: str = "") -> str:
+    def _weight(self) -> str:
         weight = self.columns.weight
-        return "1.0" if weight is None else f"CAST({prefix}{_quote(weight)} AS DOUBLE)"
+        return "1.0" if weight is None else f"CAST({_quote(weight)} AS DOUBLE)"
 
-    def _positive(self, joiner: str = " WHERE ", prefix: str = "") -> str:
+    def _positive(self) -> str:
         """Rows of weight 0 stand for no comparison (as in a file read in memory)."""
-        return "" if self.columns.weight is None else f"{joiner}{self._weight(prefix)} > 0"
+        return "" if self.columns.weight is None else f" WHERE {self._weight()} > 0"
 
     def _select_all(self) -> str:
         cols = self.columns
