@@ -150,6 +150,9 @@ def test_citations_render_author_year_with_suffixes_and_references():
         "(https://arxiv.org/abs/2305.14387).",
         "- The Müller Lab 2020. tool. *Software*. version 1.2.3.",
     ]
+    placed = render_citations("A [@org].\n\n## Appendix A: more\n\nB.\n", entries)
+    assert placed == ("A (The Müller Lab 2020).\n\n## References\n\n- The Müller Lab 2020. "
+                      "tool. *Software*. version 1.2.3.\n\n## Appendix A: more\n\nB.\n")
     with pytest.raises(BibliographyError, match="nope"):
         render_citations("x [@nope]\n", entries)
     assert render_citations("no citations, an email a@b.org\n", entries) == (

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 #: A bracketed citation: one or more ``@key`` separated by semicolons.
 CITATION = re.compile(r"\[(@[\w:.-]+(?:\s*;\s*@[\w:.-]+)*)\]")
 KEY = re.compile(r"@([\w:.-]+)")
+APPENDIX = re.compile(r"^## Appendix\b", re.M)
 ENTRY_START = re.compile(r"@(\w+)\s*\{\s*([^,\s]+)\s*,")
 _LATEX = (("\\&", "&"), ('{\\"u}', "ü"), ('\\"u', "ü"), ("{\\'a}", "á"), ("\\'a", "á"),
           ("{\\O}", "Ø"), ("\\O", "Ø"), ("--", "–"))
@@ -161,7 +162,8 @@ def reference(entry: Entry, label: str) -> str:
 
 def render_citations(text: str, bib: dict[str, Entry]) -> str:
     """``text`` with every ``[@key; ...]`` replaced by author-year text and a "References"
-    section appended; a cited key missing from ``bib`` is an error."""
+    section placed before the first ``## Appendix`` heading (appended when there is none);
+    a cited key missing from ``bib`` is an error."""
     keys = cited_keys(text)
     missing = [key for key in keys if key not in bib]
     if missing:
@@ -173,7 +175,11 @@ def render_citations(text: str, bib: dict[str, Entry]) -> str:
     def replace(match):
         return "(" + "; ".join(names[key] for key in KEY.findall(match.group(1))) + ")"
 
-    body = CITATION.sub(replace, text).rstrip("\n")
+    body = CITATION.sub(replace, text).rstrip("\n") + "\n"
     order = sorted(keys, key=lambda k: (bib[k].authors[0].lower(), names[k]))
     lines = [f"- {reference(bib[key], names[key])}" for key in order]
-    return body + "\n\n## References\n\n" + "\n".join(lines) + "\n"
+    section = "## References\n\n" + "\n".join(lines) + "\n"
+    appendix = APPENDIX.search(body)
+    if appendix is None:
+        return body + "\n" + section
+    return body[:appendix.start()] + section + "\n" + body[appendix.start():]

@@ -14,6 +14,7 @@ datasets        SE inflation, ICC paradox and dominant-cluster diagnostic on eve
 simulations     MMLU-Pro-like and paired-design coverage simulations, naive-coverage figure
 few_judges      PRD's judge axis under every few-cluster method
 arena           Bradley-Terry clustered vs row bootstrap (QLoRA, PRD, AlpacaEval)
+software        Appendix A's scale table from the committed ``paper/benchmarks_scale.txt``
 claims          the claims table with verdicts
 manuscript      ``paper/paper.md`` (+ ``numbers.json``, ``numbers.tex``): placeholders filled,
                 citations ``[@key]`` rendered as author-year text and a References section
@@ -72,6 +73,9 @@ matplotlib.use("Agg")
 from common import PAPER, Paper  # noqa: E402
 
 TEMPLATE = "paper.template.md"
+#: LLM-judge logs in which a model answers a prompt once and meets several opponents on it
+#: (the abstract's range of prompt-clustered inflations, medians over models)
+ANSWER_REUSE = ("pandalm", "qlora", "prd")
 BIBLIOGRAPHY = "references.bib"
 
 
@@ -107,6 +111,7 @@ def constants(paper: Paper) -> None:
     from winrate.constants import FEW_CLUSTERS
     from winrate.estimators.bradley_terry_kernels import DEFAULT_RATING
     from winrate.variance.diagnostics import DOMINANT_SHARE
+    from winrate.variance.method_choice import LARGE_AXIS
 
     paper.number("nominal", "95")
     paper.number("zcrit", Z, ".2f")
@@ -114,6 +119,7 @@ def constants(paper: Paper) -> None:
     paper.number("dominant_eff_clusters", 1 / DOMINANT_SHARE**2, ".0f")
     paper.number("min_clusters", FEW_CLUSTERS, "d")
     paper.number("elo_offset", DEFAULT_RATING, ".0f")
+    paper.number("auto_large_axis", LARGE_AXIS, "d")
 
 
 def environment(paper: Paper) -> None:
@@ -155,6 +161,9 @@ def step_datasets(paper: Paper, full: bool) -> None:
     dataset_results(paper)
     real_data_tables(paper)
     mmlu_subset_table(paper)
+    inflation = [float(paper.numbers[f"{name}_infl_prompt"]) for name in ANSWER_REUSE]
+    paper.number("llmjudge_infl_min", min(inflation))
+    paper.number("llmjudge_infl_max", max(inflation))
 
 
 def step_simulations(paper: Paper, full: bool) -> None:
@@ -187,6 +196,12 @@ def step_arena(paper: Paper, full: bool) -> None:
     arena(paper)
 
 
+def step_software(paper: Paper, full: bool) -> None:
+    from software import scale_table
+
+    scale_table(paper)
+
+
 def step_claims(paper: Paper, full: bool) -> None:
     from claims import claims_table
 
@@ -207,6 +222,7 @@ STEPS = (
     Step("simulations", step_simulations, False),
     Step("few_judges", step_few_judges, False),
     Step("arena", step_arena, False),
+    Step("software", step_software, True),
     Step("claims", step_claims, False),
 )
 
