@@ -14,6 +14,7 @@ datasets        SE inflation, ICC paradox and dominant-cluster diagnostic on eve
 simulations     MMLU-Pro-like and paired-design coverage simulations, naive-coverage figure
 few_judges      PRD's judge axis under every few-cluster method
 arena           Bradley-Terry clustered vs row bootstrap (QLoRA, PRD, AlpacaEval)
+ranks           naive vs clustered rank sets (PRD, AlpacaEval, Chatbot Arena), forest plot
 claims          the claims table with verdicts
 manuscript      ``paper/paper.md`` (+ ``numbers.json``, ``numbers.tex``): placeholders filled,
                 citations ``[@key]`` rendered as author-year text and a References section
@@ -187,6 +188,12 @@ def step_arena(paper: Paper, full: bool) -> None:
     arena(paper)
 
 
+def step_ranks(paper: Paper, full: bool) -> None:
+    from rank_sets import rank_set_results
+
+    rank_set_results(paper)
+
+
 def step_claims(paper: Paper, full: bool) -> None:
     from claims import claims_table
 
@@ -207,6 +214,7 @@ STEPS = (
     Step("simulations", step_simulations, False),
     Step("few_judges", step_few_judges, False),
     Step("arena", step_arena, False),
+    Step("ranks", step_ranks, False),
     Step("claims", step_claims, False),
 )
 
