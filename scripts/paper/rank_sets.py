@@ -313,14 +313,13 @@ def forest(paper: Paper, clustered: LeaderboardAnalysis) -> None:
     ax.grid(axis="x", color="0.9")
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.6, -0.13), frameon=False,
               fontsize=8)
-    ranks = [f"{int(a):d}-{int(b):d}    {int(c):d}-{int(d):d}" for a, b, c, d in zip(
+    ranks = [f"{int(a):d}-{int(b):d}".ljust(7) + f"{int(c):d}-{int(d):d}" for a, b, c, d in zip(
         naive_table.rank_low, naive_table.rank_high, table.rank_low, table.rank_high,
         strict=True)]
-    for yy, text in zip(y, ranks, strict=True):
-        ax.annotate(text, (1.02, yy), xycoords=("axes fraction", "data"), va="center",
-                    fontsize=8, family="monospace")
-    ax.annotate("rank set\nnaive clustered", (1.02, K - 0.4), xycoords=("axes fraction", "data"),
-                va="bottom", fontsize=8)
+    for yy, text in zip([*y, K - 0.4], [*ranks, "rank set\n" + "naive".ljust(7) + "clustered"],
+                        strict=True):
+        ax.annotate(text, (1.02, yy), xycoords=("axes fraction", "data"),
+                    va="center" if yy < K - 1 else "bottom", fontsize=8, family="monospace")
     log = clustered.log
     paper.figure("forest", fig,
                  f"PRD ({len(table)} models, {log.axes['prompt'].n_clusters} prompts): "
