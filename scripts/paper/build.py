@@ -15,6 +15,7 @@ simulations     MMLU-Pro-like and paired-design coverage simulations, naive-cove
 few_judges      PRD's judge axis under every few-cluster method
 arena           Bradley-Terry clustered vs row bootstrap (QLoRA, PRD, AlpacaEval)
 software        Appendix A's scale table from the committed ``paper/benchmarks_scale.txt``
+ranks           naive vs clustered rank sets (PRD, AlpacaEval, Chatbot Arena), forest plot
 claims          the claims table with verdicts
 manuscript      ``paper/paper.md`` (+ ``numbers.json``, ``numbers.tex``): placeholders filled,
                 citations ``[@key]`` rendered as author-year text and a References section
@@ -202,6 +203,12 @@ def step_software(paper: Paper, full: bool) -> None:
     scale_table(paper)
 
 
+def step_ranks(paper: Paper, full: bool) -> None:
+    from rank_sets import rank_set_results
+
+    rank_set_results(paper)
+
+
 def step_claims(paper: Paper, full: bool) -> None:
     from claims import claims_table
 
@@ -223,6 +230,7 @@ STEPS = (
     Step("few_judges", step_few_judges, False),
     Step("arena", step_arena, False),
     Step("software", step_software, True),
+    Step("ranks", step_ranks, False),
     Step("claims", step_claims, False),
 )
 
