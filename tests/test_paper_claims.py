@@ -221,6 +221,22 @@ def test_audit_gives_the_verdicts_of_hand_made_numbers(claims):
         "not reproduced")
 
 
+def test_committed_verdicts_follow_the_protocol(claims):
+    """The verdicts in paper/numbers.json are those of the committed protocol on the
+    committed measurements, and the counts add up."""
+    import json
+
+    numbers = json.loads((PAPER / "numbers.json").read_text())
+    sources = claims.Sources(numbers, pd.read_csv(PAPER / "tables" / "mmlu_subsets.csv"),
+                             pd.read_csv(PAPER / "coverage" / "coverage.csv"))
+    tolerances = claims.read_protocol(claims.PROTOCOL.read_text(encoding="utf-8"))
+    table = claims.audit(sources, tolerances)
+    for key, outcome in zip(table.key, table.verdict, strict=True):
+        assert numbers[f"claim_{key}"] == outcome, key
+    counts = [int(numbers[f"claims_{v.replace(' ', '_')}"]) for v in claims.VERDICTS]
+    assert sum(counts) == int(numbers["claims_total"]) == len(tolerances)
+
+
 # ------------------------------------------------------------------ few judges: one estimand
 
 

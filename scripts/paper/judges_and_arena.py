@@ -109,8 +109,8 @@ def few_judges(paper: Paper) -> None:
                 f"row: the win rate of each of {log.n_models} models against the other "
                 f"{log.n_models - 1}, on the {n_pairs} model pairs compared by {by} "
                 f"{n_judges} judges ({log.n_comparisons:,.0f} comparisons). The {lost} pairs "
-                f"compared only by {lost_by} are left out: deleting that judge (jackknife) "
-                "would delete them and change the leaderboard.")
+                f"compared by one judge only ({lost_by}) are left out: deleting that judge "
+                "(jackknife) would delete them and change the leaderboard.")
     paper.number("prd_few_judges", n_judges, "d")
     paper.number("prd_judge_df", n_judges - 1, "d")
     paper.number("prd_jackknife_lost_pairs", lost, "d")
