@@ -97,11 +97,13 @@ def read_protocol(text: str) -> dict[str, Tolerance]:
 
 @dataclass(frozen=True)
 class Measurement:
-    """The uncertainty interval ``U = [low, high]`` of a measurement and how it reads."""
+    """The uncertainty interval ``U = [low, high]`` of a measurement, the format of its
+    bounds and how it reads."""
 
     low: float
     high: float
     text: str
+    spec: str = ".2f"
 
 
 def verdict(tolerance: Tolerance, measured: Measurement | None) -> str:
@@ -141,7 +143,7 @@ def subset_range(values, spec: str, unit: str = "") -> Measurement:
     """The range over the 19-model subsets (the protocol's ``U`` for them)."""
     low, high = float(np.min(values)), float(np.max(values))
     return Measurement(low, high, f"{fmt(low, spec)} to {fmt(high, spec)}{unit} "
-                                  f"({N_SUBSETS} subsets)")
+                                  f"({N_SUBSETS} subsets)", spec)
 
 
 def monte_carlo(estimate: float, mcse: float, what: str) -> Measurement:
@@ -150,7 +152,8 @@ def monte_carlo(estimate: float, mcse: float, what: str) -> Measurement:
     error beyond it (the registered inputs have at most 4)."""
     low, high = (round(estimate + sign * 2 * mcse, 9) for sign in (-1, 1))
     return Measurement(low, high,
-                       f"{fmt(estimate, '.1f')}% (Monte Carlo SE {fmt(mcse, '.1f')}; {what})")
+                       f"{fmt(estimate, '.1f')}% (Monte Carlo SE {fmt(mcse, '.1f')}; {what})",
+                       ".1f")
 
 
 def subset_effective_n(s: Sources) -> Measurement:
@@ -185,7 +188,8 @@ def largest_judge_share(s: Sources) -> Measurement:
     shares = {"PandaLM": s("pandalm_judge_share_max"),
               "PRD multi-judge": s("prd_multijudge_judge_share_max")}
     name = max(shares, key=shares.get)
-    return Measurement(shares[name], shares[name], f"{fmt(shares[name], '.3f')} ({name})")
+    return Measurement(shares[name], shares[name], f"{fmt(shares[name], '.3f')} ({name})",
+                       ".3f")
 
 
 @dataclass(frozen=True)
@@ -269,7 +273,8 @@ def sources(paper: Paper) -> Sources:
 
 def audit(s: Sources, tolerances: dict[str, Tolerance]) -> pd.DataFrame:
     """One row per claim: its paraphrase, setting, tolerance, measurement, verdict and
-    context; the claims and the protocol must list the same keys in the same order."""
+    context, plus its key and measurement (``U``, None if untestable); the claims and the
+    protocol must list the same keys in the same order."""
     if list(tolerances) != [c.key for c in CLAIMS]:
         raise ValueError(f"the claims protocol lists {list(tolerances)}, the code "
                          f"{[c.key for c in CLAIMS]}")
@@ -284,20 +289,26 @@ def audit(s: Sources, tolerances: dict[str, Tolerance]) -> pd.DataFrame:
                      "tolerance": tolerance.text(),
                      "measured": "not identified" if measured is None else measured.text,
                      "verdict": verdict(tolerance, measured),
-                     "context (no verdict)": claim.context(s), "key": claim.key})
+                     "context (no verdict)": claim.context(s), "key": claim.key,
+                     "U": measured})
     return pd.DataFrame(rows)
 
 
 def claims_table(paper: Paper) -> None:
     """Table ``claims``, the verdict of each claim (``claim_<key>``) and their counts."""
     table = audit(sources(paper), read_protocol(PROTOCOL.read_text(encoding="utf-8")))
-    for key, outcome in zip(table.key, table.verdict, strict=True):
+    for key, outcome, measured, band in zip(table.key, table.verdict, table.U,
+                                            table.tolerance, strict=True):
         paper.number(f"claim_{key}", outcome)
+        paper.number(f"claim_{key}_tolerance", band)
+        if measured is not None:
+            paper.number(f"claim_{key}_low", measured.low, measured.spec)
+            paper.number(f"claim_{key}_high", measured.high, measured.spec)
     counts = table.verdict.value_counts()
     for outcome in VERDICTS:
         paper.number(f"claims_{outcome.replace(' ', '_')}", int(counts.get(outcome, 0)), "d")
     paper.number("claims_total", len(table), "d")
-    paper.table("claims", table.drop(columns="key"),
+    paper.table("claims", table.drop(columns=["key", "U"]),
                 "The lesson's claims audited under paper/claims_protocol.md, committed before "
                 "the audit was rerun: tolerance by one rule (R1 stated number, R3 verbal "
                 "approximation, R4 direction), measurement with its uncertainty (range over "
