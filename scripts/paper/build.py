@@ -14,6 +14,8 @@ datasets        SE inflation, ICC paradox and dominant-cluster diagnostic on eve
 simulations     MMLU-Pro-like and paired-design coverage simulations, naive-coverage figure
 few_judges      PRD's judge axis under every few-cluster method
 arena           Bradley-Terry clustered vs row bootstrap (QLoRA, PRD, AlpacaEval)
+identity        MMLU-Pro's win rate as an affine function of accuracy (inflation vs K,
+                sqrt(K/2)); Kish's prediction against the measured inflation per axis
 claims          the claims table with verdicts
 manuscript      ``paper/paper.md`` (+ ``numbers.json``, ``numbers.tex``): placeholders filled,
                 citations ``[@key]`` rendered as author-year text and a References section
@@ -187,6 +189,12 @@ def step_arena(paper: Paper, full: bool) -> None:
     arena(paper)
 
 
+def step_identity(paper: Paper, full: bool) -> None:
+    from identity import identity_and_kish
+
+    identity_and_kish(paper)
+
+
 def step_claims(paper: Paper, full: bool) -> None:
     from claims import claims_table
 
@@ -207,6 +215,7 @@ STEPS = (
     Step("simulations", step_simulations, False),
     Step("few_judges", step_few_judges, False),
     Step("arena", step_arena, False),
+    Step("identity", step_identity, False),
     Step("claims", step_claims, False),
 )
 
