@@ -149,6 +149,9 @@ def step_coverage(paper: Paper, full: bool) -> None:
     coverage_results(paper, paper.root / "coverage")
     design_results(paper, paper.root / "coverage")
     heldout_results(paper, paper.root / "coverage" / "heldout")
+    from coverage_methods import coverage_methods
+
+    coverage_methods(paper)
 
 
 def step_datasets(paper: Paper, full: bool) -> None:

@@ -151,11 +151,12 @@ def weakly_identified(result: DatasetResult, clustering: str) -> str | None:
     degrees of freedom), or one within a single cluster of which most model pairs are
     compared (no variance is identified for those pairs on that axis)."""
     r = result.report.clusterings[clustering]
+    reasons = []
     if min(r.n_clusters) < FEW_CLUSTERS:
-        return f"< {FEW_CLUSTERS} clusters"
+        reasons.append(f"< {FEW_CLUSTERS} clusters")
     if any(single_pair_share(result, a) > 0.5 for a in r.axes if a in result.single_pairs):
-        return "most pairs in one cluster"
-    return None
+        reasons.append("most pairs in one cluster")
+    return "; ".join(reasons) or None
 
 
 MEASURED_DEFINITION = (
