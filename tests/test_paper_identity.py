@@ -76,6 +76,26 @@ def test_closed_forms_match_brute_force_and_winrate():
     np.testing.assert_allclose(w_infl, np.sqrt(clustered / naive), rtol=1e-10)
 
 
+@pytest.mark.parametrize("common", [0.0, 0.3, 0.9])
+def test_exchangeable_covariance_gives_exactly_k_over_two(common):
+    """v I + c (11' - I): DEFF = K/2 for every c (the algebra of the module doc), and the
+    covariance form agrees with the closed forms' ratio on data."""
+    k = 7
+    s = np.full((k, k), common * 0.2) + np.eye(k) * 0.2 * (1 - common)
+    np.testing.assert_allclose(identity.design_effect_of_covariance(s), k / 2, rtol=1e-12)
+    correct = _correctness(np.random.default_rng(2), 300, k)
+    clustered, naive = identity.closed_form_variances(correct)
+    cov = np.cov(correct, rowvar=False)
+    np.testing.assert_allclose(identity.design_effect_of_covariance(cov), clustered / naive,
+                               rtol=1e-12)
+    even = identity.common_correlation(cov)  # own variances kept, correlations evened
+    np.testing.assert_allclose(np.diag(even), np.diag(cov), rtol=1e-12)
+    sd = np.sqrt(np.diag(cov))
+    off = (even / np.outer(sd, sd))[np.triu_indices(k, 1)]
+    expected = (cov / np.outer(sd, sd))[np.triu_indices(k, 1)].mean()
+    np.testing.assert_allclose(off, expected, rtol=1e-12)
+
+
 def test_exchangeable_correctness_gives_sqrt_half_k_whatever_the_correlation():
     """Equal skills and a strong common difficulty (correctness correlated across models):
     rho_a -> 1/2 and the inflation -> sqrt(K/2) (large simulation, Monte Carlo error
@@ -192,3 +212,15 @@ def test_cluster_size_cv_by_hand():
     # sizes: m0 (2, 1), m1 (2, 1), m2 (0, 2): CVs 1/3, 1/3, 0
     cv = identity.cluster_size_cv(winrate.read_comparisons(frame), "prompt")
     assert cv == pytest.approx(1 / 3)
+
+
+@needs_real
+def test_implied_coverage_is_withheld_where_the_se_is_weakly_identified():
+    from real_data import DATASETS, analyse, weakly_identified
+
+    spec = {d.name: d for d in DATASETS}
+    llmfao, mmlu = analyse(spec["llmfao"]), analyse(spec["mmlu_pro"])
+    assert weakly_identified(llmfao, "prompt") == "< 30 clusters; most pairs in one cluster"
+    assert weakly_identified(llmfao, "judge") is None  # 126 judges, no single-judge pairs
+    assert weakly_identified(mmlu, "prompt") is None
+    assert weakly_identified(mmlu, "category") == "< 30 clusters"

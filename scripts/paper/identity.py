@@ -38,7 +38,9 @@ by all K models (Q questions, ``acc_a`` the accuracy):
   model alike) cancels. The measured inflation departs from ``sqrt(K/2)`` only through the
   unevenness of the correctness covariances: ``rho_a > 1/2`` when a's opponents share
   their misses with each other more than with a (``Cov(d_ab, d_ac) = v_a - c_ab - c_ac +
-  c_bc``), and unequal variances ``acc (1 - acc)``. MMLU-Pro has 1,713 missing answers
+  c_bc``), and unequal variances ``acc (1 - acc)``. :func:`common_correlation` separates
+  the two: each model's own variance with the mean correlation in place of every
+  correlation. MMLU-Pro has 1,713 missing answers
   (questions where a model's output was unusable); there the identity holds approximately,
   and exactly on the questions every model answered (:func:`identity_checks`).
 
@@ -138,6 +140,27 @@ def opponent_difference_correlation(correct: np.ndarray) -> np.ndarray:
     numerator = (k - 1) * (k - 2) * v - 2 * (k - 2) * with_a + among
     denominator = (k - 2) * ((k - 1) * v + (v.sum() - v) - 2 * with_a)
     return numerator / denominator
+
+
+def design_effect_of_covariance(s: np.ndarray) -> np.ndarray:
+    """``DEFF_a = Var(sum_b d_ab) / sum_b Var(d_ab)`` for a covariance matrix ``s`` of the
+    models' correctness (population version of the closed forms' ratio)."""
+    k = s.shape[0]
+    v, row = np.diag(s), s.sum(axis=1)
+    pair_var = (k - 1) * v + (v.sum() - v) - 2 * (row - v)  # sum_b Var(d_ab)
+    total = (k - 1) ** 2 * v - 2 * (k - 1) * (row - v) + (s.sum() - 2 * row + v)
+    return total / pair_var
+
+
+def common_correlation(s: np.ndarray) -> np.ndarray:
+    """``s`` with every correlation replaced by their mean (each model keeps its variance):
+    what is left of the departure from ``sqrt(K/2)`` once the correlations are even."""
+    sd = np.sqrt(np.diag(s))
+    corr = s / np.outer(sd, sd)
+    mean = corr[np.triu_indices_from(corr, 1)].mean()
+    even = np.full(s.shape, mean)
+    np.fill_diagonal(even, 1.0)
+    return even * np.outer(sd, sd)
 
 
 def exchangeable_inflation(k) -> np.ndarray:
@@ -262,10 +285,26 @@ def identity(paper: Paper) -> None:
     paper.number("identity_rho_median", np.median(rho), ".3f")
     paper.number("identity_rho_min", rho.min(), ".3f")
     paper.number("identity_rho_max", rho.max(), ".3f")
-    corr = np.corrcoef(complete, rowvar=False)[np.triu_indices(k_all, 1)]
+    matrix = np.corrcoef(complete, rowvar=False)
+    corr = matrix[np.triu_indices(k_all, 1)]
     paper.number("identity_corr_median", np.median(corr), ".2f")
     paper.number("identity_corr_min", corr.min(), ".2f")
     paper.number("identity_corr_max", corr.max(), ".2f")
+    # the departure from sqrt(K/2), split: each model's own variance with one common
+    # correlation, against the measured covariances (questions every model answered)
+    cov = np.cov(complete, rowvar=False)
+    inflation_complete = np.sqrt(design_effect_of_covariance(cov))
+    paper.number("identity_infl_complete", np.median(inflation_complete), ".2f")
+    paper.number("identity_infl_common_corr",
+                 np.median(np.sqrt(design_effect_of_covariance(common_correlation(cov)))),
+                 ".2f")
+    with_field = (matrix.sum(axis=1) - 1) / (k_all - 1)
+    paper.number("identity_infl_vs_field_corr",
+                 np.corrcoef(inflation_complete, with_field)[0, 1], ".2f")
+    lowest = int(np.argmin(with_field))
+    paper.number("identity_least_shared_model", str(full.models[lowest]))
+    paper.number("identity_least_shared_corr", with_field[lowest], ".2f")
+    paper.number("identity_least_shared_infl", inflation_complete[lowest], ".2f")
     position = pd.Index(full.models.astype(str))
     subset = []
     for models in mmlu_subsets():
