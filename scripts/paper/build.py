@@ -16,6 +16,8 @@ few_judges      PRD's judge axis under every few-cluster method
 arena           Bradley-Terry clustered vs row bootstrap (QLoRA, PRD, AlpacaEval)
 software        Appendix A's scale table from the committed ``paper/benchmarks_scale.txt``
 ranks           naive vs clustered rank sets (PRD, AlpacaEval, Chatbot Arena), forest plot
+identity        MMLU-Pro's win rate as an affine function of accuracy (inflation vs K,
+                sqrt(K/2)); Kish's prediction against the measured inflation per axis
 claims          the claims table with verdicts
 manuscript      ``paper/paper.md`` (+ ``numbers.json``, ``numbers.tex``): placeholders filled,
                 citations ``[@key]`` rendered as author-year text and a References section
@@ -154,6 +156,9 @@ def step_coverage(paper: Paper, full: bool) -> None:
     coverage_results(paper, paper.root / "coverage")
     design_results(paper, paper.root / "coverage")
     heldout_results(paper, paper.root / "coverage" / "heldout")
+    from coverage_methods import coverage_methods
+
+    coverage_methods(paper)
 
 
 def step_datasets(paper: Paper, full: bool) -> None:
@@ -209,6 +214,12 @@ def step_ranks(paper: Paper, full: bool) -> None:
     rank_set_results(paper)
 
 
+def step_identity(paper: Paper, full: bool) -> None:
+    from identity import identity_and_kish
+
+    identity_and_kish(paper)
+
+
 def step_claims(paper: Paper, full: bool) -> None:
     from claims import claims_table
 
@@ -231,6 +242,7 @@ STEPS = (
     Step("arena", step_arena, False),
     Step("software", step_software, True),
     Step("ranks", step_ranks, False),
+    Step("identity", step_identity, False),
     Step("claims", step_claims, False),
 )
 

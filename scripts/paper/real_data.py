@@ -12,6 +12,13 @@ The dominant-cluster diagnostic is :func:`winrate.variance.diagnostics.largest_c
 model pairs whose comparisons all fall in one cluster of an axis (no variance identified
 for them there) are :func:`winrate.variance.diagnostics.single_cluster_pairs`.
 
+One measured inflation in every table (``MEASURED_DEFINITION``): the SE that ``analyze``
+reports for the clustering, which includes the small-sample floor of single-outcome pairs
+(:mod:`winrate.estimators.small_sample`), over the naive SE. The eda's per-axis check
+(``AxisCheck.measured``) leaves the floor out; the two differ only where a log has
+single-outcome pairs (LLMFAO by prompt: 0.49 with the floor, 0.47 without). No naive
+coverage is implied where the SE is weakly identified (:func:`weakly_identified`).
+
 ``DATASETS`` lists what the paper reports.
 """
 
@@ -26,6 +33,7 @@ import pandas as pd
 from common import Paper, add_number, fmt, pct
 from scipy.stats import norm
 
+from winrate.constants import FEW_CLUSTERS
 from winrate.eda import DATASET_CLUSTERINGS, DEFAULT_CLUSTERINGS, EdaReport, explore
 from winrate.errors import WinrateWarning
 from winrate.estimators import fit
@@ -132,6 +140,29 @@ def _spread(x) -> str:
     return f"{fmt(np.median(x))} [{fmt(x.min())}, {fmt(x.max())}]"
 
 
+def single_pair_share(result: DatasetResult, axis: str) -> float:
+    """Share of the observed model pairs compared within a single cluster of ``axis``."""
+    return result.single_pairs[axis] / result.report.structure["n_pairs"]
+
+
+def weakly_identified(result: DatasetResult, clustering: str) -> str | None:
+    """Why the SE of ``clustering`` is too weakly identified to imply a naive coverage, or
+    None: an axis with fewer than ``FEW_CLUSTERS`` clusters (the CR1 variance then has few
+    degrees of freedom), or one within a single cluster of which most model pairs are
+    compared (no variance is identified for those pairs on that axis)."""
+    r = result.report.clusterings[clustering]
+    reasons = []
+    if min(r.n_clusters) < FEW_CLUSTERS:
+        reasons.append(f"< {FEW_CLUSTERS} clusters")
+    if any(single_pair_share(result, a) > 0.5 for a in r.axes if a in result.single_pairs):
+        reasons.append("most pairs in one cluster")
+    return "; ".join(reasons) or None
+
+
+MEASURED_DEFINITION = (
+    "SE inflation: the clustered SE that analyze reports for the clustering (CR1, with the "
+    "small-sample floor of single-outcome pairs) over the naive SE, median over models")
+
 INFLATION_COLUMNS = ("dataset", "clustering", "clusters", "SE inflation median [range]",
                      "own-comparison ICC", "m", "Kish prediction", "implied naive coverage %")
 
@@ -153,7 +184,9 @@ def inflation_rows(result: DatasetResult) -> list[dict]:
             continue
         row["clusters"] = " x ".join(f"{g:,}" for g in r.n_clusters)
         row["SE inflation median [range]"] = _spread(r.inflation)
-        row["implied naive coverage %"] = pct(implied_naive_coverage(_median(r.inflation)))
+        weak = weakly_identified(result, name)
+        row["implied naive coverage %"] = (
+            f"- ({weak})" if weak else pct(implied_naive_coverage(_median(r.inflation))))
         check = result.report.axes.get(name)
         if check is not None:
             row["own-comparison ICC"] = fmt(_median(check.shared_icc), ".3f")
@@ -178,7 +211,7 @@ def icc_rows(result: DatasetResult) -> list[dict]:
             "own-comparison ICC": fmt(_median(a.shared_icc), ".3f"),
             "m": fmt(_median(a.m), ",.1f"), "sqrt(m)": fmt(np.sqrt(_median(a.m))),
             "Kish prediction": fmt(_median(a.predicted)),
-            "measured inflation": fmt(_median(a.measured)),
+            "measured inflation": fmt(_median(result.report.clusterings[name].inflation)),
         })
     return rows
 
@@ -228,7 +261,8 @@ def dataset_numbers(result: DatasetResult) -> dict[str, str]:
         low, high = np.nanmin(r.inflation), np.nanmax(r.inflation)
         put(f"{key}_infl_{tag}_min", low)
         put(f"{key}_infl_{tag}_max", high)
-        put(f"{key}_naivecov_{tag}", pct(implied_naive_coverage(_median(r.inflation))))
+        if weakly_identified(result, name) is None:
+            put(f"{key}_naivecov_{tag}", pct(implied_naive_coverage(_median(r.inflation))))
     for name, a in report.axes.items():
         put(f"{key}_{name}_pair_icc", a.pair_icc, ".3f")
         put(f"{key}_{name}_own_icc", _median(a.shared_icc), ".2f")
@@ -271,10 +305,13 @@ def real_data_tables(paper: Paper, specs=DATASETS) -> None:
     """Inflation, ICC-paradox and dominance tables over ``specs`` from their results."""
     docs = [dataset_document(spec) for spec in specs]
     tables = (("inflation", "inflation", INFLATION_COLUMNS,
-               "SE inflation (clustered SE / naive SE) per dataset and clustering, with the "
-               "shared-response check and the naive coverage each median inflation implies."),
+               f"{MEASURED_DEFINITION}, per dataset and clustering, with the "
+               "shared-response check and the naive coverage each median inflation implies; "
+               f"none ('-') where the SE is weakly identified: an axis with fewer than "
+               f"{FEW_CLUSTERS} clusters, or most model pairs compared within one cluster."),
               ("icc_paradox", "icc", ICC_COLUMNS,
-               "The ICC paradox: pair-level ICC, own-comparison ICC and SE inflation."),
+               "The ICC paradox: pair-level ICC, own-comparison ICC and SE inflation "
+               f"(measured inflation: {MEASURED_DEFINITION[len('SE inflation: '):]})."),
               ("dominant_cluster", "dominance", DOMINANCE_COLUMNS,
                "Largest cluster's share of each model's clustered variance."))
     for name, part, columns, caption in tables:
@@ -298,19 +335,19 @@ def mmlu_subset_table(paper: Paper) -> None:
     for i, models in enumerate(mmlu_subsets(), start=1):
         log, _ = _quiet_read("mmlu_pro", models=list(models))
         report = explore(log, ("prompt",), dataset="mmlu_pro")
-        a = report.axes["prompt"]
-        medians.append(_median(a.measured))
+        a, inflation = report.axes["prompt"], report.clusterings["prompt"].inflation
+        medians.append(_median(inflation))
         ms.append(_median(a.m))
         iccs.append(_median(a.shared_icc))
         rows.append({"subset": str(i), "comparisons": f"{report.structure['n_comparisons']:,.0f}",
-                     "SE inflation median [range]": _spread(a.measured),
+                     "SE inflation median [range]": _spread(inflation),
                      "own-comparison ICC": fmt(_median(a.shared_icc), ".3f"),
                      "m": fmt(_median(a.m), ".1f"), "sqrt(m)": fmt(np.sqrt(_median(a.m))),
                      "Kish prediction": fmt(_median(a.predicted)),
                      "pair-level ICC": fmt(a.pair_icc, ".4f")})
     paper.table("mmlu_subsets", pd.DataFrame(rows),
                 f"MMLU-Pro, {N_SUBSETS} seeded random subsets of {SUBSET_SIZE} models, "
-                "clustered by question.")
+                f"clustered by question ({MEASURED_DEFINITION}).")
     paper.number("mmlusub_size", SUBSET_SIZE, "d")
     paper.number("mmlusub_count", N_SUBSETS, "d")
     paper.number("mmlusub_infl_min", min(medians))

@@ -1,0 +1,226 @@
+"""scripts/paper/identity.py: the per-question-eval identity and Kish in balanced designs,
+each against an independent computation (brute-force loops, a large simulation) and
+winrate's own analysis."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "paper"))
+
+import identity  # noqa: E402
+
+import winrate  # noqa: E402
+from winrate.eda import explore  # noqa: E402
+from winrate.errors import WinrateWarning  # noqa: E402
+from winrate.variance.diagnostics import anova_icc  # noqa: E402
+
+REAL = os.environ.get("WINRATE_DATA")
+needs_real = pytest.mark.skipif(not REAL or not Path(REAL, "mmlu_pro").is_dir(),
+                                reason="WINRATE_DATA lacks MMLU-Pro")
+
+
+# ------------------------------------------------------------------ A: the identity
+
+
+def _correctness(rng, q: int, k: int) -> np.ndarray:
+    """0/1 correctness with a question difficulty shared by all models and model skills."""
+    difficulty = rng.normal(size=(q, 1))
+    skill = rng.normal(scale=0.7, size=(1, k))
+    return (skill - difficulty + rng.normal(size=(q, k)) > 0).astype(float)
+
+
+def _brute_force(correct: np.ndarray):
+    """Win rate, CR1-by-question and per-pair-stratified naive variances by loops over
+    questions and pairs (s_qab = (C_qa - C_qb + 1) / 2, uniform opponent weights)."""
+    q, k = correct.shape
+    score, clustered, naive = np.zeros(k), np.zeros(k), np.zeros(k)
+    for a in range(k):
+        t = np.zeros(q)
+        for b in range(k):
+            if b == a:
+                continue
+            s = (correct[:, a] - correct[:, b] + 1) / 2
+            psi = s.mean()
+            score[a] += psi / (k - 1)
+            t += (s - psi) / ((k - 1) * q)
+            naive[a] += ((s - psi) ** 2).sum() * q / (q - 1) / ((k - 1) * q) ** 2
+        clustered[a] = q / (q - 1) * (t ** 2).sum()
+    return score, clustered, naive
+
+
+def test_closed_forms_match_brute_force_and_winrate():
+    correct = _correctness(np.random.default_rng(1), 150, 6)
+    score, clustered, naive = _brute_force(correct)
+    closed_clustered, closed_naive = identity.closed_form_variances(correct)
+    np.testing.assert_allclose(identity.affine_win_rate(correct), score, atol=1e-14)
+    np.testing.assert_allclose(closed_clustered, clustered, rtol=1e-12)
+    np.testing.assert_allclose(closed_naive, naive, rtol=1e-12)
+    rho = identity.opponent_difference_correlation(correct)
+    np.testing.assert_allclose(1 + (6 - 2) * rho, clustered / naive, rtol=1e-12)
+    table = identity._table(correct, np.array([f"m{i}" for i in range(6)]),
+                            np.arange(150).astype(str))
+    w_score, w_se, w_naive, w_infl = identity.measured(table)
+    np.testing.assert_allclose(w_score, score, atol=1e-14)
+    np.testing.assert_allclose(w_se**2, clustered, rtol=1e-10)
+    np.testing.assert_allclose(w_naive**2, naive, rtol=1e-10)
+    np.testing.assert_allclose(w_infl, np.sqrt(clustered / naive), rtol=1e-10)
+
+
+@pytest.mark.parametrize("common", [0.0, 0.3, 0.9])
+def test_exchangeable_covariance_gives_exactly_k_over_two(common):
+    """v I + c (11' - I): DEFF = K/2 for every c (the algebra of the module doc), and the
+    covariance form agrees with the closed forms' ratio on data."""
+    k = 7
+    s = np.full((k, k), common * 0.2) + np.eye(k) * 0.2 * (1 - common)
+    np.testing.assert_allclose(identity.design_effect_of_covariance(s), k / 2, rtol=1e-12)
+    correct = _correctness(np.random.default_rng(2), 300, k)
+    clustered, naive = identity.closed_form_variances(correct)
+    cov = np.cov(correct, rowvar=False)
+    np.testing.assert_allclose(identity.design_effect_of_covariance(cov), clustered / naive,
+                               rtol=1e-12)
+    even = identity.common_correlation(cov)  # own variances kept, correlations evened
+    np.testing.assert_allclose(np.diag(even), np.diag(cov), rtol=1e-12)
+    sd = np.sqrt(np.diag(cov))
+    off = (even / np.outer(sd, sd))[np.triu_indices(k, 1)]
+    expected = (cov / np.outer(sd, sd))[np.triu_indices(k, 1)].mean()
+    np.testing.assert_allclose(off, expected, rtol=1e-12)
+
+
+def test_exchangeable_correctness_gives_sqrt_half_k_whatever_the_correlation():
+    """Equal skills and a strong common difficulty (correctness correlated across models):
+    rho_a -> 1/2 and the inflation -> sqrt(K/2) (large simulation, Monte Carlo error
+    about 0.003)."""
+    rng = np.random.default_rng(7)
+    k, q = 10, 100_000
+    difficulty = rng.normal(scale=1.5, size=(q, 1))
+    correct = (rng.normal(size=(q, k)) - difficulty > 0).astype(float)
+    assert np.corrcoef(correct, rowvar=False)[0, 1] > 0.3
+    rho = identity.opponent_difference_correlation(correct)
+    np.testing.assert_allclose(rho, 0.5, atol=0.015)
+    clustered, naive = identity.closed_form_variances(correct)
+    np.testing.assert_allclose(np.sqrt(clustered / naive), identity.exchangeable_inflation(k),
+                               rtol=0.02)
+
+
+@needs_real
+def test_identity_holds_on_mmlu_pro():
+    from winrate.io.datasets import read_scores
+
+    checks = identity.identity_checks(read_scores("mmlu_pro"))
+    assert checks["complete"] + 1706 == checks["questions"]  # questions with a missing answer
+    assert checks["score_dev_complete"] < 1e-12
+    assert checks["se_rel_dev_complete"] < 1e-10
+    assert checks["naive_rel_dev_complete"] < 1e-10
+    assert checks["score_dev_rest"] < 1e-3 < checks["score_dev_all"] < 2e-2
+
+
+# ------------------------------------------------------------------ B: Kish
+
+
+def _textbook(values: np.ndarray, codes: np.ndarray):
+    """Loops: D0 = (cluster sums about the grand mean)^2 / SST, the one-way ANOVA ICC of a
+    balanced design, eta^2 = SSB / SST."""
+    grand = values.mean()
+    groups = [values[codes == g] for g in np.unique(codes)]
+    g, m = len(groups), len(groups[0])
+    ssb = sum(len(x) * (x.mean() - grand) ** 2 for x in groups)
+    ssw = sum(((x - x.mean()) ** 2).sum() for x in groups)
+    sst = ((values - grand) ** 2).sum()
+    msb, msw = ssb / (g - 1), ssw / (g * (m - 1))
+    d0 = sum((x - grand).sum() ** 2 for x in groups) / sst
+    return d0, (msb - msw) / (msb + (m - 1) * msw), ssb / sst
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_kish_with_anova_icc_is_the_design_effect_in_a_balanced_design(seed):
+    rng = np.random.default_rng(seed)
+    g, m = int(rng.integers(3, 20)), int(rng.integers(2, 15))
+    codes = np.repeat(np.arange(g), m)
+    values = rng.normal(scale=rng.uniform(0, 2), size=g)[codes] + rng.standard_t(3, g * m)
+    d0, icc, eta2 = _textbook(values, codes)
+    assert anova_icc(values, codes) == pytest.approx(icc, rel=1e-10)
+    kish = 1 + (m - 1) * icc
+    assert kish / d0 == pytest.approx(identity.kish_over_measured(eta2, g), rel=1e-10)
+    assert 1 - 1e-12 <= kish / d0 <= g / (g - 1) + 1e-12
+
+
+def test_kish_fails_in_an_unbalanced_design():
+    """Ten clusters of 2 and one of 30 with random cluster effects: Kish's formula with the
+    mean cluster size and the ANOVA ICC misses the design effect in every draw, in either
+    direction, by up to a factor of about 2.5."""
+    sizes = np.array([2] * 10 + [30])
+    codes = np.repeat(np.arange(sizes.size), sizes)
+    ratios = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        values = rng.normal(size=sizes.size)[codes] + rng.normal(size=codes.size)
+        grand = values.mean()
+        d0 = (np.bincount(codes, values - grand) ** 2).sum() / ((values - grand) ** 2).sum()
+        ratios.append((1 + (sizes.mean() - 1) * anova_icc(values, codes)) / d0)
+    ratios = np.array(ratios)
+    assert np.all((ratios < 1) | (ratios > sizes.size / (sizes.size - 1)))
+    assert ratios.min() < 0.95 and ratios.max() > 2
+
+
+def _log(rng, pairs_per_prompt):
+    """A comparison log with prompt effects: per prompt the listed model pairs once each."""
+    rows = []
+    for prompt, pairs in enumerate(pairs_per_prompt):
+        shift = rng.normal(scale=1.0, size=5)  # the prompt's effect on each model
+        for a, b in pairs:
+            p = 1 / (1 + np.exp(-(shift[a] - shift[b])))
+            rows.append((prompt, f"m{a}", f"m{b}", "a" if rng.random() < p else "b"))
+    frame = pd.DataFrame(rows, columns=["prompt_id", "model_a", "model_b", "outcome"])
+    return winrate.read_comparisons(frame)
+
+
+def _kish_over_measured(log) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        check = explore(log, ("prompt",)).axes["prompt"]
+    return (check.predicted / check.measured) ** 2
+
+
+def test_eda_kish_check_is_an_identity_on_a_balanced_log_and_not_on_an_unbalanced_one():
+    rng = np.random.default_rng(11)
+    every = list(itertools.combinations(range(5), 2))
+    g = 40
+    balanced = _kish_over_measured(_log(rng, [every] * g))
+    assert np.all((balanced >= 1 - 1e-9) & (balanced <= g / (g - 1) + 1e-9))
+    uneven = [every if i % 4 == 0 else [every[int(rng.integers(10))]] for i in range(g)]
+    unbalanced = _kish_over_measured(_log(rng, uneven))
+    assert np.any((unbalanced < 0.95) | (unbalanced > 1.05))
+
+
+def test_cluster_size_cv_by_hand():
+    """m0 meets m1 twice on prompt 0 and m2 once on prompt 1: m0's sizes 2, 1 (CV 1/3),
+    m1's 2 (0), m2's 1 (0): median 0. With m1 also once on prompt 1: m1's 2, 1."""
+    frame = pd.DataFrame({"prompt_id": [0, 0, 1], "model_a": ["m0", "m0", "m0"],
+                          "model_b": ["m1", "m1", "m2"], "outcome": ["a", "b", "a"]})
+    assert identity.cluster_size_cv(winrate.read_comparisons(frame), "prompt") == 0.0
+    frame.loc[3] = [1, "m1", "m2", "a"]
+    # sizes: m0 (2, 1), m1 (2, 1), m2 (0, 2): CVs 1/3, 1/3, 0
+    cv = identity.cluster_size_cv(winrate.read_comparisons(frame), "prompt")
+    assert cv == pytest.approx(1 / 3)
+
+
+@needs_real
+def test_implied_coverage_is_withheld_where_the_se_is_weakly_identified():
+    from real_data import DATASETS, analyse, weakly_identified
+
+    spec = {d.name: d for d in DATASETS}
+    llmfao, mmlu = analyse(spec["llmfao"]), analyse(spec["mmlu_pro"])
+    assert weakly_identified(llmfao, "prompt") == "< 30 clusters; most pairs in one cluster"
+    assert weakly_identified(llmfao, "judge") is None  # 126 judges, no single-judge pairs
+    assert weakly_identified(mmlu, "prompt") is None
+    assert weakly_identified(mmlu, "category") == "< 30 clusters"
