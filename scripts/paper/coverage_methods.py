@@ -152,10 +152,13 @@ def _rule(row) -> str:
 
 #: Cells registered with "acceptance: few clusters" in docs/coverage.md.
 FEW_CLUSTER_CELLS = ("R-prd", "R-pandalm", "R-llmfao")
+FEW_JUDGES = 5  # the tuning grid's cells with fewer judges: auto over-covers there
 
 
 def heldout_coverage(paper: Paper, source=PAPER / "coverage" / "heldout") -> None:
     """Table ``heldout_coverage``, figure ``coverage_heldout`` and their numbers."""
+    from heldout.study import MC_LEVEL, RULE_MARGINAL, RULE_SIMULTANEOUS
+
     table = pd.read_csv(source / "summary.csv")
     cells = pd.DataFrame({
         "cell": table.cell, "estimator": table.estimator.map(ESTIMATOR_NAMES),
@@ -169,13 +172,18 @@ def heldout_coverage(paper: Paper, source=PAPER / "coverage" / "heldout") -> Non
     paper.table("heldout_coverage", cells,
                 "Held-out coverage study (cells, estimands and rule fixed in "
                 "docs/coverage.md before the run; none was used to tune auto): coverage (%) "
-                "of auto's nominal 95% intervals, with 99% Monte Carlo intervals. Rule: the "
-                "marginal interval meets [93, 97] and the simultaneous one reaches 92. "
+                f"of auto's nominal 95% intervals, with {MC_LEVEL}% Monte Carlo intervals. "
+                f"Rule: the marginal interval meets [{RULE_MARGINAL[0]}, {RULE_MARGINAL[1]}] "
+                f"and the simultaneous one reaches {RULE_SIMULTANEOUS}. "
                 "T-: Thurstone generator, S-: shared responses, R-: the real designs with "
                 "simulated outcomes; few-cluster cells (fewer than 30 judges or prompts) "
                 "are outside the rule. auto chose: the sandwich (CR1 or CR2) and the "
                 "reference distribution it ran.")
     accepted = table[~table.cell.isin(FEW_CLUSTER_CELLS)]
+    paper.number("heldout_mc_level", MC_LEVEL, "d")
+    paper.number("heldout_rule_lo", RULE_MARGINAL[0], "d")
+    paper.number("heldout_rule_hi", RULE_MARGINAL[1], "d")
+    paper.number("heldout_rule_sim", RULE_SIMULTANEOUS, "d")
     paper.number("heldout_cells", accepted.cell.nunique(), "d")
     paper.number("heldout_rows", len(accepted), "d")
     paper.number("heldout_rule_met", int(accepted.rule_met.sum()), "d")
@@ -228,7 +236,23 @@ def heldout_figure(paper: Paper, table: pd.DataFrame) -> None:
                  "used to tune auto.")
 
 
+def auto_on_grid(paper: Paper, source=PAPER / "coverage") -> None:
+    """Where ``auto`` misses the nominal level on its own tuning grid, as numbers: its
+    coverage range in the cells with fewer than :data:`FEW_JUDGES` judges
+    (``cov_autogrid_few_*``) and with at least that many (``cov_autogrid_many_*``), marginal
+    and simultaneous."""
+    grid = pd.read_csv(source / "coverage.csv")
+    auto = grid[grid.method == "auto"]
+    paper.number("cov_autogrid_few_judges", FEW_JUDGES, "d")
+    for label, part in (("few", auto[auto.judges < FEW_JUDGES]),
+                        ("many", auto[auto.judges >= FEW_JUDGES])):
+        for column in ("marginal", "simultaneous"):
+            paper.number(f"cov_autogrid_{label}_{column[:3]}_min", part[column].min(), ".1f")
+            paper.number(f"cov_autogrid_{label}_{column[:3]}_max", part[column].max(), ".1f")
+
+
 def coverage_methods(paper: Paper) -> None:
     """Both figures and the held-out table from ``paper.root``'s committed study files."""
     coverage_methods_figure(paper, paper.root / "coverage")
+    auto_on_grid(paper, paper.root / "coverage")
     heldout_coverage(paper, paper.root / "coverage" / "heldout")
