@@ -169,6 +169,10 @@ title: "Not counted"
 
 Three words here, and $x + y = z$ once.
 
+$$a = b$$
+
+and $c$ here.
+
 | a | table |
 |---|---|
 | 1 | 2 |
@@ -189,8 +193,9 @@ code not counted
 
 Not counted at all.
 """
-    # Intro (1); Three words here, and formula once. (6); - is no word; a list item (3)
-    assert main_text_words(manuscript) == 10
+    # Intro (1); Three words here, and formula once. (6); formula (1); and formula here. (3);
+    # - is no word; a list item (3). Paired as $$a = b$$ + "and $c$", not "$a = b$" + "$ and $"
+    assert main_text_words(manuscript) == 14
 
 
 def test_committed_manuscript_word_count_is_positive_and_excludes_appendix():

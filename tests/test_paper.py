@@ -43,6 +43,7 @@ _IGNORED = [
     re.compile(r"<!--.*?-->", re.S),  # comments
     re.compile(r"^---\n.*?\n---\n", re.S),  # front matter (title)
     re.compile(r"\{\{[^}]*\}\}"),  # placeholders: generated numbers
+    re.compile(r"\$\$.+?\$\$", re.S),  # displayed formulas (before inline ones)
     re.compile(r"\$[^$]*\$"),  # formulas
     re.compile(r"`[^`]*`"),  # code and file names
     re.compile(r"(?:[A-Z][\w.&-]*|al\.)\s(?:19|20)\d\d\b"),  # citation years: Kish 1965

@@ -109,8 +109,8 @@ def main_text_words(manuscript: str) -> int:
     The main text runs from after the front matter to the first ``## Appendix`` or
     ``## References`` heading. Not counted: HTML comments, fenced code blocks, table rows
     and ``**Table N.**`` captions, figure lines and ``**Figure N.**`` captions. Headings
-    count; an inline formula ``$...$`` counts as one word; a word is a whitespace-separated
-    token with a letter or digit in it."""
+    count; a formula, inline ``$...$`` or displayed ``$$...$$``, counts as one word; a
+    word is a whitespace-separated token with a letter or digit in it."""
     text = manuscript
     if text.startswith("---\n"):
         text = text[text.find("\n---\n", 4) + 5:]
@@ -118,6 +118,7 @@ def main_text_words(manuscript: str) -> int:
     text = text[:end.start()] if end else text
     text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
     text = re.sub(r"^```.*?^```", " ", text, flags=re.S | re.M)
+    text = re.sub(r"\$\$.+?\$\$", " formula ", text, flags=re.S)  # display formulas first
     text = re.sub(r"\$[^$]+\$", " formula ", text)
     prose = [line for line in text.splitlines() if not _NOT_PROSE.match(line.lstrip())]
     return sum(1 for token in " ".join(prose).split() if re.search(r"\w", token))
