@@ -80,8 +80,7 @@ def ensure_venv(peer: Peer, cache: Path) -> Path:
     venv = cache / peer.name
     freeze = OUT / f"{peer.name}_requirements.txt"
     if not (venv / "bin" / "python").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "ensurepip", "-q"], check=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         if freeze.exists():
             pip(venv, "--no-deps", "-r", str(freeze))
         else:
@@ -181,6 +180,23 @@ def run_alpaca_eval(venv: Path, inputs: Path) -> list[dict]:
              "files": [out.name], "seconds": seconds}]
 
 
+NOT_RUN = (
+    "Not run, and why:", "",
+    "- FastChat's full dependency list (`fschat` 0.2.36 requires a web server stack, and "
+    "`elo_analysis` imports `fastchat.model.model_registry`, which pulls in torch, "
+    "transformers and accelerate, about 6 GB with CUDA wheels) is not installed: "
+    "`fastchat_peer.py` puts empty stand-ins for the three FastChat modules that "
+    "`elo_analysis` imports but `compute_elo_mle_with_tie` and `get_bootstrap_result` never "
+    "call. The rating and bootstrap code that runs is upstream's, unchanged.",
+    "- AlpacaEval's length-controlled win rate (`get_length_controlled_winrate`): its GLM "
+    "needs the per-instruction difficulty that `glm_winrate._get_instructions_difficulty` "
+    "downloads from the Hugging Face dataset `tatsu-lab/alpaca_eval` at run time; it is not "
+    "in the bundled data, so only `get_winrate` (win rate and standard error) runs.",
+    "- arena-hard-auto is not on PyPI: its `show_result.py` was read (per-model bootstrap of "
+    "the mean score against the baseline, 100 unseeded rounds over game rows, 5%-95% "
+    "percentile intervals), not run; no formula of it is re-implemented here.",
+)
+
 RUNNERS = {"fastchat": run_fastchat, "arena_rank": run_arena_rank,
            "alpaca_eval": run_alpaca_eval}
 
@@ -201,6 +217,7 @@ def write_readme(manifest: list[dict]) -> None:
                      f"{run['seed'] if run['seed'] is not None else '-'} | "
                      f"{run['rounds'] if run['rounds'] is not None else '-'} | "
                      f"{run['seconds']:.1f} |")
+    lines += ["", *NOT_RUN]
     (OUT / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
