@@ -14,6 +14,8 @@ datasets        SE inflation, ICC paradox and dominant-cluster diagnostic on eve
 simulations     MMLU-Pro-like and paired-design coverage simulations, naive-coverage figure
 few_judges      PRD's judge axis under every few-cluster method
 arena           Bradley-Terry clustered vs row bootstrap (QLoRA, PRD, AlpacaEval)
+peers           FastChat, arena-rank and AlpacaEval's own code (committed ``paper/peers/``)
+                next to winrate's naive and clustered SEs on the same data
 software        Appendix A's scale table from the committed ``paper/benchmarks_scale.txt``
 ranks           naive vs clustered rank sets (PRD, AlpacaEval, Chatbot Arena), forest plot
 identity        MMLU-Pro's win rate as an affine function of accuracy (inflation vs K,
@@ -202,6 +204,12 @@ def step_arena(paper: Paper, full: bool) -> None:
     arena(paper)
 
 
+def step_peers(paper: Paper, full: bool) -> None:
+    from peer_comparison import peers
+
+    peers(paper)
+
+
 def step_software(paper: Paper, full: bool) -> None:
     from software import scale_table
 
@@ -240,6 +248,7 @@ STEPS = (
     Step("simulations", step_simulations, False),
     Step("few_judges", step_few_judges, False),
     Step("arena", step_arena, False),
+    Step("peers", step_peers, False),
     Step("software", step_software, True),
     Step("ranks", step_ranks, False),
     Step("identity", step_identity, False),
