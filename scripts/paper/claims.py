@@ -296,7 +296,10 @@ def audit(s: Sources, tolerances: dict[str, Tolerance]) -> pd.DataFrame:
 
 def claims_table(paper: Paper) -> None:
     """Table ``claims``, the verdict of each claim (``claim_<key>``) and their counts."""
-    table = audit(sources(paper), read_protocol(PROTOCOL.read_text(encoding="utf-8")))
+    protocol = read_protocol(PROTOCOL.read_text(encoding="utf-8"))
+    table = audit(sources(paper), protocol)
+    for key, tolerance in protocol.items():  # the lesson's own figure, as quoted there
+        paper.number(f"claim_{key}_claimed", tolerance.claimed)
     for key, outcome, measured, band in zip(table.key, table.verdict, table.U,
                                             table.tolerance, strict=True):
         paper.number(f"claim_{key}", outcome)
