@@ -20,6 +20,8 @@ software        Appendix A's scale table from the committed ``paper/benchmarks_s
 ranks           naive vs clustered rank sets (PRD, AlpacaEval, Chatbot Arena), forest plot
 identity        MMLU-Pro's win rate as an affine function of accuracy (inflation vs K,
                 sqrt(K/2)); Kish's prediction against the measured inflation per axis
+fidelity        AlpacaEval's LC win rate against the published leaderboard and its SE
+                (``scripts/lc_compare.py``, about half a minute)
 claims          the claims table with verdicts
 manuscript      ``paper/paper.md`` (+ ``numbers.json``, ``numbers.tex``): placeholders filled,
                 citations ``[@key]`` rendered as author-year text and a References section
@@ -228,6 +230,12 @@ def step_identity(paper: Paper, full: bool) -> None:
     identity_and_kish(paper)
 
 
+def step_fidelity(paper: Paper, full: bool) -> None:
+    from fidelity import lc_fidelity
+
+    lc_fidelity(paper)
+
+
 def step_claims(paper: Paper, full: bool) -> None:
     from claims import claims_table
 
@@ -252,6 +260,7 @@ STEPS = (
     Step("software", step_software, True),
     Step("ranks", step_ranks, False),
     Step("identity", step_identity, False),
+    Step("fidelity", step_fidelity, False),
     Step("claims", step_claims, False),
 )
 
