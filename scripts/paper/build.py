@@ -80,6 +80,9 @@ matplotlib.use("Agg")
 from common import PAPER, Paper  # noqa: E402
 
 TEMPLATE = "paper.template.md"
+ENVIRONMENT = "environment.txt"
+#: the distributions whose exact versions ``--record-environment`` writes to ENVIRONMENT
+RECORDED = ("numpy", "scipy", "pandas", "numba", "matplotlib", "duckdb", "pyarrow")
 #: LLM-judge logs in which a model answers a prompt once and meets several opponents on it
 #: (the abstract's range of prompt-clustered inflations, medians over models)
 ANSWER_REUSE = ("pandalm", "qlora", "prd")
@@ -150,6 +153,22 @@ def environment(paper: Paper) -> None:
     machine = re.search(r"^machine: (.*?)(?:, load average .*)?$",
                         (PAPER / "benchmarks.txt").read_text(encoding="utf-8"), re.M)
     paper.number("repro_machine", machine.group(1))
+    paper.number("repro_versions", (PAPER / ENVIRONMENT).read_text(encoding="utf-8").strip())
+
+
+def record_environment(root: Path) -> Path:
+    """Write ``ENVIRONMENT``: Python's and :data:`RECORDED`'s exact versions in the running
+    environment, one line. Run once with the environment that produced the committed
+    outputs (``--record-environment``); ``make paper`` only reads it, so the text stays
+    byte-identical when the paper is rebuilt elsewhere."""
+    import platform
+    from importlib.metadata import version
+
+    line = ", ".join([f"Python {platform.python_version()}"]
+                     + [f"{name} {version(name)}" for name in RECORDED])
+    path = root / ENVIRONMENT
+    path.write_text(line + "\n", encoding="utf-8")
+    return path
 
 
 def step_coverage(paper: Paper, full: bool) -> None:
@@ -335,9 +354,15 @@ def main(argv=None) -> int:
                              "the committed paper/coverage/ byte for byte)")
     parser.add_argument("--only", nargs="+", choices=[s.name for s in STEPS],
                         help="run only these steps (no manuscript)")
+    parser.add_argument("--record-environment", action="store_true",
+                        help=f"write paper/{ENVIRONMENT} (the exact versions the text quotes) "
+                             "from the running environment, and stop")
     parser.add_argument("--out", type=Path, default=PAPER,
                         help="output directory holding paper.template.md (default paper/)")
     args = parser.parse_args(argv)
+    if args.record_environment:
+        print(f"[paper] wrote {record_environment(args.out)}")
+        return 0
     paper = Paper(args.out)
     names = args.only or [s.name for s in STEPS]
     start = time.time()

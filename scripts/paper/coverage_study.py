@@ -1,5 +1,5 @@
 """The coverage study in the paper: ``scripts/coverage.py``'s committed results
-(``paper/coverage/``), turned into the paper's figure, a summary table and numbers.
+(``paper/coverage/``), turned into a summary table and numbers.
 
 ``make paper`` reads the committed per-cell CSVs (the study takes minutes on 2 cores);
 ``make paper FULL=1`` first reruns the study with its fixed seeds (``--reps 600
@@ -82,17 +82,11 @@ def _cell(table, prompts, judges, method, column="marginal") -> float:
 
 
 def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
-    """Figure ``coverage``, table ``coverage_summary`` and the numbers the text quotes."""
+    """Table ``coverage_summary`` and the numbers the text quotes (the paper's figure of
+    the grid, with methods named in words, is ``coverage_methods``; the study's own figure
+    stays in ``paper/coverage/coverage.png``)."""
     study = load_study()
     table, control = _read(source)
-    for suffix in ("pdf", "png"):
-        path = paper.path("figures", f"coverage.{suffix}")
-        study.figure(table, path)
-        paper.written.append(path)
-    paper.figures["coverage"] = ("Coverage of nominal 95% intervals for leaderboard scores "
-                                 "against the number of judges, per prompt count (band: "
-                                 "93-97%; bars: 1.96 Monte Carlo SE). Legend: "
-                                 f"{method_key(study.METHODS)}.")
     shown = table[table.method.isin(SHOWN)]
     cells = shown.assign(cell=[f"{m:.1f} / {s:.1f}" for m, s in
                                zip(shown.marginal, shown.simultaneous, strict=True)])
@@ -200,9 +194,23 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
 def heldout_results(paper: Paper, source: Path = PAPER / "coverage" / "heldout") -> None:
     """The held-out S-small cell's win-rate coverage (``docs/coverage.md``) before issue
     24's fix (the pigeonhole bootstrap, ``before-fix/summary.csv``) and after it (CR2 with
-    Pan-Wall df, ``summary.csv``), as ``heldout_small_{before,after}_{mar,sim}``."""
-    for when, folder in (("before", source / "before-fix"), ("after", source)):
-        table = pd.read_csv(folder / "summary.csv")
-        row = table[(table.cell == "S-small") & (table.estimator == "winrate")].iloc[0]
+    Pan-Wall df, ``summary.csv``), as ``heldout_small_{before,after}_{mar,sim}``; the
+    diagnostic pass's replications and R-alpaca's joint coverage with Wald intervals
+    (``before-fix``), the number of held-out cells and R-prd's win-rate coverage."""
+    def win_rate_row(table: pd.DataFrame, cell: str):
+        return table[(table.cell == cell) & (table.estimator == "winrate")].iloc[0]
+
+    tables = {when: pd.read_csv(folder / "summary.csv")
+              for when, folder in (("before", source / "before-fix"), ("after", source))}
+    for when, table in tables.items():
+        row = win_rate_row(table, "S-small")
         paper.number(f"heldout_small_{when}_mar", row.marginal, ".1f")
         paper.number(f"heldout_small_{when}_sim", row.simultaneous, ".1f")
+    before, after = tables["before"], tables["after"]
+    paper.number("heldout_diag_reps", int(before.reps.max()), ",d")
+    paper.number("heldout_alpaca_wald_sim", win_rate_row(before, "R-alpaca").simultaneous,
+                 ".1f")
+    paper.number("heldout_all_cells", after.cell.nunique(), "d")
+    prd = win_rate_row(after, "R-prd")
+    paper.number("heldout_rprd_wr_mar", prd.marginal, ".1f")
+    paper.number("heldout_rprd_wr_sim", prd.simultaneous, ".1f")

@@ -43,6 +43,7 @@ FEW_JUDGE_METHODS = (  # (label, clustering, variance method)
 )
 ARENA_DATASETS = {"qlora": None, "prd": None, "alpaca_eval": "gpt4_1106_preview"}
 ARENA_SEED = 0
+ARENA_LABELS = {"qlora": "QLoRA", "prd": "PRD", "alpaca_eval": "AlpacaEval 2.0 (vs its baseline)"}
 
 
 def _quiet(log, **kwargs):
@@ -102,7 +103,8 @@ def few_judges(paper: Paper) -> None:
         rows.append({"method": label, "clusters": f"{log.axes[cluster].n_clusters}",
                      "median SE (points)": fmt(100 * np.nanmedian(result.se)),
                      "median 95% CI width (points)": fmt(100 * np.nanmedian(width)),
-                     "reference": reference_label(result.intervals.df)})
+                     "reference": ("bootstrap percentile-t" if variance.method == "bootstrap"
+                                   else reference_label(result.intervals.df))})
     by = "all" if judges_of_pair.min() == n_judges else "at least two of the"
     paper.table("few_judges", pd.DataFrame(rows),
                 f"PRD's judge axis under each few-cluster method. Estimand, the same in every "
@@ -155,7 +157,7 @@ def arena(paper: Paper) -> None:
         rows_boot = _quiet(log, model="bt", cluster="none", variance=Variance("bootstrap"),
                            monte_carlo=MonteCarlo(seed=ARENA_SEED), **extra)
         ratio = clustered.se / rows_boot.se
-        rows.append({"dataset": name, "models": str(log.n_models),
+        rows.append({"dataset": ARENA_LABELS[name], "models": str(log.n_models),
                      "median SE, row bootstrap": fmt(np.nanmedian(rows_boot.se)),
                      "median SE, clustered by prompt": fmt(np.nanmedian(clustered.se)),
                      "ratio median [range]": f"{fmt(np.nanmedian(ratio))} "
@@ -168,4 +170,6 @@ def arena(paper: Paper) -> None:
             paper.number(f"{key}_corr_rows", rating_dependence(rows_boot.cov)[0])
             paper.number(f"{key}_diff_ratio", difference)
     paper.table("arena_bt", pd.DataFrame(rows),
-                "Bradley-Terry ratings: prompt-clustered SE against the row bootstrap.")
+                "Bradley-Terry ratings (Elo points): prompt-clustered SE against winrate's "
+                f"row bootstrap (comparisons resampled independently, seed {ARENA_SEED}); "
+                "ratio: per-model clustered / bootstrap SE, median and range over models.")

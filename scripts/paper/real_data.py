@@ -60,8 +60,7 @@ class Dataset:
     estimator: tuple[tuple[str, str], ...] = ()
 
 
-DATASETS = (
-    Dataset("mmlu_pro", "MMLU-Pro (29 models)", "mmlu", DATASET_CLUSTERINGS["mmlu_pro"]),
+DATASETS = (  # the LLM-judge logs first, the per-question eval last
     Dataset("pandalm", "PandaLM", "pandalm", DEFAULT_CLUSTERINGS),
     Dataset("llmfao", "LLMFAO", "llmfao", DEFAULT_CLUSTERINGS),
     Dataset("qlora", "QLoRA Vicuna-80 (GPT-4 judge)", "qlora", DEFAULT_CLUSTERINGS),
@@ -69,6 +68,7 @@ DATASETS = (
     Dataset("alpaca_eval", "AlpacaEval 2.0 (vs its baseline)", "alpaca", DEFAULT_CLUSTERINGS,
             (("baseline", "gpt4_1106_preview"),)),
     Dataset("chatbot_arena", "Chatbot Arena (counts)", "arena", DEFAULT_CLUSTERINGS),
+    Dataset("mmlu_pro", "MMLU-Pro (29 models)", "mmlu", DATASET_CLUSTERINGS["mmlu_pro"]),
 )
 
 
@@ -148,20 +148,26 @@ def single_pair_share(result: DatasetResult, axis: str) -> float:
 def weakly_identified(result: DatasetResult, clustering: str) -> str | None:
     """Why the SE of ``clustering`` is too weakly identified to imply a naive coverage, or
     None: an axis with fewer than ``FEW_CLUSTERS`` clusters (the CR1 variance then has few
-    degrees of freedom), or one within a single cluster of which most model pairs are
-    compared (no variance is identified for those pairs on that axis)."""
+    degrees of freedom), one within a single cluster of which most model pairs are
+    compared (no variance is identified for those pairs on that axis), or one where a
+    single cluster carries more than ``DOMINANT_SHARE`` of some model's clustered variance
+    (that model's SE then rests on one cluster: fewer than four effective ones)."""
     r = result.report.clusterings[clustering]
     reasons = []
     if min(r.n_clusters) < FEW_CLUSTERS:
         reasons.append(f"< {FEW_CLUSTERS} clusters")
     if any(single_pair_share(result, a) > 0.5 for a in r.axes if a in result.single_pairs):
         reasons.append("most pairs in one cluster")
+    if any(np.nanmax(result.dominance[a][1]) > DOMINANT_SHARE
+           for a in r.axes if a in result.dominance):
+        reasons.append("one cluster carries most of a model's variance")
     return "; ".join(reasons) or None
 
 
 MEASURED_DEFINITION = (
-    "SE inflation: the clustered SE that analyze reports for the clustering (CR1, with the "
-    "small-sample floor of single-outcome pairs) over the naive SE, median over models")
+    "SE inflation: the clustered SE that winrate.analyze reports for the clustering (CR1, "
+    "with the small-sample floor of single-outcome pairs) over the naive SE, median over "
+    "models")
 
 INFLATION_COLUMNS = ("dataset", "clustering", "clusters", "SE inflation median [range]",
                      "own-comparison ICC", "m", "Kish prediction", "implied naive coverage %")
@@ -305,10 +311,13 @@ def real_data_tables(paper: Paper, specs=DATASETS) -> None:
     """Inflation, ICC-paradox and dominance tables over ``specs`` from their results."""
     docs = [dataset_document(spec) for spec in specs]
     tables = (("inflation", "inflation", INFLATION_COLUMNS,
-               f"{MEASURED_DEFINITION}, per dataset and clustering, with the "
-               "shared-response check and the naive coverage each median inflation implies; "
+               f"{MEASURED_DEFINITION}, per dataset and clustering; the own-comparison ICC, "
+               "m (a model's mean comparisons per cluster) and Kish's prediction "
+               "sqrt(1 + (m - 1) ICC); and the naive coverage each median inflation implies, "
                f"none ('-') where the SE is weakly identified: an axis with fewer than "
-               f"{FEW_CLUSTERS} clusters, or most model pairs compared within one cluster."),
+               f"{FEW_CLUSTERS} clusters, most model pairs compared within one cluster, or "
+               f"one cluster carrying more than {DOMINANT_SHARE} of some model's clustered "
+               "variance. src: MMLU-Pro's source subject of a question."),
               ("icc_paradox", "icc", ICC_COLUMNS,
                "The ICC paradox: pair-level ICC, own-comparison ICC and SE inflation "
                f"(measured inflation: {MEASURED_DEFINITION[len('SE inflation: '):]})."),
