@@ -94,7 +94,7 @@ RUNS = (
             "as for QLoRA; the ridge shrinks most where a model has few battles; ratings "
             "differ by its L-BFGS tolerance; no prompt ids, so no clustering is possible"),
     PeerRun("alpaca_eval", "alpaca_eval", "win_rate", "standard_error",
-            "SEM of per-instruction preferences",
+            "standard error of the mean (SEM) of per-instruction preferences",
             "the SEM is the naive SE; one comparison per model per instruction, so the "
             "prompt-clustered SE of a model equals it; the SEM ignores the shared baseline "
             "answers' covariance, which shrinks the SE of differences"),
