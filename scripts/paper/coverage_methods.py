@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from common import PAPER, Paper, fmt, new_figure
+from coverage_study import read_design_cells
 
 #: Every method of the coverage studies in words (``scripts/coverage.py``'s names).
 METHOD_NAMES = {
@@ -100,7 +101,7 @@ def _design_panels(fig, spec, designs: pd.DataFrame) -> None:
 def coverage_methods_figure(paper: Paper, source=PAPER / "coverage") -> None:
     """Figure ``coverage_methods`` from the committed tuning-study files."""
     grid = pd.read_csv(source / "coverage.csv")
-    designs = pd.read_csv(source / "coverage_designs.csv")
+    designs = read_design_cells(source)
     fig = new_figure(14, 13)
     _grid_panels(fig, fig.add_gridspec(2, 4, hspace=0.4, wspace=0.25, left=0.06,
                                        right=0.98, top=0.93, bottom=0.52), grid)

@@ -142,7 +142,7 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     """Table ``design_coverage`` and the numbers of the thin, strong-judge and both-orders
     cells (``coverage_designs.csv``): each cell's coverage by method under short keys
     (:data:`DESIGN_KEYS`), and the ranges the text quotes for ``auto``."""
-    table = pd.read_csv(source / "coverage_designs.csv")
+    table = read_design_cells(source)
     cells = list(dict.fromkeys(table.cell))
     for key, cell in zip(DESIGN_KEYS, cells, strict=True):
         paper.number(f"cov_{key}_label", cell)
@@ -189,6 +189,13 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
                 "jackknife: the delete-one-cluster jackknife; pigeonhole bootstrap: Owen's "
                 "bootstrap resampling prompts and judges (both only where two axes are "
                 "clustered); auto: the method analyze runs by default.")
+
+
+def read_design_cells(source: Path) -> pd.DataFrame:
+    """``coverage_designs.csv`` with its cell labels in English ("1 pairs/prompt", written
+    by scripts/coverage.py, reads "1 pair/prompt"; the committed file is left as it is)."""
+    table = pd.read_csv(source / "coverage_designs.csv")
+    return table.assign(cell=table.cell.str.replace(r"\b1 pairs/", "1 pair/", regex=True))
 
 
 def heldout_results(paper: Paper, source: Path = PAPER / "coverage" / "heldout") -> None:
