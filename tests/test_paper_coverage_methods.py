@@ -10,6 +10,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "paper"))
+sys.path.insert(1, str(ROOT / "scripts"))  # heldout/, as the build sees it
 
 import coverage_methods as cm  # noqa: E402
 

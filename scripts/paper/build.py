@@ -61,6 +61,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import importlib  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
@@ -191,8 +192,7 @@ def step_datasets(paper: Paper, full: bool) -> None:
     real_data_tables(paper)
     mmlu_subset_table(paper)
     inflation = [float(paper.numbers[f"{name}_infl_prompt"]) for name in ANSWER_REUSE]
-    paper.number("llmjudge_infl_min", min(inflation))
-    paper.number("llmjudge_infl_max", max(inflation))
+    paper.extremes("llmjudge_infl", inflation)
 
 
 def step_simulations(paper: Paper, full: bool) -> None:
@@ -213,52 +213,13 @@ def step_simulations(paper: Paper, full: bool) -> None:
     coverage_figure(paper, runs, measured)
 
 
-def step_few_judges(paper: Paper, full: bool) -> None:
-    from judges_and_arena import few_judges
+def calls(module: str, function: str) -> Callable[[Paper, bool], None]:
+    """A step that runs ``module.function(paper)``, importing the module only when the step
+    runs (``--only`` builds load no more than they need)."""
+    def run(paper: Paper, full: bool) -> None:
+        getattr(importlib.import_module(module), function)(paper)
 
-    few_judges(paper)
-
-
-def step_arena(paper: Paper, full: bool) -> None:
-    from judges_and_arena import arena
-
-    arena(paper)
-
-
-def step_peers(paper: Paper, full: bool) -> None:
-    from peer_comparison import peers
-
-    peers(paper)
-
-
-def step_software(paper: Paper, full: bool) -> None:
-    from software import scale_table
-
-    scale_table(paper)
-
-
-def step_ranks(paper: Paper, full: bool) -> None:
-    from rank_sets import rank_set_results
-
-    rank_set_results(paper)
-
-
-def step_identity(paper: Paper, full: bool) -> None:
-    from identity import identity_and_kish
-
-    identity_and_kish(paper)
-
-
-def step_fidelity(paper: Paper, full: bool) -> None:
-    from fidelity import lc_fidelity
-
-    lc_fidelity(paper)
-
-
-def step_claims(paper: Paper, full: bool) -> None:
-    from claims import claims_table
-
-    claims_table(paper)
+    return run
 
 
 @dataclass(frozen=True)
@@ -273,14 +234,14 @@ STEPS = (
     Step("coverage", step_coverage, True),
     Step("datasets", step_datasets, False),
     Step("simulations", step_simulations, False),
-    Step("few_judges", step_few_judges, False),
-    Step("arena", step_arena, False),
-    Step("peers", step_peers, False),
-    Step("software", step_software, True),
-    Step("ranks", step_ranks, False),
-    Step("identity", step_identity, False),
-    Step("fidelity", step_fidelity, False),
-    Step("claims", step_claims, False),
+    Step("few_judges", calls("judges_and_arena", "few_judges"), False),
+    Step("arena", calls("judges_and_arena", "arena"), False),
+    Step("peers", calls("peer_comparison", "peers"), False),
+    Step("software", calls("software", "scale_table"), True),
+    Step("ranks", calls("rank_sets", "rank_set_results"), False),
+    Step("identity", calls("identity", "identity_and_kish"), False),
+    Step("fidelity", calls("fidelity", "lc_fidelity"), False),
+    Step("claims", calls("claims", "claims_table"), False),
 )
 
 

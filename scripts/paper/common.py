@@ -60,6 +60,13 @@ class Paper:
         """Register ``value`` under ``key`` (:func:`add_number`); returns the text."""
         return add_number(self.numbers, key, value, spec)
 
+    def extremes(self, key: str, values, spec: str = ".2f") -> None:
+        """Register the smallest and the largest of ``values`` (NaN left out) as
+        ``KEY_min`` and ``KEY_max``."""
+        values = np.asarray(values, float)
+        self.number(f"{key}_min", np.nanmin(values), spec)
+        self.number(f"{key}_max", np.nanmax(values), spec)
+
     def merge(self, numbers: dict[str, str]) -> None:
         """Register numbers computed elsewhere (e.g. read back from a results file)."""
         for key, text in numbers.items():

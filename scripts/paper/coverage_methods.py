@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from common import PAPER, Paper, fmt, new_figure
 from coverage_study import read_design_cells
+from heldout.study import MC_LEVEL, RULE_MARGINAL, RULE_SIMULTANEOUS
 
 #: Every method of the coverage studies in words (``scripts/coverage.py``'s names).
 METHOD_NAMES = {
@@ -76,6 +77,19 @@ def _grid_panels(fig, spec, grid: pd.DataFrame) -> list:
     return axes
 
 
+def _cell_axis(ax, labels: list[str], shown: bool, left: float, xlabel: str, title: str,
+               size: int) -> None:
+    """One panel of cells as rows (first cell on top): the nominal 95% line, the cell
+    labels on the first panel only, the x range [left, 101] and the titles."""
+    ax.axvline(95, color="black", lw=0.8, ls=":")
+    ax.set_yticks(np.arange(len(labels)), labels if shown else [""] * len(labels),
+                  fontsize=size - 1)
+    ax.invert_yaxis()
+    ax.set_xlim(left, 101)
+    ax.set_xlabel(xlabel, fontsize=size)
+    ax.set_title(title, fontsize=size + 1)
+
+
 def _design_panels(fig, spec, designs: pd.DataFrame) -> None:
     cells = list(dict.fromkeys(designs.cell))
     labels = [f"{designs[designs.cell == c].kind.iloc[0]}: {c}" for c in cells]
@@ -89,13 +103,8 @@ def _design_panels(fig, spec, designs: pd.DataFrame) -> None:
             ax.errorbar(part[column], y, xerr=MC_Z * part[f"{column}_mcse"], fmt="o", ms=3,
                         color=COLOURS[method], capsize=1.5, lw=0.8,
                         label=METHOD_NAMES[method])
-        ax.axvline(95, color="black", lw=0.8, ls=":")
-        ax.set_yticks(np.arange(len(cells)), labels if i == 0 else [""] * len(cells),
-                      fontsize=7)
-        ax.invert_yaxis()
-        ax.set_xlim(40, 101)
-        ax.set_xlabel(f"{column} coverage (%)", fontsize=8)
-        ax.set_title(f"design cells, {column}", fontsize=9)
+        _cell_axis(ax, labels, i == 0, 40, f"{column} coverage (%)",
+                   f"design cells, {column}", 8)
 
 
 def coverage_methods_figure(paper: Paper, source=PAPER / "coverage") -> None:
@@ -107,11 +116,10 @@ def coverage_methods_figure(paper: Paper, source=PAPER / "coverage") -> None:
                                        right=0.98, top=0.93, bottom=0.52), grid)
     _design_panels(fig, fig.add_gridspec(1, 4, wspace=0.25, left=0.3, right=0.98,
                                          top=0.44, bottom=0.12), designs)
-    handles, labels = {}, {}
+    handles = {}
     for ax in fig.axes:
         for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, h)
-            labels.setdefault(label, label)
     order = [METHOD_NAMES[m] for m in METHOD_NAMES if METHOD_NAMES[m] in handles]
     fig.legend([handles[n] for n in order], order, loc="lower center", ncol=4, fontsize=8,
                frameon=False)
@@ -158,8 +166,6 @@ FEW_JUDGES = 5  # the tuning grid's cells with fewer judges: auto over-covers th
 
 def heldout_coverage(paper: Paper, source=PAPER / "coverage" / "heldout") -> None:
     """Table ``heldout_coverage``, figure ``coverage_heldout`` and their numbers."""
-    from heldout.study import MC_LEVEL, RULE_MARGINAL, RULE_SIMULTANEOUS
-
     table = pd.read_csv(source / "summary.csv")
     cells = pd.DataFrame({
         "cell": table.cell, "estimator": table.estimator.map(ESTIMATOR_NAMES),
@@ -193,10 +199,8 @@ def heldout_coverage(paper: Paper, source=PAPER / "coverage" / "heldout") -> Non
     paper.number("heldout_rows", len(accepted), "d")
     paper.number("heldout_rule_met", int(accepted.rule_met.sum()), "d")
     paper.number("heldout_reps", int(table.reps.max()), ",d")
-    paper.number("heldout_mar_min", accepted.marginal.min(), ".1f")
-    paper.number("heldout_mar_max", accepted.marginal.max(), ".1f")
-    paper.number("heldout_sim_min", accepted.simultaneous.min(), ".1f")
-    paper.number("heldout_sim_max", accepted.simultaneous.max(), ".1f")
+    paper.extremes("heldout_mar", accepted.marginal, ".1f")
+    paper.extremes("heldout_sim", accepted.simultaneous, ".1f")
     heldout_figure(paper, table)
 
 
@@ -244,24 +248,20 @@ def heldout_figure(paper: Paper, table: pd.DataFrame) -> None:
             high = part[f"{column}_hi99"].clip(upper=100) - part[column]
             ax.errorbar(part[column], y, xerr=[low, high], fmt=markers[est], ms=4,
                         color=colours[est], capsize=1.5, lw=0.8, label=ESTIMATOR_NAMES[est])
-        ax.axvline(95, color="black", lw=0.8, ls=":")
         if column == "marginal":
-            ax.axvspan(93, 97, color="tab:green", alpha=0.08, lw=0)
+            ax.axvspan(*RULE_MARGINAL, color="tab:green", alpha=0.08, lw=0)
         else:
-            ax.axvline(92, color="tab:green", lw=0.8, ls="--")
-        ax.set_yticks(np.arange(len(cells)), cells if i == 0 else [""] * len(cells),
-                      fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlim(50, 101)
-        ax.set_xlabel(f"{column} coverage of auto's 95% intervals (%)", fontsize=9)
-        ax.set_title(f"held-out cells, {column}", fontsize=10)
+            ax.axvline(RULE_SIMULTANEOUS, color="tab:green", lw=0.8, ls="--")
+        _cell_axis(ax, cells, i == 0, 50, f"{column} coverage of auto's 95% intervals (%)",
+                   f"held-out cells, {column}", 9)
     fig.axes[0].legend(loc="lower left", fontsize=8, frameon=False)
     fig.tight_layout()
     paper.figure("coverage_heldout", fig,
                  "Held-out coverage study: coverage (%) of the default (auto) nominal 95% "
-                 "intervals per held-out cell and estimator, with 99% Monte Carlo intervals; "
-                 "dotted line 95%; shaded band (marginal) [93, 97] and dashed line "
-                 "(simultaneous) 92: the pre-registered rule. Grey rows: few-cluster cells, "
+                 f"intervals per held-out cell and estimator, with {MC_LEVEL}% Monte Carlo "
+                 f"intervals; dotted line 95%; shaded band (marginal) {list(RULE_MARGINAL)} "
+                 f"and dashed line (simultaneous) {RULE_SIMULTANEOUS}: the pre-registered "
+                 "rule. Grey rows: few-cluster cells, "
                  "outside the rule (the output says their intervals are rough). No cell is in "
                  "the tuning set; a diagnostic pass on them led to two changes of auto "
                  "(R-alpaca, S-small).")
@@ -278,8 +278,7 @@ def auto_on_grid(paper: Paper, source=PAPER / "coverage") -> None:
     for label, part in (("few", auto[auto.judges < FEW_JUDGES]),
                         ("many", auto[auto.judges >= FEW_JUDGES])):
         for column in ("marginal", "simultaneous"):
-            paper.number(f"cov_autogrid_{label}_{column[:3]}_min", part[column].min(), ".1f")
-            paper.number(f"cov_autogrid_{label}_{column[:3]}_max", part[column].max(), ".1f")
+            paper.extremes(f"cov_autogrid_{label}_{column[:3]}", part[column], ".1f")
 
 
 def coverage_methods(paper: Paper) -> None:

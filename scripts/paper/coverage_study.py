@@ -102,10 +102,8 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     naive = table[table.method == "naive"]
     paper.number("cov_reps", REPS, "d")
     paper.number("cov_seed", str(study.BASE_SEED))
-    paper.number("cov_naive_min", naive.marginal.min(), ".0f")
-    paper.number("cov_naive_max", naive.marginal.max(), ".0f")
-    paper.number("cov_naive_sim_min", naive.simultaneous.min(), ".1f")
-    paper.number("cov_naive_sim_max", naive.simultaneous.max(), ".1f")
+    paper.extremes("cov_naive", naive.marginal, ".0f")
+    paper.extremes("cov_naive_sim", naive.simultaneous, ".1f")
     paper.number("cov_control_naive", _cell(control, 100, 10, "naive"), ".1f")
     for prompts, word in ((100, "hundred"), (300, "threehundred")):
         for method in ("twoway_t", "jackknife"):
@@ -118,14 +116,11 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
         f"{p} prompts x {j} judges" for p, j in zip(wild_inf.prompts, wild_inf.judges,
                                                     strict=True)) or "no cell")
     paper.number("cov_wild_two_median_width_max", wild_two.width_median.max(), ".2f")
-    paper.number("cov_wild_two_min", wild_two.marginal.min(), ".1f")
-    paper.number("cov_wild_two_max", wild_two.marginal.max(), ".1f")
+    paper.extremes("cov_wild_two", wild_two.marginal, ".1f")
     three = table[(table.judges == 3) & (table.method == "twoway_t")]
-    paper.number("cov_three_t_min", three.marginal.min(), ".1f")
-    paper.number("cov_three_t_max", three.marginal.max(), ".1f")
+    paper.extremes("cov_three_t", three.marginal, ".1f")
     five = table[(table.judges == 5) & (table.method == "jackknife")]
-    paper.number("cov_five_jack_min", five.marginal.min(), ".1f")
-    paper.number("cov_five_jack_max", five.marginal.max(), ".1f")
+    paper.extremes("cov_five_jack", five.marginal, ".1f")
     for prompts, word in ((30, "thirty"), (100, "hundred"), (300, "threehundred")):
         for column in ("marginal", "simultaneous"):
             paper.number(f"cov_auto_{word}_{column[:3]}",
@@ -167,8 +162,7 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     auto = table[table.method == "auto"]
     thin = auto[auto.kind.str.startswith("thin")]  # the lopsided thin cells included
     for column in ("marginal", "simultaneous"):
-        paper.number(f"cov_auto_thin_{column[:3]}_min", thin[column].min(), ".1f")
-        paper.number(f"cov_auto_thin_{column[:3]}_max", thin[column].max(), ".1f")
+        paper.extremes(f"cov_auto_thin_{column[:3]}", thin[column], ".1f")
     paper.number("cov_auto_thin_worst_wrong", thin.worst_model_wrong_share.max(), ".1f")
     paper.number("cov_design_reps", int(table.reps.min()), "d")
     paper.number("auto_small_axis", SMALL_AXIS, "d")

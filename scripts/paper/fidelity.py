@@ -47,10 +47,8 @@ def lc_fidelity(paper: Paper) -> None:
     published = frame[frame["lc_standard_error"].notna()]
     ratio = published["se"] / published["lc_standard_error"]
     paper.number("lc_upstream_se_models", len(published), "d")
-    paper.number("lc_upstream_se_min", published["lc_standard_error"].min(), ".2f")
-    paper.number("lc_upstream_se_max", published["lc_standard_error"].max(), ".2f")
-    paper.number("lc_se_over_upstream_min", ratio.min(), ".2f")
-    paper.number("lc_se_over_upstream_max", ratio.max(), ".2f")
+    paper.extremes("lc_upstream_se", published["lc_standard_error"], ".2f")
+    paper.extremes("lc_se_over_upstream", ratio, ".2f")
     table = pd.DataFrame({
         "model": published.index,
         "published LC win rate": [fmt(v) for v in published["length_controlled_winrate"]],

@@ -283,13 +283,11 @@ def identity(paper: Paper) -> None:
     paper.number("identity_infl_k", np.nanmedian(inflation_all), ".2f")
     paper.number("identity_sqrt_k_minus_one", np.sqrt(k_all - 1), ".2f")
     paper.number("identity_rho_median", np.median(rho), ".3f")
-    paper.number("identity_rho_min", rho.min(), ".3f")
-    paper.number("identity_rho_max", rho.max(), ".3f")
+    paper.extremes("identity_rho", rho, ".3f")
     matrix = np.corrcoef(complete, rowvar=False)
     corr = matrix[np.triu_indices(k_all, 1)]
     paper.number("identity_corr_median", np.median(corr), ".2f")
-    paper.number("identity_corr_min", corr.min(), ".2f")
-    paper.number("identity_corr_max", corr.max(), ".2f")
+    paper.extremes("identity_corr", corr, ".2f")
     # the departure from sqrt(K/2), split: each model's own variance with one common
     # correlation, against the measured covariances (questions every model answered)
     cov = np.cov(complete, rowvar=False)
@@ -315,15 +313,13 @@ def identity(paper: Paper) -> None:
     size = len(mmlu_subsets()[0])
     paper.number("identity_sub_k", size, "d")
     paper.number("identity_sub_sqrt_half_k", exchangeable_inflation(size), ".2f")
-    paper.number("identity_sub_infl_min", min(subset), ".2f")
-    paper.number("identity_sub_infl_max", max(subset), ".2f")
+    paper.extremes("identity_sub_infl", subset, ".2f")
     paper.number("identity_sub_infl_median", np.median(subset), ".2f")
 
     curve = inflation_curve(full)
     med = curve.groupby("k").inflation.median()
     ratio = med / exchangeable_inflation(med.index)
-    paper.number("identity_curve_ratio_min", ratio.min(), ".3f")
-    paper.number("identity_curve_ratio_max", ratio.max(), ".3f")
+    paper.extremes("identity_curve_ratio", ratio, ".3f")
     paper.number("identity_curve_subsets", CURVE_SUBSETS, "d")
     inflation_figure(curve, paper)
 
