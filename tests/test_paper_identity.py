@@ -228,3 +228,17 @@ def test_implied_coverage_is_withheld_where_the_se_is_weakly_identified():
     assert weakly_identified(mmlu, "prompt") is None  # no question above 0.001 of a model
     assert weakly_identified(mmlu, "category") == "< 30 clusters; " + dominant
     assert weakly_identified(mmlu, "src") == dominant  # 91 subjects, 4 models dominated
+
+
+def test_two_paths_to_mmlu_pro_inflation_agree():
+    """The committed numbers reach MMLU-Pro's question-clustered inflation by two code
+    paths: the pairwise comparison log through winrate's EDA (real_data: mmlu_*, mmlusub_*)
+    and the per-question score table through winrate.analyze (identity: identity_*). The
+    text quotes both, so they must agree to the printed digits."""
+    import json
+
+    numbers = json.loads((ROOT / "paper" / "numbers.json").read_text())
+    assert numbers["identity_infl_k"] == numbers["mmlu_infl_prompt"]
+    assert numbers["identity_sub_infl_min"] == numbers["mmlusub_infl_min"]
+    assert numbers["identity_sub_infl_max"] == numbers["mmlusub_infl_max"]
+    assert numbers["identity_sub_k"] == numbers["mmlusub_size"]
