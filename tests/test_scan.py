@@ -377,3 +377,48 @@ def test_row_coder_equals_a_pandas_merge(wide):
     got = _Coder(table).code([batch.column(c) for c in table.columns])
     expected = rows.merge(table.reset_index(), on=list(table.columns), how="left")["index"]
     assert np.array_equal(got, expected.to_numpy())
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_row_coder_refuses_a_combination_the_key_table_lacks(wide):
+    """Every value of the row is in pass 1's table, but not their combination (the source
+    changed between the passes): an error, never a neighbouring key. ``wide`` takes the
+    compacted, binary-searched path; otherwise the dense lookup table."""
+    import pyarrow as pa
+
+    from winrate.io.scan import _Coder
+
+    if wide:
+        values = np.arange(70_000) * 7
+        table = pd.DataFrame({f"c{i}": values + i for i in range(4)})
+        absent = {f"c{i}": [int(values[i] + i)] for i in range(4)}  # a mixed diagonal
+        absent["c3"] = [int(values[0] + 3)]
+    else:
+        table = pd.DataFrame({"a": [1, 1, 2], "b": ["x", "y", "x"]})
+        absent = {"a": [2], "b": ["y"]}
+    coder = _Coder(table)
+    present = pa.Table.from_pandas(table.iloc[[0]], preserve_index=False)
+    assert coder.code([present.column(c) for c in table.columns]).tolist() == [0]
+    batch = pa.Table.from_pandas(pd.DataFrame(absent), preserve_index=False)
+    with pytest.raises(WinrateInputError, match="changed between the passes"):
+        coder.code([batch.column(c) for c in table.columns])
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), None, "heavy"])
+def test_engine_refuses_the_weights_the_reader_refuses(tmp_path, bad):
+    """A weight that is negative, NaN, infinite, missing or not a number is an error on an
+    engine, as in memory (``read_comparisons``), never a silently dropped row."""
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"prompt_id": rng.integers(0, 20, 60).astype(str),
+                          "judge_id": "j", "model_a": rng.choice(["a", "b"], 60),
+                          "model_b": "c", "outcome": rng.choice(["a", "b"], 60),
+                          "w": np.ones(60).astype(object)})
+    frame.loc[7, "w"] = bad
+    frame["w"] = frame["w"].astype(str) if isinstance(bad, str) else frame["w"].astype(float)
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(WinrateInputError, match="weight must be a finite number >= 0"):
+        winrate.read_comparisons(path, weight_col="w")
+    with pytest.raises(WinrateInputError, match="weight must be a finite number >= 0 in 1 row"):
+        winrate.analyze(winrate.scan(path, engine="duckdb", weight_col="w"), cluster="prompt")

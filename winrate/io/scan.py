@@ -130,6 +130,7 @@ class Scan:
         if cached is not None:
             return cached
         cols = self.columns
+        self._check_weights()
         by = [cols.model_a, cols.model_b, cols.outcome, *cols.features,
               *(cols.axes[name] for name in axes)]
         grouped = ", ".join(_quote(c) for c in by)
@@ -235,6 +236,21 @@ class Scan:
         """Rows of weight 0 stand for no comparison (as in a file read in memory)."""
         return "" if self.columns.weight is None else f" WHERE {self._weight()} > 0"
 
+    def _check_weights(self) -> None:
+        """The reader's rule on an engine: every weight a finite number >= 0 (missing or
+        non-numeric text casts to NULL; NaN compares above every number in DuckDB and Spark
+        SQL, so ``w < Infinity`` excludes it)."""
+        if self.columns.weight is None or ("weights checked",) in self._cache:
+            return
+        w = f"TRY_CAST({_quote(self.columns.weight)} AS DOUBLE)"  # NULL for text
+        bad = self._query_frame(
+            f"SELECT COUNT(*) AS n FROM {self.table} WHERE {w} IS NULL "
+            f"OR NOT ({w} >= 0 AND {w} < CAST('Infinity' AS DOUBLE))").iloc[0, 0]
+        if bad:
+            raise WinrateInputError(f"column {self.columns.weight!r}: weight must be a finite "
+                                    f"number >= 0 in {int(bad)} row(s) of {self._name()}")
+        self._cache[("weights checked",)] = True
+
     def _select_all(self) -> str:
         cols = self.columns
         used = [cols.model_a, cols.model_b, cols.outcome, *cols.axes.values(), *cols.features]
@@ -300,7 +316,7 @@ class _Coder:
             bound = (int(combined.max(initial=0)) + 1) * size
             if bound >= 1 << 62:
                 uniques = np.unique(combined) if steps is None else steps[i]
-                combined = np.searchsorted(uniques, combined)
+                combined = _position(uniques, combined)
                 built.append(uniques)
             else:
                 built.append(None)
@@ -312,12 +328,36 @@ class _Coder:
         codes = [_code_column(column, index, dense)
                  for index, dense, column in zip(self.values, self.dense, columns, strict=True)]
         if any((c < 0).any() for c in codes):
-            raise WinrateInputError("a row's value is missing or changed between the scan's "
-                                    "passes (the source must not change during a scan)")
+            raise _changed_source()
         _, combined = self._combine(codes, self.steps)
+        if (combined < 0).any():  # a combination the compaction never saw
+            raise _changed_source()
         if self.table is not None:
-            return self.table[combined]
-        return self.rows[np.searchsorted(self.sorted, combined)]
+            inside = combined < len(self.table)
+            out = np.full(combined.shape, -1, np.int64)
+            out[inside] = self.table[combined[inside]]
+        else:
+            at = _position(self.sorted, combined)
+            out = np.where(at >= 0, self.rows[np.maximum(at, 0)], -1)
+        if (out < 0).any():  # every value known, but not this combination of them
+            raise _changed_source()
+        return out
+
+
+def _changed_source() -> WinrateInputError:
+    return WinrateInputError("a row's value, or its combination of values, is missing from "
+                             "the scan's first pass: the source changed between the passes "
+                             "(it must not change during a scan)")
+
+
+def _position(sorted_values: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Index of each value in ``sorted_values`` (unique, ascending); -1 where absent."""
+    if not len(sorted_values):
+        return np.full(values.shape, -1, np.int64)
+    at = np.searchsorted(sorted_values, values)
+    clipped = np.minimum(at, len(sorted_values) - 1)
+    found = (at < len(sorted_values)) & (sorted_values[clipped] == values)
+    return np.where(found, at, -1)
 
 
 def _dense_lookup(index: pd.Index) -> tuple[int, np.ndarray] | None:
