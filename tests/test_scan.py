@@ -422,3 +422,27 @@ def test_engine_refuses_the_weights_the_reader_refuses(tmp_path, bad):
         winrate.read_comparisons(path, weight_col="w")
     with pytest.raises(WinrateInputError, match="weight must be a finite number >= 0 in 1 row"):
         winrate.analyze(winrate.scan(path, engine="duckdb", weight_col="w"), cluster="prompt")
+
+
+def test_a_single_cluster_of_the_fit_is_the_same_error_on_an_engine(tmp_path):
+    """The judge axis of the scan's dictionary has two judges, but every row the baseline
+    score keeps has one: no judge variance, the same error as in memory (not a numerical
+    failure of an infinite G / (G - 1))."""
+    rng = np.random.default_rng(3)
+    n = 200
+    frame = pd.DataFrame({"prompt_id": rng.integers(0, 40, n), "judge_id": "j0",
+                          "model_a": np.array(["m1", "m2"])[rng.integers(0, 2, n)],
+                          "model_b": "m0", "outcome": rng.choice(["a", "b", "tie"], n)})
+    off_baseline = pd.DataFrame({"prompt_id": [1, 2], "judge_id": ["j1", "j1"],
+                                 "model_a": ["m1", "m2"], "model_b": ["m2", "m1"],
+                                 "outcome": ["a", "b"]})
+    frame = pd.concat([frame, off_baseline], ignore_index=True)
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    options = dict(cluster="prompt+judge", baseline="m0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        with pytest.raises(WinrateInputError, match="single cluster"):
+            winrate.analyze(winrate.read_comparisons(path), **options)
+        with pytest.raises(WinrateInputError, match="single cluster"):
+            winrate.analyze(winrate.scan(path, engine="duckdb"), **options)

@@ -43,6 +43,7 @@ from winrate.variance.sandwich import (
     _csr_parts,
     _meat_from_codes,
     _meat_of_parts,
+    _require_two_clusters,
     _scale_rows,
     _sign,
     combine_terms,
@@ -200,6 +201,8 @@ def bucket_covariance(fit: KeyFit, sweep: Callable[[], Iterable[dict]], sizes: l
     parts = []
     for term in terms:
         group = _finish_term(term)
+        if len(term.dims) == 1:  # as in memory: the fit's rows must span two clusters
+            _require_two_clusters(group.n_groups, f"groups[{term.dims[0]}]")
         parts.append((term.dims, _sign(term.dims),
                       small_sample_factor(group.n_groups, correction) * group.meat, group))
     meat, min_eig, repaired = combine_terms(parts)

@@ -590,8 +590,10 @@ def _require_two_clusters(n_groups: int, what: str = "groups") -> None:
     """One cluster carries no between-cluster information: the variance is not identified
     (the centred influence sums to zero within it, and CR1's G/(G-1) is infinite)."""
     if n_groups < 2:
-        raise ValueError(f"{what} form a single cluster: a clustered variance needs at least "
-                         "2 clusters (between-cluster variation is not identified)")
+        raise WinrateInputError(
+            f"{what} form a single cluster among the rows the estimator uses: a clustered "
+            "variance needs at least 2 clusters (between-cluster variation is not "
+            "identified); cluster by the other axes only")
 
 
 def cluster_cov(influence, groups, correction: str = DEFAULT_CORRECTION,
