@@ -189,6 +189,7 @@ def test_resampling_on_an_engine_is_refused_with_the_method_to_use(tmp_path):
     ({"columns": {"winner": "x"}}, "unknown role"),
     ({"columns": {"outcome": "verdict"}}, r"column\(s\) \['verdict'\] not found"),
     ({"memory": 0}, "memory must be a positive"),
+    ({"memory": "2G"}, "memory must be a positive"),
 ])
 def test_bad_scan_arguments_are_one_line_errors(tmp_path, kwargs, match):
     frame = pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "outcome": ["a"]})
@@ -446,3 +447,28 @@ def test_a_single_cluster_of_the_fit_is_the_same_error_on_an_engine(tmp_path):
             winrate.analyze(winrate.read_comparisons(path), **options)
         with pytest.raises(WinrateInputError, match="single cluster"):
             winrate.analyze(winrate.scan(path, engine="duckdb"), **options)
+
+
+def test_scans_share_a_users_connection_and_leave_its_settings(tmp_path):
+    """Two scans on the user's own DuckDB connection both run (view names are unique in
+    the process), equal the in-memory analysis, and leave the connection's memory limit
+    and insertion-order setting as the user set them."""
+    import duckdb
+
+    frame = _baseline_log(5).drop(columns="style_length_delta")
+    frame["outcome"] = (frame["outcome"] > 0.5).astype(float)
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    connection = duckdb.connect()
+    settings = ("SELECT current_setting('memory_limit'), "
+                "current_setting('preserve_insertion_order')")
+    before = connection.execute(settings).fetchall()
+    variance = winrate.Variance(method="sandwich")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        mem = winrate.analyze(winrate.read_comparisons(path), "prompt", variance=variance)
+        for _ in range(2):
+            scan = winrate.scan(str(path), engine="duckdb", connection=connection,
+                                memory=2 << 30)
+            assert_same(mem, winrate.analyze(scan, "prompt", variance=variance))
+    assert connection.execute(settings).fetchall() == before

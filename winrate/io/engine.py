@@ -21,6 +21,7 @@ user's own ``SparkSession`` (:mod:`winrate.io.spark_engine`).
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,9 +70,14 @@ def source_files(source) -> tuple[list[str], str]:
     return files, kinds.pop()
 
 
+#: view names unique within the process, so scans can share one connection
+_VIEWS = itertools.count(1)
+
+
 class DuckDBEngine(Engine):
     """DuckDB in-process, with ``memory_limit`` bytes (None: DuckDB's default, 80% of the
-    machine) and ``threads`` (None: every core); ``connection`` to reuse the user's."""
+    machine) and ``threads`` (None: every core); ``connection`` to reuse the user's, whose
+    settings are left as they are (the memory limit and threads are the user's to set)."""
 
     name = "duckdb"
 
@@ -79,19 +85,20 @@ class DuckDBEngine(Engine):
                  connection=None):
         import duckdb
 
-        self.connection = connection if connection is not None else duckdb.connect()
+        if connection is not None:
+            self.connection = connection
+            return
+        self.connection = duckdb.connect()
         if memory_limit is not None:
             self.connection.execute(f"SET memory_limit = '{int(memory_limit) >> 20}MB'")
         if threads is not None:
             self.connection.execute(f"SET threads = {int(threads)}")
         self.connection.execute("SET preserve_insertion_order = false")
-        self._count = 0
 
     def table(self, source) -> str:
         import duckdb
 
-        self._count += 1
-        name = f"winrate_source_{self._count}"
+        name = f"winrate_source_{next(_VIEWS)}"  # unique in the process: connections are shared
         if isinstance(source, duckdb.DuckDBPyRelation):
             try:  # the relation's query, run on this connection
                 self.connection.execute(f"CREATE VIEW {name} AS {source.sql_query()}")

@@ -471,9 +471,13 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     if unknown:
         raise WinrateInputError(f"columns: unknown role(s) {sorted(unknown)}; roles are "
                                 "model_a, model_b, outcome, prompt, judge")
-    budget = int(memory) if memory is not None else machine_memory() // 2
+    try:
+        budget = int(memory) if memory is not None else machine_memory() // 2
+    except (TypeError, ValueError):
+        budget = 0
     if budget <= 0:
-        raise WinrateInputError(f"memory must be a positive number of bytes, got {memory!r}")
+        raise WinrateInputError(f"memory must be a positive number of bytes, got {memory!r} "
+                                "(the command line's --memory takes sizes such as 4G)")
     cols = Columns(**(columns or {}), weight=weight_col, features=tuple(feature_cols),
                    extras=tuple(extra_cols))
     chosen = "duckdb" if engine in ("auto", "memory") else engine
