@@ -367,3 +367,20 @@ def test_the_passes_on_spark_reproduce_the_source(spark_engine, tmp_path):
         assert rows.bucket.nunique() == 3, engine
         rows = rows.drop(columns="bucket").sort_values(list(source.columns))
         assert rows.reset_index(drop=True).equals(expected_rows), engine
+
+
+def test_scan_reads_a_uri_on_spark_and_refuses_it_on_duckdb(spark_engine, tmp_path):
+    """``scan`` takes a URI (here ``file://``, the branch ``s3a://`` takes) to Spark, which
+    counts and reads it, giving the in-memory analysis; DuckDB says to use Spark."""
+    seed, scan_options, analysis = SCAN_CASES[next(iter(SCAN_CASES))]
+    log = scan_log(seed)
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    on_spark = analysed(winrate.scan(path.as_uri(), engine="spark", **scan_options),
+                        scan_options, analysis)
+    in_memory = analysed(winrate.read_comparisons(
+        log, weight_col=scan_options.get("weight_col"),
+        feature_cols=scan_options.get("feature_cols", ())), scan_options, analysis)
+    assert_same_analysis(on_spark, in_memory)
+    with pytest.raises(winrate.WinrateInputError, match="engine='spark'"):
+        winrate.scan(path.as_uri(), engine="duckdb")

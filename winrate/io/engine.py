@@ -23,6 +23,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,6 +71,15 @@ def source_files(source) -> tuple[list[str], str]:
     return files, kinds.pop()
 
 
+#: A URI scheme (``s3a://``, ``dbfs:/``); one letter is a Windows drive, not a scheme.
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
+
+
+def is_uri(source) -> bool:
+    """Whether ``source`` names a location by URI (read by Spark), not a local path."""
+    return isinstance(source, (str, os.PathLike)) and bool(_SCHEME.match(os.fspath(source)))
+
+
 #: view names unique within the process, so scans can share one connection
 _VIEWS = itertools.count(1)
 
@@ -106,6 +116,9 @@ class DuckDBEngine(Engine):
                 raise WinrateInputError(
                     "the DuckDB relation reads tables of its own connection: pass that "
                     "connection too (scan(..., connection=...))") from None
+        elif is_uri(source):
+            raise WinrateInputError(f"{os.fspath(source)!r} is a URI: DuckDB here reads local "
+                                    "files; scan it with engine='spark'")
         elif isinstance(source, (str, os.PathLike)):
             files, kind = source_files(source)
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)

@@ -40,6 +40,7 @@ from winrate.io.engine import (
     PARQUET_SUFFIXES,
     DuckDBEngine,
     Engine,
+    is_uri,
     source_files,
 )
 from winrate.io.logs import ComparisonLog, id_text, read_comparisons
@@ -420,6 +421,8 @@ CSV_LINE_BYTES = 40
 def _rows_without_engine(source) -> int | None:
     """Rows of ``source`` where no engine is needed to count them: Parquet metadata, a
     CSV file's size over :data:`CSV_LINE_BYTES` (an estimate), ``len`` of a frame."""
+    if is_uri(source):
+        return None  # counted by the engine that reads it
     if isinstance(source, (str, os.PathLike)):
         if os.path.isfile(source) and not str(source).lower().endswith(
                 PARQUET_SUFFIXES + CSV_SUFFIXES):

@@ -27,20 +27,17 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from winrate.errors import WinrateInputError
-from winrate.io.engine import CSV_SUFFIXES, Engine, source_files
+from winrate.io.engine import CSV_SUFFIXES, Engine, is_uri, source_files
 
 #: What to install for this engine.
 SPARK_EXTRA = "pip install winrate[spark]"
 #: Debian's Java runtime for Spark 4 (Java 17 or later).
 JAVA_PACKAGE = "openjdk-17-jre-headless"
-#: A URI scheme (``s3a://``, ``dbfs:/``); one letter is a Windows drive, not a scheme.
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 _VIEWS = itertools.count(1)
 
 
@@ -127,7 +124,7 @@ class SparkEngine(Engine):
     def _read(self, text: str):
         """A DataFrame over the files ``text`` names (module doc)."""
         reader = self.session.read
-        if _SCHEME.match(text):
+        if is_uri(text):
             files, kind = [text], ("csv" if text.lower().endswith(CSV_SUFFIXES) else "parquet")
         else:
             files, kind = source_files(text)
