@@ -198,7 +198,6 @@ def load_log(args: argparse.Namespace, clustering) -> tuple:
 def _read_log(args: argparse.Namespace, clustering):
     from winrate.io.datasets import read_dataset, read_scores
     from winrate.io.formats import read_log
-    from winrate.io.logs import read_comparisons
     from winrate.io.scores import scores_log
 
     discrete = {"discrete": True} if getattr(args, "discrete", False) else {}
@@ -225,12 +224,7 @@ def _read_log(args: argparse.Namespace, clustering):
     columns = {role: getattr(args, f"{role}_col") for role in DEFAULT_COLUMNS}
     found = scan(args.input, args.engine, columns=columns, weight_col=args.weight_col,
                  feature_cols=covariate_columns(args), extra_cols=extra, memory=args.memory)
-    if found.mode != "memory" or found.engine is not None:
-        return found if found.mode != "memory" else found.to_log()
-    return read_comparisons(args.input, prompt_col=args.prompt_col, judge_col=args.judge_col,
-                            model_a_col=args.model_a_col, model_b_col=args.model_b_col,
-                            outcome_col=args.outcome_col, weight_col=args.weight_col,
-                            extra_cols=extra, feature_cols=covariate_columns(args))
+    return found if found.mode != "memory" else found.to_log()
 
 
 def _byte_size(text: str) -> int:

@@ -37,6 +37,7 @@ from tqdm.auto import tqdm
 from heldout.cells import Cell, cell_by_key, held_out_cells
 from heldout.sample import ESTIMATORS
 from winrate.analysis import analyze
+from winrate.constants import FEW_CLUSTERS
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io.logs import read_comparisons
 from winrate.settings import Joint, MonteCarlo, Variance
@@ -51,7 +52,6 @@ MC_Z = float(norm.ppf(0.5 + MC_LEVEL / 200))
 #: band, and that of the simultaneous coverage reaches RULE_SIMULTANEOUS (percent)
 RULE_MARGINAL = (93, 97)
 RULE_SIMULTANEOUS = 92
-FEW_CLUSTERS = 30
 ROUGH_CODES = ("few-clusters", "no-reliable-method")
 PER_MODEL = ("z", "df", "floor", "pair_size", "cover")
 BASE_COLUMNS = ("cell", "estimator", "rep", "seed", "error", "method", "reps_models",

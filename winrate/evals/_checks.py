@@ -14,9 +14,6 @@ from winrate.constants import FEW_CLUSTERS, SCALAR_CORRECTIONS, SCALES
 from winrate.errors import WinrateInputError, first_rows
 from winrate.variance.reference import _check_alpha
 
-#: Below this many clusters the cluster-robust SE is biased down and its normal reference
-#: is unreliable (rule of thumb in Cameron & Miller 2015, sec. VI; clustered-se primer).
-
 
 def as_scores(values, name: str = "scores", index=None, min_size: int = 2) -> np.ndarray:
     """A finite 1-D float array of at least ``min_size`` scores, else a WinrateInputError."""

@@ -112,19 +112,15 @@ def choose(names: tuple[str, ...], sizes: list[int], thin_design_rule: bool,
                           "no clustering, so each comparison is an independent unit")
     small_crossed = (len(names) > 1 and max(sizes) < SMALL_AXIS
                      and min(sizes) >= MIN_CROSSED_AXIS)
-    if thin_design_rule is True and small_crossed:
-        return AutoChoice(
-            "sandwich", "cr2", "t",
-            f"every axis has fewer than {SMALL_AXIS} clusters (and at least "
-            f"{MIN_CROSSED_AXIS}), where unequal clusters bias CR1 down and make its variance "
-            "noisy: CR2 corrects the leverage, t with Pan-Wall df per model carries the noise "
-            "(paper/coverage)")
-    if thin_design_rule is True and pair_size < THIN_PAIR:
-        return AutoChoice(
-            "sandwich", "cr2", "t",
-            f"some model's median pair rests on {pair_size:g} comparisons (< {THIN_PAIR}), "
-            "so each prompt carries a large share of a pair: CR2 corrects that leverage, and "
-            "t with Pan-Wall df per model carries the noise of the variance estimate")
+    if thin_design_rule is True and (small_crossed or pair_size < THIN_PAIR):
+        why = (f"every axis has fewer than {SMALL_AXIS} clusters (and at least "
+               f"{MIN_CROSSED_AXIS}), where unequal clusters bias CR1 down and make its "
+               "variance noisy: CR2 corrects the leverage, t with Pan-Wall df per model "
+               "carries the noise (paper/coverage)" if small_crossed else
+               f"some model's median pair rests on {pair_size:g} comparisons (< {THIN_PAIR}), "
+               "so each prompt carries a large share of a pair: CR2 corrects that leverage, "
+               "and t with Pan-Wall df per model carries the noise of the variance estimate")
+        return AutoChoice("sandwich", "cr2", "t", why)
     g_min = min(sizes)
     if g_min >= LARGE_AXIS:
         return AutoChoice("sandwich", "cr1", "normal",
