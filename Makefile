@@ -30,6 +30,7 @@ $(BIN)/.installed: pyproject.toml
 # PySpark (the spark extra, a large download) on top of dev, for the Spark tests only: its
 # own stamp, so that make demo stays on dev; a changed pyproject.toml redoes both.
 $(BIN)/.installed-spark: $(BIN)/.installed
+	@echo "installing the spark extra (PySpark, about 400 MB) for the Spark tests"
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $@
 

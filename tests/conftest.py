@@ -87,7 +87,34 @@ def spark_missing() -> str | None:
     if not java or not os.access(java, os.X_OK):
         return ("no Java runtime (java) for PySpark: install Debian's openjdk-17-jre-headless "
                 "(make test does when it runs as root)")
+    major = java_major_version(str(java))
+    if major is not None and major < MIN_JAVA:
+        return (f"Java {major} found ({java}); Spark 4 needs Java {MIN_JAVA} or later: "
+                "install Debian's openjdk-17-jre-headless and point JAVA_HOME at it")
     return None
+
+
+#: Spark 4's minimum Java release.
+MIN_JAVA = 17
+
+
+def java_major_version(java: str) -> int | None:
+    """The major release of the Java runtime ``java`` from ``java -version`` (printed on
+    stderr as ``... version "17.0.9"`` or, before Java 9, ``"1.8.0_392"``); None if it
+    cannot be read."""
+    import re
+    import subprocess
+
+    try:
+        text = subprocess.run([java, "-version"], capture_output=True, text=True,
+                              timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if found is None:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major
 
 
 @pytest.fixture(scope="session")
