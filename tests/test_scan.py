@@ -13,6 +13,7 @@ brute-force computations elsewhere (tests/test_frequency.py, tests/test_variance
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -72,6 +73,13 @@ def assert_same(mem, eng, tol: float = TOL) -> None:
         x, y = getattr(mem, name), getattr(eng, name)
         assert _relative(x[np.ix_(order, order)], y[np.ix_(other, other)]) <= tol, name
     assert _relative(mem.intervals.se[order], eng.intervals.se[other]) <= tol
+    for name in ("low", "high"):  # the reference's df (t: G - 1 or Pan-Wall) moves them
+        x, y = getattr(mem.intervals, name), getattr(eng.intervals, name)
+        assert _relative(x[order], y[other]) <= tol, name
+    df_mem, df_eng = (np.atleast_1d(np.asarray(r.intervals.df, float)) for r in (mem, eng))
+    if df_mem.size > 1:
+        df_mem, df_eng = df_mem[order], df_eng[other]
+    assert _relative(df_mem, df_eng) <= tol, "df"
     assert mem.n_rows == eng.n_rows and mem.n_comparisons == eng.n_comparisons
     assert mem.not_estimable == eng.not_estimable
     assert mem.notes.codes == eng.notes.without("engine").codes
@@ -84,10 +92,10 @@ def assert_same(mem, eng, tol: float = TOL) -> None:
             assert _relative(getattr(x, field)[order], getattr(y, field)[other]) <= tol, field
 
 
-def _analyses(frame, weight, path, fit, cluster, correction, buckets):
+def _analyses(frame, weight, path, fit, cluster, correction, buckets, reference="normal"):
     model, options = fit
     features = ("style",) if options.get("covariates") else ()
-    variance = winrate.Variance(method="sandwich", correction=correction)
+    variance = winrate.Variance(method="sandwich", correction=correction, reference=reference)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         log = winrate.read_comparisons(frame, weight_col=weight, feature_cols=features)
@@ -98,22 +106,36 @@ def _analyses(frame, weight, path, fit, cluster, correction, buckets):
     return mem, eng
 
 
+def _engine_only(frame, weight, path, fit, cluster, correction, buckets, reference):
+    """The engine side of :func:`_analyses` alone (its error, where memory fails)."""
+    model, options = fit
+    features = ("style",) if options.get("covariates") else ()
+    variance = winrate.Variance(method="sandwich", correction=correction, reference=reference)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        scan = winrate.scan(path, engine="duckdb", weight_col=weight, feature_cols=features,
+                            buckets=buckets)
+        return winrate.analyze(scan, cluster, model, variance=variance, **options)
+
+
 @settings(max_examples=80, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(logs(), st.sampled_from(FITS), st.sampled_from(["none", "prompt", "judge",
                                                        "prompt+judge"]),
-       st.sampled_from(["none", "cr1", "cr2"]), st.integers(1, 4))
-def test_scan_equals_memory(tmp_path, data, fit, cluster, correction, buckets):
+       st.sampled_from(["none", "cr1", "cr2"]), st.integers(1, 4),
+       st.sampled_from(["normal", "t"]))
+def test_scan_equals_memory(tmp_path, data, fit, cluster, correction, buckets, reference):
     frame, weight = data
     if correction == "cr2" and fit[0] != "winrate":
         correction = "cr1"  # CR2 is the win rate's (its strata are the pairs)
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
+    arguments = (frame, weight, path, fit, cluster, correction, buckets, reference)
     try:
-        mem, eng = _analyses(frame, weight, path, fit, cluster, correction, buckets)
-    except WinrateInputError as error:  # an unidentified design fails the same way on both
-        with pytest.raises(WinrateInputError, match=str(error)[:40].replace("(", r"\(")):
-            _analyses(frame, weight, path, fit, cluster, correction, buckets)
+        mem, eng = _analyses(*arguments)
+    except WinrateInputError as error:  # an unidentified design: the engine fails alike
+        with pytest.raises(WinrateInputError, match=re.escape(str(error)[:40])):
+            _engine_only(*arguments)
         return
     assert_same(mem, eng)
     assert "engine" in eng.notes.codes
