@@ -479,8 +479,8 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     except (TypeError, ValueError):
         budget = 0
     if budget <= 0:
-        raise WinrateInputError(f"memory must be a positive number of bytes, got {memory!r} "
-                                "(the command line's --memory takes sizes such as 4G)")
+        raise WinrateInputError(f"memory must be a positive number of bytes (4 GiB: "
+                                f"4 << 30), got {memory!r}")
     cols = Columns(**(columns or {}), weight=weight_col, features=tuple(feature_cols),
                    extras=tuple(extra_cols))
     chosen = "duckdb" if engine in ("auto", "memory") else engine
