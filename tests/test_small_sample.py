@@ -4,6 +4,7 @@ empirical-Bayes Bradley-Terry fit behind it, against independent computations.""
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from winrate.estimators.bradley_terry_kernels import (
 from winrate.estimators.small_sample import beta_binomial_floor, wilson_floor
 from winrate.estimators.win_rate_kernels import pairwise_table
 from winrate.io.logs import ComparisonLog
+from winrate.settings import Variance
 
 Z = stats.norm.ppf(0.975)
 
@@ -207,3 +209,28 @@ def test_analyze_carries_the_floor_it_added():
     assert run.cov_naive[4, 4] == pytest.approx(expected, rel=1e-12)
     bt = analyze(log, cluster="prompt", model="bt", prior=1.0, method="sandwich")
     assert not bt.small_sample_floor.any()
+
+
+def _ordered_log():
+    """Six models, every pair twice, the better one always wins: the Wilson floor applies."""
+    a, b = np.triu_indices(6, k=1)
+    a, b = np.repeat(a, 2), np.repeat(b, 2)
+    return ComparisonLog.from_arrays(a, b, np.ones(a.size), prompt=np.arange(a.size))
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.2])
+def test_the_covariance_does_not_depend_on_the_level(alpha):
+    """The variance is a property of the estimate, the level only of the interval: on a log
+    where the Wilson floor is active, the covariance at any alpha is the one at 0.05 to
+    the bit, and ``conf_int(alpha)`` of the default analysis is a fresh analysis' at alpha."""
+    log = _ordered_log()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        base = analyze(log, cluster="prompt", variance=Variance(method="sandwich"))
+        other = analyze(log, cluster="prompt", variance=Variance(method="sandwich"),
+                        alpha=alpha)
+    assert base.small_sample_floor.any()
+    np.testing.assert_array_equal(other.cov, base.cov)
+    np.testing.assert_array_equal(other.cov_naive, base.cov_naive)
+    fresh = other.to_frame()[["ci_low", "ci_high"]].set_axis(["lower", "upper"], axis=1)
+    pd.testing.assert_frame_equal(base.conf_int(alpha=alpha), fresh, check_names=False)

@@ -181,8 +181,9 @@ class Estimator:
         """The rows' strata of the CR2 leverage correction; None when not supported."""
         return None
 
-    def small_sample_floor(self, board, frequency, z: float):
-        """``(floor (K, K), degenerate pairs mask, kind)`` or None when not defined."""
+    def small_sample_floor(self, board, frequency):
+        """``(floor (K, K), degenerate pairs mask, kind)`` or None when not defined. The
+        floor is part of the covariance, so it must not depend on the interval's level."""
         return None
 
     def wild_influence_map(self, board, total_counts):

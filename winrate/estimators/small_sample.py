@@ -36,6 +36,15 @@ n by Agresti & Coull 1998, Amer. Stat. 52(2), and Brown, Cai & DasGupta 2001, St
 
 One win in one comparison then gets [L, U] = [0.21, 1], an SE of 0.40.
 
+``z`` is fixed at :data:`WILSON_Z`, the normal quantile of a 95% interval, whatever level
+the intervals are reported at: the floor is part of the covariance, and the variance is
+a property of the estimate, the level only of the interval (``analyze(log, alpha=a).cov``
+is the same for every ``a``, and ``conf_int(alpha=a)`` equals a fresh analysis at ``a``).
+95% is the conventional level at which the Wilson interval is recommended and compared
+(Brown, Cai & DasGupta 2001 tabulate it there), and at which the floor was calibrated;
+at another level the floor's SE is scaled with the interval's own critical value, as
+every other SE is.
+
 Either floor is pushed onto the scores through the influence of psi_ab (``w_ab`` on S_a,
 ``-w_ba`` on S_b). Both vanish for pairs with any variation, whose sample variance is used
 as it is. The Wilson floor is never zero; the empirical-Bayes one is zero only if the fit
@@ -51,9 +60,12 @@ import numpy as np
 from winrate.estimators.bradley_terry_kernels import empirical_bayes_probabilities
 from winrate.estimators.cells import CellTotals
 from winrate.estimators.leaderboard import Leaderboard
+from winrate.variance.reference import critical_value
 
 #: Weight of the Bradley-Terry prediction in the floor's Beta prior, in comparisons.
 PRIOR_COMPARISONS = 2.0
+#: The Wilson floor's reference level: z = Phi^-1(0.975), the 95% interval's (module doc).
+WILSON_Z = critical_value(0.05)
 
 
 def degenerate_pairs(board: Leaderboard, frequency: np.ndarray | None) -> np.ndarray:
@@ -74,14 +86,16 @@ def beta_binomial_floor(prior_mean, x, n, strength: float = PRIOR_COMPARISONS):
     return a * b / ((a + b) * (a + b + 1)) / n
 
 
-def wilson_floor(psi, n, z: float):
-    """The variance whose Wald interval reaches the far Wilson bound (module doc)."""
+def wilson_floor(psi, n, z: float = WILSON_Z):
+    """The variance whose Wald interval at critical value ``z`` reaches the far Wilson
+    bound at ``z`` (module doc; the floor uses :data:`WILSON_Z`)."""
     centre = (psi + z**2 / (2 * n)) / (1 + z**2 / n)
     half = z / (1 + z**2 / n) * np.sqrt(psi * (1 - psi) / n + z**2 / (4 * n**2))
     return (np.maximum(psi - (centre - half), centre + half - psi) / z) ** 2
 
 
-def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None, z: float):
+def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
+                        z: float = WILSON_Z):
     """Floor (module doc) of the reported scores' covariance, the (P,) mask of the pairs
     whose comparisons all had the same outcome, and which floor was used
     (``"empirical Bayes"`` or ``"Wilson"``; None without such pairs)."""

@@ -76,10 +76,10 @@ class WinRate(Estimator):
     def cr2_strata(self, board):
         return board.pair
 
-    def small_sample_floor(self, board, frequency, z: float):
+    def small_sample_floor(self, board, frequency):
         from winrate.estimators.small_sample import degenerate_pair_cov
 
-        return degenerate_pair_cov(board, frequency, z)
+        return degenerate_pair_cov(board, frequency)
 
     def thin_design_rule(self) -> bool:
         return True

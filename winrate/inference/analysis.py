@@ -43,7 +43,7 @@ from winrate.notes import Notes
 from winrate.progress import stage
 from winrate.settings import LEGACY_KEYWORDS, Joint, MonteCarlo, Settings, Variance
 from winrate.variance import diagnostics, method_choice
-from winrate.variance.reference import critical_value, joint_df
+from winrate.variance.reference import joint_df
 from winrate.variance.resampling import VarianceChoice, resampled_variance, sandwich_note
 from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,
@@ -617,7 +617,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
         resampling_notes = resampling_notes.without("psd-repaired")
         cov, df, method_note = choice.cov, choice.df, choice.note
         psd_repaired = psd_repaired or choice.psd_repaired
-    floor, floor_notes = _small_sample_floor(board, log, alpha)
+    floor, floor_notes = _small_sample_floor(board, log)
     cov, cov_naive = cov + floor, cov_naive + floor
     if method == "sandwich":
         df = _reference_df(board, axes, correction, reference,
@@ -777,10 +777,11 @@ def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint, wald: boo
     return intervals, joint, notes.interval_cut([str(m) for m in board.models[cut]])
 
 
-def _small_sample_floor(board: Leaderboard, log: ComparisonLog, alpha):
+def _small_sample_floor(board: Leaderboard, log: ComparisonLog):
     """The estimator's small-sample floor of single-outcome pairs (zero when it has none),
-    with a note naming the pairs and the floor."""
-    found = estimators.of(board).small_sample_floor(board, log.frequency, critical_value(alpha))
+    with a note naming the pairs and the floor. It is part of the covariance, so it does
+    not depend on the interval's level."""
+    found = estimators.of(board).small_sample_floor(board, log.frequency)
     k = len(board.models)
     if found is None:
         return np.zeros((k, k)), []
