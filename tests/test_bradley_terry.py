@@ -38,6 +38,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, log_expit, logsumexp
 
+import winrate
 from tests.note_codes import codes_of, warns_code
 from winrate.analysis import analyze
 from winrate.errors import WinrateInputError, WinrateWarning
@@ -649,3 +650,30 @@ def test_ratings_and_covariance_invariant_to_order_labels_and_sides(seed, perm_s
                                    results[0].coefficients.estimate, atol=1e-9)
         np.testing.assert_allclose(results[1].coefficients.se, results[0].coefficients.se,
                                    rtol=1e-9)
+
+
+@pytest.mark.parametrize("extra, named", [
+    (lambda x, rng: {"len2": x.copy()}, "'len2' is a linear combination of 'len'"),
+    (lambda x, rng: {"len2": 3 * x - 1}, "'len2' is a linear combination of 'len'"),
+    (lambda x, rng: {"noise": rng.normal(size=x.size), "len2": 2 * x + 0.5},
+     "'len2' is a linear combination of 'len';"),
+    (lambda x, rng: {"other": (o := rng.normal(size=x.size)), "sum": x - 2 * o},
+     "'sum' is a linear combination of 'len' and 'other'"),
+    (lambda x, rng: {"flat": np.full(x.size, 0.3)}, "'flat' is constant"),
+])
+def test_collinear_or_constant_covariates_are_a_one_line_error_naming_them(extra, named):
+    """Equal columns, an affine copy, a copy beside an independent column, a sum of two and
+    a constant column: a one-line input error naming the columns, before the Newton step
+    (which otherwise stops on a singular information matrix)."""
+    rng = np.random.default_rng(4)
+    n = 400
+    a = rng.integers(0, 4, n)
+    b = (a + rng.integers(1, 4, n)) % 4
+    x = rng.normal(size=n)
+    features = {"len": x, **extra(x, rng)}
+    log = ComparisonLog.from_arrays(a, b, (rng.random(n) < 0.5).astype(float),
+                                    features=features, prompt=np.arange(n))
+    with pytest.raises(WinrateInputError, match=named) as caught:
+        winrate.fit(log, "bt", covariates=tuple(features))
+    message = str(caught.value)
+    assert "\n" not in message and "[" not in message and "{" not in message

@@ -543,3 +543,20 @@ def test_alpaca_eval_2_on_the_command_line(tmp_path):
     assert doc["settings"]["estimator"] == "lc"
     assert doc["settings"]["baseline"] == "gpt4_1106_preview"
     assert doc["settings"]["length_feature"] == "style_length_delta"
+
+
+@pytest.mark.parametrize("length", [
+    lambda q: 100.0 * q + 5,  # a length that depends on the prompt only
+    lambda q: np.where(q % 2, 100.0, -50.0),
+])
+def test_a_length_term_confounded_with_the_prompt_is_a_one_line_error(length):
+    """When every contestant's length term is the same function of the prompt, the length
+    slopes cannot be told from instruction difficulty (stage 1's design is rank deficient):
+    a one-line input error naming the feature, not a singular-matrix traceback."""
+    frame = baseline_frame(10, k=4, n_prompts=12)
+    flip = np.where(frame["model_a"] == BASELINE, -1.0, 1.0)
+    frame["style_length_delta"] = flip * length(frame["prompt_id"].str[1:].astype(int))
+    log = _quiet(winrate.read_comparisons, frame, feature_cols=("style_length_delta",))
+    with pytest.raises(WinrateInputError, match="model 'lc': .*'style_length_delta'") as caught:
+        _quiet(winrate.fit, log, "lc", baseline=BASELINE)
+    assert "\n" not in str(caught.value) and "[" not in str(caught.value)

@@ -68,6 +68,7 @@ from winrate.estimators.win_rate_kernels import (
     pairwise_table,
 )
 from winrate.io.logs import ComparisonLog
+from winrate.report.text import listed
 
 ELO_SCALE = 400.0 / np.log(10.0)
 DEFAULT_RATING = 1000.0
@@ -438,11 +439,13 @@ def _standardised(log: ComparisonLog, covariates) -> tuple[np.ndarray, dict]:
     means and sds for the report."""
     missing = [c for c in covariates if c not in log.features]
     if missing:
-        raise WinrateInputError(f"covariate(s) {missing} not in the log; it has features "
-                                f"{sorted(log.features)} (read them with feature_cols)")
+        has = (f"features {listed(sorted(log.features))}" if log.features
+               else "no per-row features")
+        raise WinrateInputError(f"covariate(s) {listed(missing)} not in the log; it has "
+                                f"{has} (read them with feature_cols)")
     twice = sorted({c for c in covariates if covariates.count(c) > 1})
     if twice:
-        raise WinrateInputError(f"covariate(s) {twice} given more than once")
+        raise WinrateInputError(f"covariate(s) {listed(twice)} given more than once")
     w = log.weight
     columns, moments = [], {}
     for name in covariates:
@@ -455,12 +458,43 @@ def _standardised(log: ComparisonLog, covariates) -> tuple[np.ndarray, dict]:
                                     "standardised or estimated")
         columns.append((x - mean) / sd)
         moments[name] = {"mean": float(mean), "sd": float(sd)}
-    return np.column_stack(columns), moments
+    standardised = np.column_stack(columns)
+    check_collinear(standardised, covariates, w)
+    return standardised, moments
+
+
+def check_collinear(z: np.ndarray, names, w: np.ndarray) -> None:
+    """A one-line error naming each column of the standardised covariates ``z`` (n, C;
+    weighted mean 0, sd 1) that is a linear combination of the columns before it.
+
+    With ``R`` the weighted correlation matrix ``z' W z / sum w``, column ``j`` regressed on
+    the kept (independent) columns ``S`` before it has the squared multiple correlation
+    ``R^2_j = r_jS R_SS^-1 r_Sj`` (Greene, *Econometric Analysis*, 7th ed., sec. 4.8.2: the
+    variance inflation factor is ``1 / (1 - R^2_j)``). ``1 - R^2_j`` at rounding level
+    (:data:`_COLLINEAR`) means the design is rank deficient and the coefficients are not
+    identified; the columns named with it are those of ``S`` with a non-negligible
+    coefficient ``R_SS^-1 r_Sj``."""
+    corr = (z * w[:, None]).T @ z / w.sum()
+    kept, found = [], []
+    for j in range(corr.shape[0]):
+        coef = np.linalg.solve(corr[np.ix_(kept, kept)], corr[kept, j]) if kept else []
+        if 1.0 - corr[kept, j] @ coef > _COLLINEAR:
+            kept.append(j)
+            continue
+        used = [names[s] for s, c in zip(kept, coef, strict=True)
+                if abs(c) > 1e-6 * np.abs(coef).max()]
+        found.append(f"{names[j]!r} is a linear combination of {listed(used)}")
+    if found:
+        raise WinrateInputError(f"covariates not separately estimable: {'; '.join(found)}; "
+                                "leave out the dependent covariate(s)")
 
 
 #: A covariate whose sd is below this fraction of its largest |value| is constant up to
 #: rounding (the sd of n copies of 0.3 computes to ~1e-17, not 0).
 _CONSTANT_SD = 1e-10
+#: ``1 - R^2`` of a standardised covariate on the others at or below which it is a linear
+#: combination of them up to rounding (:func:`check_collinear`).
+_COLLINEAR = 1e-10
 
 
 def _check_identified(log, counts, psi, prior, names) -> None:

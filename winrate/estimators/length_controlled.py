@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 
 from winrate.estimators.base import PERCENT, Estimator, Option, RowRefit
 from winrate.estimators.win_rate import BASELINE
+from winrate.report.text import listed
 
 #: The log feature with the answers' length difference (``winrate.io.formats``, alpaca_eval).
 LENGTH_FEATURE = "style_length_delta"
@@ -64,6 +65,9 @@ LENGTH = Option("length_feature", LENGTH_FEATURE, "per-row feature holding len(a
 MIN_CONTESTANTS = 3
 _TOL = 1e-10        # Newton stops when no parameter moves more than this
 _MAX_STEPS = 100
+#: Smallest eigenvalue of stage 1's Schur complement, relative to the largest, at or below
+#: which the length slopes and difficulties are not identified (:func:`_check_separable`).
+_SEPARABLE = 1e-10
 _CONVERGED = 1e-6   # a fit whose last step moved more than this has no finite maximum
 
 
@@ -125,9 +129,10 @@ def design(log, base: int, feature: str, join: str = JOINS[0], carried=None) -> 
     if "prompt" not in log.axes:
         _fail("instruction difficulty is per prompt, and this log has no prompt ids")
     if feature not in log.features:
-        _fail(f"no length feature {feature!r} in the log (features: {sorted(log.features)});"
-              " read AlpacaEval with its reader (format or dataset alpaca_eval), or name a "
-              "column of len(a) - len(b) as option 'length_feature'")
+        _fail(f"no length feature {feature!r} in the log (features: "
+              f"{listed(sorted(log.features))}); read AlpacaEval with its reader (format or "
+              "dataset alpaca_eval), or name a column of len(a) - len(b) as option "
+              "'length_feature'")
     on_a = log.model_b == base
     if not (on_a | (log.model_a == base)).all():
         _fail("every row must have the baseline on one side")
@@ -155,8 +160,32 @@ def design(log, base: int, feature: str, join: str = JOINS[0], carried=None) -> 
         dense = np.full(len(log.axes["prompt"].labels), -1)
         dense[i_codes] = np.arange(i_codes.size)
         j = dense[carried]
-    return Design(c, i, y, np.tanh(-delta / scale[c]), w, scale, contestants,
-                  log.models[contestants], i_codes.size, np.where(j < 0, i, j), j < 0)
+    found = Design(c, i, y, np.tanh(-delta / scale[c]), w, scale, contestants,
+                   log.models[contestants], i_codes.size, np.where(j < 0, i, j), j < 0)
+    if carried is None:
+        _check_separable(found, feature)
+    return found
+
+
+def _check_separable(dsg: Design, feature: str) -> None:
+    """A clear error when stage 1's design ``(a_m, b_m x_r, d_i)`` is rank deficient: some
+    contestants' length terms are (up to each one's affine map) one function of the prompt,
+    so a shift ``d_i + t g(i)`` is undone by their slopes and the difficulties and slopes
+    are not identified. With every prompt observed (``D > 0``), the information
+    ``[[M, C], [C', D]]`` at any positive weights (here the rows' own, ``h = w``) has full
+    rank exactly when its Schur complement ``M - C D^-1 C'`` does (Horn & Johnson, *Matrix
+    Analysis*, 2nd ed., sec. 0.8.5); a null vector of it names the contestants involved."""
+    import numpy as np
+
+    values, vectors = np.linalg.eigh(JointInformation(dsg, dsg.w).schur)
+    if values[0] > _SEPARABLE * values[-1]:
+        return
+    slopes = np.abs(vectors[dsg.k:, 0])
+    involved = dsg.names[slopes > 1e-6 * slopes.max()] if slopes.any() else dsg.names
+    _fail(f"the length term of feature {feature!r} is one function of the prompt for "
+          f"contestants {listed(involved, limit=5)}, so their length slopes cannot be told "
+          "from instruction difficulty: give the length difference of each answer to the "
+          "baseline's")
 
 
 def joined_instruction(c, i, k: int, n_prompts: int, join: str):
@@ -206,7 +235,7 @@ def _length_scale(delta, c, w, k: int, names):
     flat = ~(np.isfinite(scale) & (scale > 0))
     if flat.any():
         _fail(f"the length difference to the baseline does not vary for "
-              f"{[str(m) for m in names[flat][:5]]}: no length slope is estimable")
+              f"{listed(names[flat], limit=5)}: no length slope is estimable")
     return scale
 
 
@@ -369,7 +398,7 @@ def fit_models(dsg: Design, d, mean, precision, strict: bool = True):
     converged = (moved < _CONVERGED) & np.isfinite(omega).all(axis=1)
     if strict and not converged.all():
         _fail(f"the per-model fit has no finite maximum for "
-              f"{[str(m) for m in dsg.names[~converged][:5]]}")
+              f"{listed(dsg.names[~converged], limit=5)}")
     return omega, converged
 
 

@@ -44,3 +44,15 @@ def _coded(note) -> str:
     """A note with its code in front (:class:`winrate.notes.Note`); other text as it is."""
     code = getattr(note, "code", None)
     return f"({code}) {note}" if code else str(note)
+
+
+def listed(names, limit: int | None = None, quote: bool = True) -> str:
+    """Names as text for a message: ``'a'``, ``'a' and 'b'``, ``'a', 'b' and 'c'`` (each
+    quoted unless ``quote`` is False), the first ``limit`` then ``and N more``; ``none``
+    for no name. Never a Python literal (a list's or set's repr)."""
+    shown = [repr(str(n)) if quote else str(n) for n in names]
+    if not shown:
+        return "none"
+    if limit is not None and len(shown) > limit:
+        return f"{', '.join(shown[:limit])} and {len(shown) - limit} more"
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
