@@ -7,6 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SHARED_DATA := $(abspath ../shared/data)
+comma := ,
 ifeq ($(origin WINRATE_DATA), undefined)
 ifneq ($(wildcard $(SHARED_DATA)),)
 export WINRATE_DATA := $(SHARED_DATA)
@@ -19,19 +20,26 @@ export WINRATE_SKIP_SPARK
 endif
 JAVA_PACKAGE := openjdk-17-jre-headless
 
-.PHONY: demo test lint bench paper clean browser java pdf-tools
+.PHONY: demo test test-latest lock lint bench paper clean browser java pdf-tools
 
-$(BIN)/.installed: pyproject.toml
+# Every install takes the exact versions the suite passed with from constraints.txt (pip -c:
+# a pin applies only to what is installed), so a fresh clone gets the tested environment;
+# pyproject.toml keeps the ranges users install from. `make lock` rewrites the file from
+# .venv after a passing make test; `make test-latest` runs the suite on the newest releases.
+CONSTRAINTS := constraints.txt
+PIP_PINNED := $(BIN)/python -m pip install --quiet -c $(CONSTRAINTS)
+
+$(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(PIP_PINNED) pip
+	$(PIP_PINNED) -e '.[dev]'
 	touch $@
 
 # PySpark (the spark extra, a large download) on top of dev, for the Spark tests only: its
 # own stamp, so that make demo stays on dev; a changed pyproject.toml redoes both.
 $(BIN)/.installed-spark: $(BIN)/.installed
 	@echo "installing the spark extra (PySpark, about 400 MB) for the Spark tests"
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	$(PIP_PINNED) -e '.[dev,spark]'
 	touch $@
 
 demo: $(BIN)/.installed
@@ -41,10 +49,37 @@ demo: $(BIN)/.installed
 # (winrate's matrices are K x K; the CLI sets the same defaults in winrate/cli.py).
 # loadfile: each test module runs on one worker, so its module-scoped fixtures (real
 # datasets, the coverage study) are built once.
+PYTEST := OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE python -m pytest -q -n 2 \
+	--dist loadfile -p no:cacheprovider
+
 test: $(BIN)/.installed $(if $(SKIP_SPARK),,$(BIN)/.installed-spark) browser java
 	$(BIN)/ruff check winrate scripts tests
-	OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n 2 \
-		--dist loadfile -p no:cacheprovider
+	PATH=$(abspath $(BIN)):$$PATH $(PYTEST)
+
+# Not in CI: the suite against the newest releases that pyproject.toml admits, in a venv of
+# its own (.venv-latest, rebuilt each time); WINRATE_LATEST=1 tells the test that checks
+# the environment against constraints.txt to skip.
+LATEST := .venv-latest
+test-latest: browser java
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[dev$(if $(SKIP_SPARK),,$(comma)spark)]'
+	$(LATEST)/bin/python -m pip list --format=freeze | grep -iE \
+		'^(numpy|scipy|pandas|numba|matplotlib|duckdb|pyarrow|pyspark)=='
+	WINRATE_LATEST=1 PATH=$(abspath $(LATEST))/bin:$$PATH $(PYTEST)
+
+# constraints.txt from .venv, after a passing make test (the pins of every installed
+# distribution but winrate, and pip's own).
+lock: $(BIN)/.installed
+	{ printf '%s\n' "# The exact versions make test and make paper passed with," \
+		"# $$($(BIN)/python --version), $$(uname -sm): make installs from this file (pip -c)." \
+		"# Regenerate with make lock after a passing make test; make test-latest tries the" \
+		"# newest releases that pyproject.toml admits."; \
+	  $(BIN)/python -m pip freeze --all --exclude-editable | grep -v '^setuptools=='; \
+	} > $(CONSTRAINTS)
+	touch $(BIN)/.installed  # the venv is what the file now says: no reinstall
+	[ ! -f $(BIN)/.installed-spark ] || touch $(BIN)/.installed-spark
 
 # The web page's browser tests (tests/test_html_page.py) run in Debian's chromium with
 # chromium-driver: installed here (quietly) when missing and running as root with apt-get;
