@@ -731,3 +731,35 @@ def test_t_reference_quantiles_equal_a_plain_bisection_per_family(df):
         want_crit, want_se = _plain_t_quantile(draws[:, g].astype(float), 0.05, nodes)
         assert crit[g] == want_crit
         assert se[g] == pytest.approx(want_se, rel=1e-12)
+
+
+# ----------------------------------------------------------------- notes of joint inference
+
+
+def test_the_bonferroni_fallback_note_reaches_the_result_summary_json_and_stderr(
+        simulated_log_file, tmp_path, capsys, monkeypatch):
+    """Over the work budget rank sets fall back to Bonferroni with 0 draws; the note that
+    says so is on the result, in ``summary()``, in the JSON's notes and on stderr, as every
+    other note (the budget is lowered so that a small log exceeds it, as 1,000 models do)."""
+    import json
+
+    from winrate import analyze
+    from winrate.cli import main
+    from winrate.inference import joint
+    from winrate.settings import Joint, Variance
+
+    monkeypatch.setattr(joint, "MC_WORK", 1_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        result = analyze(simulated_log_file, variance=Variance(method="sandwich"),
+                         joint=Joint(ranks=True))
+    assert result.joint.ranks.n_draws == 0
+    assert "bonferroni-fallback" in result.notes.codes
+    assert "(bonferroni-fallback)" in str(result.summary())
+    out = tmp_path / "out.json"
+    assert main(["leaderboard", str(simulated_log_file), "--ranks", "--method", "sandwich",
+                 "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["monte_carlo"]["ranks"]["n_draws"] == 0
+    assert "bonferroni-fallback" in [note["code"] for note in doc["notes"]]
+    assert "[bonferroni-fallback]" in capsys.readouterr().err

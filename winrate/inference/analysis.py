@@ -630,13 +630,14 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
                                   choice.wild.high, float("nan"), alpha, df)
     not_estimable = not_estimable_models(board, intervals.se, axes)
     intervals = _blank(intervals, board.models, not_estimable)
-    joint_result = None
+    joint_result, joint_notes = None, []
     if joint.any:
-        joint_result = joint_inference(
-            board.scores, cov, alpha, df, simultaneous=joint.simultaneous, ranks=joint.ranks,
-            pairwise=joint.pairwise, rank_method=joint.rank_method,
-            n_draws=monte_carlo.n_draws, seed=seed, choice=choice,
-            estimable=~np.isnan(intervals.se), progress=progress)
+        with notes.collected() as joint_notes:  # e.g. bonferroni-fallback, zero variance
+            joint_result = joint_inference(
+                board.scores, cov, alpha, df, simultaneous=joint.simultaneous,
+                ranks=joint.ranks, pairwise=joint.pairwise, rank_method=joint.rank_method,
+                n_draws=monte_carlo.n_draws, seed=seed, choice=choice,
+                estimable=~np.isnan(intervals.se), progress=progress)
     intervals, joint_result, range_note = _cut_to_range(
         board, intervals, joint_result, wald=choice is None or choice.wild is None)
     if auto is not None:
@@ -650,7 +651,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
     found = Notes([*legacy, *fit_notes,
                    *_warnings(board, axes, not_estimable, psd_repaired, method,
                               df is not None, correction),
-                   *floor_notes, *resampling_notes, *design_notes])
+                   *floor_notes, *resampling_notes, *joint_notes, *design_notes])
     for note in found:
         notes.emit(note)
     settings = Settings(
