@@ -113,7 +113,7 @@ def test_output_may_not_overwrite_a_file_of_the_input_folder(tmp_path, capsys):
                                                 "model_b": "y", "winner": "tie"}) + "\n")
     err = one_line_error(capsys, ["leaderboard", str(folder), "--format", "clean_battle",
                                   "--json", str(folder / "b.jsonl")])
-    assert "is the input file" in err
+    assert "lies inside the input folder" in err
 
 
 def test_unwritable_output_fails_before_the_computation(tmp_path, capsys):

@@ -28,18 +28,83 @@ from winrate.constants import (
     TABLE_FORMATS,
     VARIANCE_METHODS,
 )
-from winrate.errors import (
-    WinrateInputError,
-    WinrateWarning,
-    check_output_path,
-    describe_os_error,
-)
+from winrate.errors import WinrateInputError, WinrateWarning, describe_os_error
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
 _COMMAND_MODULES = ("winrate.evals.cli", "winrate.examples")
 
 
 DATASET_HELP = " | ".join(DATASET_NAMES)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: an invalid choice, a missing or unknown flag is one
+    line naming the command, with a guess at what was meant ("did you mean --cluster?")."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """Parse as argparse does; unknown flags are an error of the command they were
+        given to, with the nearest flag of that command."""
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(namespace, "parser", self)
+            command.error(f"unrecognized arguments: {' '.join(extras)}"
+                          f"{_guess_flag(extras, command)}")
+        return namespace
+
+    def _check_value(self, action, value):
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as error:
+            guess = did_you_mean(str(value), [str(c) for c in action.choices], repr)
+            raise argparse.ArgumentError(action, error.message + guess) from None
+
+
+def did_you_mean(given: str, known, show=str) -> str:
+    """``"; did you mean X?"`` for the entry of ``known`` nearest ``given``, or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(given, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {show(close[0])}?" if close else ""
+
+
+def _guess_flag(extras: list[str], parser: argparse.ArgumentParser) -> str:
+    """The guess for the first unknown flag among ``extras`` (``--flag=value`` too)."""
+    flags = [s for action in parser._actions for s in action.option_strings]
+    unknown = [e.split("=", 1)[0] for e in extras if e.startswith("--")]
+    return did_you_mean(unknown[0], flags) if unknown else ""
+
+
+def section(parser: argparse.ArgumentParser, title: str, description: str | None = None):
+    """The argument group ``title`` of ``parser``, made on first use (help lists the
+    groups in the order they were made, each flag under its group)."""
+    groups = parser.__dict__.setdefault("_winrate_sections", {})
+    if title not in groups:
+        groups[title] = parser.add_argument_group(title, description)
+    return groups[title]
+
+
+def add_commands(parser: argparse.ArgumentParser, commands: dict) -> None:
+    """One sub-command per ``name: (add_arguments, run)``; its help is the first paragraph
+    of ``run``'s docstring, and the parsed namespace carries ``run`` and its parser."""
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (add_arguments, run) in commands.items():
+        summary = " ".join((run.__doc__ or "").strip().split("\n\n")[0].split())
+        command = sub.add_parser(name, help=summary or None, description=summary or None)
+        add_arguments(command)
+        command.usage = _short_usage(command)
+        command.set_defaults(run=run, parser=command)
+
+
+def _short_usage(parser: argparse.ArgumentParser) -> str:
+    """``winrate leaderboard [input] [options]``: the positional arguments, the flags
+    left to the grouped list below (the full list of a command is dozens of lines)."""
+    named = [f"[{action.metavar or action.dest}]" if action.nargs == "?"
+             else action.metavar or action.dest
+             for action in parser._actions if not action.option_strings]
+    return " ".join(["%(prog)s", *named, "[options]"])
 
 
 def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,137 +114,160 @@ def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
     unless given, so each estimator gets only what the user asked for."""
     from winrate import estimators
 
+    group = section(parser, "estimator")
     listed = ", ".join(f"{name} ({est.title})" for name, est in estimators.REGISTRY.items())
-    parser.add_argument("--model", default=estimators.DEFAULT_ESTIMATOR,
-                        choices=estimators.ESTIMATORS,
-                        help=f"estimator: {listed}; default {estimators.DEFAULT_ESTIMATOR}")
+    group.add_argument("--model", default=estimators.DEFAULT_ESTIMATOR,
+                       choices=estimators.ESTIMATORS,
+                       help=f"estimator: {listed}; default {estimators.DEFAULT_ESTIMATOR}")
     for option in estimators.all_options().values():
         owners = ", ".join(estimators.owners(option.name))
         default = "" if option.default in (None, ()) else f"; default {option.default}"
-        parser.add_argument(option.flag, dest=option.name, default=argparse.SUPPRESS,
-                            choices=option.choices, metavar=option.metavar,
-                            type=option.parse or str,
-                            help=f"{owners}: {option.help}{default}")
-    parser.add_argument("--correction", default=None, choices=CORRECTIONS,
-                        help=f"small-sample correction (default: the method's; "
-                             f"{DEFAULT_CORRECTION} for explicit methods, cr2 for the win "
-                             "rate on thin designs under auto)")
+        group.add_argument(option.flag, dest=option.name, default=argparse.SUPPRESS,
+                           choices=option.choices, metavar=option.metavar,
+                           type=option.parse or str,
+                           help=f"{owners}: {option.help}{default}")
+    section(parser, "variance").add_argument(
+        "--correction", default=None, choices=CORRECTIONS,
+        help=f"small-sample correction (default: the method's; {DEFAULT_CORRECTION} for "
+             "explicit methods, cr2 for the win rate on thin designs under auto)")
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """The comparison log: INPUT (with its --format and column names) or --dataset."""
-    parser.add_argument("input", nargs="?", help="comparison log (.csv, .jsonl, .parquet), "
-                                                 "or with --format a file or folder")
-    parser.add_argument("--dataset", help=f"a bundled dataset instead of INPUT: {DATASET_HELP}")
-    parser.add_argument("--format", choices=(*LOG_FORMATS, SCORES_FORMAT),
-                        help="read INPUT (a file, or a folder searched recursively for "
-                             ".json/.jsonl[.gz]) as a leaderboard's published files; "
-                             f"{SCORES_FORMAT}: per-question scores, one row per question "
-                             "and model, compared pairwise on every question without "
-                             "building the pairs (with --dataset mmlu_pro: its scores)")
-    parser.add_argument("--discrete", action="store_true",
-                        help="alpaca_eval: win / tie / loss from the preference (AlpacaEval's "
-                             "discrete_win_rate) instead of the judge's probability")
-    parser.add_argument("--include-named", action="store_true",
-                        help="clean_battle: keep named (non-anonymous) battles too (LMArena "
-                             "ranks anonymous ones only, the default)")
-    parser.add_argument("--no-dedup", dest="dedup", action="store_false",
-                        help="clean_battle: ignore dedup_tag (by default only battles tagged "
-                             "'sampled' are kept, as LMArena does)")
-    parser.add_argument("--strong-weight", type=int, default=None, metavar="K",
-                        help="arena_hard: a strong verdict (A>>B) counts K times (default 3, "
-                             "arena-hard-auto's)")
-    parser.add_argument("--answers", metavar="FOLDER",
-                        help="arena_hard: the model_answer folder; adds the answers' style "
-                             "features (for --covariates)")
-    parser.add_argument("--skip-malformed", action="store_true",
-                        help="arena_hard: skip malformed records (e.g. one game) instead of "
-                             "stopping; the notes count them")
+    """The comparison log: INPUT (with its --format and column names) or --dataset, and
+    each format's own flags in a group of that format."""
+    group = section(parser, "input")
+    group.add_argument("input", nargs="?", help="comparison log (.csv, .tsv, .jsonl, "
+                                                ".parquet, a glob or a folder), or with "
+                                                "--format a file or folder")
+    group.add_argument("--dataset", help=f"a bundled dataset instead of INPUT: {DATASET_HELP}")
+    group.add_argument("--format", choices=(*LOG_FORMATS, SCORES_FORMAT),
+                       help="read INPUT (a file, or a folder searched recursively for "
+                            ".json/.jsonl[.gz]) as a leaderboard's published files; "
+                            f"{SCORES_FORMAT}: per-question scores, one row per question "
+                            "and model, compared pairwise on every question without "
+                            "building the pairs (with --dataset mmlu_pro: its scores)")
     for role, default in DEFAULT_COLUMNS.items():
         flag = role.replace("_", "-")
-        parser.add_argument(f"--{flag}-col", dest=f"{role}_col", default=default,
-                            help=f"column of the {role.replace('_', ' ')} (default: {default})")
-    parser.add_argument("--weight-col", default=None,
-                        help="column of frequency weights (a row stands for that many)")
-    parser.add_argument("--engine", choices=("auto", "memory", "duckdb", "spark"),
-                        default="auto",
-                        help="where a comparison log INPUT (a file, glob or folder of "
-                             "Parquet/CSV) is analysed: in memory, or by DuckDB or Spark "
-                             "from sufficient statistics; auto (default): in memory when "
-                             "it fits --memory, else DuckDB (the output says which and why)")
-    parser.add_argument("--memory", type=_byte_size, default=None, metavar="SIZE",
-                        help="memory budget of --engine (e.g. 4G, 512M; default: half the "
-                             "machine's memory)")
+        group.add_argument(f"--{flag}-col", dest=f"{role}_col", default=default,
+                           help=f"column of the {role.replace('_', ' ')} (default: {default})")
+    group.add_argument("--weight-col", default=None,
+                       help="column of frequency weights (a row stands for that many)")
+    _add_format_arguments(parser)
+
+
+def _add_format_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that apply to one ``--format`` each, grouped by format."""
+    scores = section(parser, f"--format {SCORES_FORMAT}")
     for role, default in SCORE_COLUMNS.items():
-        parser.add_argument(f"--{role}-col", default=default,
-                            help=f"--format {SCORES_FORMAT}: column of the {role} "
-                                 f"(default: {default})")
+        scores.add_argument(f"--{role}-col", default=default,
+                            help=f"column of the {role} (default: {default})")
+    section(parser, "--format alpaca_eval").add_argument(
+        "--discrete", action="store_true",
+        help="win / tie / loss from the preference (AlpacaEval's discrete_win_rate) "
+             "instead of the judge's probability (also with --dataset alpaca_eval)")
+    battle = section(parser, "--format clean_battle")
+    battle.add_argument("--include-named", action="store_true",
+                        help="keep named (non-anonymous) battles too (LMArena ranks "
+                             "anonymous ones only, the default)")
+    battle.add_argument("--no-dedup", dest="dedup", action="store_false",
+                        help="ignore dedup_tag (by default only battles tagged 'sampled' "
+                             "are kept, as LMArena does)")
+    arena = section(parser, "--format arena_hard")
+    arena.add_argument("--strong-weight", type=int, default=None, metavar="K",
+                       help="a strong verdict (A>>B) counts K times (default 3, "
+                            "arena-hard-auto's)")
+    arena.add_argument("--answers", metavar="FOLDER",
+                       help="the model_answer folder; adds the answers' style features "
+                            "(for --covariates)")
+    arena.add_argument("--skip-malformed", action="store_true",
+                       help="skip malformed records (e.g. one game) instead of stopping; "
+                            "the notes count them")
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where a comparison log is analysed (--engine) and its memory budget."""
+    group = section(parser, "engine")
+    group.add_argument("--engine", choices=("auto", "memory", "duckdb", "spark"),
+                       default="auto",
+                       help="where a comparison log INPUT (a file, glob or folder of "
+                            "Parquet/CSV) is analysed: in memory, or by DuckDB or Spark "
+                            "from sufficient statistics; auto (default): in memory when "
+                            "it fits --memory, else DuckDB (the output says which and why)")
+    group.add_argument("--memory", type=_byte_size, default=None, metavar="SIZE",
+                       help="memory budget of --engine (e.g. 4G, 512M; default: half the "
+                            "machine's memory)")
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """How tables are printed, and progress bars."""
-    parser.add_argument("--table-format", choices=TABLE_FORMATS, default="text",
-                        help="text (default), markdown (a pipe table) or latex (a booktabs "
-                             "tabular); the report's other lines become a comment above it")
-    parser.add_argument("--html", metavar="PATH",
-                        help="write the report as one self-contained web page here (sortable "
-                             "table, interval charts, notes; loads nothing from the network)")
+    """How tables are printed, the web page, and progress bars."""
+    group = section(parser, "output")
+    group.add_argument("--table-format", choices=TABLE_FORMATS, default="text",
+                       help="text (default), markdown (a pipe table) or latex (a booktabs "
+                            "tabular); the report's other lines become a comment above it")
+    group.add_argument("--html", metavar="PATH",
+                       help="write the report as one self-contained web page here (sortable "
+                            "table, interval charts, notes; loads nothing from the network)")
     add_progress_argument(parser)
 
 
 def add_progress_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="progress bars on stderr for steps that take more than a few "
-                             "seconds (default: only when stderr is a terminal)")
+    section(parser, "output").add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="progress bars on stderr for steps that take more than a few seconds "
+             "(default: only when stderr is a terminal)")
 
 
 def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     """The log and how it is analysed (estimator, clustering, level, variance method):
     shared by ``leaderboard`` and ``check``."""
     add_input_arguments(parser)
-    parser.add_argument("--cluster", default=None,
-                        help="none | prompt | judge | prompt+judge | COL[+COL...] "
-                             "(default: prompt+judge, or those of the two axes the log "
-                             "has; the report says which)")
     add_estimator_arguments(parser)
-    parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
-    parser.add_argument("--reference", default=None, choices=("normal", "t"),
-                        help="critical values: normal, or t with G - 1 df (default: the "
-                             "method's; auto picks t(G - 1) below 50 clusters)")
-    parser.add_argument("--method", default="auto", choices=VARIANCE_METHODS,
-                        help="variance: auto (default: chosen from the design, the report "
-                             "says which and why), sandwich, jackknife (CV3J + t(G-1)) or "
-                             "bootstrap (wild / cluster / pigeonhole by the clustering)")
-    parser.add_argument("--bootstrap-reps", type=int, default=999,
-                        help="bootstrap replicates for --method bootstrap (default 999)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the bootstrap and Monte-Carlo critical values")
+    group = section(parser, "variance")
+    group.add_argument("--cluster", default=None,
+                       help="none | prompt | judge | prompt+judge | COL[+COL...] "
+                            "(default: prompt+judge, or those of the two axes the log "
+                            "has; the report says which)")
+    group.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
+    group.add_argument("--reference", default=None, choices=("normal", "t"),
+                       help="critical values: normal, or t with G - 1 df (default: the "
+                            "method's; auto picks t(G - 1) below 50 clusters)")
+    group.add_argument("--method", default="auto", choices=VARIANCE_METHODS,
+                       help="variance: auto (default: chosen from the design, the report "
+                            "says which and why), sandwich, jackknife (CV3J + t(G-1)) or "
+                            "bootstrap (wild / cluster / pigeonhole by the clustering)")
+    group.add_argument("--bootstrap-reps", type=int, default=999,
+                       help="bootstrap replicates for --method bootstrap (default 999)")
+    group.add_argument("--seed", type=int, default=0,
+                       help="seed of the bootstrap and Monte-Carlo critical values")
 
 
 def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     add_analysis_arguments(parser)
-    parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
-    parser.add_argument("--csv", metavar="PATH", help="write the ranked table here")
-    add_output_arguments(parser)
     _add_inference_arguments(parser)
+    group = section(parser, "output")
+    group.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    group.add_argument("--csv", metavar="PATH", help="write the ranked table here")
+    group.add_argument("--plot", metavar="PATH",
+                       help="write a forest plot and a rank-interval plot (PNG) here; "
+                            "implies --simultaneous and --ranks")
+    add_output_arguments(parser)
+    add_engine_arguments(parser)
 
 
 def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
-    """Joint inference (simultaneous intervals, rank sets, pairs) and the plot."""
-    parser.add_argument("--simultaneous", action="store_true",
-                        help="add intervals covering all scores jointly (max-|T|)")
-    parser.add_argument("--ranks", action="store_true",
-                        help="add rank confidence sets (Mogstad et al. 2024; 1 = best)")
-    parser.add_argument("--rank-method", default="marginal",
-                        choices=("marginal", "simultaneous"),
-                        help="rank sets valid per model (marginal) or jointly")
-    parser.add_argument("--pairwise", action="store_true",
-                        help="print the pairwise differences (all pairs up to 300, else "
-                             "neighbours in rank); the JSON holds all pairs (also with "
-                             "--simultaneous or --ranks)")
-    parser.add_argument("--plot", metavar="PATH",
-                        help="write a forest plot and a rank-interval plot (PNG) here; "
-                             "implies --simultaneous and --ranks")
+    """Joint inference: simultaneous intervals, rank sets, pairs."""
+    group = section(parser, "joint inference")
+    group.add_argument("--simultaneous", action="store_true",
+                       help="add intervals covering all scores jointly (max-|T|)")
+    group.add_argument("--ranks", action="store_true",
+                       help="add rank confidence sets (Mogstad et al. 2024; 1 = best)")
+    group.add_argument("--rank-method", default="marginal",
+                       choices=("marginal", "simultaneous"),
+                       help="rank sets valid per model (marginal) or jointly")
+    group.add_argument("--pairwise", action="store_true",
+                       help="print the pairwise differences (all pairs up to 300, else "
+                            "neighbours in rank); the JSON holds all pairs (also with "
+                            "--simultaneous or --ranks)")
 
 
 def load_log(args: argparse.Namespace, clustering) -> tuple:
@@ -293,8 +381,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
 def _leaderboard(args: argparse.Namespace) -> int:
     from winrate.report.leaderboard import leaderboard_table, write_json
 
-    for flag in ("json", "csv", "plot", "html"):
-        check_output_path(getattr(args, flag, None), f"--{flag}", _input_files(args))
+    check_output_flags(args, ("json", "csv", "plot", "html"))
     result = analyze_input(args, _joint_flags(args))
     if getattr(args, "plot", None):
         from winrate.progress import stage
@@ -305,7 +392,9 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if args.json:
         write_json(result, args.json)
     if args.csv:
-        leaderboard_table(result).to_csv(args.csv, index=False)
+        from winrate.report.output import write_text
+
+        write_text(args.csv, leaderboard_table(result).to_csv(index=False))
     if args.html:
         from winrate.report.leaderboard import to_dict
 
@@ -343,16 +432,18 @@ def analyze_input(args: argparse.Namespace, joint: dict):
     return replace(result, notes=Notes([*([note] if note else []), *loaded, *result.notes]))
 
 
-def _input_files(args: argparse.Namespace) -> list:
-    """The files INPUT reads (a folder's files for --format), which no output may replace."""
-    source = getattr(args, "input", None)
-    if source is None or not os.path.exists(source):
-        return []
-    if not os.path.isdir(source):
-        return [source]
-    from winrate.io.formats import find_files
+#: The flags that name an input (a file, folder or glob) no output may touch.
+INPUT_FLAGS = ("input", "answers", "file", "pilot")
 
-    return find_files(source) if getattr(args, "format", None) else []
+
+def check_output_flags(args: argparse.Namespace, flags) -> None:
+    """Before any work: every output flag of ``flags`` that is given names a writable
+    file, each its own, clear of every input (:func:`winrate.report.output.check_outputs`)."""
+    from winrate.report.output import check_outputs
+
+    inputs = [getattr(args, flag, None) for flag in INPUT_FLAGS]
+    outputs = {f"--{flag}": getattr(args, flag, None) for flag in flags}
+    check_outputs({k: v for k, v in outputs.items() if v != "-"}, inputs)
 
 
 def _variance_flags(args: argparse.Namespace) -> dict:
@@ -403,7 +494,7 @@ def write_page(doc: dict, args: argparse.Namespace, kind: str) -> None:
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=2024,
+    section(parser, "simulation").add_argument("--seed", type=int, default=2024,
                         help="seed of the simulated log used when MMLU-Pro is unavailable")
 
 
@@ -469,15 +560,18 @@ def explore_input(args):
 
 def add_eda_arguments(parser: argparse.ArgumentParser) -> None:
     add_input_arguments(parser)
-    parser.add_argument("--models", nargs="+", metavar="MODEL",
-                        help="--dataset: keep only comparisons between these models")
-    parser.add_argument("--cluster", nargs="+", metavar="SPEC", dest="clusterings",
-                        help="clusterings to report, e.g. prompt judge prompt+judge "
-                             "(default: the dataset's own set; for a file prompt judge "
-                             "prompt+judge)")
+    section(parser, "input").add_argument(
+        "--models", nargs="+", metavar="MODEL",
+        help="--dataset: keep only comparisons between these models")
     add_estimator_arguments(parser)
-    parser.add_argument("--json", metavar="PATH", help="write the report as JSON here")
+    section(parser, "variance").add_argument(
+        "--cluster", nargs="+", metavar="SPEC", dest="clusterings",
+        help="clusterings to report, e.g. prompt judge prompt+judge (default: the "
+             "dataset's own set; for a file prompt judge prompt+judge)")
+    section(parser, "output").add_argument("--json", metavar="PATH",
+                                           help="write the report as JSON here")
     add_output_arguments(parser)
+    add_engine_arguments(parser)
 
 
 def run_eda(args: argparse.Namespace) -> int:
@@ -486,8 +580,7 @@ def run_eda(args: argparse.Namespace) -> int:
     from winrate.eda import format_report, write_json
     from winrate.progress import preference
 
-    check_output_path(args.json, "--json", _input_files(args))
-    check_output_path(args.html, "--html", _input_files(args))
+    check_output_flags(args, ("json", "html"))
     with preference(args.progress):
         report = explore_input(args)
     if args.json:
@@ -502,19 +595,21 @@ def run_eda(args: argparse.Namespace) -> int:
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     add_analysis_arguments(parser)
-    parser.add_argument("--reps", type=int, default=200,
-                        help="simulated replications of the log (default 200, at least 20; "
-                             "--seed seeds them too)")
-    parser.add_argument("--fail-under", type=float, metavar="PCT",
-                        help="exit with code 1 when the estimated marginal coverage is below "
-                             "PCT percent (for scripts)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="worker processes (default: every core, when the replications "
-                             "take more than a few seconds)")
-    parser.add_argument("--json", metavar="PATH",
-                        help="write the check as JSON here ('-': on stdout, instead of the "
-                             "report)")
+    group = section(parser, "coverage check")
+    group.add_argument("--reps", type=int, default=200,
+                       help="simulated replications of the log (default 200, at least 20; "
+                            "--seed seeds them too)")
+    group.add_argument("--fail-under", type=float, metavar="PCT",
+                       help="exit with code 1 when the estimated marginal coverage is below "
+                            "PCT percent (for scripts)")
+    group.add_argument("--workers", type=int, default=None,
+                       help="worker processes (default: every core, when the replications "
+                            "take more than a few seconds)")
+    section(parser, "output").add_argument(
+        "--json", metavar="PATH",
+        help="write the check as JSON here ('-': on stdout, instead of the report)")
     add_progress_argument(parser)
+    add_engine_arguments(parser)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -539,8 +634,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise WinrateInputError(f"--fail-under must be a percentage in [0, 100], got "
                                 f"{args.fail_under}")
-    if args.json != "-":
-        check_output_path(args.json, "--json", _input_files(args))
+    check_output_flags(args, ("json",))
     result = analyze_input(args, {})
     for note in result.notes:
         print(note.line(), file=sys.stderr)
@@ -551,8 +645,9 @@ def _check(args: argparse.Namespace) -> int:
         if args.json == "-":
             print(text)
         else:
-            with open(args.json, "w", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            from winrate.report.output import write_text
+
+            write_text(args.json, text + "\n")
     if args.json != "-":
         print(check.summary())
     failed = args.fail_under is not None and 100 * check.marginal < args.fail_under
@@ -617,16 +712,10 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="winrate", description="Honest, cluster-robust error bars for LLM evaluations."
-    )
+    parser = Parser(prog="winrate",
+                    description="Honest, cluster-robust error bars for LLM evaluations.")
     parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (add_arguments, run) in _all_commands().items():
-        summary = " ".join((run.__doc__ or "").strip().split("\n\n")[0].split())
-        command = sub.add_parser(name, help=summary or None, description=summary or None)
-        add_arguments(command)
-        command.set_defaults(run=run)
+    add_commands(parser, _all_commands())
     return parser
 
 

@@ -34,6 +34,8 @@ DEFAULT_COLUMNS = {
 #: Bundled datasets of :func:`winrate.io.datasets.load`.
 DATASET_NAMES = ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena", "alpaca_eval", "qlora",
                  "prd")
+#: The bundled datasets that are per-question evals (:data:`winrate.io.datasets.SCORE_DATASETS`).
+SCORE_DATASET_NAMES = ("mmlu_pro",)
 #: Published leaderboard formats of :func:`winrate.io.formats.read_log`.
 LOG_FORMATS = ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard")
 #: ``--format`` of per-question scores (one row per question and model), read as the

@@ -646,9 +646,10 @@ def to_dict(report: EdaReport) -> dict:
 
 
 def write_json(report: EdaReport, path) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(to_dict(report), handle, indent=2)
-        handle.write("\n")
+    """The JSON report (:func:`to_dict`), written whole or not at all."""
+    from winrate.report.output import write_text
+
+    write_text(path, json.dumps(to_dict(report), indent=2) + "\n")
 
 
 def _fmt(x: float, spec: str = ".2f") -> str:

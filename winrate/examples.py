@@ -119,17 +119,20 @@ def write_examples(folder=".", force: bool = False) -> dict[Path, str]:
     if clashes and not force:
         raise WinrateInputError(f"{', '.join(clashes)} already exist(s) with other content; "
                                 "give another folder, or force=True to overwrite")
+    from winrate.report.output import write_text
+
     folder.mkdir(parents=True, exist_ok=True)
     for path, (text, _) in texts.items():
-        path.write_text(text, encoding="utf-8")
+        write_text(path, text)
     return {path: description for path, (_, description) in texts.items()}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("folder", nargs="?", default=".", metavar="DIR",
-                        help="where to write the files (default: here)")
-    parser.add_argument("--force", action="store_true",
-                        help="overwrite example files that differ from the generated ones")
+    group = parser.add_argument_group("output")
+    group.add_argument("folder", nargs="?", default=".", metavar="DIR",
+                       help="where to write the files (default: here)")
+    group.add_argument("--force", action="store_true",
+                       help="overwrite example files that differ from the generated ones")
 
 
 def run(args: argparse.Namespace) -> int:

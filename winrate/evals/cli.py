@@ -23,35 +23,52 @@ import json
 import math
 import sys
 import warnings
-from pathlib import Path
 
+from winrate.cli import check_output_flags, section
 from winrate.constants import (
     DEFAULT_CORRECTION,
     EVAL_FORMATS,
     INTERVALS,
     SCALAR_CORRECTIONS,
     SCALES,
+    SCORE_DATASET_NAMES,
 )
-from winrate.errors import WinrateInputError, WinrateWarning, check_output_path, describe_os_error
+from winrate.errors import WinrateInputError, WinrateWarning, describe_os_error
 
 
-def _add_table_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
-    parser.add_argument("--score-col", required=True, help="per-answer score (0/1 or real)")
-    parser.add_argument("--question-col", required=True, help="question id")
-    parser.add_argument("--model-col", default=None, help=model_help)
-    parser.add_argument("--cluster-col", action="append", default=[], metavar="COL",
-                        help="cluster column, constant within a question (repeat: multiway)")
-    parser.add_argument("--correction", choices=SCALAR_CORRECTIONS, default=DEFAULT_CORRECTION,
-                        help="small-sample correction of clustered SEs (default: %(default)s)")
-    parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
-    _add_scale_argument(parser)
+def _add_eval_input(parser: argparse.ArgumentParser) -> None:
+    """The answers: FILE with its columns, or a bundled per-question eval."""
+    group = section(parser, "input")
+    group.add_argument("file", metavar="FILE", nargs="?",
+                       help="CSV, TSV, JSONL or Parquet, one row per answer")
+    group.add_argument("--dataset", choices=SCORE_DATASET_NAMES,
+                       help="a bundled per-question eval instead of FILE (its per-question "
+                            "columns, e.g. src and category, are cluster columns)")
+    group.add_argument("--score-col", help="column of the per-answer score (0/1 or real)")
+    group.add_argument("--question-col", help="column of the question id")
+    group.add_argument("--model-col", default=None,
+                       help="column of the model name (omit for a single model)")
+    _add_scale_argument(group)
 
 
-def _add_scale_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scale", choices=SCALES, default="auto",
-                        help="score scale: binary (0/1), unit (proportions in [0, 1]), other "
-                             "(any number, reported as is) or auto (default: binary or unit "
-                             "from the values; anything outside [0, 1] is an error)")
+def _add_eval_variance(parser: argparse.ArgumentParser) -> None:
+    """Clustering, correction, level and interval method of the eval."""
+    group = section(parser, "variance")
+    group.add_argument("--cluster-col", action="append", default=[], metavar="COL",
+                       help="cluster column, constant within a question (repeat: multiway)")
+    group.add_argument("--correction", choices=SCALAR_CORRECTIONS, default=DEFAULT_CORRECTION,
+                       help="small-sample correction of clustered SEs (default: %(default)s)")
+    group.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
+    group.add_argument("--interval", choices=INTERVALS, default="auto",
+                       help="interval method (default: %(default)s)")
+    group.add_argument("--seed", type=int, default=0, help="seed of Monte-Carlo intervals")
+
+
+def _add_scale_argument(group) -> None:
+    group.add_argument("--scale", choices=SCALES, default="auto",
+                       help="score scale: binary (0/1), unit (proportions in [0, 1]), other "
+                            "(any number, reported as is) or auto (default: binary or unit "
+                            "from the values; anything outside [0, 1] is an error)")
 
 
 def _read_scores(path, args: argparse.Namespace):
@@ -65,32 +82,77 @@ def _read_scores(path, args: argparse.Namespace):
                            args.cluster_col, scale=args.scale)
 
 
+def _dataset_scores(args: argparse.Namespace):
+    """The question-level scores of the bundled eval ``--dataset``; its per-question axes
+    (but the question itself) can be cluster columns."""
+    import pandas as pd
+
+    from winrate.evals.frame import question_scores_from_wide
+    from winrate.io.datasets import read_scores
+
+    table = read_scores(args.dataset)
+    questions = _axis_labels(table.axes["prompt"])
+    wide = pd.DataFrame(table.scores, index=questions, columns=table.models)
+    clusters = pd.DataFrame({name: _axis_labels(axis) for name, axis in table.axes.items()
+                             if name != "prompt"}, index=questions)
+    return question_scores_from_wide(wide, clusters, args.cluster_col)
+
+
+def _axis_labels(axis):
+    """Each question's label on a clustering axis."""
+    import numpy as np
+
+    return np.asarray(axis.labels, dtype=object)[axis.codes]
+
+
+def _eval_scores(args: argparse.Namespace):
+    """The question-level scores of FILE (with its columns) or of --dataset."""
+    given = [flag for flag in ("score_col", "question_col", "model_col")
+             if getattr(args, flag)]
+    if args.dataset:
+        if args.file or given:
+            raise WinrateInputError(f"--dataset {args.dataset} brings its own scores; give "
+                                    "it without FILE, --score-col, --question-col or "
+                                    "--model-col")
+        return _dataset_scores(args)
+    if not args.file:
+        raise WinrateInputError("give a FILE of answers (with --score-col and "
+                                "--question-col) or --dataset NAME")
+    missing = [f"--{flag.replace('_', '-')}" for flag in ("score_col", "question_col")
+               if flag not in given]
+    if missing:
+        raise WinrateInputError(f"{args.file}: give {' and '.join(missing)} (the columns "
+                                "of the score and of the question id)")
+    return _read_scores(args.file, args)
+
+
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``winrate eval``."""
-    parser.add_argument("file", metavar="FILE", help="CSV, JSONL or Parquet, one row per answer")
-    _add_table_arguments(parser, "model name (omit for a single model)")
-    parser.add_argument("--interval", choices=INTERVALS, default="auto",
-                        help="interval method (default: %(default)s)")
-    parser.add_argument("--paired", nargs=2, action="append", default=[], metavar=("A", "B"),
-                        help="paired comparison of model A against baseline B (repeatable)")
-    parser.add_argument("--neighbours", action="store_true",
-                        help="also compare models that are adjacent in the ranking")
-    parser.add_argument("--bayes", action="store_true",
-                        help="add P(A > B) from the Bayesian paired model (0/1 scores)")
-    parser.add_argument("--table-format", choices=EVAL_FORMATS, default="markdown",
+    _add_eval_input(parser)
+    _add_eval_variance(parser)
+    pairs = section(parser, "paired comparisons")
+    pairs.add_argument("--paired", nargs=2, action="append", default=[], metavar=("A", "B"),
+                       help="paired comparison of model A against baseline B (repeatable)")
+    pairs.add_argument("--neighbours", action="store_true",
+                       help="also compare models that are adjacent in the ranking")
+    pairs.add_argument("--bayes", action="store_true",
+                       help="add P(A > B) from the Bayesian paired model (0/1 scores)")
+    output = section(parser, "output")
+    output.add_argument("--table-format", choices=EVAL_FORMATS, default="markdown",
                         help="how the tables are printed: text (aligned columns), markdown "
                              "(default), latex (booktabs tabular) or csv (raw numbers)")
-    parser.add_argument("--format", choices=EVAL_FORMATS, dest="table_format",
+    output.add_argument("--format", choices=EVAL_FORMATS, dest="table_format",
                         help=argparse.SUPPRESS)  # the former name of --table-format
-    parser.add_argument("--digits", type=int, default=1, help="decimals of percentages")
-    parser.add_argument("--seed", type=int, default=0, help="seed of Monte-Carlo intervals")
-    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
+    output.add_argument("--digits", type=int, default=1, help="decimals of percentages")
+    output.add_argument("--json", default=None, metavar="PATH",
                         help="write the full results as JSON (schema in docs/json.md)")
 
 
-def _write_json(path: Path | None, document: dict) -> None:
+def _write_json(path: str | None, document: dict) -> None:
     if path is not None:
-        path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n")
+        from winrate.report.output import write_text
+
+        write_text(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -99,12 +161,12 @@ def run_eval(args: argparse.Namespace) -> int:
     from winrate.evals.frame import evaluate
     from winrate.evals.report import pairwise_table, report_json, score_table
 
-    check_output_path(args.json, "--json")
+    check_output_flags(args, ("json",))
     if args.seed < 0:
         raise WinrateInputError(f"--seed must be a whole number >= 0, got {args.seed}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        report = evaluate(_read_scores(args.file, args), correction=args.correction,
+        report = evaluate(_eval_scores(args), correction=args.correction,
                           alpha=args.alpha, interval=args.interval,
                           pairs=[tuple(p) for p in args.paired], neighbours=args.neighbours,
                           bayes=args.bayes, seed=args.seed)
@@ -130,30 +192,37 @@ def print_warnings(caught) -> None:
 
 def add_power_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``winrate power``."""
-    target = parser.add_mutually_exclusive_group(required=True)
+    test = section(parser, "effect or sample size")
+    target = test.add_mutually_exclusive_group(required=True)
     target.add_argument("--delta", type=float, help="difference to detect: print the sample size")
     target.add_argument("--n", type=float, help="number of questions: print the MDE")
-    parser.add_argument("--omega2", type=float, default=None,
-                        help="variance of the conditional-mean differences, omega^2")
-    parser.add_argument("--sigma2-a", type=float, default=None, help="E[sigma_A^2] (default 0)")
-    parser.add_argument("--sigma2-b", type=float, default=None, help="E[sigma_B^2] (default 0)")
-    parser.add_argument("--k-a", type=int, default=None, help="answers per question, model A")
-    parser.add_argument("--k-b", type=int, default=None, help="answers per question, model B")
-    parser.add_argument("--deff", type=float, default=1.0, help="expected design effect")
-    parser.add_argument("--power", type=float, default=0.8, help="1 - beta (default 0.8)")
-    parser.add_argument("--pilot", default=None, metavar="FILE",
-                        help="estimate omega2, sigma2-a and sigma2-b from pilot answers")
-    parser.add_argument("--models", nargs=2, default=None, metavar=("A", "B"),
-                        help="the two pilot models")
+    test.add_argument("--power", type=float, default=0.8, help="1 - beta (default 0.8)")
+    test.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    given = section(parser, "variances")
+    given.add_argument("--omega2", type=float, default=None,
+                       help="variance of the conditional-mean differences, omega^2")
+    given.add_argument("--sigma2-a", type=float, default=None, help="E[sigma_A^2] (default 0)")
+    given.add_argument("--sigma2-b", type=float, default=None, help="E[sigma_B^2] (default 0)")
+    given.add_argument("--k-a", type=int, default=None, help="answers per question, model A")
+    given.add_argument("--k-b", type=int, default=None, help="answers per question, model B")
+    given.add_argument("--deff", type=float, default=1.0, help="expected design effect")
+    _add_pilot_arguments(section(parser, "pilot", "estimate omega2, sigma2-a and sigma2-b "
+                                                  "from pilot answers instead"))
+    section(parser, "output").add_argument("--json", default=None, metavar="PATH",
+                                           help="write inputs and result as JSON")
+
+
+def _add_pilot_arguments(pilot) -> None:
+    pilot.add_argument("--pilot", default=None, metavar="FILE",
+                       help="the pilot answers, one row per answer")
+    pilot.add_argument("--models", nargs=2, default=None, metavar=("A", "B"),
+                       help="the two pilot models")
     for name in ("score-col", "question-col", "model-col"):
-        parser.add_argument(f"--{name}", default=None, help="pilot column (with --pilot)")
-    parser.add_argument("--cluster-col", action="append", default=[], metavar="COL",
-                        help="pilot cluster column (repeat: multiway)")
-    _add_scale_argument(parser)
-    parser.add_argument("--correction", choices=SCALAR_CORRECTIONS, default=DEFAULT_CORRECTION)
-    parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
-    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
-                        help="write inputs and result as JSON")
+        pilot.add_argument(f"--{name}", default=None, help="pilot column")
+    pilot.add_argument("--cluster-col", action="append", default=[], metavar="COL",
+                       help="pilot cluster column (repeat: multiway)")
+    _add_scale_argument(pilot)
+    pilot.add_argument("--correction", choices=SCALAR_CORRECTIONS, default=DEFAULT_CORRECTION)
 
 
 def _pilot_matrix(qs, model, questions):
@@ -206,7 +275,7 @@ def run_power(args: argparse.Namespace) -> int:
     """Sample size, or minimum detectable effect, of a paired comparison of two models."""
     from winrate.evals.power import minimum_detectable_effect, sample_size
 
-    check_output_path(args.json, "--json")
+    check_output_flags(args, ("json",))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         settings = _power_settings(args)
@@ -232,13 +301,13 @@ COMMANDS = {"eval": (add_eval_arguments, run_eval), "power": (add_power_argument
 
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry point: ``python -m winrate.evals.cli {eval,power} ...``."""
-    parser = argparse.ArgumentParser(prog="python -m winrate.evals.cli")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (add_arguments, run) in COMMANDS.items():
-        add_arguments(sub.add_parser(name, help=(run.__doc__ or "").splitlines()[0]))
+    from winrate.cli import Parser, add_commands
+
+    parser = Parser(prog="python -m winrate.evals.cli")
+    add_commands(parser, COMMANDS)
     args = parser.parse_args(argv)
     try:
-        return COMMANDS[args.command][1](args)
+        return args.run(args)
     except WinrateInputError as error:
         print(f"winrate {args.command}: error: {error}", file=sys.stderr)
         return 2

@@ -853,11 +853,12 @@ def render(doc: dict, version: str, title: str | None = None) -> str:
 def publish(doc: dict, path=None, title: str | None = None,
             version: str | None = None) -> str:
     """The page of ``doc`` (:func:`render`; ``version`` defaults to the installed one),
-    also written to ``path`` (UTF-8) when given."""
+    also written to ``path`` (UTF-8, whole or not at all) when given."""
+    from winrate.report.output import write_text
+
     content = render(doc, version or installed_version(), title)
     if path is not None:
-        with open(path, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(content)
+        write_text(path, content)
     return content
 
 

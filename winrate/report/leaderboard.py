@@ -477,6 +477,7 @@ def _monte_carlo_json(joint) -> dict | None:
 
 
 def write_json(analysis: Analysis, path) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(to_dict(analysis), handle, indent=2)
-        handle.write("\n")
+    """The JSON report of ``analysis`` (:func:`to_dict`), written whole or not at all."""
+    from winrate.report.output import write_text
+
+    write_text(path, json.dumps(to_dict(analysis), indent=2) + "\n")

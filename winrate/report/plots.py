@@ -215,9 +215,14 @@ def _rank_method(joint) -> str:
 
 
 def plot_leaderboard(analysis: Analysis, path) -> Path:
-    """Write :func:`leaderboard_figure` to ``path`` (format from the extension, e.g. PNG)."""
+    """Write :func:`leaderboard_figure` to ``path`` (format from the extension, e.g. PNG),
+    whole or not at all (:func:`winrate.report.output.replacing`)."""
+    from winrate.report.output import replacing
+
     path = Path(path)
     if path.parent and not path.parent.exists():
         raise WinrateInputError(f"cannot write the plot: directory {path.parent} not found")
-    leaderboard_figure(analysis).savefig(path, dpi=DPI)
+    figure = leaderboard_figure(analysis)
+    with replacing(path) as temporary:
+        figure.savefig(temporary, dpi=DPI)
     return path
