@@ -525,3 +525,63 @@ def test_eda_conf_int_with_a_t_reference_uses_the_smallest_cluster_count(eda):
 def test_summary_rules_stay_narrow_under_a_wide_table(analysis):
     lines = str(analysis.summary()).splitlines()
     assert max(len(line) for line in lines if set(line) <= {"=", "-"}) <= 100
+
+
+@pytest.mark.parametrize("axes, cluster, hint", [
+    ({}, "prompt", r"prompt_col, 'prompt_id' by default.*or cluster by none"),
+    ({"judge": [0, 1] * 30}, "prompt", r"or cluster by 'judge' or none"),
+    ({"prompt": np.arange(60)}, "judge", r"judge_col, 'judge_id' by default"),
+    ({"prompt": np.arange(60)}, "topic", r"extra_cols"),
+])
+def test_a_missing_cluster_axis_says_what_to_pass_instead(axes, cluster, hint):
+    """The error names where the axis' ids come from and the axes the log has, in words:
+    never a Python literal such as ``(it has [])``."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 3, 60)
+    log = winrate.ComparisonLog.from_arrays(a, (a + 1) % 3, rng.random(60).round(),
+                                            **{k: np.asarray(v) for k, v in axes.items()})
+    with pytest.raises(WinrateInputError, match=hint) as caught:
+        quiet(winrate.analyze, log, cluster=cluster)
+    text = str(caught.value)
+    assert "[" not in text and "(it has" not in text and "\n" not in text
+
+
+def _literal_cases():
+    """Calls whose error or note names several things (choices, columns, pairs, models)."""
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 4, 200)
+    log = winrate.ComparisonLog.from_arrays(a, (a + rng.integers(1, 4, 200)) % 4,
+                                            rng.random(200).round(), prompt=np.arange(200))
+    champion = winrate.ComparisonLog.from_arrays([0, 1, 0, 1, 2, 0, 3, 3, 3],
+                                                 [1, 0, 2, 2, 0, 2, 0, 1, 2],
+                                                 [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1, 1, 1])
+    weights = np.ones((4, 4))
+    scores = pd.DataFrame({"question": range(6), "model": "m", "score": 1.0})
+    return {
+        "estimator option choice": lambda: winrate.fit(log, "bt", ties="thirds"),
+        "model choice": lambda: winrate.fit(log, "elo"),
+        "weight scheme": lambda: winrate.fit(log, weights="equal"),
+        "weights on unobserved pairs": lambda: winrate.fit(log, weights=weights),
+        "rank method": lambda: winrate.inference.joint.rank_sets(
+            np.zeros(2), np.eye(2), 0.05, method="exact"),
+        "missing eval column": lambda: winrate.evals.question_scores(
+            scores, question_col="question", model_col="model", score_col="points"),
+        "prior dominates": lambda: winrate.fit(champion, "bt", prior=1.0),
+    }
+
+
+@pytest.mark.parametrize("case", list(_literal_cases()))
+def test_no_error_or_note_shows_a_python_literal(case):
+    """Lists, tuples, sets and dicts are written as text (``'a', 'b' or 'c'``), never as
+    their Python repr (``('a', 'b')``, ``['x']``, ``{0, 1}``)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _literal_cases()[case]()
+        except WinrateInputError as error:
+            texts = [str(error)]
+        else:
+            texts = [str(w.message) for w in caught if issubclass(w.category, WinrateWarning)]
+    assert texts
+    for text in texts:
+        assert not re.search(r"[\[{]'|\('[^']*',|\{\d|\[\(|np\.|\[\d+, ", text), text

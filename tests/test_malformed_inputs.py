@@ -353,7 +353,7 @@ EVAL_CASES = [
              r"column \(model_col='model'\)", model=None),
     EvalCase("unnamed-model-column", answers(header=["question", "who", "score", "topic"]),
              r"column 'who' looks like one", model=None),
-    EvalCase("missing-score-column", answers(), r"\['points'\] not in the table",
+    EvalCase("missing-score-column", answers(), r"'points' not in the table",
              score="points"),
     EvalCase("text-score", answers(cells({(4, 2): "right"})),
              r"score column 'score' has non-numeric values at rows \[4\]"),

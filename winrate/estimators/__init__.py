@@ -25,6 +25,7 @@ from __future__ import annotations
 from winrate.errors import WinrateInputError
 from winrate.estimators import bradley_terry, length_controlled, rao_kupper, win_rate
 from winrate.estimators.base import Estimator, Option, SufficientData
+from winrate.report.text import one_of
 
 REGISTRY: dict[str, Estimator] = {
     win_rate.ESTIMATOR.name: win_rate.ESTIMATOR,
@@ -40,7 +41,7 @@ DEFAULT_ESTIMATOR = ESTIMATORS[0]
 def get(name: str) -> Estimator:
     """The estimator called ``name``; an error listing the estimators otherwise."""
     if name not in REGISTRY:
-        raise WinrateInputError(f"model must be one of {ESTIMATORS}, got {name!r}")
+        raise WinrateInputError(f"model must be one of {one_of(ESTIMATORS)}, got {name!r}")
     return REGISTRY[name]
 
 

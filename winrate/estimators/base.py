@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from winrate.errors import WinrateInputError
+from winrate.report.text import one_of
 
 #: Features a variance method may need from an estimator (``Estimator.supports``).
 FEATURES = ("cr2", "wild bootstrap", "small-sample floor", "thin-design rule",
@@ -76,7 +77,7 @@ class Option:
 
     def validate(self, value):
         if self.choices is not None and isinstance(value, str) and value not in self.choices:
-            raise WinrateInputError(f"option {self.name!r} must be one of {self.choices}, "
+            raise WinrateInputError(f"option {self.name!r} must be one of {one_of(self.choices)}, "
                                     f"got {value!r}")
         return value if self.check is None or value is None else self.check(value)
 

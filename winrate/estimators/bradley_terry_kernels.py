@@ -68,7 +68,7 @@ from winrate.estimators.win_rate_kernels import (
     pairwise_table,
 )
 from winrate.io.logs import ComparisonLog
-from winrate.report.text import listed
+from winrate.report.text import listed, one_of
 
 ELO_SCALE = 400.0 / np.log(10.0)
 DEFAULT_RATING = 1000.0
@@ -121,8 +121,7 @@ def strong_components(wins: np.ndarray) -> np.ndarray:
 def _group(members: np.ndarray) -> str:
     if len(members) == 1:
         return f"model {members[0]!s}"
-    return "models {" + ", ".join(map(str, members[:6])) + (", ...}" if len(members) > 6
-                                                             else "}")
+    return f"the group of models {listed(members, limit=6, quote=False)}"
 
 
 # ------------------------------------------------------------------ likelihoods
@@ -540,7 +539,7 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
     ``table``: the log's :func:`winrate.leaderboard.pairwise_table`, when already computed.
     """
     if ties not in TIE_MODELS:
-        raise WinrateInputError(f"ties must be one of {TIE_MODELS}, got {ties!r}")
+        raise WinrateInputError(f"ties must be one of {one_of(TIE_MODELS)}, got {ties!r}")
     if prior is not None and not (np.isfinite(prior) and prior > 0):
         raise WinrateInputError(f"option 'prior' must be a positive variance, got {prior!r}")
     covariates = tuple(covariates)

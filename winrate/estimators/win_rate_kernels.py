@@ -40,6 +40,7 @@ from winrate.estimators.graph import check_connected
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.io.logs import ComparisonLog
 from winrate.parallel import sized_kernel
+from winrate.report.text import one_of
 
 WEIGHT_SCHEMES = ("uniform", "count")
 
@@ -147,7 +148,7 @@ def opponent_weights(counts: np.ndarray, weights="uniform", models=None) -> np.n
             total = counts.sum(axis=1, keepdims=True)
             return np.divide(counts, total, out=np.zeros(counts.shape), where=total > 0)
         raise WinrateInputError(
-            f"weights must be one of {WEIGHT_SCHEMES} or a (K, K) matrix, got {weights!r}"
+            f"weights must be one of {one_of(WEIGHT_SCHEMES)} or a (K, K) matrix, got {weights!r}"
         )
     if isinstance(weights, pd.DataFrame):
         if models is None:
@@ -160,7 +161,8 @@ def opponent_weights(counts: np.ndarray, weights="uniform", models=None) -> np.n
         raise WinrateInputError("weight matrix has missing or non-finite entries")
     bad = np.argwhere((matrix != 0) & ~observed)
     if bad.size:
-        names = [(models[i], models[j]) if models is not None else (i, j) for i, j in bad[:5]]
+        label = models if models is not None else np.arange(len(counts))
+        names = ", ".join(f"{label[i]!s} vs {label[j]!s}" for i, j in bad[:5])
         raise WinrateInputError(
             f"weight matrix puts weight on {len(bad)} unobserved pair(s) (or the diagonal), "
             f"first: {names}; unobserved pairs are never imputed"

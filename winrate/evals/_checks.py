@@ -12,6 +12,7 @@ import pandas as pd
 from winrate import notes
 from winrate.constants import FEW_CLUSTERS, SCALAR_CORRECTIONS, SCALES
 from winrate.errors import WinrateInputError, first_rows
+from winrate.report.text import one_of
 from winrate.variance.reference import _check_alpha
 
 
@@ -115,7 +116,7 @@ def check_correction(correction: str) -> str:
     """``correction`` if it is one of :data:`winrate.constants.SCALAR_CORRECTIONS` (per-question
     scores have no strata for CR2), else a WinrateInputError."""
     if correction not in SCALAR_CORRECTIONS:
-        raise WinrateInputError(f"correction must be one of {SCALAR_CORRECTIONS}, got "
+        raise WinrateInputError(f"correction must be one of {one_of(SCALAR_CORRECTIONS)}, got "
                                 f"{correction!r}")
     return correction
 
@@ -145,7 +146,7 @@ def resolve_scale(values: np.ndarray, scale: str, name: str, index=None) -> str:
     from the values) or ``other``. Scores outside the declared scale are a
     WinrateInputError naming the column and the first offending rows."""
     if scale not in SCALES:
-        raise WinrateInputError(f"scale must be one of {SCALES}, got {scale!r}")
+        raise WinrateInputError(f"scale must be one of {one_of(SCALES)}, got {scale!r}")
     if scale == "other":
         return scale
     if scale == "binary":

@@ -20,6 +20,7 @@ from scipy import optimize, stats
 from scipy.special import betaln, logsumexp
 
 from winrate.errors import WinrateInputError
+from winrate.report.text import one_of
 
 SAMPLERS = ("laplace", "prior")
 DEFENSIVE = 0.1
@@ -80,7 +81,7 @@ def importance_sample(
     when the mode or Hessian is unusable).
     """
     if sampler not in SAMPLERS:
-        raise WinrateInputError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+        raise WinrateInputError(f"sampler must be one of {one_of(SAMPLERS)}, got {sampler!r}")
     if int(n_samples) != n_samples or n_samples < 100:
         raise WinrateInputError(f"n_samples must be an integer >= 100, got {n_samples}")
     rng = np.random.default_rng(seed)

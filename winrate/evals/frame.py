@@ -31,7 +31,7 @@ from winrate.evals.summary import (
     variance_components,
 )
 from winrate.inference.intervals import bounds_frame, simultaneous_bounds
-from winrate.report.text import Summary, text_block
+from winrate.report.text import Summary, listed, text_block
 from winrate.variance.sandwich import DEFAULT_CORRECTION, multiway_cluster_cov
 
 SINGLE_MODEL = "model"
@@ -90,7 +90,8 @@ def _require_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise WinrateInputError(
-            f"column(s) {missing} not in the table; available columns: {list(df.columns)}"
+            f"column(s) {listed(missing)} not in the table; available columns: "
+            f"{listed(df.columns)}"
         )
 
 
@@ -127,7 +128,7 @@ def _question_clusters(df: pd.DataFrame, question_col: str, cluster_cols) -> pd.
         if varying.any():
             raise WinrateInputError(
                 f"cluster column {col!r} must be constant within a question, but questions "
-                f"{list(varying.index[varying][:5])} have several labels"
+                f"{listed(varying.index[varying], limit=5)} have several labels"
             )
     return grouped[list(cluster_cols)].first()
 
@@ -224,7 +225,8 @@ def question_scores_from_wide(
         missing = ~scores.index.isin(clusters.index)
         if missing.any():
             raise WinrateInputError(
-                f"the clusters table has no row for questions {list(scores.index[missing][:5])}"
+                "the clusters table has no row for questions "
+                f"{listed(scores.index[missing], limit=5)}"
             )
         labels = clusters.loc[long["question"], list(cluster_cols)].astype(str)
         long[list(cluster_cols)] = labels.to_numpy()
@@ -383,7 +385,7 @@ def compare(qs: QuestionScores, model_a: str, model_b: str, *,
     McNemar's test and, with ``bayes=True``, :func:`~winrate.evals.paired.paired_bayes`."""
     for m in (model_a, model_b):
         if m not in qs.scores.columns:
-            raise WinrateInputError(f"model {m!r} not found; models: {qs.models}")
+            raise WinrateInputError(f"model {m!r} not found; models: {listed(qs.models)}")
     both = qs.scores[[model_a, model_b]].dropna()
     if len(both) < len(qs.scores[[model_a, model_b]].dropna(how="all")):
         notes.emit(notes.common_questions(model_a, model_b, len(both)))

@@ -26,6 +26,7 @@ from winrate.constants import BINOMIAL_METHODS
 from winrate.errors import WinrateInputError
 from winrate.evals._checks import check_alpha
 from winrate.evals._importance import importance_sample, log_gamma_logpdf, logit_beta_logpdf
+from winrate.report.text import one_of
 from winrate.variance.reference import critical_value
 
 #: below this importance-sampling effective sample size the posterior is poorly represented
@@ -117,7 +118,7 @@ def binomial_interval(
     computed, so their failure is visible).
     """
     if method not in _METHODS:
-        raise WinrateInputError(f"method must be one of {BINOMIAL_METHODS}, got {method!r}")
+        raise WinrateInputError(f"method must be one of {one_of(BINOMIAL_METHODS)}, got {method!r}")
     alpha = check_alpha(alpha)
     k, n = _check_counts(k, n)
     prior = _check_prior(prior)

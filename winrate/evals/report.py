@@ -20,6 +20,7 @@ from winrate.errors import WinrateInputError
 from winrate.evals.results import Comparison, ModelResult
 from winrate.report.leaderboard import json_safe
 from winrate.report.tables import render_table
+from winrate.report.text import one_of
 
 JSON_SCHEMA_VERSION = 1
 
@@ -113,7 +114,7 @@ def render(rows: list[dict], fmt: str) -> str:
     """Render rows (dicts; a key missing from a row shows as ``-``) as an aligned text,
     markdown, LaTeX (tabular) or CSV table (:func:`winrate.report.tables.render_table`)."""
     if fmt not in FORMATS:
-        raise WinrateInputError(f"format must be one of {FORMATS}, got {fmt!r}")
+        raise WinrateInputError(f"format must be one of {one_of(FORMATS)}, got {fmt!r}")
     if fmt == "csv":
         return pd.DataFrame(rows).to_csv(index=False)
     if not rows:
@@ -130,6 +131,38 @@ def by_score(models: Mapping[str, ModelResult]) -> dict[str, ModelResult]:
         return -mean if mean is not None and math.isfinite(mean) else math.inf
 
     return {name: models[name] for name in sorted(models, key=key)}
+
+
+#: How the header names each score scale.
+_SCALE_TEXT = {"binary": "0/1 scores", "unit": "scores in [0, 1]",
+               "other": "scores on their own scale"}
+
+
+def header(report) -> str:
+    """The report's opening sentence: what was scored, how the SEs are clustered and the
+    level, e.g. "3 models scored on 400 questions (0/1 scores in column 'correct');
+    standard errors clustered by src (20 clusters), cr1 correction; 95% confidence
+    intervals (wald-t)." """
+    k = len(report.models)
+    questions = (len(report.scores.scores) if report.scores is not None
+                 else max((r.summary.n for r in report.models.values()), default=0))
+    scored = (f"{k} model{'s' if k != 1 else ''} scored on {questions:,} questions "
+              f"({_SCALE_TEXT.get(report.scale, 'scores')} in column {report.score_col!r})")
+    methods = ", ".join(dict.fromkeys(r.summary.interval for r in report.models.values()))
+    return (f"{scored}; {_clustering_text(report)}; {100 * (1 - report.alpha):g}% "
+            f"confidence intervals ({methods or report.interval}).")
+
+
+def _clustering_text(report) -> str:
+    """``standard errors clustered by src (20 clusters), cr1 correction``, or that the
+    questions are taken as independent."""
+    if not report.cluster_cols:
+        return "questions independent (no clustering)"
+    counts = ({c: report.scores.clusters[c].nunique() for c in report.cluster_cols}
+              if report.scores is not None else {})
+    named = " and ".join(f"{c} ({counts[c]:,} clusters)" if c in counts else c
+                         for c in report.cluster_cols)
+    return f"standard errors clustered by {named}, {report.correction} correction"
 
 
 def score_table(report, fmt: str = "markdown", digits: int = 1) -> str:

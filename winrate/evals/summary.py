@@ -34,6 +34,7 @@ from winrate.evals._checks import (
 )
 from winrate.evals.intervals import binomial_interval, clustered_bayes_interval
 from winrate.inference.joint import wald_intervals
+from winrate.report.text import one_of
 from winrate.variance.diagnostics import anova_icc
 from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,
@@ -160,7 +161,7 @@ def _naive_ses(x: np.ndarray) -> tuple[float, float | None, bool]:
 
 def _resolve_interval(interval: str, binary: bool, n: int, n_dims: int) -> str:
     if interval not in INTERVALS:
-        raise WinrateInputError(f"interval must be one of {INTERVALS}, got {interval!r}")
+        raise WinrateInputError(f"interval must be one of {one_of(INTERVALS)}, got {interval!r}")
     if interval == "auto":
         return "bayes" if binary and n < SMALL_N and n_dims == 0 else "wald"
     if interval != "wald" and not binary:

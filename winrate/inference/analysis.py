@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import estimators, notes
-from winrate.constants import FEW_CLUSTERS
+from winrate.constants import DEFAULT_COLUMNS, FEW_CLUSTERS
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators.cells import require_rows
 from winrate.estimators.leaderboard import Leaderboard
@@ -482,14 +482,29 @@ def clustering_problem(log: ComparisonLog, clustering: tuple[str, ...]) -> str |
     """Why clustering by these axes gives no variance estimate, in plain words; else None."""
     for name in clustering:
         if name not in log.axes:
-            return (f"the log has no '{name}' axis (it has {sorted(log.axes)}), so nothing "
-                    f"is known about which comparisons share a {name}")
+            return _missing_axis(log, name)
         axis = log.axes[name]
         if axis.n_clusters < 2:
             return (f"every comparison has the same {name} ({axis.labels[0]!s}): one cluster "
                     f"is one independent unit, so variation across {name}s cannot be "
                     f"estimated (the SEs are conditional on this {name})")
     return None
+
+
+def _missing_axis(log: ComparisonLog, name: str) -> str:
+    """Why a log without axis ``name`` cannot be clustered by it, and what to pass instead:
+    the reader's column of its ids (formats fill prompt and judge from their own fields),
+    or an axis the log has."""
+    if name in DEFAULT_COLUMNS:
+        source = (f"read the log with its column of {name} ids (read_comparisons' "
+                  f"{name}_col, {DEFAULT_COLUMNS[name]!r} by default; a format whose files "
+                  f"carry {name} ids fills it from them)")
+    else:
+        source = (f"read the log with a column of {name} ids as an axis (read_comparisons' "
+                  "extra_cols)")
+    choices = "".join(f"{axis!r} or " for axis in sorted(log.axes))
+    return (f"the log has no '{name}' axis, so nothing is known about which comparisons "
+            f"share a {name}: {source}, or cluster by {choices}none")
 
 
 def _clustered_cov(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...],

@@ -86,6 +86,7 @@ from winrate import notes
 from winrate.constants import DEFAULT_DRAWS, RANK_METHODS
 from winrate.errors import WinrateInputError
 from winrate.parallel import sized_kernel
+from winrate.report.text import one_of
 from winrate.variance.reference import (
     _EMPTY,
     _check_alpha,
@@ -865,7 +866,7 @@ def rank_sets(
     The rank of the point estimate always lies in its set.
     """
     if method not in _METHODS:
-        raise WinrateInputError(f"method must be one of {_METHODS}, got {method!r}")
+        raise WinrateInputError(f"method must be one of {one_of(_METHODS)}, got {method!r}")
     est, V, F, alpha, df, mc = _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size,
                                       mc_tolerance)
     rows = _rank_rows(est.size, method)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from winrate.constants import TABLE_FORMATS
+from winrate.report.text import one_of
 
 _LATEX_SPECIAL = str.maketrans({
     "\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -51,7 +52,8 @@ def _check(header: Sequence[str], rows: Sequence[Sequence[str]], align: str | No
         raise ValueError(f"align {align!r} must give l or r for each of {len(header)} columns")
     for row in rows:
         if len(row) != len(header):
-            raise ValueError(f"row {list(row)} has {len(row)} cells, the header {len(header)}")
+            raise ValueError(f"row {' | '.join(map(str, row))} has {len(row)} cells, the "
+                             f"header {len(header)}")
     return align
 
 
@@ -103,7 +105,7 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]], fmt: str,
         return markdown_table(header, rows, align)
     if fmt == "latex":
         return latex_tabular(header, rows, align)
-    raise ValueError(f"table format must be one of {TABLE_FORMATS}, got {fmt!r}")
+    raise ValueError(f"table format must be one of {one_of(TABLE_FORMATS)}, got {fmt!r}")
 
 
 def comment_block(text: str, fmt: str) -> str:

@@ -47,6 +47,7 @@ from winrate.errors import WinrateInputError
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.io.logs import ComparisonLog
 from winrate.progress import bar
+from winrate.report.text import one_of
 from winrate.variance.reference import _check_alpha, _quantile_with_se, reference_label
 from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,
@@ -516,7 +517,8 @@ def wild_weights(n_clusters: int, reps: int, distribution: str = "webb", seed=0
     """
     if distribution not in WILD_DISTRIBUTIONS:
         raise WinrateInputError(
-            f"wild bootstrap weights must be one of {WILD_DISTRIBUTIONS}, got {distribution!r}")
+            f"wild bootstrap weights must be one of {one_of(WILD_DISTRIBUTIONS)}, "
+            f"got {distribution!r}")
     if int(reps) != reps or reps < 1:
         raise WinrateInputError(f"wild bootstrap reps must be a positive integer, got {reps}")
     points = np.array([-1.0, 1.0]) if distribution == "rademacher" else _WEBB_POINTS
@@ -695,7 +697,7 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
       result is that of the expanded log, like ``naive_cov``.
     """
     if method not in ("jackknife", "bootstrap"):
-        raise WinrateInputError(f"method must be one of {VARIANCE_METHODS}, got {method!r}")
+        raise WinrateInputError(f"method must be one of {one_of(VARIANCE_METHODS)}, got {method!r}")
     groups = [log.axes[n].codes for n in names]
     sizes = [log.axes[n].n_clusters for n in names]
     label = _axes_phrase(names, sizes) if names else "comparisons (no clustering)"

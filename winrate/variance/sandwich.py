@@ -67,13 +67,14 @@ from winrate.errors import WinrateInputError
 from winrate.estimators.cells import CellTotals
 from winrate.io.logs import factorize_groups
 from winrate.parallel import sized_kernel
+from winrate.report.text import one_of
 
 _PSD_TOLERANCE = 1e-10
 
 
 def _check_correction(correction: str) -> None:
     if correction not in CORRECTIONS:
-        raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+        raise ValueError(f"correction must be one of {one_of(CORRECTIONS)}, got {correction!r}")
 
 
 def _as_influence(influence):
