@@ -75,13 +75,20 @@ SKIP_SPARK = "WINRATE_SKIP_SPARK"
 
 def spark_missing() -> str | None:
     """What the Spark tests lack on this machine (PySpark or a Java runtime), None if
-    nothing. PySpark starts ``$JAVA_HOME/bin/java`` when ``JAVA_HOME`` is set, else the
-    ``java`` on the path."""
+    nothing."""
     import importlib.util
-    import shutil
 
     if importlib.util.find_spec("pyspark") is None:
         return "PySpark is not installed (pip install -e '.[dev,spark]'; make test does)"
+    return java_missing()
+
+
+def java_missing() -> str | None:
+    """What is wrong with the Java runtime PySpark would start (none, or older than Spark 4
+    needs), None if nothing. PySpark starts ``$JAVA_HOME/bin/java`` when ``JAVA_HOME`` is
+    set, else the ``java`` on the path."""
+    import shutil
+
     java_home = os.environ.get("JAVA_HOME")
     java = Path(java_home, "bin", "java") if java_home else shutil.which("java")
     if not java or not os.access(java, os.X_OK):
@@ -118,16 +125,22 @@ def java_major_version(java: str) -> int | None:
 
 
 @pytest.fixture(scope="session")
-def spark_engine():
-    """A :class:`~winrate.io.spark_engine.SparkEngine` on one small local session per test
-    worker (a session takes seconds to start). With ``WINRATE_SKIP_SPARK=1`` the Spark
-    tests skip with that reason; without it, a missing PySpark or Java fails them."""
+def spark_runtime() -> None:
+    """The gate of every Spark test (a test that imports PySpark or starts Java): with
+    ``WINRATE_SKIP_SPARK=1`` the test skips with that reason; without it, a missing PySpark
+    or Java fails it."""
     if os.environ.get(SKIP_SPARK) == "1":
         pytest.skip(f"{SKIP_SPARK}=1: the Spark tests are skipped on request")
     missing = spark_missing()
     if missing:
         pytest.fail(f"Spark tests cannot run: {missing}; set {SKIP_SPARK}=1 to skip them",
                     pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def spark_engine(spark_runtime):
+    """A :class:`~winrate.io.spark_engine.SparkEngine` on one small local session per test
+    worker (a session takes seconds to start), behind :func:`spark_runtime`'s gate."""
     from winrate.io.spark_engine import SparkEngine
 
     engine = SparkEngine.local(cores=2, memory="1g", partitions=2)

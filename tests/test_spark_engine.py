@@ -10,6 +10,8 @@ and a scan on Spark gives what a scan on DuckDB gives.
   each in the bucket of its prompt, on both engines; the analyses (scores, covariances,
   standard errors, design effects) agree with DuckDB's and with the in-memory analysis to
   1e-12 of the largest value. The full property matrix runs on DuckDB, not here.
+* The opt-out: with ``WINRATE_SKIP_SPARK=1`` and PySpark not importable, every test of
+  tests/ that touches Spark passes or skips (a pytest run in a subprocess).
 
 All in one module, so that one pytest worker starts Spark (the ``spark_engine`` fixture in
 tests/conftest.py: one local session per worker, a few seconds to start).
@@ -17,8 +19,11 @@ tests/conftest.py: one local session per worker, a few seconds to start).
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -205,19 +210,73 @@ def test_importing_the_engine_module_loads_no_pyspark():
 
 
 def test_a_missing_java_is_named_not_skipped(monkeypatch, tmp_path):
-    """The fixture's check: with neither JAVA_HOME nor a java on the path, the reason it
-    fails the Spark tests names Debian's Java package (or PySpark, when that is missing)."""
-    from tests.conftest import spark_missing
+    """The fixture's check of Java (made whether PySpark is installed or not): with neither
+    JAVA_HOME nor a java on the path, the reason it fails the Spark tests names Debian's
+    Java package."""
+    from tests.conftest import java_missing
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert "openjdk-17-jre-headless" in spark_missing()
+    assert "openjdk-17-jre-headless" in java_missing()
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "java").touch(mode=0o755)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
-    assert spark_missing() is None
+    assert java_missing() is None
 
 
+
+# ------------------------------------------------------------------ the opt-out
+
+TESTS = Path(__file__).resolve().parent
+#: Set in the interpreter that :func:`test_every_spark_test_honours_the_opt_out` starts.
+OPT_OUT_PROBE = "WINRATE_OPT_OUT_PROBE"
+#: A pytest plugin for that interpreter: PySpark unimportable (``import pyspark`` fails and
+#: ``find_spec`` finds nothing, as when it is not installed), and only the tests that touch
+#: Spark collected: a ``spark`` in their id, in their fixtures or in their function's source,
+#: except the cases of a test parametrized to run on another engine.
+NO_PYSPARK_PLUGIN = '''
+import inspect
+import sys
+
+sys.modules["pyspark"] = None
+
+
+def touches_spark(item):
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if {str(value) for value in params.values()} & {"memory", "duckdb"}:
+        return False
+    try:
+        source = inspect.getsource(item.function)
+    except (AttributeError, OSError, TypeError):
+        source = ""
+    return any("spark" in text.lower()
+               for text in (item.nodeid, source, *getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config, items):
+    kept = [item for item in items if touches_spark(item)]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
+'''
+
+
+def test_every_spark_test_honours_the_opt_out(tmp_path):
+    """With ``WINRATE_SKIP_SPARK=1`` and PySpark not importable, every test of tests/ that
+    touches Spark (each module mentioning it; each test of those whose id, fixtures or
+    source does) passes or skips: none fails and none errors at collection."""
+    if os.environ.get(OPT_OUT_PROBE) == "1":
+        pytest.skip("this test's own probe")
+    modules = sorted(str(path) for path in TESTS.glob("test_*.py")
+                     if "spark" in path.read_text().lower())
+    (tmp_path / "no_pyspark.py").write_text(NO_PYSPARK_PLUGIN)
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "WINRATE_SKIP_SPARK": "1", OPT_OUT_PROBE: "1", "PYTHONPATH": path}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no_pyspark", "-rfE", *modules], cwd=TESTS.parent, env=env,
+                          capture_output=True, text=True, timeout=600)
+    summary = done.stdout.strip().splitlines()[-1:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "skipped" in summary[0] and "failed" not in summary[0], summary
 
 # ------------------------------------------------------------------ winrate.scan on Spark
 
