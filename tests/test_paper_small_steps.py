@@ -76,3 +76,46 @@ def test_auto_grid_numbers_are_those_of_the_committed_grid():
     assert NUMBERS["cov_autogrid_few_mar_min"] == f"{few.marginal.min():.1f}"
     assert NUMBERS["cov_autogrid_few_mar_max"] == f"{few.marginal.max():.1f}"
     assert NUMBERS["cov_autogrid_many_sim_min"] == f"{many.simultaneous.min():.1f}"
+
+
+# ------------------------------------------------------------- round-off never shows
+
+
+def test_a_round_off_size_is_registered_as_a_bound(tmp_path):
+    paper = Paper(tmp_path)
+    assert paper.bound("tiny_dev", 3e-15, 1e-12) == "< 1e-12"
+    assert paper.numbers["tiny_dev"] == "< 1e-12"
+    with pytest.raises(ValueError, match="not below"):
+        paper.bound("big_dev", 2e-12, 1e-12)
+
+
+def _figure_bytes(nudge: float, coarse: bool) -> bytes:
+    """A scatter and a line of 5,000 points, moved by ``nudge`` relative, as PDF bytes
+    (matplotlib prints marker positions to 1e-10 pt: a move of about 3e-13 pt flips the
+    last digit of about 0.3% of them, so 15 on average)."""
+    import io
+    from contextlib import nullcontext
+
+    from common import PDF_METADATA, coarse_pdf_numbers
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    x = np.linspace(0, 1, 5000) * (1 + nudge)
+    ax.plot(x, np.sin(7 * x), "o", ms=2)
+    ax.plot(x, np.cos(x))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-1.1, 1.1)
+    buffer = io.BytesIO()
+    with coarse_pdf_numbers() if coarse else nullcontext():
+        fig.savefig(buffer, format="pdf", metadata=PDF_METADATA)
+    return buffer.getvalue()
+
+
+def test_figures_do_not_carry_the_last_bits():
+    """matplotlib's own PDF changes when the plotted values move by 1e-15 (as another CPU
+    may compute them); the paper's figures, written with coarse_pdf_numbers, do not."""
+    assert _figure_bytes(0, coarse=False) != _figure_bytes(1e-15, coarse=False)
+    assert _figure_bytes(0, coarse=True) == _figure_bytes(1e-15, coarse=True)
