@@ -1,4 +1,5 @@
-"""Exception and warning types raised by winrate, and the row list their messages quote."""
+"""Exception and warning types raised by winrate, and the row and name lists their messages
+quote (as text, never as a Python literal)."""
 
 _SHOW_ROWS = 5
 
@@ -26,3 +27,21 @@ def describe_os_error(error: OSError) -> str:
     """One line for a failed read or write: the file and the operating system's reason."""
     where = f"{error.filename!s}: " if error.filename else ""
     return f"{where}{error.strerror or error}"
+
+
+def listed(names, limit: int | None = None, quote: bool = True, last: str = "and") -> str:
+    """Names as text for a message: ``'a'``, ``'a' and 'b'``, ``'a', 'b' and 'c'`` (each
+    quoted unless ``quote`` is False; ``last`` joins the last two), the first ``limit``
+    then ``and N more``; ``none`` for no name. Never a Python literal (a list's or set's
+    repr)."""
+    shown = [repr(str(n)) if quote else str(n) for n in names]
+    if not shown:
+        return "none"
+    if limit is not None and len(shown) > limit:
+        return f"{', '.join(shown[:limit])} and {len(shown) - limit} more"
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} {last} {shown[-1]}"
+
+
+def one_of(choices) -> str:
+    """The allowed values of an option as text: ``'a', 'b' or 'c'``."""
+    return listed(choices, last="or")

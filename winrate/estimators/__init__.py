@@ -22,10 +22,9 @@ estimator flags from :func:`all_options` without loading a numerical library.
 
 from __future__ import annotations
 
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, one_of
 from winrate.estimators import bradley_terry, length_controlled, rao_kupper, win_rate
 from winrate.estimators.base import Estimator, Option, SufficientData
-from winrate.report.text import one_of
 
 REGISTRY: dict[str, Estimator] = {
     win_rate.ESTIMATOR.name: win_rate.ESTIMATOR,

@@ -33,8 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from winrate.errors import WinrateInputError
-from winrate.report.text import one_of
+from winrate.errors import WinrateInputError, one_of
 
 #: Features a variance method may need from an estimator (``Estimator.supports``).
 FEATURES = ("cr2", "wild bootstrap", "small-sample floor", "thin-design rule",

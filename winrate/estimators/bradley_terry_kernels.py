@@ -57,7 +57,7 @@ from scipy.special import expit
 
 from winrate import notes
 from winrate.constants import TIE_MODELS
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, listed, one_of
 from winrate.estimators.graph import check_connected
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.estimators.win_rate_kernels import (
@@ -68,7 +68,6 @@ from winrate.estimators.win_rate_kernels import (
     pairwise_table,
 )
 from winrate.io.logs import ComparisonLog
-from winrate.report.text import listed, one_of
 
 ELO_SCALE = 400.0 / np.log(10.0)
 DEFAULT_RATING = 1000.0

@@ -47,9 +47,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from winrate.errors import listed
 from winrate.estimators.base import PERCENT, Estimator, Option, RowRefit
 from winrate.estimators.win_rate import BASELINE
-from winrate.report.text import listed
 
 #: The log feature with the answers' length difference (``winrate.io.formats``, alpaca_eval).
 LENGTH_FEATURE = "style_length_delta"

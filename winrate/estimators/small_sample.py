@@ -56,16 +56,16 @@ whose SE then rounds to zero is reported as not estimable
 from __future__ import annotations
 
 import numpy as np
+from scipy import special
 
 from winrate.estimators.bradley_terry_kernels import empirical_bayes_probabilities
 from winrate.estimators.cells import CellTotals
 from winrate.estimators.leaderboard import Leaderboard
-from winrate.variance.reference import critical_value
 
 #: Weight of the Bradley-Terry prediction in the floor's Beta prior, in comparisons.
 PRIOR_COMPARISONS = 2.0
 #: The Wilson floor's reference level: z = Phi^-1(0.975), the 95% interval's (module doc).
-WILSON_Z = critical_value(0.05)
+WILSON_Z = float(special.ndtri(1 - 0.05 / 2))  # as winrate.variance.reference.critical_value
 
 
 def degenerate_pairs(board: Leaderboard, frequency: np.ndarray | None) -> np.ndarray:

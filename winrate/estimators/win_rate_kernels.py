@@ -35,12 +35,11 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, one_of
 from winrate.estimators.graph import check_connected
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.io.logs import ComparisonLog
 from winrate.parallel import sized_kernel
-from winrate.report.text import one_of
 
 WEIGHT_SCHEMES = ("uniform", "count")
 

@@ -11,8 +11,7 @@ import pandas as pd
 
 from winrate import notes
 from winrate.constants import FEW_CLUSTERS, SCALAR_CORRECTIONS, SCALES
-from winrate.errors import WinrateInputError, first_rows
-from winrate.report.text import one_of
+from winrate.errors import WinrateInputError, first_rows, one_of
 from winrate.variance.reference import _check_alpha
 
 

@@ -19,8 +19,7 @@ import numpy as np
 from scipy import optimize, stats
 from scipy.special import betaln, logsumexp
 
-from winrate.errors import WinrateInputError
-from winrate.report.text import one_of
+from winrate.errors import WinrateInputError, one_of
 
 SAMPLERS = ("laplace", "prior")
 DEFENSIVE = 0.1

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import notes
-from winrate.errors import WinrateInputError, WinrateWarning, first_rows
+from winrate.errors import WinrateInputError, WinrateWarning, first_rows, listed
 from winrate.evals._checks import resolve_scale
 from winrate.evals.paired import (
     mcnemar,
@@ -31,7 +31,7 @@ from winrate.evals.summary import (
     variance_components,
 )
 from winrate.inference.intervals import bounds_frame, simultaneous_bounds
-from winrate.report.text import Summary, listed, text_block
+from winrate.report.text import Summary, text_block
 from winrate.variance.sandwich import DEFAULT_CORRECTION, multiway_cluster_cov
 
 SINGLE_MODEL = "model"
@@ -331,20 +331,16 @@ class EvalReport:
         return self.scores
 
     def summary(self) -> Summary:
-        """The score and pairwise tables as ``winrate eval`` prints them, under the settings,
-        statsmodels style, warnings numbered."""
-        from winrate.evals.report import pairwise_table, score_table
+        """The score and pairwise tables as ``winrate eval`` prints them, under its opening
+        sentence (:func:`winrate.evals.report.header`), statsmodels style, warnings
+        numbered."""
+        import textwrap
 
-        clusters = ", ".join(self.cluster_cols) or "none (questions independent)"
-        settings = "\n".join([
-            f"scores: {self.score_col} by question {self.question_col}"
-            + (f" and model {self.model_col}" if self.model_col else "")
-            + f"; scale {self.scale}",
-            f"clusters: {clusters}; correction {self.correction}",
-            f"interval: {self.interval}, alpha {self.alpha:g}",
-        ])
-        return text_block("Eval statistics", [settings, score_table(self),
-                                              pairwise_table(self)], self.warnings)
+        from winrate.evals.report import header, pairwise_table, score_table
+
+        return text_block("Eval statistics", [textwrap.fill(header(self), 80),
+                                              score_table(self), pairwise_table(self)],
+                          self.warnings)
 
     def __repr__(self) -> str:
         return (f"EvalReport(models={len(self.models)}, comparisons={len(self.comparisons)}, "

@@ -23,10 +23,9 @@ from scipy.special import expit, logit
 
 from winrate import notes
 from winrate.constants import BINOMIAL_METHODS
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, one_of
 from winrate.evals._checks import check_alpha
 from winrate.evals._importance import importance_sample, log_gamma_logpdf, logit_beta_logpdf
-from winrate.report.text import one_of
 from winrate.variance.reference import critical_value
 
 #: below this importance-sampling effective sample size the posterior is poorly represented

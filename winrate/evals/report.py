@@ -16,11 +16,10 @@ from functools import partial
 import pandas as pd
 
 from winrate.constants import EVAL_FORMATS as FORMATS
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, one_of
 from winrate.evals.results import Comparison, ModelResult
 from winrate.report.leaderboard import json_safe
 from winrate.report.tables import render_table
-from winrate.report.text import one_of
 
 JSON_SCHEMA_VERSION = 1
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from winrate import notes
 from winrate.constants import INTERVALS
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, one_of
 from winrate.evals._checks import (
     as_cluster_list,
     as_score_matrix,
@@ -34,7 +34,6 @@ from winrate.evals._checks import (
 )
 from winrate.evals.intervals import binomial_interval, clustered_bayes_interval
 from winrate.inference.joint import wald_intervals
-from winrate.report.text import one_of
 from winrate.variance.diagnostics import anova_icc
 from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,

@@ -84,9 +84,8 @@ from scipy import special
 
 from winrate import notes
 from winrate.constants import DEFAULT_DRAWS, RANK_METHODS
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, one_of
 from winrate.parallel import sized_kernel
-from winrate.report.text import one_of
 from winrate.variance.reference import (
     _EMPTY,
     _check_alpha,

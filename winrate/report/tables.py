@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from winrate.constants import TABLE_FORMATS
-from winrate.report.text import one_of
+from winrate.errors import one_of
 
 _LATEX_SPECIAL = str.maketrans({
     "\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",

@@ -45,20 +45,3 @@ def _coded(note) -> str:
     code = getattr(note, "code", None)
     return f"({code}) {note}" if code else str(note)
 
-
-def listed(names, limit: int | None = None, quote: bool = True, last: str = "and") -> str:
-    """Names as text for a message: ``'a'``, ``'a' and 'b'``, ``'a', 'b' and 'c'`` (each
-    quoted unless ``quote`` is False; ``last`` joins the last two), the first ``limit``
-    then ``and N more``; ``none`` for no name. Never a Python literal (a list's or set's
-    repr)."""
-    shown = [repr(str(n)) if quote else str(n) for n in names]
-    if not shown:
-        return "none"
-    if limit is not None and len(shown) > limit:
-        return f"{', '.join(shown[:limit])} and {len(shown) - limit} more"
-    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} {last} {shown[-1]}"
-
-
-def one_of(choices) -> str:
-    """The allowed values of an option as text: ``'a', 'b' or 'c'``."""
-    return listed(choices, last="or")

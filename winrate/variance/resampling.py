@@ -43,11 +43,10 @@ import scipy.sparse as sp
 
 from winrate import estimators, notes
 from winrate.constants import FEW_CLUSTERS, VARIANCE_METHODS
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, one_of
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.io.logs import ComparisonLog
 from winrate.progress import bar
-from winrate.report.text import one_of
 from winrate.variance.reference import _check_alpha, _quantile_with_se, reference_label
 from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,

@@ -63,11 +63,10 @@ from numba import njit
 
 from winrate import notes
 from winrate.constants import CORRECTIONS, DEFAULT_CORRECTION
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, one_of
 from winrate.estimators.cells import CellTotals
 from winrate.io.logs import factorize_groups
 from winrate.parallel import sized_kernel
-from winrate.report.text import one_of
 
 _PSD_TOLERANCE = 1e-10
 
