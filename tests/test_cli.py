@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -245,3 +249,47 @@ def test_dataset_help_names_every_bundled_dataset(command, capsys):
     options = " ".join(capsys.readouterr().out.split("options:")[1].split())
     listed = re.search(r"--dataset DATASET (.*?) --", options).group(1)
     assert all(name in listed for name in NAMES), listed
+
+
+# ------------------------------------------------ the data directory, inside and outside make
+
+
+def test_the_project_data_folder_is_the_makefiles_default(tmp_path):
+    """``../shared/data`` beside a checkout (a folder with pyproject.toml), as the Makefile
+    exports it; nothing for an installed package or a missing folder."""
+    from winrate.io.download import project_data_dir
+
+    checkout = tmp_path / "project"
+    checkout.mkdir()
+    assert project_data_dir(checkout) is None  # no shared folder
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    assert project_data_dir(checkout) is None  # not a checkout
+    (checkout / "pyproject.toml").write_text("")
+    assert project_data_dir(checkout) == tmp_path / "shared" / "data"
+    makefile = (Path(__file__).parents[1] / "Makefile").read_text()
+    assert "SHARED_DATA := $(abspath ../shared/data)" in makefile
+
+
+def test_the_search_order_without_and_with_winrate_data(tmp_path, monkeypatch):
+    from winrate.io import download
+
+    monkeypatch.setenv("WINRATE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(download, "project_data_dir", lambda root=None: tmp_path / "shared")
+    monkeypatch.delenv("WINRATE_DATA", raising=False)
+    assert [d for d, _ in download.search_dirs()] == [tmp_path / "shared", tmp_path / "cache"]
+    monkeypatch.setenv("WINRATE_DATA", str(tmp_path / "env"))
+    assert [d for d, _ in download.search_dirs()] == [tmp_path / "env", tmp_path / "cache"]
+
+
+@pytest.mark.skipif(not (Path(__file__).parents[2] / "shared" / "data" / "mmlu_pro").is_dir(),
+                    reason="needs the project's ../shared/data")
+def test_demo_outside_make_finds_what_make_demo_finds(tmp_path):
+    """Run by hand from another folder, without WINRATE_DATA: the real demo, not the
+    simulated fallback (``make demo`` exports ../shared/data)."""
+    env = {k: v for k, v in os.environ.items() if k != "WINRATE_DATA"}
+    env["WINRATE_CACHE"] = str(tmp_path / "cache")
+    done = subprocess.run([sys.executable, "-m", "winrate.cli", "demo"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "MMLU-Pro (TIGER-AI-Lab, 5-shot)" in done.stdout
+    assert "data not found" not in done.stdout

@@ -73,6 +73,7 @@ def _offline(monkeypatch, tmp_path):
     monkeypatch.setenv("WINRATE_DATA_MIRROR", CLOSED)
     monkeypatch.setenv("WINRATE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("WINRATE_DATA", raising=False)
+    monkeypatch.setattr(download, "project_data_dir", lambda root=None: None)
 
 
 def _sha(data: bytes) -> str:

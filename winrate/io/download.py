@@ -3,7 +3,11 @@
 Where files are looked for, in this order:
 
 1. the ``data_dir`` argument, when given (then *only* there, and downloads go there);
-2. the directory named by the environment variable ``WINRATE_DATA``;
+2. the directory named by the environment variable ``WINRATE_DATA``; when it is not set,
+   the project's shared data folder ``../shared/data`` beside the source checkout winrate
+   runs from (the folder holding its ``pyproject.toml``), if that folder exists: the
+   folder the Makefile exports as ``WINRATE_DATA``, so a command finds the same data
+   inside and outside ``make``, from any working directory;
 3. the user cache directory: ``$WINRATE_CACHE`` if set, else ``$XDG_CACHE_HOME/winrate``
    (default ``~/.cache/winrate``; ``~/Library/Caches/winrate`` on macOS,
    ``%LOCALAPPDATA%/winrate/Cache`` on Windows).
@@ -235,7 +239,8 @@ def cache_dir() -> Path:
 def search_dirs(data_dir=None) -> list[tuple[Path, str]]:
     """Directories searched for data files, in order, each with where it came from.
 
-    With ``data_dir`` given, only that directory; otherwise ``$WINRATE_DATA`` (if set) and
+    With ``data_dir`` given, only that directory; otherwise ``$WINRATE_DATA`` (if set;
+    else the project's shared data folder, :func:`project_data_dir`, if there is one) and
     then the user cache directory.
     """
     if data_dir is not None:
@@ -243,8 +248,19 @@ def search_dirs(data_dir=None) -> list[tuple[Path, str]]:
     dirs = []
     if os.environ.get(ENV_DATA):
         dirs.append((Path(os.environ[ENV_DATA]).expanduser(), f"${ENV_DATA}"))
+    elif project_data_dir() is not None:
+        dirs.append((project_data_dir(), "the project's ../shared/data"))
     dirs.append((cache_dir(), "user cache directory"))
     return dirs
+
+
+def project_data_dir(root: Path | None = None) -> Path | None:
+    """``../shared/data`` beside the source checkout ``root`` (default: the one this
+    module runs from, when it holds a ``pyproject.toml``): the Makefile's default of
+    ``WINRATE_DATA``. None for an installed wheel or when the folder does not exist."""
+    root = Path(__file__).resolve().parents[2] if root is None else Path(root)
+    shared = root.parent / "shared" / "data"
+    return shared if (root / "pyproject.toml").is_file() and shared.is_dir() else None
 
 
 def download_dir(data_dir=None) -> Path:
