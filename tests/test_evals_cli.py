@@ -340,3 +340,95 @@ def test_csv_tables_parse_back_to_the_result_objects():
                            ("se_paired", c.paired.se_paired)):
             assert row[col] == pytest.approx(value, rel=1e-12)
         assert row["df"] == t.df and row["mcnemar.b"] == c.mcnemar.b
+
+
+# ------------------------------------------------ eval --dataset and the report's header
+
+
+def _small_score_table():
+    """A stand-in for the bundled MMLU-Pro score table: 3 models, 60 questions, a
+    per-question ``src`` axis and the constant judge (as mmlu_pro_scores gives)."""
+    from winrate.io.scores import score_table
+
+    df = _long_table(n=60, g=12)
+    wide = df.pivot(index="qid", columns="model", values="correct")
+    src = df.drop_duplicates("qid").set_index("qid")["src"].loc[wide.index]
+    codes, labels = pd.factorize(src.astype(str))
+    axes = {"judge": (np.zeros(len(wide), np.int64), ["exact_match"]),
+            "src": (codes, labels)}
+    return df, score_table(wide.to_numpy(), wide.columns, wide.index.astype(str), axes)
+
+
+def test_eval_reads_a_bundled_dataset_as_leaderboard_does(tmp_path, monkeypatch, capsys):
+    from winrate.cli import main
+    from winrate.io import datasets
+
+    df, table = _small_score_table()
+    monkeypatch.setitem(datasets.SCORE_DATASETS, "mmlu_pro", lambda **options: table)
+    assert main(["eval", "--dataset", "mmlu_pro", "--cluster-col", "src",
+                 "--table-format", "csv"]) == 0
+    from_dataset = capsys.readouterr().out
+    path = tmp_path / "scores.csv"
+    df.to_csv(path, index=False)
+    assert main(["eval", str(path), "--score-col", "correct", "--question-col", "qid",
+                 "--model-col", "model", "--cluster-col", "src", "--table-format",
+                 "csv"]) == 0
+    from_file = capsys.readouterr().out
+    assert from_dataset == from_file and "12" in from_dataset
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["eval", "x.csv", "--dataset", "mmlu_pro"], "brings its own scores"),
+    (["eval", "--dataset", "mmlu_pro", "--score-col", "s"], "brings its own scores"),
+    (["eval"], "give a FILE of answers"),
+    (["eval", "x.csv", "--score-col", "s"], "give --question-col"),
+])
+def test_eval_input_errors_are_one_line(argv, message, capsys):
+    from winrate.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
+def test_the_score_dataset_names_are_the_readers():
+    from winrate.constants import SCORE_DATASET_NAMES
+    from winrate.io.datasets import SCORE_DATASETS
+
+    assert SCORE_DATASET_NAMES == tuple(SCORE_DATASETS)
+
+
+@pytest.mark.parametrize("fmt, first", [
+    ("text", "3 models scored on 300 questions"), ("markdown", "3 models scored on"),
+    ("latex", "% 3 models scored on"),
+])
+def test_the_eval_report_opens_with_a_sentence(tmp_path, capsys, fmt, first):
+    path = tmp_path / "scores.csv"
+    _long_table().to_csv(path, index=False)
+    assert _run("eval", [str(path), "--score-col", "correct", "--question-col", "qid",
+                         "--model-col", "model", "--cluster-col", "src",
+                         "--table-format", fmt]) == 0
+    head = " ".join(capsys.readouterr().out.split("\n\n")[0].replace("\n% ", "\n").split())
+    assert head.startswith(first)
+    assert "0/1 scores in column 'correct'" in head
+    assert "standard errors clustered by src (40 clusters), cr1 correction" in head
+    assert "95% confidence intervals" in head
+
+
+def test_the_eval_header_of_unclustered_single_model_scores():
+    from winrate.evals.report import header
+
+    df = _long_table()
+    one = df[df.model == "alpha"].drop(columns="model")
+    report = evaluate(question_scores(one, "correct", "qid", scale="unit"), alpha=0.1)
+    assert header(report).startswith("1 model scored on 300 questions (scores in [0, 1] in "
+                                     "column 'correct'); questions independent (no "
+                                     "clustering); 90% confidence intervals")
+
+
+def test_csv_eval_output_has_no_header(tmp_path, capsys):
+    path = tmp_path / "scores.csv"
+    _long_table().to_csv(path, index=False)
+    assert _run("eval", [str(path), "--score-col", "correct", "--question-col", "qid",
+                         "--model-col", "model", "--table-format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("model,mean,")

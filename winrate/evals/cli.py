@@ -159,7 +159,7 @@ def run_eval(args: argparse.Namespace) -> int:
     """Per-question scores: a table with naive and clustered SEs, and paired comparisons
     between models."""
     from winrate.evals.frame import evaluate
-    from winrate.evals.report import pairwise_table, report_json, score_table
+    from winrate.evals.report import header, pairwise_table, report_json, score_table
 
     check_output_flags(args, ("json",))
     if args.seed < 0:
@@ -170,6 +170,7 @@ def run_eval(args: argparse.Namespace) -> int:
                           alpha=args.alpha, interval=args.interval,
                           pairs=[tuple(p) for p in args.paired], neighbours=args.neighbours,
                           bayes=args.bayes, seed=args.seed)
+    print(_opening(header(report), args.table_format), end="")
     print(score_table(report, args.table_format, args.digits), end="")
     pairs = pairwise_table(report, args.table_format, args.digits)
     if pairs:
@@ -177,6 +178,20 @@ def run_eval(args: argparse.Namespace) -> int:
     _write_json(args.json, report_json(report))
     print_warnings(caught)
     return 0
+
+
+def _opening(sentence: str, table_format: str) -> str:
+    """The report's opening sentence above the tables: wrapped text (a paragraph in
+    Markdown), a comment in LaTeX, nothing in CSV (raw numbers, for machines)."""
+    import textwrap
+
+    from winrate.report.tables import comment_block
+
+    if table_format == "csv":
+        return ""
+    if table_format == "latex":
+        return comment_block(textwrap.fill(sentence, 88), "latex") + "\n\n"
+    return textwrap.fill(sentence, 88) + "\n\n"
 
 
 def print_warnings(caught) -> None:
