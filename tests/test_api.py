@@ -585,3 +585,69 @@ def test_no_error_or_note_shows_a_python_literal(case):
     assert texts
     for text in texts:
         assert not re.search(r"[\[{]'|\('[^']*',|\{\d|\[\(|np\.|\[\d+, ", text), text
+
+
+# ----------------------------------------------------------------- result objects
+
+
+def _few_clusters_log():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 4, 300)
+    return winrate.ComparisonLog.from_arrays(a, (a + rng.integers(1, 4, 300)) % 4,
+                                             (rng.random(300) < 0.5).astype(float),
+                                             prompt=rng.integers(0, 12, 300))
+
+
+def _eval_scores():
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"question": np.tile(range(40), 3),
+                          "model": np.repeat(["a", "b", "c"], 40),
+                          "score": rng.integers(0, 2, 120).astype(float)})
+    frame.loc[frame["model"] == "c", "score"] = 1.0  # constant: a constant-scores note
+    return winrate.evals.question_scores(frame, "score", "question", model_col="model")
+
+
+def test_print_shows_the_summary_and_repr_stays_short():
+    """``print(result)`` shows the report (statsmodels' ``__str__``); ``repr`` is one line."""
+    result = quiet(winrate.analyze, _few_clusters_log(), cluster="prompt")
+    assert str(result) == str(result.summary())
+    assert repr(result).startswith("LeaderboardAnalysis(") and "\n" not in repr(result)
+    report = quiet(winrate.evals.evaluate, _eval_scores())
+    assert str(report) == str(report.summary())
+    assert repr(report).startswith("EvalReport(") and "\n" not in repr(report)
+
+
+def _warned_here(call, *args, **kwargs):
+    """The WinrateWarnings of ``call`` and the files they point at."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call(*args, **kwargs)
+    found = [w for w in caught if issubclass(w.category, WinrateWarning)]
+    assert found
+    return {Path(w.filename).resolve() for w in found}
+
+
+def test_warnings_point_at_the_callers_line():
+    """Every note emitted by analyze, conf_int, fit and the evals points at the line that
+    called them (``stacklevel``), not at a line inside winrate."""
+    here = {Path(__file__).resolve()}
+    log = _few_clusters_log()
+    result = quiet(winrate.analyze, log, cluster="prompt")
+    champion = winrate.ComparisonLog.from_arrays([0, 1, 0, 1, 2, 0, 3, 3, 3],
+                                                 [1, 0, 2, 2, 0, 2, 0, 1, 2],
+                                                 [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1, 1, 1])
+    qs = quiet(_eval_scores)
+    assert _warned_here(winrate.analyze, log, cluster="prompt") == here
+    assert _warned_here(result.conf_int, alpha=1e-4, joint=True) == here
+    assert _warned_here(winrate.fit, champion, "bt", prior=1.0) == here
+    assert _warned_here(winrate.evals.evaluate, qs) == here
+    assert _warned_here(winrate.evals.compare, qs, "a", "c") == here
+
+
+def test_to_frame_counts_are_integers_and_plot_says_what_it_returns():
+    result = quiet(winrate.analyze, _few_clusters_log(), cluster="prompt")
+    assert pd.api.types.is_integer_dtype(result.to_frame()["n"])
+    assert pd.api.types.is_integer_dtype(quiet(winrate.evals.evaluate,
+                                               _eval_scores()).to_frame()["n"])
+    doc = winrate.LeaderboardAnalysis.plot.__doc__
+    assert "Returns" in doc and "Figure" in doc and "Path" in doc

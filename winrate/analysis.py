@@ -57,6 +57,11 @@ class LeaderboardAnalysis(Analysis):
         return text_block("Leaderboard analysis", [format_summary(self), format_table(self)],
                           self.notes)
 
+    def __str__(self) -> str:
+        """``print(result)`` shows :meth:`summary` (as statsmodels' results do); ``repr``
+        stays one line."""
+        return str(self.summary())
+
     def with_clustering(self, cluster, variance: Variance | None = None,
                         **changes) -> LeaderboardAnalysis:
         """The same fit re-inferred under another clustering (and optionally another
@@ -68,8 +73,11 @@ class LeaderboardAnalysis(Analysis):
         return analyze(self.log, cluster, board=self.leaderboard, **kwargs)
 
     def plot(self, path=None):
-        """The forest and rank plot (:func:`winrate.report.plots.leaderboard_figure`), written to
-        ``path`` when given; returns the matplotlib figure."""
+        """The forest and rank plot (:func:`winrate.report.plots.leaderboard_figure`).
+
+        Returns the ``matplotlib.figure.Figure`` when ``path`` is None (show it, or save it
+        with ``savefig``); with ``path``, writes the plot there (its suffix names the
+        format, e.g. ``.png``, ``.pdf``, ``.svg``) and returns that ``pathlib.Path``."""
         from winrate.report.plots import leaderboard_figure, plot_leaderboard
 
         return leaderboard_figure(self) if path is None else plot_leaderboard(self, path)

@@ -126,7 +126,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from winrate import estimators, notes
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError, WinrateWarning, outside_stacklevel
 from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.notes import Note, Notes
 from winrate.progress import bar
@@ -703,7 +703,7 @@ def run_replications(spec: _Spec, reps: int, workers: int | None, progress, labe
         slow = None
         if first * reps / workers > SLOW_SECONDS:
             slow = _slow_note(label, first, reps, workers)
-            notes.emit(slow)
+            notes.emit(slow, stacklevel=outside_stacklevel())
         if workers == 1:
             with _single_threaded():
                 for rep in range(1, reps):
@@ -962,6 +962,10 @@ class CoverageCheck:
                          f"{row['mean_z']:>7.2f} {row['sd_z']:>6.2f}{flag}")
         return "\n".join(lines)
 
+    def __str__(self) -> str:
+        """``print(check)`` shows :meth:`summary`; ``repr`` stays one line."""
+        return str(self.summary())
+
     def __repr__(self) -> str:
         return (f"CoverageCheck(method={self.coverage.label!r}, "
                 f"marginal={self.marginal:.3f}, simultaneous={self.simultaneous:.3f}, "
@@ -1056,7 +1060,7 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
     found.extend(_coverage_notes(coverage, verdict, result.models))
     for note in found:
         if note.code != "check-slow-method":  # emitted when measured
-            notes.emit(note)
+            notes.emit(note, stacklevel=outside_stacklevel())
     settings = {"estimator": spec.estimator, "scale": result.leaderboard.scale,
                 "cluster": "+".join(spec.cluster) or "none", "method": label,
                 "alpha": spec.alpha, "reps": int(reps), "seed": spec.seed,

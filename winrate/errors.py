@@ -1,5 +1,9 @@
 """Exception and warning types raised by winrate, and the row and name lists their messages
-quote (as text, never as a Python literal)."""
+quote (as text, never as a Python literal), and where a warning points."""
+
+import os
+import sys
+from pathlib import Path
 
 _SHOW_ROWS = 5
 
@@ -45,3 +49,18 @@ def listed(names, limit: int | None = None, quote: bool = True, last: str = "and
 def one_of(choices) -> str:
     """The allowed values of an option as text: ``'a', 'b' or 'c'``."""
     return listed(choices, last="or")
+
+
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def outside_stacklevel() -> int:
+    """The ``stacklevel`` (of :func:`winrate.notes.emit`, or ``warnings.warn`` minus one)
+    that makes a warning issued by the calling function point at the first frame outside
+    the winrate package: the user's line, however deep inside winrate the warning arose
+    and whichever public function was called."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(
+            _PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level

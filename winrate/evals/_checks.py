@@ -11,7 +11,7 @@ import pandas as pd
 
 from winrate import notes
 from winrate.constants import FEW_CLUSTERS, SCALAR_CORRECTIONS, SCALES
-from winrate.errors import WinrateInputError, first_rows, one_of
+from winrate.errors import WinrateInputError, first_rows, one_of, outside_stacklevel
 from winrate.variance.reference import _check_alpha
 
 
@@ -104,7 +104,8 @@ def check_cluster_counts(names, counts, context: str = "") -> None:
                 "variation between at least 2 clusters; drop this clustering or add data"
             )
         if g < FEW_CLUSTERS:
-            notes.emit(notes.eval_few_clusters(name, g, context, FEW_CLUSTERS), stacklevel=3)
+            notes.emit(notes.eval_few_clusters(name, g, context, FEW_CLUSTERS),
+                       stacklevel=outside_stacklevel())
 
 
 #: ``alpha`` in (0, 1) as a float, else a WinrateInputError (shared with winrate.inference)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import notes
-from winrate.errors import WinrateInputError, WinrateWarning, first_rows, listed
+from winrate.errors import WinrateInputError, WinrateWarning, first_rows, listed, outside_stacklevel
 from winrate.evals._checks import resolve_scale
 from winrate.evals.paired import (
     mcnemar,
@@ -342,6 +342,10 @@ class EvalReport:
                                               score_table(self), pairwise_table(self)],
                           self.warnings)
 
+    def __str__(self) -> str:
+        """``print(report)`` shows :meth:`summary`; ``repr`` stays one line."""
+        return str(self.summary())
+
     def __repr__(self) -> str:
         return (f"EvalReport(models={len(self.models)}, comparisons={len(self.comparisons)}, "
                 f"clusters={list(self.cluster_cols)}, interval={self.interval!r}, "
@@ -384,7 +388,8 @@ def compare(qs: QuestionScores, model_a: str, model_b: str, *,
             raise WinrateInputError(f"model {m!r} not found; models: {listed(qs.models)}")
     both = qs.scores[[model_a, model_b]].dropna()
     if len(both) < len(qs.scores[[model_a, model_b]].dropna(how="all")):
-        notes.emit(notes.common_questions(model_a, model_b, len(both)))
+        notes.emit(notes.common_questions(model_a, model_b, len(both)),
+                   stacklevel=outside_stacklevel())
     a, b = both[model_a].to_numpy(), both[model_b].to_numpy()
     paired = paired_difference(
         a, b, qs.cluster_arrays(both.index) or None, correction=correction, alpha=alpha,
@@ -419,7 +424,7 @@ def evaluate(
                               seed=seed) for a, b in wanted))
     merged = notes.Notes([*notes.per_model(caught), *map(notes.as_note, found)])
     for note in merged:
-        notes.emit(note)
+        notes.emit(note, stacklevel=outside_stacklevel())
     return EvalReport(
         score_col=qs.score_col, question_col=qs.question_col, model_col=qs.model_col,
         cluster_cols=tuple(qs.clusters.columns), correction=correction, alpha=alpha,

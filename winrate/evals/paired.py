@@ -13,7 +13,7 @@ from scipy import integrate, stats
 from scipy.special import expit, logit, owens_t
 
 from winrate import notes
-from winrate.errors import WinrateInputError
+from winrate.errors import WinrateInputError, outside_stacklevel
 from winrate.evals._checks import (
     as_cluster_list,
     as_scores,
@@ -107,7 +107,7 @@ class PairedComparison:
 
 def _correlation(a: np.ndarray, b: np.ndarray) -> float | None:
     if np.all(a == a[0]) or np.all(b == b[0]):
-        notes.emit(notes.undefined_correlation(), stacklevel=3)
+        notes.emit(notes.undefined_correlation(), stacklevel=outside_stacklevel())
         return None
     return float(np.corrcoef(a, b)[0, 1])
 
@@ -132,7 +132,8 @@ def paired_difference(
     check_cluster_counts(cnames, counts, f"{names[0]} vs {names[1]}")
     d = a - b
     if np.all(d == d[0]):
-        notes.emit(notes.constant_difference(names[0], names[1], d[0], n))
+        notes.emit(notes.constant_difference(names[0], names[1], d[0], n),
+                   stacklevel=outside_stacklevel())
     ses, _ = clustered_mean_ses(d, cluster_list)
     se_paired = clt_se(d)
     se = ses.get(correction, se_paired)
@@ -167,7 +168,7 @@ def mcnemar_counts(b: int, c: int, continuity: bool = False) -> McNemarResult:
         raise WinrateInputError(f"discordant counts must be non-negative integers, got {b}, {c}")
     b, c = int(b), int(c)
     if b + c == 0:
-        notes.emit(notes.no_discordant())
+        notes.emit(notes.no_discordant(), stacklevel=outside_stacklevel())
         return McNemarResult(b, c, 0.0, 1.0, 1.0, continuity)
     stat = (abs(b - c) - (1.0 if continuity else 0.0)) ** 2 / (b + c)
     p_exact = min(1.0, 2 * stats.binom.cdf(min(b, c), b + c, 0.5))

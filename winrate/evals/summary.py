@@ -23,7 +23,7 @@ import numpy as np
 
 from winrate import notes
 from winrate.constants import INTERVALS
-from winrate.errors import WinrateInputError, one_of
+from winrate.errors import WinrateInputError, one_of, outside_stacklevel
 from winrate.evals._checks import (
     as_cluster_list,
     as_score_matrix,
@@ -67,7 +67,7 @@ def clustered_mean_ses(values: np.ndarray, cluster_list) -> tuple[dict[str, floa
     if len(cluster_list) > 1:
         cr0, min_eig, cr0_repaired = repair_psd(cr0)
         if cr0_repaired and not cr1.psd_repaired:
-            notes.emit(notes.cr0_clipped(min_eig), stacklevel=3)
+            notes.emit(notes.cr0_clipped(min_eig), stacklevel=outside_stacklevel())
     ses = {"none": float(np.sqrt(cr0[0, 0])), "cr1": float(np.sqrt(cr1.cov[0, 0]))}
     return ses, cr1.psd_repaired or cr0_repaired
 
@@ -196,7 +196,7 @@ def _interval(x, method, se, df, alpha, cluster_list, prior, seed):
 
 def _warn_degenerate(x: np.ndarray, name: str) -> None:
     if np.all(x == x[0]):
-        notes.emit(notes.constant_scores(x.size, name, x[0]), stacklevel=3)
+        notes.emit(notes.constant_scores(x.size, name, x[0]), stacklevel=outside_stacklevel())
 
 
 def summarize_scores(
@@ -283,7 +283,7 @@ def clip_negative_variance(value: float, note: Callable[[float], notes.Note]) ->
     """A method-of-moments variance estimate clipped at 0, with the ``negative-variance``
     note ``note(value)`` saying so and what a negative estimate means."""
     if value < 0:
-        notes.emit(note(value), stacklevel=3)
+        notes.emit(note(value), stacklevel=outside_stacklevel())
         return 0.0
     return float(value)
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from winrate import estimators, notes
 from winrate.constants import DEFAULT_COLUMNS, FEW_CLUSTERS
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError, WinrateWarning, outside_stacklevel
 from winrate.estimators.cells import require_rows
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.inference.intervals import (
@@ -668,7 +668,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
                               df is not None, correction),
                    *floor_notes, *resampling_notes, *joint_notes, *design_notes])
     for note in found:
-        notes.emit(note)
+        notes.emit(note, stacklevel=outside_stacklevel())
     settings = Settings(
         estimator=board.estimator, scale=board.scale, cluster=list(clustering) or ["none"],
         correction=correction, alpha=alpha, reference=reference, df=df,

@@ -84,7 +84,7 @@ from scipy import special
 
 from winrate import notes
 from winrate.constants import DEFAULT_DRAWS, RANK_METHODS
-from winrate.errors import WinrateInputError, one_of
+from winrate.errors import WinrateInputError, one_of, outside_stacklevel
 from winrate.parallel import sized_kernel
 from winrate.variance.reference import (
     _EMPTY,
@@ -133,7 +133,7 @@ def _check_draws(n_draws: int, alpha: float) -> int:
     if int(n_draws) != n_draws or n_draws < 1000:
         raise WinrateInputError(f"n_draws must be an integer >= 1000, got {n_draws}")
     if n_draws * alpha < 200:
-        notes.emit(notes.few_tail_draws(n_draws * alpha), stacklevel=4)
+        notes.emit(notes.few_tail_draws(n_draws * alpha), stacklevel=outside_stacklevel())
     return int(n_draws)
 
 
@@ -157,7 +157,7 @@ def _factor(V: np.ndarray) -> np.ndarray:
 
 def _warn_zero(zero: np.ndarray, what: str) -> None:
     if zero.any():
-        notes.emit(notes.zero_variance(int(zero.sum()), what), stacklevel=3)
+        notes.emit(notes.zero_variance(int(zero.sum()), what), stacklevel=outside_stacklevel())
 
 
 # ------------------------------------------------------------------ Monte-Carlo engine
@@ -411,7 +411,7 @@ def _critical_values(F, a, b, sign, group, n_groups, alpha, df, mc: _MC, keep_dr
     budget = MC_WORK // max(a.size, 1)
     if mc.analytic or budget < mc.first_round(alpha):
         if not mc.analytic:
-            notes.emit(notes.bonferroni_fallback(a.size, MC_WORK), stacklevel=4)
+            notes.emit(notes.bonferroni_fallback(a.size, MC_WORK), stacklevel=outside_stacklevel())
         return _bonferroni(sign, group, n_groups, alpha, df), np.zeros(n_groups), None, 0
     mc = replace(mc, n_draws=min(mc.n_draws, budget))
     Fp = _padded(F)

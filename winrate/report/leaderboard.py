@@ -228,6 +228,13 @@ def inflation(analysis: Analysis) -> np.ndarray:
     return np.where(np.isnan(analysis.intervals.se), np.nan, np.sqrt(analysis.deff))
 
 
+def whole_counts(counts: np.ndarray) -> np.ndarray:
+    """Frequency-weighted counts as integers when they are whole (every log of whole
+    comparisons); fractional frequency weights keep them as floats."""
+    counts = np.asarray(counts, dtype=float)
+    return counts.astype(np.int64) if np.array_equal(counts, np.round(counts)) else counts
+
+
 def leaderboard_table(analysis: Analysis) -> pd.DataFrame:
     """One row per model, best score first."""
     iv = analysis.intervals
@@ -240,7 +247,7 @@ def leaderboard_table(analysis: Analysis) -> pd.DataFrame:
         "ci_high": iv.high,
         "inflation": inflation(analysis),
         "effective_clusters": analysis.effective_clusters,
-        "n": analysis.leaderboard.comparisons_per_model,
+        "n": whole_counts(analysis.leaderboard.comparisons_per_model),
         **_joint_columns(analysis),
     })
     table = table.sort_values("score", ascending=False, kind="stable", na_position="last")

@@ -43,7 +43,7 @@ import scipy.sparse as sp
 
 from winrate import estimators, notes
 from winrate.constants import FEW_CLUSTERS, VARIANCE_METHODS
-from winrate.errors import WinrateInputError, one_of
+from winrate.errors import WinrateInputError, one_of, outside_stacklevel
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.io.logs import ComparisonLog
 from winrate.progress import bar
@@ -243,7 +243,7 @@ def jackknife_cov(log: ComparisonLog, groups, weights="uniform",
 
 def _warn_undefined(undefined: int) -> None:
     if undefined:
-        notes.emit(notes.undefined_replicates(undefined), stacklevel=3)
+        notes.emit(notes.undefined_replicates(undefined), stacklevel=outside_stacklevel())
 
 
 def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
@@ -464,7 +464,8 @@ def _bootstrap_result(board, reps, method, sizes, seed) -> BootstrapResult:
     defined = ~np.isnan(estimate)
     bad = np.isnan(reps[:, defined]).any(axis=1)
     if bad.any():
-        notes.emit(notes.bootstrap_conditional(int(bad.sum()), len(reps)), stacklevel=3)
+        notes.emit(notes.bootstrap_conditional(int(bad.sum()), len(reps)),
+                   stacklevel=outside_stacklevel())
     reps = np.where(np.isnan(reps), np.nan_to_num(estimate), reps)[~bad]
     if len(reps) < 2:
         raise WinrateInputError("fewer than 2 bootstrap replicates left every model scored")
@@ -621,9 +622,9 @@ def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) 
 
 def _warn_coarse_support(distribution: str, n_groups: int, alpha: float) -> None:
     if distribution == "rademacher" and 2.0 / 2**n_groups > alpha:
-        notes.emit(notes.coarse_rademacher(n_groups, alpha), stacklevel=3)
+        notes.emit(notes.coarse_rademacher(n_groups, alpha), stacklevel=outside_stacklevel())
     elif n_groups <= 5:
-        notes.emit(notes.few_wild_clusters(n_groups), stacklevel=3)
+        notes.emit(notes.few_wild_clusters(n_groups), stacklevel=outside_stacklevel())
 
 
 # ------------------------------------------------------------ method choice for reports

@@ -63,7 +63,7 @@ from numba import njit
 
 from winrate import notes
 from winrate.constants import CORRECTIONS, DEFAULT_CORRECTION
-from winrate.errors import WinrateInputError, one_of
+from winrate.errors import WinrateInputError, one_of, outside_stacklevel
 from winrate.estimators.cells import CellTotals
 from winrate.io.logs import factorize_groups
 from winrate.parallel import sized_kernel
@@ -667,7 +667,7 @@ def inclusion_exclusion(codes: list[np.ndarray], sizes: list[int], term,
                                               [sizes[d] for d in dims])
         term_cov, info = term(term_codes, n_range)
         parts.append((dims, _sign(dims), term_cov, info))
-    return (*combine_terms(parts, what, stacklevel=4), parts)
+    return (*combine_terms(parts, what), parts)
 
 
 def subsets(n_dims: int) -> list[tuple[int, ...]]:
@@ -680,7 +680,7 @@ def _sign(dims: tuple[int, ...]) -> int:
     return 1 if len(dims) % 2 else -1
 
 
-def combine_terms(parts, what: str = "multiway covariance", stacklevel: int = 3):
+def combine_terms(parts, what: str = "multiway covariance"):
     """``sum_S sign_S V_S`` over ``parts`` = ``[(dims, sign, V_S, info), ...]`` of
     :func:`inclusion_exclusion`, repaired by :func:`repair_psd` with a warning naming
     ``what`` when there are two or more dimensions. Returns
@@ -693,7 +693,7 @@ def combine_terms(parts, what: str = "multiway covariance", stacklevel: int = 3)
     else:
         cov, min_eig, repaired = total, np.nan, False
     if repaired:
-        notes.emit(notes.not_psd(what, min_eig), stacklevel=stacklevel)
+        notes.emit(notes.not_psd(what, min_eig), stacklevel=outside_stacklevel())
     return cov, min_eig, repaired
 
 
