@@ -25,11 +25,15 @@ GROUPS = {
 }
 
 
-def _help(command: str, capsys) -> str:
+def _help_of(argv: list[str], capsys) -> str:
     with pytest.raises(SystemExit) as stop:
-        main([command, "--help"])
+        main([*argv, "--help"])
     assert stop.value.code == 0
     return capsys.readouterr().out
+
+
+def _help(command: str, capsys) -> str:
+    return _help_of([command], capsys)
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -43,6 +47,14 @@ def test_help_is_grouped_in_order(command, capsys):
     sections = _sections(_help(command, capsys))
     titles = [t for t in sections if t not in ("options", "usage")]
     assert titles == GROUPS[command]
+
+
+def test_the_top_level_help_lists_the_commands_and_points_to_their_groups(capsys):
+    text = _help_of([], capsys)
+    commands = _sections(text)["commands"]
+    assert "leaderboard" in commands and "eval" in commands
+    assert "winrate COMMAND --help lists the flags of a command in groups" in " ".join(
+        text.split())
 
 
 @pytest.mark.parametrize("flag, group", [

@@ -89,7 +89,7 @@ def section(parser: argparse.ArgumentParser, title: str, description: str | None
 def add_commands(parser: argparse.ArgumentParser, commands: dict) -> None:
     """One sub-command per ``name: (add_arguments, run)``; its help is the first paragraph
     of ``run``'s docstring, and the parsed namespace carries ``run`` and its parser."""
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands")
     for name, (add_arguments, run) in commands.items():
         summary = " ".join((run.__doc__ or "").strip().split("\n\n")[0].split())
         command = sub.add_parser(name, help=summary or None, description=summary or None)
@@ -713,7 +713,10 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="winrate",
-                    description="Honest, cluster-robust error bars for LLM evaluations.")
+                    description="Honest, cluster-robust error bars for LLM evaluations.",
+                    epilog="winrate COMMAND --help lists the flags of a command in groups: "
+                           "input (and each --format's own), estimator, variance, joint "
+                           "inference, output, engine.")
     parser.add_argument("--version", action=_Version)
     add_commands(parser, _all_commands())
     return parser
