@@ -230,3 +230,27 @@ def test_a_symlinked_input_folder_is_still_the_input(folder, tmp_path, capsys, n
     link.symlink_to(folder, target_is_directory=True)
     _one_line_error(["leaderboard", link, "--json", folder / "r.json"], capsys,
                     "lies inside the input folder")
+
+
+@pytest.mark.parametrize("command", [["leaderboard", "--dataset", "llmfao", "--csv"],
+                                     ["eval", "--dataset", "mmlu_pro", "--json"]])
+def test_an_output_inside_a_datasets_folder_is_refused(command, tmp_path, monkeypatch, capsys,
+                                                       no_analysis):
+    dataset = command[2]
+    (tmp_path / "data" / dataset).mkdir(parents=True)
+    monkeypatch.setenv("WINRATE_DATA", str(tmp_path / "data"))
+    _one_line_error([*command, tmp_path / "data" / dataset / "out.csv"], capsys,
+                    "lies inside the input folder")
+
+
+def test_a_device_is_written_directly(tmp_path):
+    """/dev/null (as /dev/stdout) has nothing to keep: no temporary file beside it."""
+    before = set(os.listdir("/dev"))
+    with replacing("/dev/null") as temporary:
+        assert temporary == "/dev/null"
+    write_text("/dev/null", "x")
+    assert set(os.listdir("/dev")) <= before
+
+
+def test_a_device_output_passes_the_check(simulated_log_file, capsys):
+    assert main(["leaderboard", str(simulated_log_file), "--csv", "/dev/null"]) == 0

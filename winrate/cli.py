@@ -441,9 +441,18 @@ def check_output_flags(args: argparse.Namespace, flags) -> None:
     file, each its own, clear of every input (:func:`winrate.report.output.check_outputs`)."""
     from winrate.report.output import check_outputs
 
-    inputs = [getattr(args, flag, None) for flag in INPUT_FLAGS]
+    inputs = [getattr(args, flag, None) for flag in INPUT_FLAGS] + _dataset_folders(args)
     outputs = {f"--{flag}": getattr(args, flag, None) for flag in flags}
     check_outputs({k: v for k, v in outputs.items() if v != "-"}, inputs)
+
+
+def _dataset_folders(args: argparse.Namespace) -> list:
+    """The folders a ``--dataset`` is read from (its folder in each data directory)."""
+    if not getattr(args, "dataset", None):
+        return []
+    from winrate.io.download import search_dirs
+
+    return [folder / args.dataset for folder, _ in search_dirs()]
 
 
 def _variance_flags(args: argparse.Namespace) -> dict:

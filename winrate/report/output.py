@@ -89,10 +89,12 @@ def _matches(path: str, pattern: str) -> bool:
 
 
 def _probe_write(target: Path, name: str) -> None:
-    """Make and remove a file next to ``target`` and open an existing ``target`` for
-    appending (which changes no byte): a refusal shows now, not after the computation."""
+    """Make and remove a file next to ``target`` (unless it is a device or pipe, written
+    directly) and open an existing ``target`` for appending (which changes no byte): a
+    refusal shows now, not after the computation."""
     try:
-        os.unlink(_new_temporary(target))
+        if not _special(target):
+            os.unlink(_new_temporary(target))
         if target.exists():
             with open(target, "a"):
                 pass
@@ -105,8 +107,12 @@ def _probe_write(target: Path, name: str) -> None:
 def replacing(path) -> Iterator[str]:
     """A temporary path next to ``path`` (same suffix, so writers that choose the format
     by it choose the same) that replaces ``path`` when the block ends; on an error it is
-    removed and ``path`` is left as it was (an :class:`OSError` names ``path``)."""
+    removed and ``path`` is left as it was (an :class:`OSError` names ``path``). A device
+    or pipe (``/dev/stdout``) is written directly: it has nothing to keep or replace."""
     target = Path(os.path.realpath(path))
+    if _special(target):
+        yield os.fspath(target)
+        return
     temporary = _new_temporary(target)
     try:
         yield temporary
@@ -127,6 +133,12 @@ def write_text(path, text: str) -> None:
     with replacing(path) as temporary, \
             open(temporary, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(text)
+
+
+def _special(target: Path) -> bool:
+    """Whether ``target`` exists and is neither a regular file nor a folder (a device, a
+    pipe)."""
+    return target.exists() and not target.is_file() and not target.is_dir()
 
 
 def _new_temporary(target: Path) -> str:
