@@ -181,7 +181,7 @@ LEADERBOARD_CASES = [
     Case("empty-jsonl", raw("log.jsonl", b""), r"log\.jsonl' is empty \(0 bytes\)"),
     Case("malformed-json", raw("log.json", b'{"a": [1, 2'), r"cannot read .*log\.json' as JSON"),
     Case("directory", directory,
-         r"log\.csv' is a directory(, not a CSV file| with no Parquet or CSV file)"),
+         r"log\.csv' is a directory(, not a CSV file| with no Parquet, CSV or TSV file)"),
     Case("empty-parquet", raw("log.parquet", b""), r"log\.parquet' is empty \(0 bytes\)"),
     Case("corrupt-parquet", raw("log.parquet", b"PAR1 this is not parquet"),
          r"cannot read .*log\.parquet' as PARQUET"),

@@ -184,14 +184,18 @@ def test_csv_folder_and_glob_scan_equal_the_file(tmp_path):
                 mem.axes["prompt"].largest_cluster)
 
 
-def test_auto_engine_says_which_and_why(tmp_path):
+def test_auto_engine_says_which_and_why(tmp_path, monkeypatch):
+    from winrate.io import scan as scan_module
+
     frame = pd.DataFrame({"model_a": ["x", "y"] * 10, "model_b": ["y", "z"] * 10,
                           "outcome": ["a", "b"] * 10, "prompt_id": range(20)})
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
     small = winrate.scan(path)
     assert small.mode == "memory" and "fits" in small.reason and small.n_rows == 20
-    big = winrate.scan(path, memory=1000)
+    # rows as large as the budget's floor: 20 of them exceed twice the floor
+    monkeypatch.setattr(scan_module, "BYTES_PER_ROW", scan_module.MIN_BUDGET)
+    big = winrate.scan(path, memory=2 * scan_module.MIN_BUDGET)
     assert big.mode == "duckdb" and "exceeds" in big.reason
     assert repr(big).startswith("Scan(rows=20, engine='duckdb'")
 

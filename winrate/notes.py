@@ -55,6 +55,7 @@ CODES = {
     # fidelity branch (issue 26): upstream conventions and edge cases of the readers
     "outcome-labels": "model names that are also outcome labels, read by the column's content",
     "similar-names": "model names that differ only by surrounding whitespace or Unicode form",
+    "case-only-names": "model names that differ only in case, kept as different models",
     "battles-dropped": "clean_battle rows left out as LMArena does (named battles, dedup_tag)",
     "skipped-records": "malformed records skipped on request (--skip-malformed)",
     "folder-names-model": "AlpacaEval files whose rows name another model, or duplicate another",
@@ -85,6 +86,9 @@ CODES = {
     # lc-join branch (issue 26): the lc estimator's positional join of instruction difficulty
     "positional-difficulty": "lc: rows given another instruction's difficulty by the "
                              "positional join (AlpacaEval's)",
+    # issue 32, item 6: a running Spark session is used as it is
+    "spark-driver-memory": "a running Spark session's driver has less memory than a session "
+                           "winrate starts would get from the memory budget",
 }
 
 
@@ -606,6 +610,15 @@ def similar_names(groups: list[list[str]]) -> Note:
                 models=[n for group in groups for n in group])
 
 
+def case_only_names(groups: list[list[str]]) -> Note:
+    """Groups of model names alike up to case (``"GPT-4"`` and ``"gpt-4"``)."""
+    shown = "; ".join(" vs ".join(repr(n) for n in group) for group in groups[:5])
+    return Note("case-only-names",
+                f"{len(groups)} group(s) of model names differ only in case and are kept as "
+                f"different models (rename them to one spelling if they are one model): "
+                f"{shown}", models=[n for group in groups for n in group])
+
+
 def outcome_labels(column: str, both: list[str], names_fit: bool, n_clash: int) -> Note:
     """Values of an outcome column that are both labels and model names, read as names
     (``names_fit``) or as labels; ``n_clash`` rows would differ the other way."""
@@ -786,3 +799,17 @@ def unpaired_questions(n_questions: int, models: list[str]) -> Note:
                      f"{', '.join(models[:5])}{' ...' if len(models) > 5 else ''}")
     return Note("unpaired-questions", f"{' and '.join(parts)} hold no comparison and were "
                 "left out", models=models)
+
+
+# --------------------------------------------------------------------------- Spark
+
+
+def spark_driver_memory(have: int, share: int, budget: int) -> Note:
+    """A running Spark session whose driver heap ``have`` (bytes) is below the ``share`` a
+    session winrate starts gets from the memory ``budget``; the session is left as it is."""
+    return Note("spark-driver-memory",
+                f"the running Spark session's driver has {have / 2**30:.1f} GiB of heap, less "
+                f"than the {share / 2**30:.1f} GiB a session winrate starts gets from the "
+                f"{budget / 2**30:.1f} GiB memory budget; a running session is used as it "
+                f"is: to give its driver that share, start it with "
+                f"spark.driver.memory={share >> 20}m", severity="note")

@@ -24,14 +24,19 @@ import glob
 import itertools
 import os
 import re
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from winrate.errors import WinrateInputError
+from winrate.io.logs import SEPARATORS, check_delimited, compression_of, table_format
 
-#: File suffixes a scan reads, by reader.
+#: File suffixes a scan reads, by reader: Parquet, and CSV or TSV, plain or gzipped (the
+#: one compression both DuckDB and Spark read). Every reader names a format by
+#: :func:`winrate.io.logs.table_format`.
 PARQUET_SUFFIXES = (".parquet", ".pq")
-CSV_SUFFIXES = (".csv", ".tsv", ".txt")
+CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
 
 
 class Engine:
@@ -50,25 +55,117 @@ class Engine:
 
 
 def source_files(source) -> tuple[list[str], str]:
-    """The files a path, glob or folder names and their format (``parquet`` or ``csv``);
-    an error naming the source when it names none, or mixes formats."""
+    """The files a path, glob or folder names and their format (``parquet``, ``csv`` or
+    ``tsv``). A folder and a glob select parts by one rule (:func:`_parts`), so a folder
+    and the glob of its files read the same parts. An error names the source when it names
+    no part, mixes formats, or holds a part the engines cannot read."""
     text = os.fspath(source)
     if not glob.has_magic(text) and not Path(text).exists():
         raise WinrateInputError(f"file not found: {text}")
     if Path(text).is_dir():
-        files = sorted(str(p) for p in Path(text).rglob("*") if p.is_file()
-                       and p.suffix.lower() in PARQUET_SUFFIXES + CSV_SUFFIXES)
+        files = _parts(str(p) for p in Path(text).rglob("*") if p.is_file())
+    elif glob.has_magic(text):
+        files = _parts(f for f in glob.glob(text, recursive=True) if Path(f).is_file())
     else:
-        files = sorted(glob.glob(text, recursive=True)) if glob.has_magic(text) else [text]
-    if not files or not all(Path(f).is_file() for f in files):
-        raise WinrateInputError(f"{text!r} is a directory with no Parquet or CSV file in "
-                                "it (a leaderboard's published files are read by format)"
+        files = [text]
+    if not files:
+        raise WinrateInputError(f"{text!r} is a directory with no Parquet, CSV or TSV file "
+                                "in it (a leaderboard's published files are read by format)"
                                 if Path(text).is_dir() else f"no file matches {text!r}")
-    kinds = {"parquet" if Path(f).suffix.lower() in PARQUET_SUFFIXES else "csv"
-             for f in files}
+    kinds = {}
+    for f in files:  # one call per file, not per row
+        kinds.setdefault(_part_kind(f), f)
     if len(kinds) > 1:
-        raise WinrateInputError(f"{text!r} holds both Parquet and CSV files: scan one kind")
-    return files, kinds.pop()
+        (first, one), (second, other) = sorted(kinds.items())[:2]
+        raise WinrateInputError(f"{text!r} holds both {first} ({Path(one).name}) and "
+                                f"{second} ({Path(other).name}) parts: scan one kind")
+    return files, kinds.popitem()[0]
+
+
+def _parts(paths) -> list[str]:
+    """The parts among ``paths`` (a folder's files, a glob's matches), sorted: every file of
+    a format winrate reads (:func:`winrate.io.logs.table_format`: CSV, TSV, JSON Lines,
+    Parquet, compressed or not), except hidden and bookkeeping files (``.name``,
+    ``_SUCCESS``: Spark and Hive skip them too). Files of other formats (README.md, .crc)
+    are not parts."""
+    return sorted(p for p in paths if not Path(p).name.startswith((".", "_"))
+                  and _known_format(p))
+
+
+def _known_format(path: str) -> bool:
+    try:
+        table_format(path)
+    except WinrateInputError:
+        return False
+    return True
+
+
+#: Compressed CSV both engines read (DuckDB reads gzip and zstd, Spark gzip and bzip2).
+_ENGINE_COMPRESSION = ("", ".gz")
+
+
+def _part_kind(path: str) -> str:
+    """A part's format as the engines read it (``parquet``, ``csv`` or ``tsv``): the format
+    :func:`winrate.io.logs.table_format` gives it, the same as in memory; an error for a
+    format or compression the engines do not read."""
+    fmt = table_format(path)
+    name = Path(path).name
+    compression = compression_of(path)
+    if fmt in ("json", "jsonl"):
+        raise WinrateInputError(f"{name!r} is {fmt.upper()}: DuckDB and Spark read CSV, TSV "
+                                "and Parquet here; read a JSON file by itself, in memory")
+    if compression not in _ENGINE_COMPRESSION or (fmt == "parquet" and compression):
+        raise WinrateInputError(f"{name!r} is {compression[1:]}-compressed: DuckDB and Spark "
+                                "read CSV and TSV plain or gzip-compressed (.gz) only; "
+                                "decompress it or gzip it")
+    return fmt
+
+
+def csv_separator(kind: str) -> str:
+    """The field separator of a delimited part kind (``csv``: comma, ``tsv``: tab)."""
+    return SEPARATORS[kind]
+
+
+def engine_errors() -> tuple[type, ...]:
+    """The exception classes an engine raises on a source it cannot read: DuckDB's, and
+    PySpark's and Py4J's when they are loaded (they are never imported for this)."""
+    import duckdb
+
+    found: list[type] = [duckdb.Error]
+    spark = sys.modules.get("pyspark.errors")
+    if spark is not None:
+        found.append(spark.PySparkException)
+    py4j = sys.modules.get("py4j.protocol")
+    if py4j is not None:
+        found.append(py4j.Py4JError)
+    return tuple(found)
+
+
+@contextmanager
+def reading(source, engine: str):
+    """Turn an engine's failure to read ``source`` into the one-line error the in-memory
+    reader gives for the same file (a CSV or TSV part that is not UTF-8, or has a ragged
+    line: :func:`winrate.io.logs.check_delimited`, with the file's line), else one line
+    naming the source, the engine and its first line of explanation; never a traceback."""
+    try:
+        yield
+    except engine_errors() as error:
+        diagnose_parts(source)
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "the source"
+        raise WinrateInputError(f"{engine} could not read {name!r}: {first[:300]}") from None
+
+
+def diagnose_parts(source) -> None:
+    """Raise the in-memory reader's error for the first CSV / TSV part of ``source`` it
+    fails on (:func:`winrate.io.logs.check_delimited`); return if every part reads, or
+    ``source`` is no local file."""
+    if not isinstance(source, (str, os.PathLike)) or is_uri(source):
+        return
+    files, kind = source_files(source)
+    if kind in SEPARATORS:
+        for path in files:  # the error path: one file at a time, each in chunks
+            check_delimited(path)
 
 
 #: A URI scheme (``s3a://``, ``dbfs:/``); one letter is a Windows drive, not a scheme.
@@ -120,14 +217,36 @@ class DuckDBEngine(Engine):
             raise WinrateInputError(f"{os.fspath(source)!r} is a URI: DuckDB here reads local "
                                     "files; scan it with engine='spark'")
         elif isinstance(source, (str, os.PathLike)):
-            files, kind = source_files(source)
-            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-            reader = (f"read_parquet([{listed}], union_by_name = true)" if kind == "parquet"
-                      else f"read_csv([{listed}], union_by_name = true, all_varchar = true)")
-            self.connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {reader}")
+            self._view_files(name, source)
         else:
             self.connection.register(name, source)  # a pandas DataFrame or Arrow table
         return name
+
+    def _view_files(self, name: str, source) -> None:
+        """A view over the files ``source`` names: Parquet by name, CSV / TSV in the
+        in-memory reader's dialect (its separator, ``"`` quotes, a short line padded with
+        NULLs, every field as text). When DuckDB refuses a file at the view (its sniffer
+        fails on mixed line endings), the in-memory reader checks each part: its error
+        is raised, or, when every part reads, the view is made without DuckDB's strict
+        line checks, which that reader has just done."""
+        import duckdb
+
+        files, kind = source_files(source)
+        listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        if kind == "parquet":
+            self.connection.execute(f"CREATE VIEW {name} AS SELECT * FROM "
+                                    f"read_parquet([{listed}], union_by_name = true)")
+            return
+        reader = (f"read_csv([{listed}], union_by_name = true, all_varchar = true, "
+                  f"header = true, delim = '{csv_separator(kind)}', quote = '\"', "
+                  "escape = '\"', "
+                  "null_padding = true")
+        try:
+            self.connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {reader})")
+        except duckdb.Error:
+            diagnose_parts(source)
+            self.connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {reader}, "
+                                    "strict_mode = false)")
 
     def query(self, sql: str):
         return self.connection.sql(sql).to_arrow_table()

@@ -20,11 +20,13 @@ of the (a, b) difference for a Bradley-Terry fit with style control.
 from __future__ import annotations
 
 import bz2
+import difflib
 import functools
 import gzip
 import json
 import lzma
 import os
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +39,10 @@ from winrate import notes
 from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError, first_rows
 
-_LABEL_SCORES = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5}
+#: Outcome labels (lower case) and the score of model_a; LMArena's ``tie (bothbad)`` is a
+#: tie, as FastChat's Elo and Bradley-Terry code counts it.
+_LABEL_SCORES = {"a": 1.0, "model_a": 1.0, "b": 0.0, "model_b": 0.0, "tie": 0.5,
+                 "tie (bothbad)": 0.5}
 
 
 def factorize_groups(groups) -> tuple[np.ndarray, np.ndarray]:
@@ -262,14 +267,57 @@ class ScoreTable:
                 f"scores, comparisons={self.n_rows:,}, clusters: {axes or 'none'})")
 
 
-def _check_rows(bad: np.ndarray, column: str, problem: str, index) -> None:
-    """Raise naming the column, the problem, the count and the first offending rows, by
-    the labels of ``index`` and what they are (its name; a DataFrame's: index labels)."""
-    if bad.any():
-        raise WinrateInputError(
-            f"column {column!r}: {problem} in {int(bad.sum())} row(s), first rows "
-            f"({index.name or 'index labels'}): {first_rows(bad, index)}"
-        )
+@dataclass(frozen=True)
+class GroupedRows:
+    """The rows of a table that groups a source's rows (an engine's key table of pass 1):
+    row r stands for ``counts[r]`` rows of ``source``. An engine numbers no source row, so
+    an error on such a table counts source rows and shows the offending values instead."""
+
+    counts: np.ndarray
+    source: str
+
+
+#: ``DataFrame.attrs`` key marking a frame of grouped rows: (row-count column, source name).
+GROUPED = "winrate_grouped_rows"
+
+
+def _rows_of(frame: pd.DataFrame):
+    """How errors cite the rows of ``frame``: its index, or :class:`GroupedRows` when the
+    frame groups a source's rows (:data:`GROUPED`)."""
+    grouped = frame.attrs.get(GROUPED)
+    if grouped is None:
+        return frame.index
+    count_col, source = grouped
+    return GroupedRows(frame[count_col].to_numpy(np.int64), source)
+
+
+def _check_rows(bad: np.ndarray, column: str, problem: str, index, values=None) -> None:
+    """Raise naming the column, the problem, the count, the offending ``values`` with their
+    counts (when given) and the first offending rows, by the labels of ``index`` and what
+    they are (its name; a DataFrame's: index labels); for :class:`GroupedRows`, the source
+    and no row numbers."""
+    if not bad.any():
+        return
+    counts = index.counts if isinstance(index, GroupedRows) else np.ones(bad.size, np.int64)
+    shown = "" if values is None else f": {_value_counts(values, bad, counts)}"
+    if isinstance(index, GroupedRows):
+        where = (f" of {index.source} (an engine groups the rows and numbers none of them: "
+                 "find them by value)")
+    else:
+        where = f", first rows ({index.name or 'index labels'}): {first_rows(bad, index)}"
+    raise WinrateInputError(f"column {column!r}: {problem} in {int(counts[bad].sum())} "
+                            f"row(s){shown}{where}")
+
+
+def _value_counts(values, bad: np.ndarray, counts: np.ndarray, limit: int = 5) -> str:
+    """The offending values and the rows holding each, most frequent first:
+    ``"'win' in 890 rows, 'lose' in 1 row"``."""
+    offending = pd.Series(counts[bad]).groupby(np.asarray(values, dtype=object)[bad],
+                                               dropna=False).sum()
+    top = offending.sort_values(ascending=False, kind="stable")
+    text = ", ".join(f"{value!r} in {int(n):,} row{'' if n == 1 else 's'}"
+                     for value, n in top.iloc[:limit].items())
+    return text + (f", ... ({len(top)} values)" if len(top) > limit else "")
 
 
 def _positions(n: int) -> pd.Index:
@@ -389,6 +437,7 @@ def _read_parquet(path: Path, coded_cols, scalar_cols=(), text_cols=()) -> pd.Da
 
     source = pq.ParquetFile(path)
     schema, meta = source.schema_arrow, source.metadata
+    names = data_columns(schema)
     nested = [name for name in dict.fromkeys((*coded_cols, *scalar_cols))
               if name in schema.names and pa.types.is_nested(schema.field(name).type)]
     if nested:
@@ -399,8 +448,8 @@ def _read_parquet(path: Path, coded_cols, scalar_cols=(), text_cols=()) -> pd.Da
                and (pa.types.is_string(schema.field(name).type)
                     or pa.types.is_large_string(schema.field(name).type))]
     small = [name for name in textual if _small_dictionaries(meta, name)]
-    table = pq.read_table(path, read_dictionary=small)
-    frame = table.drop_columns(textual).to_pandas()
+    table = pq.read_table(path, columns=names, read_dictionary=small)
+    frame = table.drop_columns(textual).to_pandas(ignore_metadata=True)
     for name in textual:
         column = table.column(name)
         coded = (column.unify_dictionaries() if name in small
@@ -410,7 +459,26 @@ def _read_parquet(path: Path, coded_cols, scalar_cols=(), text_cols=()) -> pd.Da
     for name in (c for c in text_cols if c in frame.columns and c not in textual):
         if pd.api.types.is_float_dtype(frame[name]):
             frame[name] = id_text(frame[name])  # a float id column: 7.0 is the id "7"
-    return frame[schema.names]
+    return frame[names]
+
+
+#: The column pandas writes for an unnamed index level (``df[mask].to_parquet(path)``).
+_UNNAMED_INDEX = re.compile(r"__index_level_\d+__")
+
+
+def data_columns(schema) -> list[str]:
+    """The columns of a Parquet file's Arrow ``schema`` that hold data: all but those pandas
+    wrote for an unnamed index, which its metadata (the ``pandas`` key, ``index_columns``)
+    lists as row labels. A named index (``df.set_index("prompt_id")``) is data under its
+    name, as DuckDB and Spark read it; a RangeIndex is metadata only, no column."""
+    index = (schema.pandas_metadata or {}).get("index_columns", [])
+    labels = {c for c in index if isinstance(c, str) and _UNNAMED_INDEX.fullmatch(c)}
+    return [name for name in schema.names if name not in labels]
+
+
+def is_row_label(column: str) -> bool:
+    """Whether ``column`` is a name pandas gives an unnamed index level (not data)."""
+    return bool(_UNNAMED_INDEX.fullmatch(str(column)))
 
 
 def _small_dictionaries(meta, name: str) -> bool:
@@ -428,8 +496,10 @@ def _small_dictionaries(meta, name: str) -> bool:
 
 
 def _read(path: Path, fmt: str, text_cols, coded_cols=(), scalar_cols=()) -> pd.DataFrame:
-    if fmt in ("csv", "tsv"):
-        return _read_delimited(path, "," if fmt == "csv" else "\t", text_cols)
+    if fmt in SEPARATORS:
+        frame = _read_delimited(path, SEPARATORS[fmt], text_cols)
+        check_separator(path, frame.columns)
+        return frame
     if fmt in ("json", "jsonl"):
         return _read_json(path, fmt == "jsonl", text_cols, scalar_cols)
     return _read_parquet(path, coded_cols, scalar_cols, text_cols)
@@ -483,6 +553,13 @@ def _first_line(error: Exception) -> str:
     return text[0] if text else error.__class__.__name__
 
 
+def compression_of(path) -> str:
+    """The compression suffix of ``path`` that the readers undo (``.gz``, ``.bz2``,
+    ``.xz``), or ``""``."""
+    suffix = Path(path).suffix.lower()
+    return suffix if suffix in _COMPRESSION else ""
+
+
 def table_format(path) -> str:
     """``csv``, ``tsv``, ``jsonl``, ``json`` or ``parquet`` from the extension (``.gz``,
     ``.bz2``, ``.xz`` ignored)."""
@@ -520,20 +597,90 @@ def read_table(path, text_cols=(), coded_cols=(), scalar_cols=()) -> pd.DataFram
         raise WinrateInputError(f"{str(path)!r} is empty (0 bytes)")
     try:
         return _read(path, fmt, text_cols, coded_cols, scalar_cols)
-    except WinrateInputError:
-        raise
-    except UnicodeDecodeError:
-        raise _not_utf8(path) from None
-    except pd.errors.EmptyDataError:
-        raise WinrateInputError(f"{str(path)!r} has no columns (an empty {fmt.upper()} "
-                                "file)") from None
-    except (ValueError, TypeError, OSError, EOFError, ImportError) as error:
-        if fmt in ("json", "jsonl") and isinstance(error, (ValueError, TypeError)):
-            raise _bad_json(path, fmt, error) from None  # pandas raises TypeError on [1, 2]
-        if isinstance(error, TypeError):
-            raise
-        raise WinrateInputError(f"cannot read {str(path)!r} as {fmt.upper()}: "
-                                f"{_first_line(error)}") from None
+    except _READ_ERRORS as error:
+        raise _reading_error(path, fmt, error) from None
+
+
+#: What pandas and pyarrow raise on a file they cannot read (:func:`_reading_error`).
+_READ_ERRORS = (ValueError, TypeError, OSError, EOFError, ImportError)
+
+
+def _reading_error(path: Path, fmt: str, error: Exception) -> Exception:
+    """The one-line error for a file a reader failed on (``error``): the file, and the line
+    where one can be found. A TypeError outside JSON (a bug, not the file) is returned as
+    it is; a WinrateInputError passes through."""
+    if isinstance(error, WinrateInputError):
+        return error
+    if isinstance(error, UnicodeDecodeError):
+        return _not_utf8(path)
+    if isinstance(error, pd.errors.EmptyDataError):
+        return WinrateInputError(f"{str(path)!r} has no columns (an empty {fmt.upper()} file)")
+    if fmt in ("json", "jsonl") and isinstance(error, (ValueError, TypeError)):
+        return _bad_json(path, fmt, error)  # pandas raises TypeError on [1, 2]
+    if isinstance(error, TypeError):
+        return error
+    return WinrateInputError(f"cannot read {str(path)!r} as {fmt.upper()}: "
+                             f"{_first_line(error)}")
+
+
+def check_delimited(path) -> None:
+    """Read a CSV / TSV file chunk by chunk as :func:`read_table` reads it, keeping nothing:
+    raise :func:`read_table`'s error for it (the same text, with the file's line), or return
+    when it reads. An engine that failed on a file calls this to say what the in-memory
+    reader says of it."""
+    path = Path(path)
+    fmt = table_format(path)
+    try:
+        for _ in pd.read_csv(path, sep=SEPARATORS[fmt], dtype=str, keep_default_na=False,
+                             chunksize=1 << 16):
+            pass
+    except _READ_ERRORS as error:
+        raise _reading_error(path, fmt, error) from None
+
+
+def table_columns(path) -> list[str] | None:
+    """The data columns of a CSV / TSV (its header line) or Parquet file (its schema, less
+    pandas' unnamed index columns) without reading its rows; None for JSON, or a file that
+    cannot be read so (:func:`read_table` then says why). A delimited file whose header is
+    one column that looks separated by another character is an error saying which."""
+    path = Path(path)
+    try:
+        fmt = table_format(path)
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return data_columns(pq.read_schema(path))
+        if fmt in SEPARATORS:
+            names = list(pd.read_csv(path, sep=SEPARATORS[fmt], nrows=0).columns)
+            check_separator(path, names)
+            return names
+    except (OSError, ValueError, UnicodeDecodeError, EOFError, pd.errors.ParserError):
+        return None
+    return None
+
+
+#: The separator of each delimited format.
+SEPARATORS = {"csv": ",", "tsv": "\t"}
+#: Separators a file read as one column may have instead, by name.
+_OTHER_SEPARATORS = {"\t": "tab", ";": "semicolon", "|": "pipe", ",": "comma"}
+
+
+def check_separator(source, names) -> None:
+    """An error when a delimited file read with its format's separator gives one column
+    whose name holds another separator (a semicolon-separated ``.csv``, a tab-separated
+    ``.csv``): it names the separator the header looks separated by."""
+    if len(names) != 1:
+        return
+    header = str(names[0])
+    found = max(_OTHER_SEPARATORS, key=header.count)
+    if not header.count(found):
+        return
+    fmt = table_format(source)
+    raise WinrateInputError(
+        f"{str(source)!r} reads as one column ({header[:60]!r}) with {fmt.upper()}'s "
+        f"{_OTHER_SEPARATORS[SEPARATORS[fmt]]} between fields; its header looks "
+        f"{_OTHER_SEPARATORS[found]}-separated ({found!r}): save it comma-separated as .csv "
+        "or tab-separated as .tsv")
 
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -551,40 +698,61 @@ def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64), np.asarray(uniques)
 
 
-def _code_column(frame: pd.DataFrame, column: str) -> ClusterAxis:
+def _code_column(frame: pd.DataFrame, column: str, rows) -> ClusterAxis:
+    """A cluster column's codes and labels. Labels of mixed types (the number 7 and the
+    text "7" in one column) are ids in their text form (:func:`id_text`), so that one id
+    is one cluster whatever its type."""
     codes, uniques = _factorize(frame[column])
-    _check_rows(codes < 0, column, "missing value", frame.index)
+    _check_rows(codes < 0, column, "missing value", rows)
+    if pd.api.types.infer_dtype(uniques, skipna=True).startswith("mixed"):
+        merged, uniques = pd.factorize(_texts(uniques))
+        codes = merged[codes]
     return ClusterAxis(codes, uniques)
 
 
-def _code_models(frame: pd.DataFrame, col_a: str, col_b: str):
-    """Code model_a and model_b into one sorted model list."""
+def _texts(values: np.ndarray) -> np.ndarray:
+    """Distinct ids as text, the rule of :func:`id_text` (one call per distinct value)."""
+    return np.array([_one_id(v) for v in values], dtype=object)
+
+
+def _code_models(frame: pd.DataFrame, col_a: str, col_b: str, rows):
+    """Code model_a and model_b into one sorted list of model names, each in its text
+    form (:func:`id_text`): the integer 1 in one column and the text "1" in the other are
+    one model, on every reader and engine, whatever types the columns were read as."""
     a_codes, a_names = _factorize(frame[col_a])
     b_codes, b_names = _factorize(frame[col_b])
-    _check_rows(a_codes < 0, col_a, "missing value", frame.index)
-    _check_rows(b_codes < 0, col_b, "missing value", frame.index)
-    models = np.array(sorted(set(a_names.tolist()) | set(b_names.tolist()), key=str),
-                      dtype=object)
+    _check_rows(a_codes < 0, col_a, "missing value", rows)
+    _check_rows(b_codes < 0, col_b, "missing value", rows)
+    a_names, b_names = _texts(a_names), _texts(b_names)
+    models = np.array(sorted(set(a_names.tolist()) | set(b_names.tolist())), dtype=object)
     index = pd.Index(models)
     a = index.get_indexer(a_names)[a_codes].astype(np.int32)
     b = index.get_indexer(b_names)[b_codes].astype(np.int32)
-    _check_rows(a == b, col_a, f"the same model in {col_a!r} and {col_b!r}", frame.index)
+    _check_rows(a == b, col_a, f"the same model in {col_a!r} and {col_b!r}", rows,
+                values=models[a])
     _flag_similar_names(models)
     return a, b, models
 
 
 def _flag_similar_names(models: np.ndarray) -> None:
-    """A note (``similar-names``) for model names that differ only by surrounding
-    whitespace or Unicode normal form (``"gpt4"`` and ``"gpt4 "``; NFC and NFD accents):
-    they print alike but are different models here. Names are kept as written."""
-    names = [str(m) for m in models]
-    key = [unicodedata.normalize("NFC", name.strip()) for name in names]
-    groups: dict[str, list[str]] = {}
-    for k, name in zip(key, names, strict=True):
-        groups.setdefault(k, []).append(name)
-    alike = [group for group in groups.values() if len(group) > 1]
+    """Notes for model names that print alike but are different models here (names are
+    kept as written): ``similar-names`` for names that differ only by surrounding
+    whitespace or Unicode normal form (``"gpt4"`` and ``"gpt4 "``; NFC and NFD accents),
+    ``case-only-names`` for names that differ only in case (``"GPT-4"`` and ``"gpt-4"``)."""
+    names = pd.Series([str(m) for m in models])
+    form = names.map(lambda name: unicodedata.normalize("NFC", name.strip()))
+    alike = _alike(names, form)
     if alike:
         notes.emit(notes.similar_names(alike), stacklevel=4)
+    cased = _alike(form.drop_duplicates(), form.drop_duplicates().str.casefold())
+    if cased:
+        notes.emit(notes.case_only_names(cased), stacklevel=4)
+
+
+def _alike(names: pd.Series, key: pd.Series) -> list[list[str]]:
+    """Groups of two or more ``names`` that share a ``key``, each in name order."""
+    groups = names.groupby(key.to_numpy(), sort=True).agg(sorted)
+    return [group for group in groups if len(group) > 1]
 
 
 def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
@@ -627,25 +795,25 @@ def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
     return by_name if names_fit else by_label
 
 
-def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models) -> np.ndarray:
+def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models, rows) -> np.ndarray:
     series = frame[column]
-    _check_rows(series.isna().to_numpy(), column, "missing value", frame.index)
+    _check_rows(series.isna().to_numpy(), column, "missing value", rows)
     numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
     if numeric and not _numbers_name_models(series, models):
         score = series.to_numpy(dtype=float)
         _check_rows(~((score >= 0) & (score <= 1)), column,
                     "numeric outcome not in [0, 1] (1 win of model_a, 0 loss, 0.5 tie)",
-                    frame.index)
+                    rows, values=score)
         return score
     if _may_hold_objects(series):
         _check_rows(series.map(lambda v: isinstance(v, (list, dict))).to_numpy(bool),
-                    column, "a list or object, not an outcome", frame.index)
+                    column, "a list or object, not an outcome", rows)
     if numeric:  # numbers that are also model names: read them as text, by content
         series = id_text(series)
     score = _score_from_labels(series, a, b, models, column)
     _check_rows(np.isnan(score), column,
                 "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "
-                "of that row's model_a or model_b)", frame.index)
+                "of that row's model_a or model_b)", rows, values=series.to_numpy())
     return score
 
 
@@ -667,9 +835,24 @@ def _numbers_name_models(series: pd.Series, models: np.ndarray) -> bool:
 def _require_columns(frame: pd.DataFrame, columns: dict[str, str | None]) -> None:
     missing = [col for col in columns.values() if col is not None and col not in frame.columns]
     if missing:
-        raise WinrateInputError(
-            f"column(s) {missing} not found; the log has columns {list(frame.columns)}"
-        )
+        raise columns_not_found(missing, list(frame.columns))
+
+
+def columns_not_found(missing: list[str], names: list, what: str = "the log",
+                      source=None) -> WinrateInputError:
+    """The error for columns a source lacks: each with the closest name it has ("did you
+    mean 'prompt_id'?", :func:`difflib.get_close_matches`), and the columns it has (pandas'
+    unnamed index columns left out); a ``source`` file read as one column says which
+    separator its header looks like instead (:func:`check_separator`)."""
+    names = [str(n) for n in names if not is_row_label(n)]
+    if source is not None and not isinstance(source, pd.DataFrame):
+        check_separator(source, names)
+    guesses = {col: difflib.get_close_matches(str(col), names, n=1, cutoff=0.6)
+               for col in missing}
+    hints = "; ".join(f"{col!r}: did you mean {found[0]!r}?"
+                      for col, found in guesses.items() if found)
+    return WinrateInputError(f"column(s) {missing} not found{f' ({hints})' if hints else ''}; "
+                             f"{what} has columns {names}")
 
 
 def read_comparisons(
@@ -717,17 +900,19 @@ def read_comparisons(
     if weight_col is not None:
         weights = pd.to_numeric(frame[weight_col], errors="coerce").to_numpy(float)
         _check_rows(~np.isfinite(weights) | (weights < 0), weight_col,
-                    "weight must be a finite number >= 0", frame.index)
+                    "weight must be a finite number >= 0", _rows_of(frame))
         frame = frame.loc[weights > 0]
         frequency = weights[weights > 0]
         if frame.empty:
             raise WinrateInputError(f"column {weight_col!r}: every row has weight 0")
-    a, b, models = _code_models(frame, model_a_col, model_b_col)
-    score = _parse_outcome(frame, outcome_col, a, b, models)
+    rows = _rows_of(frame)
+    a, b, models = _code_models(frame, model_a_col, model_b_col, rows)
+    score = _parse_outcome(frame, outcome_col, a, b, models, rows)
     roles = {"prompt": prompt_col, "judge": judge_col, **{c: c for c in extra_cols}}
-    axes = {name: _code_column(frame, col) for name, col in roles.items() if col is not None}
+    axes = {name: _code_column(frame, col, rows) for name, col in roles.items()
+            if col is not None}
     features = {col: _check_feature(pd.to_numeric(frame[col], errors="coerce").to_numpy(float),
-                                    col, len(frame), frame.index) for col in feature_cols}
+                                    col, len(frame), rows) for col in feature_cols}
     return ComparisonLog(a, b, score, models, axes, frequency, features)
 
 

@@ -41,9 +41,17 @@ from winrate.io.engine import (
     DuckDBEngine,
     Engine,
     is_uri,
+    reading,
     source_files,
 )
-from winrate.io.logs import ComparisonLog, id_text, read_comparisons
+from winrate.io.logs import (
+    GROUPED,
+    ComparisonLog,
+    columns_not_found,
+    id_text,
+    read_comparisons,
+    table_columns,
+)
 
 ENGINES = ("auto", "memory", "duckdb", "spark")
 
@@ -55,6 +63,19 @@ BYTES_PER_ROW = 220
 
 #: The least memory (bytes) an engine is given, whatever the budget.
 MIN_ENGINE_MEMORY = 256 << 20
+
+#: The smallest memory budget (bytes) a scan accepts. Below it the second pass would cut
+#: even a modest log into a bucket per cluster, each bucket a read of the whole source.
+MIN_BUDGET = 64 << 20
+
+#: Rough speeds for the work estimate of the second pass (:func:`pass_two_seconds`): the
+#: rows an engine reads a second, and the seconds one query costs before it reads any
+#: (planning; Spark's job start).
+ROWS_PER_SECOND = 30_000_000
+QUERY_SECONDS = {"duckdb": 0.05, "spark": 1.0}
+
+#: The most a second pass may be estimated to take (seconds) before a scan refuses it.
+MAX_PASS_TWO_SECONDS = 2 * 3600
 
 #: Names the pass-1 key table gives its aggregates.
 FREQUENCY, ROW_COUNT, KEY = "winrate_frequency", "winrate_rows", "winrate_key"
@@ -142,6 +163,7 @@ class Scan:
         if frame.empty:
             raise WinrateInputError(f"the scanned log {self._name()} has no rows")
         frame[KEY] = np.arange(len(frame))
+        frame.attrs[GROUPED] = (ROW_COUNT, self._name())  # errors count source rows
         self._cache[("raw keys", axes)] = frame.copy()
         keywords = {**cols.reader_keywords(), "weight_col": FREQUENCY,
                     "extra_cols": (*(c for c in cols.extras if c in axes), KEY)}
@@ -189,7 +211,9 @@ class Scan:
         numpy arrays. A row's bucket is a hash of its ``bucket_axis`` label modulo
         ``n_buckets`` (in SQL), so a bucket holds whole clusters of that axis; the rows are
         coded batch by batch against the key table and the axes' dictionaries of pass 1
-        (:class:`_Coder`)."""
+        (:class:`_Coder`). A sweep estimated to take hours (:func:`pass_two_seconds`) is
+        refused before it starts."""
+        self._check_work(n_buckets)
         cols = self.columns
         keys = [cols.model_a, cols.model_b, cols.outcome, *cols.features,
                 *(cols.axes[name] for name in key_axes)]
@@ -210,8 +234,29 @@ class Scan:
             yield self._coded(sql, keys, [cols.axes[name] for name in axes], key_coder,
                               axis_coders)
 
+    def _check_work(self, n_buckets: int) -> None:
+        """A one-line error when the second pass, ``n_buckets`` reads of the source, is
+        estimated to take longer than :data:`MAX_PASS_TWO_SECONDS`: it names the budget
+        that would bring it within."""
+        seconds = pass_two_seconds(n_buckets, self.n_rows, self.mode)
+        if seconds <= MAX_PASS_TWO_SECONDS:
+            return
+        fits = int(MAX_PASS_TWO_SECONDS // pass_two_seconds(1, self.n_rows, self.mode))
+        advice = (f"a memory budget of at least {self.budget * n_buckets // fits:,} bytes "
+                  f"({fits:,} bucket(s))" if fits else "a faster engine (a Spark cluster)")
+        raise WinrateInputError(
+            f"the second pass would read the {self.n_rows:,}-row log {self._name()} "
+            f"{n_buckets:,} times (bucket(s) of whole clusters within the "
+            f"{self.budget:,}-byte memory budget), about {seconds / 3600:,.1f} hours on "
+            f"{self.mode}: give {advice}")
+
     def _coded(self, sql: str, keys: list[str], axis_cols: list[str], key_coder: _Coder,
                axis_coders: list[_Coder]) -> dict[str, np.ndarray]:
+        with reading(self.source, self.mode):
+            return self._code_batches(sql, keys, axis_cols, key_coder, axis_coders)
+
+    def _code_batches(self, sql: str, keys: list[str], axis_cols: list[str],
+                      key_coder: _Coder, axis_coders: list[_Coder]) -> dict[str, np.ndarray]:
         parts = {KEY: [], "weight": [], **{f"axis{i}": [] for i in range(len(axis_cols))}}
         for batch in self.engine.batches(sql):
             if not batch.num_rows:
@@ -260,11 +305,20 @@ class Scan:
         return ", ".join(_quote(c) for c in dict.fromkeys(used))
 
     def _query_frame(self, sql: str) -> pd.DataFrame:
-        return self.engine.query(sql).to_pandas()
+        with reading(self.source, self.mode):
+            return self.engine.query(sql).to_pandas()
 
     def _name(self) -> str:
         return repr(os.fspath(self.source)) if isinstance(self.source, (str, os.PathLike)) \
             else f"({type(self.source).__name__})"
+
+
+def pass_two_seconds(n_buckets: int, n_rows: int, engine: str) -> float:
+    """A rough estimate of the second pass's seconds: each of ``n_buckets`` buckets is a
+    query that reads the ``n_rows`` rows of the source (:data:`ROWS_PER_SECOND`,
+    :data:`QUERY_SECONDS`)."""
+    per_query = QUERY_SECONDS.get(engine, max(QUERY_SECONDS.values()))
+    return n_buckets * (per_query + n_rows / ROWS_PER_SECOND)
 
 
 def _as_read(values: pd.Series) -> pd.Series:
@@ -428,7 +482,7 @@ def _rows_without_engine(source) -> int | None:
                 PARQUET_SUFFIXES + CSV_SUFFIXES):
             return 0  # JSONL and compressed logs are read in memory
         files, kind = source_files(source)
-        if kind == "csv":
+        if kind != "parquet":
             return sum(os.path.getsize(f) for f in files) // CSV_LINE_BYTES
         import pyarrow.parquet as pq
 
@@ -441,11 +495,13 @@ def _rows_without_engine(source) -> int | None:
     return None
 
 
-def _make_engine(name: str, source, budget: int, connection=None) -> Engine:
+def _make_engine(name: str, source, budget: int, connection=None,
+                 stated: bool = False) -> Engine:
+    """The engine ``name`` for ``source``; Spark's session follows a ``stated`` budget."""
     if name == "spark":
         from winrate.io.spark_engine import SparkEngine
 
-        return SparkEngine.for_source(source)
+        return SparkEngine.for_source(source, budget if stated else None)
     if type(source).__module__.startswith("pyspark"):
         raise WinrateInputError("a Spark DataFrame is scanned with engine='spark'")
     # DuckDB gets a third of the budget (at least what it needs to run at all); the rest
@@ -481,6 +537,10 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     if budget <= 0:
         raise WinrateInputError(f"memory must be a positive number of bytes (4 GiB: "
                                 f"4 << 30), got {memory!r}")
+    if budget < MIN_BUDGET:
+        raise WinrateInputError(f"memory budget of {budget:,} bytes is below the floor of "
+                                f"{MIN_BUDGET:,} bytes ({MIN_BUDGET >> 20} MiB): a smaller "
+                                "budget would read the log once per cluster")
     cols = Columns(**(columns or {}), weight=weight_col, features=tuple(feature_cols),
                    extras=tuple(extra_cols))
     chosen = "duckdb" if engine in ("auto", "memory") else engine
@@ -489,23 +549,34 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     n_rows = _rows_without_engine(source)
     backend = table = None
     if n_rows is None or chosen == "spark" or engine not in ("auto", "memory"):
-        backend = _make_engine(chosen, source, budget, connection)
-        table = backend.table(source)
+        backend, table = _open(chosen, source, budget, connection, memory is not None)
         if n_rows is None:
-            n_rows = int(backend.query(f"SELECT COUNT(*) AS n FROM {table}").column(0)[0]
-                         .as_py())
+            with reading(source, chosen):
+                n_rows = int(backend.query(f"SELECT COUNT(*) AS n FROM {table}").column(0)[0]
+                             .as_py())
     mode, reason = _where(engine, chosen, n_rows, budget)
     in_memory = mode == "memory" and (isinstance(source, pd.DataFrame) or (
         isinstance(source, (str, os.PathLike)) and os.path.isfile(source)))
     if not in_memory and backend is None:
-        backend = _make_engine(chosen, source, budget, connection)
-        table = backend.table(source)
+        backend, table = _open(chosen, source, budget, connection, memory is not None)
     if backend is not None:
-        cols = _present(cols, backend.query(f"SELECT * FROM {table} LIMIT 0").column_names)
+        with reading(source, chosen):
+            names = backend.query(f"SELECT * FROM {table} LIMIT 0").column_names
+        cols = _present(cols, names, source)
     elif (names := _file_columns(source)) is not None:
-        cols = _present(cols, names)
+        cols = _present(cols, names, source)
     return Scan(source, cols, mode, reason, n_rows, budget,
                 None if in_memory else backend, None if in_memory else table, buckets)
+
+
+def _open(name: str, source, budget: int, connection=None,
+          stated: bool = False) -> tuple[Engine, str]:
+    """The engine ``name`` and the view it reads ``source`` by; an engine's failure to read
+    the source is a one-line error (:func:`winrate.io.engine.reading`). ``stated``: the
+    budget was given, not the default (a running Spark session is checked against it)."""
+    backend = _make_engine(name, source, budget, connection, stated)
+    with reading(source, name):
+        return backend, backend.table(source)
 
 
 def _where(engine: str, chosen: str, n_rows: int, budget: int) -> tuple[str, str]:
@@ -522,27 +593,19 @@ def _where(engine: str, chosen: str, n_rows: int, budget: int) -> tuple[str, str
 
 
 def _file_columns(source) -> list[str] | None:
-    """The column names of a DataFrame, or of a Parquet or CSV file (its header); None when
-    the file cannot be read so (the in-memory reader then says why)."""
+    """The column names of a DataFrame, or of a Parquet, CSV or TSV file (its schema or
+    header: :func:`winrate.io.logs.table_columns`); None when the file cannot be read so
+    (the in-memory reader then says why)."""
     if isinstance(source, pd.DataFrame):
         return [str(c) for c in source.columns]
     if not isinstance(source, (str, os.PathLike)) or not os.path.isfile(source):
         return None
-    try:
-        if str(source).lower().endswith(PARQUET_SUFFIXES):
-            import pyarrow.parquet as pq
-
-            return pq.read_schema(source).names
-        if str(source).lower().endswith(CSV_SUFFIXES):
-            return list(pd.read_csv(source, nrows=0).columns)
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError):
-        return None
-    return None
+    return table_columns(source)
 
 
-def _present(cols: Columns, names: list[str]) -> Columns:
+def _present(cols: Columns, names: list[str], source=None) -> Columns:
     """``cols`` without a default-named prompt or judge column the source lacks; an error
-    naming any other column it lacks."""
+    naming any other column it lacks (:func:`winrate.io.logs.columns_not_found`)."""
     changes = {role: None for role in ("prompt", "judge")
                if getattr(cols, role) == DEFAULT_COLUMNS[role]
                and getattr(cols, role) not in names}
@@ -551,5 +614,7 @@ def _present(cols: Columns, names: list[str]) -> Columns:
               *([cols.weight] if cols.weight else [])]
     missing = [c for c in wanted if c not in names]
     if missing:
-        raise WinrateInputError(f"column(s) {missing} not found; the log has columns {names}")
+        path = source if isinstance(source, (str, os.PathLike)) and os.path.isfile(source) \
+            else None
+        raise columns_not_found(missing, names, source=path)
     return cols

@@ -28,6 +28,7 @@ from winrate.io.logs import (
     _check_rows,
     _factorize,
     _file_positions,
+    columns_not_found,
     read_table,
 )
 
@@ -101,8 +102,7 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
         frame.index = _file_positions(source, len(frame))
     missing = [c for c in named if c not in frame.columns]
     if missing:
-        raise WinrateInputError(f"column(s) {missing} not found; the score table has columns "
-                                f"{list(frame.columns)}")
+        raise columns_not_found(missing, list(frame.columns), "the score table")
     if frame.empty:
         raise WinrateInputError("the score table has no rows")
     question, question_labels = _codes(frame, question_col)

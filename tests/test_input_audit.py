@@ -1,0 +1,468 @@
+"""An adversarial audit of every input path (issue 32): the same log gives the same answer
+or the same one-line error in memory, on DuckDB and on Spark.
+
+Each case writes a tiny log in some shape (CSV, TSV, compressed, Parquet written by pandas
+with its index, JSON Lines; a folder or a glob of parts; id columns of different types)
+and compares the analysis on each engine with the in-memory analysis of the plain CSV
+(:func:`reference`), or checks that every engine gives the same one-line
+:class:`WinrateInputError`. The classes:
+
+* **same answer on every path**: pandas-written Parquet (index columns), TSV and compressed
+  logs, folders and globs that select the same parts, ids of mixed types, LMArena's
+  ``tie (bothbad)``;
+* **same one-line error on every engine**: a file that is not UTF-8, a ragged line past
+  DuckDB's sniffing sample, a wrong separator, an unknown outcome (its values and counts),
+  a mistyped column (a suggestion), a part the engines cannot read;
+* **errors cite the file, never an engine's internal row**;
+* **a note, not a silent split**: model names that differ only in case;
+* **no hang**: a memory budget below the floor, and a second pass that would take hours.
+
+Spark cases are few (each costs seconds) and use the ``spark_engine`` fixture of
+tests/conftest.py, which honours ``WINRATE_SKIP_SPARK=1``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import winrate
+from tests.note_codes import notes_of
+from winrate.errors import WinrateInputError, WinrateWarning
+
+N_ROWS = 240
+MODELS = np.array(["m1", "m2", "m3", "m4"])
+ENGINES = ("memory", "duckdb", "spark")
+
+
+def log_frame(seed: int = 0, n: int = N_ROWS) -> pd.DataFrame:
+    """A small crossed log with integer prompt and judge ids and a/b/tie outcomes."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, len(MODELS), n)
+    b = (a + rng.integers(1, len(MODELS), n)) % len(MODELS)
+    return pd.DataFrame({"prompt_id": rng.integers(0, 40, n), "judge_id": rng.integers(0, 5, n),
+                         "model_a": MODELS[a], "model_b": MODELS[b],
+                         "outcome": rng.choice(["a", "b", "tie"], n)})
+
+
+@pytest.fixture
+def engine(request):
+    """An engine name; ``spark`` starts (or skips, on request) the shared local session."""
+    if request.param == "spark":
+        request.getfixturevalue("spark_engine")
+    return request.param
+
+
+def all_engines(spark: bool = True):
+    """``engine`` parameters: memory and DuckDB, and Spark when ``spark``."""
+    return pytest.mark.parametrize("engine", ENGINES if spark else ENGINES[:2], indirect=True)
+
+
+def analysed(source, engine: str, **scan_options):
+    """The prompt+judge analysis of ``source`` scanned on ``engine``; notes silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return winrate.analyze(winrate.scan(source, engine, **scan_options),
+                               cluster="prompt+judge")
+
+
+def reference(frame: pd.DataFrame, tmp_path):
+    """The in-memory analysis of ``frame`` written as a plain CSV."""
+    path = tmp_path / "reference.csv"
+    frame.to_csv(path, index=False)
+    return analysed(path, "memory")
+
+
+def assert_same(result, expected) -> None:
+    assert list(map(str, result.models)) == list(map(str, expected.models))
+    np.testing.assert_allclose(result.scores, expected.scores, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(result.cov, expected.cov, rtol=1e-9, atol=1e-14)
+
+
+def error_of(source, engine: str, **scan_options) -> str:
+    """The one-line WinrateInputError an analysis of ``source`` on ``engine`` ends in."""
+    with pytest.raises(WinrateInputError) as caught:
+        analysed(source, engine, **scan_options)
+    message = str(caught.value)
+    assert "\n" not in message, message
+    return message
+
+
+# ------------------------------------------------------------- same answer on every path
+
+def _filtered_index(frame, path):
+    frame[frame.prompt_id >= 0].iloc[::-1].to_parquet(path)  # __index_level_0__
+
+
+def _named_index(frame, path):
+    frame.set_index("prompt_id").to_parquet(path)  # the index is the prompt column
+
+
+def _range_index(frame, path):
+    frame.to_parquet(path)  # a RangeIndex, kept as metadata only
+
+
+def _two_level_index(frame, path):
+    frame.set_index([frame.index * 2, frame.index % 3]).to_parquet(path)
+
+
+PARQUET_WRITERS = {"filtered": _filtered_index, "named": _named_index,
+                   "range": _range_index, "two-level": _two_level_index}
+
+
+@all_engines()
+@pytest.mark.parametrize("index", PARQUET_WRITERS)
+def test_pandas_parquet_with_its_index_gives_the_csv_answer(index, engine, tmp_path):
+    if engine == "spark" and index in ("range", "two-level"):
+        pytest.skip("covered on memory and DuckDB; Spark cases are kept few")
+    frame = log_frame()
+    path = tmp_path / "log.parquet"
+    PARQUET_WRITERS[index](frame, path)
+    expected = reference(frame.iloc[::-1] if index == "filtered" else frame, tmp_path)
+    assert_same(analysed(path, engine), expected)
+
+
+def _write_delimited(frame, path, sep):
+    frame.to_csv(path, index=False, sep=sep)  # compressed as the name says
+
+
+DELIMITED = {"log.tsv": "\t", "log.tsv.gz": "\t", "log.csv.gz": ",", "log.csv.bz2": ","}
+
+
+@all_engines()
+@pytest.mark.parametrize("name", DELIMITED)
+def test_tsv_and_compressed_logs_give_the_csv_answer(name, engine, tmp_path):
+    if engine == "spark" and name != "log.tsv.gz":
+        pytest.skip("Spark reads the tab-separated, compressed case; the others are kept few")
+    frame = log_frame(1)
+    _write_delimited(frame, tmp_path / name, DELIMITED[name])
+    expected = reference(frame, tmp_path)
+    if engine != "memory" and name.endswith(".bz2"):
+        message = error_of(tmp_path / name, engine)
+        assert "gzip" in message and "log.csv.bz2" in message
+        return
+    assert_same(analysed(tmp_path / name, engine), expected)
+
+
+def test_read_comparisons_reads_tsv_gz_and_the_cli_reads_tsv(tmp_path, capsys):
+    from winrate.cli import main
+
+    frame = log_frame(2)
+    _write_delimited(frame, tmp_path / "log.tsv", "\t")
+    _write_delimited(frame, tmp_path / "log.tsv.gz", "\t")
+    one, two = (winrate.read_comparisons(tmp_path / n) for n in ("log.tsv", "log.tsv.gz"))
+    assert one.n_rows == two.n_rows == N_ROWS and list(one.models) == list(MODELS)
+    assert main(["leaderboard", str(tmp_path / "log.tsv"), "--cluster", "prompt"]) == 0
+    assert "m1" in capsys.readouterr().out
+
+
+def _split(frame, n: int) -> list[pd.DataFrame]:
+    """``frame`` in ``n`` consecutive parts."""
+    bounds = np.linspace(0, len(frame), n + 1).astype(int)
+    return [frame.iloc[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _parts(frame, folder, suffixes):
+    """``frame`` cut into one part per suffix, written into ``folder``."""
+    folder.mkdir()
+    for i, (suffix, part) in enumerate(zip(suffixes, _split(frame, len(suffixes)),
+                                           strict=True)):
+        sep = "\t" if ".tsv" in suffix else ","
+        if suffix.startswith(".parquet"):
+            part.to_parquet(folder / f"part-{i}{suffix}")
+        else:
+            part.to_csv(folder / f"part-{i}{suffix}", index=False, sep=sep)
+
+
+@all_engines(spark=False)
+@pytest.mark.parametrize("suffixes", [(".csv", ".csv.gz"), (".tsv", ".tsv.gz"),
+                                      (".parquet", ".parquet")])
+@pytest.mark.parametrize("how", ["folder", "glob"])
+def test_a_folder_and_its_glob_read_the_same_parts(suffixes, how, engine, tmp_path):
+    frame = log_frame(3)
+    _parts(frame, tmp_path / "parts", suffixes)
+    (tmp_path / "parts" / "README.md").write_text("not a part\n")
+    (tmp_path / "parts" / "_SUCCESS").write_text("")
+    source = tmp_path / "parts" if how == "folder" else tmp_path / "parts" / "*"
+    assert_same(analysed(source, engine), reference(frame, tmp_path))
+
+
+def test_a_folder_of_compressed_csv_parts_on_spark(spark_engine, tmp_path):
+    frame = log_frame(3)
+    _parts(frame, tmp_path / "parts", (".csv", ".csv.gz"))
+    assert_same(analysed(tmp_path / "parts", "spark"), reference(frame, tmp_path))
+
+
+@all_engines(spark=False)
+@pytest.mark.parametrize("mixed", [(".csv", ".tsv"), (".csv", ".jsonl"),
+                                   (".csv", ".parquet")])
+@pytest.mark.parametrize("how", ["folder", "glob"])
+def test_a_folder_or_glob_of_mixed_parts_is_one_line_error(mixed, how, engine, tmp_path):
+    frame = log_frame(4)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, (suffix, part) in enumerate(zip(mixed, _split(frame, 2), strict=True)):
+        name = folder / f"part-{i}{suffix}"
+        if suffix == ".jsonl":
+            part.to_json(name, orient="records", lines=True)
+        elif suffix == ".parquet":
+            part.to_parquet(name)
+        else:
+            part.to_csv(name, index=False, sep="\t" if suffix == ".tsv" else ",")
+    source = folder if how == "folder" else folder / "*"
+    expected = "is JSONL: DuckDB and Spark read" if ".jsonl" in mixed else "holds both"
+    assert expected in error_of(source, engine)
+
+
+def _int_and_text_models(frame):
+    """model_a as integers, model_b as the same ids in text."""
+    out = frame.copy()
+    out["model_a"] = out.model_a.str[1:].astype(int)
+    out["model_b"] = out.model_b.str[1:]
+    return out
+
+
+@all_engines()
+def test_ids_of_different_types_are_one_model(engine, tmp_path):
+    frame = log_frame(5)
+    path = tmp_path / "mixed.parquet"
+    _int_and_text_models(frame).to_parquet(path)
+    as_text = frame.assign(model_a=frame.model_a.str[1:], model_b=frame.model_b.str[1:])
+    result = analysed(path, engine)
+    assert list(result.models) == ["1", "2", "3", "4"]
+    assert_same(result, reference(as_text, tmp_path))
+
+
+@pytest.mark.parametrize("writer", ["frame", "jsonl", "float-parquet"])
+def test_ids_of_different_types_are_one_model_in_every_reader(writer, tmp_path):
+    frame = _int_and_text_models(log_frame(5))
+    if writer == "jsonl":
+        frame.to_json(tmp_path / "log.jsonl", orient="records", lines=True)
+        source = tmp_path / "log.jsonl"
+    elif writer == "float-parquet":
+        frame.assign(model_a=frame.model_a.astype(float)).to_parquet(tmp_path / "f.parquet")
+        source = tmp_path / "f.parquet"
+    else:
+        source = frame
+    log = winrate.read_comparisons(source)
+    assert list(log.models) == ["1", "2", "3", "4"]
+
+
+@all_engines()
+def test_lmarena_tie_bothbad_is_a_tie(engine, tmp_path):
+    frame = log_frame(6)
+    both_bad = frame.assign(outcome=frame.outcome.replace("tie", "tie (bothbad)"))
+    both_bad.to_csv(tmp_path / "bothbad.csv", index=False)
+    assert_same(analysed(tmp_path / "bothbad.csv", engine), reference(frame, tmp_path))
+
+
+# ------------------------------------------------------------- same one-line error
+
+def _bytes_with(frame, path, line: int, old: bytes, new: bytes) -> None:
+    """``frame`` as CSV with ``old`` replaced by ``new`` on file line ``line``."""
+    lines = frame.to_csv(index=False).encode().split(b"\n")
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    path.write_bytes(b"\n".join(lines))
+
+
+def _latin1(path):
+    _bytes_with(log_frame(7), path, 151, b"m", b"\xe9m")
+
+
+def _ragged_late(path):
+    _bytes_with(pd.concat([log_frame(7)] * 25), path, 5501, b"\n", b"")
+    lines = path.read_bytes().split(b"\n")
+    lines[5500] += b",extra"
+    path.write_bytes(b"\n".join(lines))
+
+
+def _semicolons(path):
+    log_frame(7).to_csv(path, index=False, sep=";")
+
+
+def _unknown_outcomes(path):
+    frame = log_frame(7)
+    frame.loc[::3, "outcome"] = "win"
+    frame.loc[1, "outcome"] = "lose"
+    frame.to_csv(path, index=False)
+
+
+BROKEN = {
+    "latin-1": (_latin1, ["is not UTF-8", "line 151"]),
+    "ragged line past the sniffing sample": (_ragged_late,
+                                             ["Expected 5 fields in line 5501, saw 6"]),
+    "semicolons": (_semicolons, ["one column", "';'"]),
+    "unknown outcomes": (_unknown_outcomes, ["'win' in 80 rows", "'lose' in 1 row"]),
+}
+
+
+@all_engines()
+@pytest.mark.parametrize("case", BROKEN)
+def test_a_broken_csv_is_the_same_one_line_error_on_every_engine(case, engine, tmp_path):
+    if engine == "spark" and case == "semicolons":
+        pytest.skip("Spark cases are kept few")
+    write, expected = BROKEN[case]
+    path = tmp_path / "broken.csv"
+    write(path)
+    message = error_of(path, engine)
+    for part in expected:
+        assert part in message, message
+    assert "index labels" not in message
+
+
+@all_engines(spark=False)
+def test_a_broken_csv_error_is_identical_on_memory_and_duckdb(engine, tmp_path):
+    path = tmp_path / "broken.csv"
+    _ragged_late(path)
+    assert error_of(path, engine) == error_of(path, "memory")
+
+
+def test_mixed_line_endings_read_alike_on_every_engine(tmp_path):
+    frame = log_frame(8)
+    lines = frame.to_csv(index=False).encode().split(b"\n")
+    path = tmp_path / "endings.csv"
+    path.write_bytes(b"\n".join(lines[:100]) + b"\r\n" + b"\r\n".join(lines[100:]))
+    expected = reference(frame, tmp_path)
+    for engine in ("memory", "duckdb"):
+        assert_same(analysed(path, engine), expected)
+
+
+@all_engines(spark=False)
+@pytest.mark.parametrize("role, typo, column", [("prompt", "promt_id", "prompt_id"),
+                                                ("model_a", "modela", "model_a")])
+def test_a_mistyped_column_gets_a_suggestion(role, typo, column, engine, tmp_path):
+    path = tmp_path / "log.csv"
+    log_frame(9).to_csv(path, index=False)
+    message = error_of(path, engine, columns={role: typo})
+    assert f"did you mean {column!r}?" in message
+
+
+def test_a_mistyped_column_gets_a_suggestion_in_the_readers(tmp_path):
+    frame = log_frame(9)
+    with pytest.raises(WinrateInputError, match=r"did you mean 'outcome'\?"):
+        winrate.read_comparisons(frame, outcome_col="outcom")
+    scores = pd.DataFrame({"question_id": [1, 1, 2, 2], "model": ["x", "y"] * 2,
+                           "correct": [1, 0, 1, 1]})
+    from winrate.io.scores import scores_log
+
+    with pytest.raises(WinrateInputError, match=r"did you mean 'correct'\?"):
+        scores_log(scores, score_col="corect")
+
+
+@pytest.mark.parametrize("name", ["log.txt", "log.jsonl"])
+def test_a_file_the_engines_do_not_read_is_one_line_error_on_both(name, tmp_path):
+    frame = log_frame(10)
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        frame.to_json(path, orient="records", lines=True)
+        assert_same(analysed(path, "memory"), reference(frame, tmp_path))
+    else:
+        frame.to_csv(path, index=False)
+        assert "cannot tell the format" in error_of(path, "memory")
+    assert name in error_of(path, "duckdb")
+
+
+# ------------------------------------------------------------- errors cite the file
+
+def _missing_model(path):
+    frame = log_frame(11)
+    frame.loc[[4, 9], "model_b"] = ""
+    frame.to_csv(path, index=False)
+
+
+def _self_comparison(path):
+    frame = log_frame(11)
+    frame.loc[[2, 3, 7], "model_b"] = frame.loc[[2, 3, 7], "model_a"]
+    frame.to_csv(path, index=False)
+
+
+@all_engines(spark=False)
+@pytest.mark.parametrize("write, expected", [(_missing_model, "missing value in 2 row(s)"),
+                                             (_self_comparison, "in 3 row(s)")])
+def test_row_errors_cite_file_lines_or_say_there_are_none(write, expected, engine, tmp_path):
+    path = tmp_path / "log.csv"
+    write(path)
+    message = error_of(path, engine)
+    assert expected in message, message
+    assert "index labels" not in message
+    if engine == "memory":
+        assert "file lines" in message
+    else:
+        assert "'log.csv'" in message or "log.csv" in message
+
+
+# ------------------------------------------------------------- names that differ in case
+
+@all_engines()
+def test_model_names_differing_only_in_case_get_a_note(engine, tmp_path):
+    frame = log_frame(12)
+    frame.loc[::2, "model_a"] = frame.loc[::2, "model_a"].str.upper()
+    path = tmp_path / "case.csv"
+    frame.to_csv(path, index=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = winrate.analyze(winrate.scan(path, engine), cluster="prompt")
+    note = notes_of(caught).only("case-only-names")[0]
+    assert set(note.models) >= {"M1", "m1"} and len(result.models) > len(MODELS)
+
+
+def test_the_case_note_reaches_stderr_and_json(tmp_path):
+    frame = log_frame(12)
+    frame.loc[::2, "model_a"] = frame.loc[::2, "model_a"].str.upper()
+    frame.to_csv(tmp_path / "case.csv", index=False)
+    out = subprocess.run([sys.executable, "-c", "import sys, winrate.cli; "
+                          "sys.exit(winrate.cli.main(sys.argv[1:]))", "leaderboard",
+                          str(tmp_path / "case.csv"), "--json", str(tmp_path / "r.json"),
+                          "--cluster", "prompt"], capture_output=True, text=True, check=True)
+    assert "[case-only-names]" in out.stderr
+    assert "case-only-names" in (tmp_path / "r.json").read_text()
+
+
+# ------------------------------------------------------------- no hang
+
+@pytest.mark.parametrize("memory", [1000, 1 << 20])
+def test_a_budget_below_the_floor_is_one_line_error(memory, tmp_path):
+    path = tmp_path / "log.csv"
+    log_frame(13).to_csv(path, index=False)
+    with pytest.raises(WinrateInputError, match="below the floor"):
+        winrate.scan(path, "duckdb", memory=memory)
+
+
+def test_a_second_pass_that_would_take_hours_is_refused(tmp_path):
+    from winrate.io.scan import pass_two_seconds
+
+    assert pass_two_seconds(1, 1_000, "duckdb") < 1
+    assert pass_two_seconds(100_000, 10**9, "duckdb") > 3600
+    path = tmp_path / "log.csv"
+    log_frame(13).to_csv(path, index=False)
+    scanned = winrate.scan(path, "duckdb", buckets=40)
+    scanned.n_rows = 10**10  # as if the log were ten billion rows
+    with pytest.raises(WinrateInputError, match="hours"):
+        winrate.analyze(scanned, cluster="prompt")
+
+
+# ------------------------------------------------------------- the command line
+
+@pytest.mark.parametrize("index", ["filtered", "named"])
+def test_the_cli_reads_pandas_parquet_as_a_log_and_as_scores(index, tmp_path, capsys):
+    from winrate.cli import main
+
+    frame = log_frame(14)
+    PARQUET_WRITERS[index](frame, tmp_path / "log.parquet")
+    assert main(["leaderboard", str(tmp_path / "log.parquet"), "--cluster", "prompt"]) == 0
+    scores = pd.DataFrame({"question_id": np.repeat(np.arange(30), 3),
+                           "model": np.tile(["x", "y", "z"], 30),
+                           "correct": np.random.default_rng(0).integers(0, 2, 90)})
+    write = scores[scores.question_id >= 0].iloc[::-1] if index == "filtered" \
+        else scores.set_index("question_id")
+    write.to_parquet(tmp_path / "scores.parquet")
+    assert main(["leaderboard", str(tmp_path / "scores.parquet"), "--format", "scores",
+                 "--score-col", "correct", "--question-col", "question_id",
+                 "--model-col", "model", "--cluster", "prompt"]) == 0
+    assert "x" in capsys.readouterr().out
+
