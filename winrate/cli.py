@@ -55,6 +55,7 @@ class Parser(argparse.ArgumentParser):
         return namespace
 
     def _check_value(self, action, value):
+        """argparse's check of a choice, its error with the nearest choice appended."""
         try:
             super()._check_value(action, value)
         except argparse.ArgumentError as error:
@@ -211,6 +212,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_progress_argument(parser: argparse.ArgumentParser) -> None:
+    """``--progress`` / ``--no-progress``, with the outputs."""
     section(parser, "output").add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
         help="progress bars on stderr for steps that take more than a few seconds "
