@@ -190,7 +190,7 @@ def test_eval_tables_are_sorted_by_score_and_read_back_to_the_json(tmp_path, cap
     latex, _ = _eval_rows(capsys, tmp_path, "latex")
     assert latex_cells(latex) == rows
     text, _ = _eval_rows(capsys, tmp_path, "text")
-    lines = text.splitlines()
+    lines = text.split("\n\n")[1].splitlines()  # after the opening sentence
     assert re.split(r"\s{2,}", lines[0]) == rows[0]
     assert [numbers(line) for line in lines[1:]] == [numbers(" ".join(r)) for r in rows[1:]]
 
