@@ -217,6 +217,7 @@ def test_an_error_in_the_block_removes_the_temporary_file(tmp_path):
     ("{d}/*.csv", "{d}/new.csv", True), ("{d}/*.csv", "{d}/new.json", False),
     ("{d}/*.csv", "{d}/x/new.csv", False), ("{d}/**/*.csv", "{d}/x/y/new.csv", True),
     ("{d}/**/*.csv", "{d}/new.csv", True), ("{d}/p-?.parquet", "{d}/p-1.parquet", True),
+    ("file://{d}/x", "{d}/x/r.json", True), ("s3a://bucket{d}/x", "{d}/x/r.json", False),
 ])
 def test_collision_of_files_folders_and_globs(tmp_path, source, target, hit):
     (tmp_path / "x").mkdir()

@@ -62,9 +62,13 @@ def check_output(path, name: str, inputs: Iterable = ()) -> None:
 
 def collision(target, source) -> str | None:
     """Why writing ``target`` would touch the input ``source`` (a file, a folder or a
-    glob), or None when it would not."""
+    glob; a ``file://`` URI of one), or None when it would not (another URI: remote)."""
     where = os.path.realpath(target)
     text = os.fspath(source)
+    if "://" in text:
+        if not text.startswith("file://"):
+            return None
+        text = text.removeprefix("file://")
     if glob.has_magic(text):
         return f"matches the input {text!r}" if _matches(where, text) else None
     place = os.path.realpath(text)
