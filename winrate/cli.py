@@ -747,8 +747,12 @@ def _waiting_threads_sleep() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _waiting_threads_sleep()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    return run_parsed(build_parser().parse_args(argv))
+
+
+def run_parsed(args: argparse.Namespace) -> int:
+    """Run the parsed command; bad input, missing data and a failed read or write end in
+    one line on stderr and exit code 2."""
     from winrate.io.download import DataUnavailableError, DownloadError
 
     try:

@@ -33,7 +33,7 @@ from winrate.constants import (
     SCALES,
     SCORE_DATASET_NAMES,
 )
-from winrate.errors import WinrateInputError, WinrateWarning, describe_os_error
+from winrate.errors import WinrateInputError, WinrateWarning
 
 
 def _add_eval_input(parser: argparse.ArgumentParser) -> None:
@@ -316,19 +316,11 @@ COMMANDS = {"eval": (add_eval_arguments, run_eval), "power": (add_power_argument
 
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry point: ``python -m winrate.evals.cli {eval,power} ...``."""
-    from winrate.cli import Parser, add_commands
+    from winrate.cli import Parser, add_commands, run_parsed
 
     parser = Parser(prog="python -m winrate.evals.cli")
     add_commands(parser, COMMANDS)
-    args = parser.parse_args(argv)
-    try:
-        return args.run(args)
-    except WinrateInputError as error:
-        print(f"winrate {args.command}: error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"winrate {args.command}: error: {describe_os_error(error)}", file=sys.stderr)
-        return 2
+    return run_parsed(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
