@@ -49,6 +49,15 @@ def test_help_is_grouped_in_order(command, capsys):
     assert titles == GROUPS[command]
 
 
+@pytest.mark.parametrize("command, usage", [
+    ("leaderboard", "usage: winrate leaderboard [input] [options]"),
+    ("eval", "usage: winrate eval [FILE] [options]"),
+    ("power", "usage: winrate power (--delta DELTA | --n N) [options]"),
+])
+def test_usage_is_one_line_above_the_groups(command, usage, capsys):
+    assert _help(command, capsys).splitlines()[0] == usage
+
+
 def test_the_top_level_help_lists_the_commands_and_points_to_their_groups(capsys):
     text = _help_of([], capsys)
     commands = _sections(text)["commands"]

@@ -100,12 +100,16 @@ def add_commands(parser: argparse.ArgumentParser, commands: dict) -> None:
 
 
 def _short_usage(parser: argparse.ArgumentParser) -> str:
-    """``winrate leaderboard [input] [options]``: the positional arguments, the flags
-    left to the grouped list below (the full list of a command is dozens of lines)."""
+    """``winrate leaderboard [input] [options]``: the positional arguments and a required
+    choice of flags (``(--delta DELTA | --n N)``), the other flags left to the grouped list
+    below (the full list of a command is dozens of lines)."""
     named = [f"[{action.metavar or action.dest}]" if action.nargs == "?"
              else action.metavar or action.dest
              for action in parser._actions if not action.option_strings]
-    return " ".join(["%(prog)s", *named, "[options]"])
+    chosen = ["(" + " | ".join(f"{a.option_strings[0]} {a.metavar or a.dest.upper()}"
+                               for a in group._group_actions) + ")"
+              for group in parser._mutually_exclusive_groups if group.required]
+    return " ".join(["%(prog)s", *named, *chosen, "[options]"])
 
 
 def add_estimator_arguments(parser: argparse.ArgumentParser) -> None:
