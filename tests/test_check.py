@@ -364,3 +364,50 @@ def test_replications_whose_analysis_fails_are_counted_with_a_note():
     c = checked.coverage
     assert c.failed > 0 and c.failed + c.reps == 20
     assert "check-failed-replications" in checked.notes.codes
+
+
+TINY_LOGS = {
+    # one strict win and two ties: Rao-Kupper's MLE runs off along a ray of (theta, kappa)
+    "no strict win for one model": [("p1", "M0", "M1", 0.5), ("p0", "M1", "M0", 0.0),
+                                    ("p1", "M1", "M0", 0.5)],
+    "three rows, one prompt": [("p0", "M1", "M0", 0.0), ("p0", "M1", "M0", 0.5),
+                               ("p0", "M0", "M1", 0.0)],
+    "three rows, two models": [("p1", "A", "B", 1.0), ("p2", "A", "B", 0.0),
+                               ("p3", "B", "A", 1.0)],
+}
+
+
+@pytest.mark.parametrize("name", list(TINY_LOGS))
+def test_check_on_a_tiny_log_gives_a_result_or_a_one_line_error(name, tmp_path, capsys):
+    """A log of a few rows gets the check's verdict or one error line on the command line,
+    never a traceback; so does the library call."""
+    import pandas as pd
+
+    frame = pd.DataFrame(TINY_LOGS[name], columns=["prompt_id", "model_a", "model_b",
+                                                   "outcome"])
+    path = tmp_path / "tiny.csv"
+    frame.to_csv(path, index=False)
+    code = main(["check", str(path), "--reps", "20"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 0 or (code == 2 and len(err) == 1 and "Traceback" not in err[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        try:
+            found = check_coverage(winrate.analyze(winrate.read_comparisons(frame)), reps=20)
+        except WinrateInputError as error:
+            assert "\n" not in str(error)
+        else:
+            assert 0 <= found.coverage.marginal <= 1
+
+
+def test_a_rao_kupper_mle_off_to_infinity_is_an_input_error_not_a_singular_matrix():
+    """One strict win and two ties: the MLE runs off along a ray (a model never won, the
+    tie threshold grows with its distance); the fit says so and points to the prior."""
+    import pandas as pd
+
+    frame = pd.DataFrame(TINY_LOGS["no strict win for one model"],
+                         columns=["prompt_id", "model_a", "model_b", "outcome"])
+    log = winrate.read_comparisons(frame)
+    with pytest.raises(WinrateInputError, match="prior"):
+        winrate.fit(log, "rao-kupper")
+    assert np.isfinite(winrate.fit(log, "rao-kupper", prior=4.0).scores).all()

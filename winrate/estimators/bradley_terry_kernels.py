@@ -227,13 +227,21 @@ def _newton(objective, n_params: int, k: int, centred: bool, what: str,
     ``start`` (default zeros).
 
     With ``centred`` the step solves ``(H + u u') d = g``: g is orthogonal to u, so d is the
-    minimum-norm Newton step and the ratings stay centred.
+    minimum-norm Newton step and the ratings stay centred. An information matrix that is
+    singular on the way (the likelihood flat along a direction: a maximum at infinity, as
+    Rao-Kupper's when a model never won outright and the tie threshold grows with its
+    distance) is an input error pointing to the ridge prior, as a diverging fit is.
     """
     params = np.zeros(n_params) if start is None else start.copy()
     fix = _centring(k, n_params) if centred else 0.0
     loglik, grad, info = objective(params)
     for _ in range(_MAX_ITER):
-        step = np.linalg.solve(info + fix, grad)
+        try:
+            step = np.linalg.solve(info + fix, grad)
+        except np.linalg.LinAlgError:
+            raise WinrateInputError(f"the {what} likelihood is flat along some direction "
+                                    "(singular information): the MLE is not finite for "
+                                    "these data (try a ridge prior, option 'prior')") from None
         for _halving in range(50):
             new = objective(params + step)
             if new[0] >= loglik - 1e-12 * max(1.0, abs(loglik)):
