@@ -293,3 +293,11 @@ def test_demo_outside_make_finds_what_make_demo_finds(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "MMLU-Pro (TIGER-AI-Lab, 5-shot)" in done.stdout
     assert "data not found" not in done.stdout
+
+
+@pytest.mark.parametrize("flag", ["--score-col", "--question-col", "--model-col"])
+def test_a_scores_column_flag_without_format_scores_is_an_error(log_file, flag, capsys):
+    """It would be ignored: the log is read with its own columns."""
+    assert main(["leaderboard", str(log_file), flag, "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{flag} applies to --format scores only" in err

@@ -302,6 +302,8 @@ def _read_log(args: argparse.Namespace, clustering):
         raise WinrateInputError(f"give either an INPUT file ({args.input!r}) or --dataset "
                                 f"{args.dataset}, not both")
     scores = getattr(args, "format", None) == SCORES_FORMAT
+    if not scores:
+        _refuse_score_columns(args)
     if args.dataset:
         return read_scores(args.dataset) if scores else read_dataset(args.dataset, **discrete)
     if not args.input:
@@ -319,6 +321,17 @@ def _read_log(args: argparse.Namespace, clustering):
     found = scan(args.input, args.engine, columns=columns, weight_col=args.weight_col,
                  feature_cols=covariate_columns(args), extra_cols=extra, memory=args.memory)
     return found if found.mode != "memory" else found.to_log()
+
+
+def _refuse_score_columns(args: argparse.Namespace) -> None:
+    """A column flag of ``--format scores`` given without it is an error: it would be
+    ignored, the log read with its own columns."""
+    for role, default in SCORE_COLUMNS.items():
+        if getattr(args, f"{role}_col", default) != default:
+            raise WinrateInputError(f"--{role}-col applies to --format {SCORES_FORMAT} only "
+                                    "(a comparison log's columns are --prompt-col, "
+                                    "--judge-col, --model-a-col, --model-b-col, "
+                                    "--outcome-col)")
 
 
 def _byte_size(text: str) -> int:
