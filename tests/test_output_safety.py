@@ -254,4 +254,5 @@ def test_a_device_is_written_directly(tmp_path):
 
 
 def test_a_device_output_passes_the_check(simulated_log_file, capsys):
-    assert main(["leaderboard", str(simulated_log_file), "--csv", "/dev/null"]) == 0
+    assert main(["leaderboard", str(simulated_log_file), "--csv", "/dev/null", "--json",
+                 "/dev/null"]) == 0

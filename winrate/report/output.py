@@ -28,14 +28,15 @@ from winrate.errors import WinrateInputError
 
 def check_outputs(outputs: Mapping[str, object], inputs: Iterable = ()) -> None:
     """:func:`check_output` of every ``name: path`` of ``outputs`` (None: not written),
-    and no two outputs the same file."""
+    and no two outputs the same file (a device such as ``/dev/null`` may take several)."""
     seen: dict[str, str] = {}
+    inputs = list(inputs)
     for name, path in outputs.items():
         if path is None:
             continue
         check_output(path, name, inputs)
         key = os.path.realpath(path)
-        if key in seen:
+        if key in seen and not _special(Path(key)):
             raise WinrateInputError(f"{seen[key]} and {name} name the same file "
                                     f"{str(path)!r}; give each its own")
         seen[key] = name
