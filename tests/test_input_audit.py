@@ -136,9 +136,14 @@ DELIMITED = {"log.tsv": "\t", "log.tsv.gz": "\t", "log.csv.gz": ",", "log.csv.bz
 
 @all_engines()
 @pytest.mark.parametrize("name", DELIMITED)
-def test_tsv_and_compressed_logs_give_the_csv_answer(name, engine, tmp_path):
+def test_tsv_and_compressed_logs_give_the_csv_answer(name, engine, tmp_path, request):
     if engine == "spark" and name != "log.tsv.gz":
         pytest.skip("Spark reads the tab-separated, compressed case; the others are kept few")
+    if engine == "spark":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "SparkEngine._read (winrate/io/spark_engine.py, not this audit's file) picks the "
+            "separator by a '.tsv' suffix, so '.tsv.gz' is read comma-separated; it should "
+            "take winrate.io.engine.csv_separator(kind) of source_files' kind")))
     frame = log_frame(1)
     _write_delimited(frame, tmp_path / name, DELIMITED[name])
     expected = reference(frame, tmp_path)
@@ -261,6 +266,58 @@ def test_lmarena_tie_bothbad_is_a_tie(engine, tmp_path):
     assert_same(analysed(tmp_path / "bothbad.csv", engine), reference(frame, tmp_path))
 
 
+def _quoted_newlines(frame, path):
+    frame = frame.copy()
+    frame.loc[::5, "model_a"] = 'm,"x"\nz'  # a name with a comma, quotes and a newline
+    frame.to_csv(path, index=False)
+
+
+def _blank_lines_bom_crlf(frame, path):
+    lines = frame.to_csv(index=False).encode().split(b"\n")
+    lines[50:50] = [b"", b""]
+    path.write_bytes(b"\xef\xbb\xbf" + b"\r\n".join(lines))
+
+
+def _numeric_outcomes(frame, path):
+    frame.assign(outcome=frame.outcome.map({"a": 1, "b": 0, "tie": 0.5})).to_csv(path,
+                                                                               index=False)
+
+
+def _winner_names_upper_labels(frame, path):
+    winner = np.where(frame.outcome == "a", frame.model_a,
+                      np.where(frame.outcome == "b", frame.model_b, "TIE"))
+    frame.assign(outcome=winner).to_csv(path, index=False)
+
+
+def _text_na_ids(frame, path):
+    frame = frame.astype({"prompt_id": str})
+    frame.loc[::7, "prompt_id"] = "NA"  # a prompt named NA, not a missing value
+    frame.to_csv(path, index=False)
+
+
+SHAPES = {"quoted newlines": _quoted_newlines, "blank lines, BOM, CRLF": _blank_lines_bom_crlf,
+          "numeric outcomes": _numeric_outcomes, "winner names": _winner_names_upper_labels,
+          "ids named NA": _text_na_ids}
+
+
+@all_engines(spark=False)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_csv_shapes_give_the_in_memory_answer(shape, engine, tmp_path):
+    path = tmp_path / "shape.csv"
+    SHAPES[shape](log_frame(16), path)
+    assert_same(analysed(path, engine), analysed(path, "memory"))
+
+
+@all_engines(spark=False)
+def test_a_frame_with_ids_of_mixed_types_in_one_column(engine, tmp_path):
+    frame = log_frame(17)
+    mixed = frame.assign(model_a=[int(v[1:]) if i % 2 else v[1:]
+                                  for i, v in enumerate(frame.model_a)],
+                         model_b=frame.model_b.str[1:])
+    as_text = frame.assign(model_a=frame.model_a.str[1:], model_b=frame.model_b.str[1:])
+    assert_same(analysed(mixed, engine), reference(as_text, tmp_path))
+
+
 # ------------------------------------------------------------- same one-line error
 
 def _bytes_with(frame, path, line: int, old: bytes, new: bytes) -> None:
@@ -292,7 +349,20 @@ def _unknown_outcomes(path):
     frame.to_csv(path, index=False)
 
 
+def _out_of_range(path):
+    frame = log_frame(7).assign(outcome=1.0)
+    frame.loc[3, "outcome"] = 2.0
+    frame.to_csv(path, index=False)
+
+
+def _header_only(path):
+    path.write_text("prompt_id,judge_id,model_a,model_b,outcome\n")
+
+
 BROKEN = {
+    "numeric outcome out of range": (_out_of_range, ["numeric outcome not in [0, 1]",
+                                                     "2.0 in 1 row"]),
+    "header only": (_header_only, ["is empty: it has no rows"]),
     "latin-1": (_latin1, ["is not UTF-8", "line 151"]),
     "ragged line past the sniffing sample": (_ragged_late,
                                              ["Expected 5 fields in line 5501, saw 6"]),
@@ -304,7 +374,8 @@ BROKEN = {
 @all_engines()
 @pytest.mark.parametrize("case", BROKEN)
 def test_a_broken_csv_is_the_same_one_line_error_on_every_engine(case, engine, tmp_path):
-    if engine == "spark" and case == "semicolons":
+    if engine == "spark" and case in ("semicolons", "numeric outcome out of range",
+                                      "header only"):
         pytest.skip("Spark cases are kept few")
     write, expected = BROKEN[case]
     path = tmp_path / "broken.csv"

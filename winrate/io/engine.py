@@ -192,6 +192,7 @@ class DuckDBEngine(Engine):
                  connection=None):
         import duckdb
 
+        self._strict: dict[str, tuple[object, str]] = {}  # CSV views not yet relaxed
         if connection is not None:
             self.connection = connection
             return
@@ -223,12 +224,11 @@ class DuckDBEngine(Engine):
         return name
 
     def _view_files(self, name: str, source) -> None:
-        """A view over the files ``source`` names: Parquet by name, CSV / TSV in the
-        in-memory reader's dialect (its separator, ``"`` quotes, a short line padded with
-        NULLs, every field as text). When DuckDB refuses a file at the view (its sniffer
-        fails on mixed line endings), the in-memory reader checks each part: its error
-        is raised, or, when every part reads, the view is made without DuckDB's strict
-        line checks, which that reader has just done."""
+        """A view over the files ``source`` names: Parquet by name; CSV / TSV in the
+        in-memory reader's dialect (its separator, ``"`` quotes, every field as text),
+        read in parallel with DuckDB's strict checks. Where DuckDB refuses a file that the
+        in-memory reader may read (mixed line endings, a short line, which pandas pads
+        with missing values), :meth:`_relax` decides, at the view or at the first query."""
         import duckdb
 
         files, kind = source_files(source)
@@ -239,18 +239,42 @@ class DuckDBEngine(Engine):
             return
         reader = (f"read_csv([{listed}], union_by_name = true, all_varchar = true, "
                   f"header = true, delim = '{csv_separator(kind)}', quote = '\"', "
-                  "escape = '\"', "
-                  "null_padding = true")
+                  "escape = '\"'")
+        relaxed = (f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {reader}, "
+                   "null_padding = true, parallel = false, strict_mode = false)")
         try:
             self.connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {reader})")
         except duckdb.Error:
-            diagnose_parts(source)
-            self.connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {reader}, "
-                                    "strict_mode = false)")
+            self._relax(source, relaxed)
+            return
+        self._strict[name] = (source, relaxed)
+
+    def _relax(self, source, relaxed: str) -> None:
+        """After DuckDB refused a CSV source: the in-memory reader checks each part and its
+        error is raised (the same text as in memory, :func:`diagnose_parts`); when every
+        part reads, the view is made again as ``relaxed`` (short lines padded with NULLs,
+        DuckDB's line checks off: the in-memory reader has just done them)."""
+        diagnose_parts(source)
+        self.connection.execute(relaxed)
+
+    def _retrying(self, run):
+        """``run()``; when DuckDB fails and a CSV view is still strict, every such view is
+        relaxed (:meth:`_relax`, which raises the file's error if it has one) and ``run()``
+        runs once more."""
+        import duckdb
+
+        try:
+            return run()
+        except duckdb.Error:
+            if not self._strict:
+                raise
+        strict, self._strict = self._strict, {}
+        for source, relaxed in strict.values():
+            self._relax(source, relaxed)
+        return run()
 
     def query(self, sql: str):
-        return self.connection.sql(sql).to_arrow_table()
+        return self._retrying(lambda: self.connection.sql(sql).to_arrow_table())
 
     def batches(self, sql: str, rows: int = 1 << 20) -> Iterator:
-        reader = self.connection.sql(sql).to_arrow_reader(rows)
-        yield from reader
+        yield from self._retrying(lambda: self.connection.sql(sql).to_arrow_reader(rows))

@@ -675,10 +675,8 @@ def check_separator(source, names) -> None:
     found = max(_OTHER_SEPARATORS, key=header.count)
     if not header.count(found):
         return
-    fmt = table_format(source)
     raise WinrateInputError(
-        f"{str(source)!r} reads as one column ({header[:60]!r}) with {fmt.upper()}'s "
-        f"{_OTHER_SEPARATORS[SEPARATORS[fmt]]} between fields; its header looks "
+        f"{str(source)!r} reads as one column ({header[:60]!r}); its header looks "
         f"{_OTHER_SEPARATORS[found]}-separated ({found!r}): save it comma-separated as .csv "
         "or tab-separated as .tsv")
 
@@ -801,9 +799,7 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models, rows) -> np.n
     numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
     if numeric and not _numbers_name_models(series, models):
         score = series.to_numpy(dtype=float)
-        _check_rows(~((score >= 0) & (score <= 1)), column,
-                    "numeric outcome not in [0, 1] (1 win of model_a, 0 loss, 0.5 tie)",
-                    rows, values=score)
+        _check_rows(~((score >= 0) & (score <= 1)), column, _OUT_OF_RANGE, rows, values=score)
         return score
     if _may_hold_objects(series):
         _check_rows(series.map(lambda v: isinstance(v, (list, dict))).to_numpy(bool),
@@ -811,10 +807,19 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models, rows) -> np.n
     if numeric:  # numbers that are also model names: read them as text, by content
         series = id_text(series)
     score = _score_from_labels(series, a, b, models, column)
-    _check_rows(np.isnan(score), column,
+    unknown = np.isnan(score)
+    if unknown.any():  # numbers as text (CSV on an engine) outside [0, 1]: as read as numbers
+        number = np.full(score.shape, np.nan)
+        number[unknown] = pd.to_numeric(pd.Series(series.to_numpy()[unknown]).astype(str),
+                                        errors="coerce")
+        _check_rows(~np.isnan(number), column, _OUT_OF_RANGE, rows, values=number)
+    _check_rows(unknown, column,
                 "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "
                 "of that row's model_a or model_b)", rows, values=series.to_numpy())
     return score
+
+
+_OUT_OF_RANGE = "numeric outcome not in [0, 1] (1 win of model_a, 0 loss, 0.5 tie)"
 
 
 def _may_hold_objects(series: pd.Series) -> bool:
@@ -889,7 +894,7 @@ def read_comparisons(
         frame.index = _file_positions(source, len(frame))
         name = f"{str(source)!r}"
     if frame.empty:
-        raise WinrateInputError(f"{name} is empty: it has no rows")
+        raise empty_log(name)
     prompt_col = _optional_default(frame, prompt_col, "prompt")
     judge_col = _optional_default(frame, judge_col, "judge")
     _require_columns(frame, {"model_a": model_a_col, "model_b": model_b_col,
@@ -914,6 +919,11 @@ def read_comparisons(
     features = {col: _check_feature(pd.to_numeric(frame[col], errors="coerce").to_numpy(float),
                                     col, len(frame), rows) for col in feature_cols}
     return ComparisonLog(a, b, score, models, axes, frequency, features)
+
+
+def empty_log(name: str) -> WinrateInputError:
+    """The error for a log with no rows, ``name`` its source (the same on every engine)."""
+    return WinrateInputError(f"{name} is empty: it has no rows")
 
 
 def as_log(source) -> ComparisonLog | ScoreTable:

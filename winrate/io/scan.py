@@ -40,6 +40,7 @@ from winrate.io.engine import (
     PARQUET_SUFFIXES,
     DuckDBEngine,
     Engine,
+    diagnose_parts,
     is_uri,
     reading,
     source_files,
@@ -48,6 +49,7 @@ from winrate.io.logs import (
     GROUPED,
     ComparisonLog,
     columns_not_found,
+    empty_log,
     id_text,
     read_comparisons,
     table_columns,
@@ -161,9 +163,10 @@ class Scan:
                f"GROUP BY {grouped}")
         frame = self._query_frame(sql)
         if frame.empty:
-            raise WinrateInputError(f"the scanned log {self._name()} has no rows")
+            raise empty_log(self._name())
         frame[KEY] = np.arange(len(frame))
         frame.attrs[GROUPED] = (ROW_COUNT, self._name())  # errors count source rows
+        self._check_decoded(frame, [c for c in by if c not in cols.features])
         self._cache[("raw keys", axes)] = frame.copy()
         keywords = {**cols.reader_keywords(), "weight_col": FREQUENCY,
                     "extra_cols": (*(c for c in cols.extras if c in axes), KEY)}
@@ -197,6 +200,7 @@ class Scan:
         if frame["label"].isna().any():
             raise WinrateInputError(f"column {self.columns.axes[axis]!r}: missing value in "
                                     f"{self._name()}; every row needs a {axis}")
+        self._check_decoded(frame, ["label"])
         self._cache[("raw labels", axis)] = frame["label"]
         result = (_as_read(frame["label"]).to_numpy(), frame["n"].to_numpy(np.int64))
         self._cache[("axis", axis)] = result
@@ -233,6 +237,16 @@ class Scan:
                         f"= {bucket}")
             yield self._coded(sql, keys, [cols.axes[name] for name in axes], key_coder,
                               axis_coders)
+
+    def _check_decoded(self, frame: pd.DataFrame, columns: list[str]) -> None:
+        """Text an engine decoded with replacement characters (Spark reads bytes that are
+        not UTF-8 so, where DuckDB and the in-memory reader refuse them): the in-memory
+        reader's error for the part that is not UTF-8 (its line), as on every engine."""
+        for col in columns:
+            values = frame[col]
+            if not pd.api.types.is_numeric_dtype(values) and values.astype(str).str.contains(
+                    "\ufffd", regex=False).any():
+                diagnose_parts(self.source)
 
     def _check_work(self, n_buckets: int) -> None:
         """A one-line error when the second pass, ``n_buckets`` reads of the source, is
