@@ -140,10 +140,11 @@ def spark_runtime() -> None:
 @pytest.fixture(scope="session")
 def spark_engine(spark_runtime):
     """A :class:`~winrate.io.spark_engine.SparkEngine` on one small local session per test
-    worker (a session takes seconds to start), behind :func:`spark_runtime`'s gate."""
+    worker (a session takes seconds to start), behind :func:`spark_runtime`'s gate. Its
+    memory budget of 2 GiB gives the driver 1 GiB."""
     from winrate.io.spark_engine import SparkEngine
 
-    engine = SparkEngine.local(cores=2, memory="1g", partitions=2)
+    engine = SparkEngine.local(cores=2, memory=2 << 30, partitions=2)
     yield engine
     engine.session.stop()
 

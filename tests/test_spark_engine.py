@@ -10,6 +10,11 @@ and a scan on Spark gives what a scan on DuckDB gives.
   each in the bucket of its prompt, on both engines; the analyses (scores, covariances,
   standard errors, design effects) agree with DuckDB's and with the in-memory analysis to
   1e-12 of the largest value. The full property matrix runs on DuckDB, not here.
+* Memory and the watchdog: a session winrate starts gets half the memory budget as its
+  driver's heap and exits on an OutOfMemoryError; a user's session is left as it is, with a
+  note when it has less; Java that dies (out of memory) or stops answering (stopped by a
+  signal) during a query is a one-line error within seconds (fresh interpreters, so that
+  winrate starts the session, both at once).
 * The opt-out: with ``WINRATE_SKIP_SPARK=1`` and PySpark not importable, every test of
   tests/ that touches Spark passes or skips (a pytest run in a subprocess).
 
@@ -19,7 +24,9 @@ tests/conftest.py: one local session per worker, a few seconds to start).
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -32,6 +39,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import winrate
+from tests.note_codes import codes_of, warns_code
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io.engine import DuckDBEngine
 from winrate.io.scan import KEY
@@ -443,3 +451,136 @@ def test_scan_reads_a_uri_on_spark_and_refuses_it_on_duckdb(spark_engine, tmp_pa
     assert_same_analysis(on_spark, in_memory)
     with pytest.raises(winrate.WinrateInputError, match="engine='spark'"):
         winrate.scan(path.as_uri(), engine="duckdb")
+
+
+
+# ------------------------------------------------------------------ memory and the watchdog
+
+#: A query that runs for hours (a sum over 10^12 generated rows).
+ENDLESS = "SELECT SUM(id % 7) AS s FROM RANGE(0, 1000000000000)"
+#: A query of one 900 MB value, beyond a driver of 512 MiB.
+TOO_LARGE = "SELECT LENGTH(REPEAT('x', 900000000)) AS n FROM RANGE(0, 2)"
+#: The probes' budgets: 3 GiB (a 1536 MiB driver) and 1 GiB (512 MiB, Spark's least).
+PROBE_BUDGETS = {"stop": 3 << 30, "oom": 1 << 30}
+#: Seconds the probes' watchdog waits for Java to answer (winrate's default: 30).
+PROBE_PATIENCE = 5.0
+
+
+def fresh_session_probe(path: str, fault: str) -> None:
+    """Run in a fresh interpreter, so that winrate starts the session: scan ``path`` on
+    Spark with the budget of ``fault`` and print the new session's driver settings and
+    Java's heap limit as one JSON line; then break Java during a query and print the
+    error and its delay as another. ``fault``: ``"stop"`` stops Java (SIGSTOP: alive, but
+    answering nothing) 2 s into an endless query; ``"oom"`` runs a query larger than the
+    driver."""
+    import threading
+    import time
+
+    import winrate.io.spark_engine as spark_module
+
+    spark_module.PATIENCE = PROBE_PATIENCE
+    engine = winrate.scan(path, engine="spark", memory=PROBE_BUDGETS[fault]).engine
+    context = engine.session.sparkContext
+    conf = context.getConf()
+    print(json.dumps({"driver": conf.get("spark.driver.memory"),
+                      "options": conf.get("spark.driver.extraJavaOptions", ""),
+                      "heap": context._jvm.java.lang.Runtime.getRuntime().maxMemory()}),
+          flush=True)
+    start = [time.monotonic()]
+    if fault == "stop":
+        def stop():
+            os.kill(context._gateway.proc.pid, signal.SIGSTOP)
+            start[0] = time.monotonic()
+
+        timer = threading.Timer(2.0, stop)
+        timer.daemon = True
+        timer.start()
+    try:
+        engine.query(ENDLESS if fault == "stop" else TOO_LARGE)
+        outcome = "no error"
+    except WinrateInputError as error:
+        outcome = str(error)
+    except Exception as error:  # what the watchdog should have turned into one line
+        outcome = f"{type(error).__name__}: {error}"
+    finally:
+        context._gateway.proc.kill()
+    print(json.dumps({"error": outcome, "seconds": time.monotonic() - start[0]}), flush=True)
+
+
+def finished(probe: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """The output of ``probe`` once it ends, or after ``timeout`` seconds, when it and its
+    Java (its process group) are killed."""
+    try:
+        return probe.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(probe.pid, signal.SIGKILL)
+        out, err = probe.communicate()
+        return out, err + f"\n(killed after {timeout:.0f} s)"
+
+
+@pytest.fixture(scope="module")
+def fresh_sessions(spark_runtime, tmp_path_factory) -> dict[str, list]:
+    """Each fault of :func:`fresh_session_probe` -> its JSON lines (the driver's settings,
+    then the error; a hang leaves the second out), both probes run at once."""
+    path = tmp_path_factory.mktemp("fresh_sessions") / "log.parquet"
+    scan_log(1, n=200).to_parquet(path)
+    probes = {fault: subprocess.Popen(
+        [sys.executable, "-c", "from tests.test_spark_engine import fresh_session_probe; "
+         f"fresh_session_probe({str(path)!r}, {fault!r})"], cwd=TESTS.parent,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        for fault in PROBE_BUDGETS}
+    reports = {}
+    for fault, probe in probes.items():
+        out, err = finished(probe, timeout=240)
+        reports[fault] = [json.loads(line) for line in out.splitlines()
+                          if line.startswith("{")] + [err[-1500:]]
+    return reports
+
+
+@pytest.mark.parametrize(("fault", "driver"), [("stop", "1536m"), ("oom", "512m")])
+def test_a_session_winrate_starts_follows_the_budget(fresh_sessions, fault, driver):
+    """Half the budget is the driver's heap (Java's own limit, not only the setting), and
+    Java exits on an OutOfMemoryError instead of living on without the thread that died."""
+    settings, *_, err = fresh_sessions[fault]
+    assert settings["driver"] == driver, err
+    heap = int(driver[:-1]) << 20
+    assert 0.9 * heap <= settings["heap"] <= heap
+    assert "-XX:+ExitOnOutOfMemoryError" in settings["options"]
+
+
+def test_java_that_stops_answering_is_a_one_line_error(fresh_sessions):
+    """Stopped mid-query, Java answers nothing: the watchdog stops it after its patience
+    and the query ends in one line saying so, not in a hang."""
+    from winrate.io.spark_engine import PATIENCE, WATCH_INTERVAL
+
+    *_, outcome, err = fresh_sessions["stop"]
+    assert isinstance(outcome, dict) and "error" in outcome, err
+    assert "did not answer" in outcome["error"] and "\n" not in outcome["error"], outcome
+    assert "Traceback" not in err, err  # nor Py4J's log of the broken call
+    assert outcome["seconds"] < PROBE_PATIENCE + 10, outcome
+    assert PATIENCE + 2 * WATCH_INTERVAL < 60  # the default: within a minute
+
+
+def test_java_out_of_memory_is_a_one_line_error_naming_the_budget(fresh_sessions):
+    *_, outcome, err = fresh_sessions["oom"]
+    assert isinstance(outcome, dict) and "error" in outcome, err
+    assert "out of memory" in outcome["error"] and "budget" in outcome["error"], outcome
+    assert "\n" not in outcome["error"] and outcome["seconds"] < 60, outcome
+    assert "Traceback" not in err, err
+
+
+def test_a_users_session_is_left_as_it_is_with_a_note_when_smaller(spark_engine, tmp_path):
+    """The running session (the fixture's: a 1 GiB driver) is used as it is; a budget whose
+    half exceeds its driver is noted; one whose half fits it, or none given, is not."""
+    path = tmp_path / "log.parquet"
+    scan_log(1, n=200).to_parquet(path)
+    with warns_code("spark-driver-memory") as found:
+        scanned = winrate.scan(str(path), engine="spark", memory=8 << 30)
+    assert scanned.engine.session is spark_engine.session
+    assert "spark.driver.memory=4096m" in found[0]
+    assert spark_engine.session.sparkContext.getConf().get("spark.driver.memory") == "1024m"
+    for memory in (2 << 30, None):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            winrate.scan(str(path), engine="spark", memory=memory)
+        assert "spark-driver-memory" not in codes_of(caught), memory

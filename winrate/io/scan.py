@@ -515,7 +515,7 @@ def _make_engine(name: str, source, budget: int, connection=None,
     if name == "spark":
         from winrate.io.spark_engine import SparkEngine
 
-        return SparkEngine.for_source(source, budget if stated else None)
+        return SparkEngine.for_source(source, budget, check=stated)
     if type(source).__module__.startswith("pyspark"):
         raise WinrateInputError("a Spark DataFrame is scanned with engine='spark'")
     # DuckDB gets a third of the budget (at least what it needs to run at all); the rest

@@ -21,16 +21,36 @@ Sources (:meth:`SparkEngine.table`):
   included), as CSV when it ends in a CSV suffix and as Parquet otherwise;
 * a pandas DataFrame or Arrow table: copied into Spark through Arrow
   (``createDataFrame``), so it must fit the driver.
+
+Memory and the watchdog. A local session winrate starts (:meth:`SparkEngine.local`, or
+:meth:`SparkEngine.for_source` for a scan when no session runs) gives the driver half the
+memory budget as its Java heap (:func:`driver_memory`; the rest covers Java's own overhead
+and the Python side), and Java exits on its first OutOfMemoryError instead of living on
+without the thread that died. A session that was running is used as it is (its memory is
+fixed when it starts), with a note when its driver has less than that share. While Spark
+works for winrate (:meth:`~SparkEngine.table`, :meth:`~SparkEngine.query`,
+:meth:`~SparkEngine.batches`), a watchdog looks at the Java process behind the session
+every :data:`WATCH_INTERVAL` seconds: Java that exited (out of memory, killed) or, for a
+session winrate started, that has not answered a trivial call for :data:`PATIENCE`
+seconds (then stopped, so that the waiting call returns) ends the work in a one-line
+:class:`~winrate.errors.WinrateInputError` saying what happened and what to do.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import os
+import re
+import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
+from winrate import notes
 from winrate.errors import WinrateInputError
 from winrate.io.engine import CSV_SUFFIXES, Engine, is_uri, source_files
 
@@ -39,6 +59,29 @@ SPARK_EXTRA = "pip install winrate[spark]"
 #: Debian's Java runtime for Spark 4 (Java 17 or later).
 JAVA_PACKAGE = "openjdk-17-jre-headless"
 _VIEWS = itertools.count(1)
+
+#: A local session's driver gets 1 / DRIVER_SHARE of the memory budget as its heap.
+DRIVER_SHARE = 2
+#: The least heap a driver is given (Spark refuses to start below about 450 MiB).
+MIN_DRIVER_MEMORY = 512 << 20
+#: Spark's driver heap when nothing sets it.
+SPARK_DEFAULT_DRIVER = "1g"
+#: A local session's Java exits on its first OutOfMemoryError (then reported as such),
+#: and writes its own messages to stderr (stdout may carry a command's output).
+DRIVER_JAVA_OPTIONS = "-XX:+ExitOnOutOfMemoryError -XX:+DisplayVMOutputToStderr"
+#: Java's exit status after ``-XX:+ExitOnOutOfMemoryError``.
+OUT_OF_MEMORY_EXIT = 3
+#: The Spark setting that marks a session winrate started (the watchdog may stop its Java).
+STARTED_BY_WINRATE = "spark.winrate.started"
+#: Seconds between the watchdog's looks at Java.
+WATCH_INTERVAL = 1.0
+#: Seconds Java of a session winrate started may go without answering a trivial call
+#: before the watchdog stops it.
+PATIENCE = 30.0
+#: Seconds a call that lost its connection to Java waits for Java's exit status.
+GRACE = 2.0
+#: The loggers Py4J reports a call cut off by Java's end to (with its traceback).
+PY4J_LOGGERS = ("", "py4j.java_gateway", "py4j.clientserver")
 
 
 def _pyspark_sql():
@@ -51,10 +94,123 @@ def _pyspark_sql():
     return pyspark.sql
 
 
+def driver_memory(budget: int) -> int:
+    """The driver heap (bytes, whole MiB) of a local session for a memory budget of
+    ``budget`` bytes: :data:`DRIVER_SHARE`'s share, at least :data:`MIN_DRIVER_MEMORY`."""
+    return max(int(budget) // DRIVER_SHARE, MIN_DRIVER_MEMORY) >> 20 << 20
+
+
+def java_bytes(size: str) -> int:
+    """Bytes of a Spark memory setting (``"1g"``, ``"512m"``, ``"4096"``: MiB when no unit,
+    as ``spark.driver.memory`` reads it)."""
+    found = re.fullmatch(r"\s*(\d+)\s*([kmgtp]?)b?\s*", size.lower())
+    if found is None:
+        raise WinrateInputError(f"engine 'spark': {size!r} is not a memory size")
+    return int(found.group(1)) << (10 * " kmgtp".index(found.group(2) or "m"))
+
+
+def _java_process(session) -> subprocess.Popen | None:
+    """The Java process this interpreter started for ``session`` (None: not started here,
+    as with Spark Connect or under ``spark-submit``)."""
+    try:
+        gateway = session.sparkContext._gateway
+    except Exception:  # Spark Connect has no gateway to a local Java
+        return None
+    return getattr(gateway, "proc", None)
+
+
+def _java_exit(status: int) -> str:
+    """What Java's exit ``status`` (negative: the signal) says, and what to do."""
+    if status == OUT_OF_MEMORY_EXIT:
+        return ("Java (the Spark driver) ran out of memory and exited: raise the memory "
+                "budget (a session winrate starts gives the driver half of it)")
+    how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+    return (f"Java (the Spark driver) {how} during the work; if the system ran out of "
+            "memory, lower the memory budget, else run again")
+
+
+def _lost_java(error) -> bool:
+    """Whether ``error`` is what a call gets when its connection to Java breaks (not an
+    error Java answered with)."""
+    from py4j.protocol import Py4JError, Py4JJavaError
+
+    return (isinstance(error, (OSError, EOFError, Py4JError))
+            and not isinstance(error, Py4JJavaError))
+
+
+class _Watchdog:
+    """Watches ``process``, the Java behind a session, while Spark works (module doc): one
+    thread calls ``ping`` (a trivial call into Java) every :data:`WATCH_INTERVAL` seconds
+    and notes when it answered; another checks that Java runs and, when ``stop_hung``,
+    stops Java that has not answered for :data:`PATIENCE` seconds. On leaving, what it
+    found (or Java's exit, when a call lost its connection to it) is one line of
+    :class:`~winrate.errors.WinrateInputError`."""
+
+    def __init__(self, process: subprocess.Popen, ping, stop_hung: bool):
+        self.process, self.ping, self.stop_hung = process, ping, stop_hung
+        self.answered = time.monotonic()
+        self.verdict: str | None = None
+        self.done = threading.Event()
+
+    def __enter__(self) -> _Watchdog:
+        for name in PY4J_LOGGERS:
+            logging.getLogger(name).addFilter(self)
+        self.threads = [threading.Thread(target=watch, name="winrate-spark-watchdog",
+                                         daemon=True) for watch in (self._pinger, self._monitor)]
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        self.done.set()
+        verdict = self.verdict or self._exited(GRACE if _lost_java(error) else 0)
+        if verdict:  # the watchers' calls end with Java's: wait for them (and their logs)
+            for thread in self.threads:
+                thread.join(GRACE)
+        for name in PY4J_LOGGERS:
+            logging.getLogger(name).removeFilter(self)
+        if verdict and kind is not GeneratorExit:  # GeneratorExit: batches left unread
+            raise WinrateInputError(f"engine 'spark': {verdict}") from None
+        return False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep a log record unless it is Py4J's about Java gone (the error says it)."""
+        from_py4j = record.name.startswith("py4j") or f"{os.sep}py4j{os.sep}" in record.pathname
+        return not from_py4j or (self.verdict or self._exited(GRACE)) is None
+
+    def _pinger(self) -> None:
+        while not self.done.is_set():
+            try:
+                self.ping()
+            except Exception:  # no answer will come: the monitor judges why
+                return
+            self.answered = time.monotonic()
+            self.done.wait(WATCH_INTERVAL)
+
+    def _monitor(self) -> None:
+        while not self.done.wait(WATCH_INTERVAL) and self.verdict is None:
+            self.verdict = self._exited(0)
+            silent = time.monotonic() - self.answered
+            if self.verdict is None and self.stop_hung and silent > PATIENCE:
+                self.verdict = (f"Java (the Spark driver) did not answer for {silent:.0f} s "
+                                "and was stopped; if it was short of memory, raise the "
+                                "memory budget")
+                self.process.kill()  # the call waiting on Java returns
+
+    def _exited(self, wait: float) -> str | None:
+        """:func:`_java_exit` once Java has exited (waiting up to ``wait`` s), else None."""
+        try:
+            status = self.process.wait(wait) if wait else self.process.poll()
+        except subprocess.TimeoutExpired:
+            return None
+        return None if status is None else _java_exit(status)
+
+
 class SparkEngine(Engine):
     """Spark SQL through ``session``, a user's ``SparkSession`` (None: the active one).
     The session's Arrow transfer (``spark.sql.execution.arrow.pyspark.enabled``) is
-    switched on; nothing else about it changes. :meth:`local` builds a small local one."""
+    switched on; nothing else about it changes. :meth:`local` builds a small local one.
+    Spark's work for winrate runs under a watchdog (module doc)."""
 
     name = "spark"
 
@@ -66,25 +222,32 @@ class SparkEngine(Engine):
                                     "SparkEngine(spark), or use SparkEngine.local()")
         self.session = session
         session.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+        self._java = _java_process(session)
+        self._started = self._java is not None and self._setting(STARTED_BY_WINRATE) == "true"
 
     @classmethod
-    def local(cls, cores: int = 2, memory: str = "1g", partitions: int = 4,
+    def local(cls, cores: int = 2, memory: int | None = None, partitions: int = 4,
               log_level: str = "ERROR") -> SparkEngine:
         """An engine on a local session: ``local[cores]``, no web UI, ``partitions``
-        shuffle partitions (Spark's default of 200 suits clusters, not one machine),
-        ``memory`` for the driver, only log lines at ``log_level`` or above. If a session
-        is already running in this process, Spark returns it and ignores the settings
-        that only apply at start. Its Python workers run this interpreter (unless
+        shuffle partitions (Spark's default of 200 suits clusters, not one machine), only
+        log lines at ``log_level`` or above. ``memory`` is the memory budget in bytes: the
+        driver's heap is :func:`driver_memory` of it (None: Spark's default, 1 GiB); Java
+        exits on an OutOfMemoryError (module doc).
+        If a session is already running in this process, Spark returns it and ignores the
+        settings that only apply at start. Its Python workers run this interpreter (unless
         ``PYSPARK_PYTHON`` says otherwise), so they see the same packages. An error names
         Java's package when the session cannot start."""
         sql = _pyspark_sql()
+        heap = SPARK_DEFAULT_DRIVER if memory is None else f"{driver_memory(memory) >> 20}m"
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = (sql.SparkSession.builder.master(f"local[{int(cores)}]")
                    .appName("winrate")
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
                    .config("spark.sql.shuffle.partitions", str(int(partitions)))
-                   .config("spark.driver.memory", memory))
+                   .config("spark.driver.memory", heap)
+                   .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
+                   .config(STARTED_BY_WINRATE, "true"))
         try:
             session = builder.getOrCreate()
         except Exception as error:  # PySpark raises its own runtime error class
@@ -95,14 +258,49 @@ class SparkEngine(Engine):
         return cls(session)
 
     @classmethod
-    def for_source(cls, source) -> SparkEngine:
+    def for_source(cls, source, memory: int | None = None, check: bool = False
+                   ) -> SparkEngine:
         """The engine for scanning ``source``: on a Spark DataFrame's own session; else on
-        the active session (a notebook's ``spark``); else on a new :meth:`local` one."""
+        the active session (a notebook's ``spark``); else on a new :meth:`local` one for
+        the memory budget ``memory`` (bytes). A running session is used as it is; with
+        ``check`` (a budget the user gave), a note (code ``spark-driver-memory``) says when
+        its driver has less heap than a local one's would."""
         sql = _pyspark_sql()
-        if isinstance(source, sql.DataFrame):
-            return cls(source.sparkSession)
-        active = sql.SparkSession.getActiveSession()
-        return cls(active) if active is not None else cls.local()
+        session = (source.sparkSession if isinstance(source, sql.DataFrame)
+                   else sql.SparkSession.getActiveSession())
+        if session is None:
+            return cls.local(memory=memory)
+        engine = cls(session)
+        if check and memory is not None:
+            engine.note_a_smaller_driver(memory)
+        return engine
+
+    def _setting(self, key: str, default: str | None = None) -> str | None:
+        """A setting the session's Spark context started with (None under Spark Connect,
+        which has no context to ask)."""
+        try:
+            conf = self.session.sparkContext.getConf()
+        except Exception:  # PySpark's error for an API Spark Connect lacks
+            return None
+        return conf.get(key, default)
+
+    def note_a_smaller_driver(self, memory: int) -> None:
+        """Note when this session's driver has less heap than a local session for the
+        memory budget ``memory`` would (a session's memory is fixed when it starts)."""
+        size = self._setting("spark.driver.memory", SPARK_DEFAULT_DRIVER)
+        if size is None:
+            return
+        have = java_bytes(size)
+        if have < driver_memory(memory):
+            notes.emit(notes.spark_driver_memory(have, driver_memory(memory), memory))
+
+    def _watched(self):
+        """The watchdog over this session's Java (module doc); none when this interpreter
+        did not start it."""
+        if self._java is None:
+            return nullcontext()
+        jvm = self.session.sparkContext._jvm
+        return _Watchdog(self._java, lambda: jvm.java.lang.System.nanoTime(), self._started)
 
     def _view(self, frame) -> str:
         name = f"winrate_spark_{next(_VIEWS)}"
@@ -116,10 +314,12 @@ class SparkEngine(Engine):
             if source.sparkSession is not self.session:
                 raise WinrateInputError("engine 'spark': the DataFrame belongs to another "
                                         "SparkSession than the engine's")
-            return self._view(source)
-        if isinstance(source, (str, os.PathLike)):
-            return self._view(self._read(os.fspath(source)))
-        return self._view(self.session.createDataFrame(source))
+            with self._watched():
+                return self._view(source)
+        with self._watched():
+            if isinstance(source, (str, os.PathLike)):
+                return self._view(self._read(os.fspath(source)))
+            return self._view(self.session.createDataFrame(source))
 
     def _read(self, text: str):
         """A DataFrame over the files ``text`` names (module doc)."""
@@ -141,7 +341,8 @@ class SparkEngine(Engine):
 
     def query(self, sql: str):
         """The result as one Arrow table, collected on the driver."""
-        return self.session.sql(sql).toArrow()
+        with self._watched():
+            return self.session.sql(sql).toArrow()
 
     def batches(self, sql: str, rows: int = 1 << 20) -> Iterator:
         """The result as Arrow record batches of at most ``rows`` rows.
@@ -180,6 +381,7 @@ class SparkEngine(Engine):
 
         import pyarrow as pa
 
-        frame = self.session.sql(sql).mapInArrow(serialize, "batch binary")
-        for row in frame.toLocalIterator(prefetchPartitions=False):
-            yield from pa.ipc.open_stream(pa.py_buffer(row[0]))
+        with self._watched():
+            frame = self.session.sql(sql).mapInArrow(serialize, "batch binary")
+            for row in frame.toLocalIterator(prefetchPartitions=False):
+                yield from pa.ipc.open_stream(pa.py_buffer(row[0]))
