@@ -115,8 +115,9 @@ class Leaderboard:
             base = int(np.flatnonzero(names == baseline)[0])
             return [(str(names[c]), baseline) for c in self.codes if self.counts[c, base] == 0]
         sub = self.counts[np.ix_(self.codes, self.codes)]
-        missing = np.argwhere(np.triu(sub == 0, k=1))
-        return [(str(self.models[i]), str(self.models[j])) for i, j in missing]
+        first, second = np.nonzero(np.triu(sub == 0, k=1))  # row-major, as argwhere
+        names = np.array([str(m) for m in self.models], dtype=object)
+        return list(zip(names[first].tolist(), names[second].tolist(), strict=True))
 
     def to_frame(self) -> pd.DataFrame:
         """Scores and comparison counts, indexed by model, best first. Standard errors need
