@@ -452,9 +452,17 @@ def _self_comparison(path):
     frame.to_csv(path, index=False)
 
 
+def _missing_prompt(path):
+    frame = log_frame(11).astype({"prompt_id": str})
+    frame.loc[[1, 8], "prompt_id"] = ""
+    frame.to_csv(path, index=False)
+
+
 @all_engines(spark=False)
 @pytest.mark.parametrize("write, expected", [(_missing_model, "missing value in 2 row(s)"),
-                                             (_self_comparison, "in 3 row(s)")])
+                                             (_self_comparison, "in 3 row(s)"),
+                                             (_missing_prompt, "'prompt_id': missing value "
+                                                               "in 2 row(s)")])
 def test_row_errors_cite_file_lines_or_say_there_are_none(write, expected, engine, tmp_path):
     path = tmp_path / "log.csv"
     write(path)
@@ -512,7 +520,7 @@ def test_a_second_pass_that_would_take_hours_is_refused(tmp_path):
     path = tmp_path / "log.csv"
     log_frame(13).to_csv(path, index=False)
     scanned = winrate.scan(path, "duckdb", buckets=40)
-    scanned.n_rows = 10**10  # as if the log were ten billion rows
+    scanned.n_rows = 10**11  # as if the log were a hundred billion rows
     with pytest.raises(WinrateInputError, match="hours"):
         winrate.analyze(scanned, cluster="prompt")
 

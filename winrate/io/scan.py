@@ -48,6 +48,8 @@ from winrate.io.engine import (
 from winrate.io.logs import (
     GROUPED,
     ComparisonLog,
+    GroupedRows,
+    _check_rows,
     columns_not_found,
     empty_log,
     id_text,
@@ -71,9 +73,10 @@ MIN_ENGINE_MEMORY = 256 << 20
 MIN_BUDGET = 64 << 20
 
 #: Rough speeds for the work estimate of the second pass (:func:`pass_two_seconds`): the
-#: rows an engine reads a second, and the seconds one query costs before it reads any
-#: (planning; Spark's job start).
-ROWS_PER_SECOND = 30_000_000
+#: rows an engine reads a second (DuckDB read 58 buckets of a 1,000M-row Parquet log, 58e9
+#: rows, in 717 s on 2 cores: paper/benchmarks_scale.txt), and the seconds one query costs
+#: before it reads any (planning; Spark's job start).
+ROWS_PER_SECOND = 80_000_000
 QUERY_SECONDS = {"duckdb": 0.05, "spark": 1.0}
 
 #: The most a second pass may be estimated to take (seconds) before a scan refuses it.
@@ -197,9 +200,8 @@ class Scan:
         col = _quote(self.columns.axes[axis])
         frame = self._query_frame(f"SELECT {col} AS label, COUNT(*) AS n FROM {self.table}"
                                   f"{self._positive()} GROUP BY {col}")
-        if frame["label"].isna().any():
-            raise WinrateInputError(f"column {self.columns.axes[axis]!r}: missing value in "
-                                    f"{self._name()}; every row needs a {axis}")
+        _check_rows(frame["label"].isna().to_numpy(), self.columns.axes[axis], "missing value",
+                    GroupedRows(frame["n"].to_numpy(np.int64), self._name()))
         self._check_decoded(frame, ["label"])
         self._cache[("raw labels", axis)] = frame["label"]
         result = (_as_read(frame["label"]).to_numpy(), frame["n"].to_numpy(np.int64))
