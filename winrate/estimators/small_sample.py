@@ -8,7 +8,8 @@ variance ``p (1 - p) / n``; only ``p (1 - p)`` must come from somewhere else.
 Empirical-Bayes floor (the default). The other pairs of the log say how far apart models
 are: a Bradley-Terry fit predicts each pair's ``pi_ab`` with a ridge prior whose variance
 is estimated from the log
-(:func:`winrate.estimators.bradley_terry_kernels.empirical_bayes_probabilities`).
+(:func:`winrate.estimators.bradley_terry_kernels.empirical_bayes_probabilities`; beyond
+1,000 models its fit runs on sparse matrices, so thousands of models take seconds).
 The pair's own outcomes update the prior ``p ~ Beta(m pi, m (1 - pi))``, worth ``m = 2``
 comparisons (at ``pi = 1/2`` the uniform prior of Bayes and Laplace), and the floor is the
 posterior mean of the variance (a conjugate Beta-binomial step; see e.g. Gelman et al.
