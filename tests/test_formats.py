@@ -265,8 +265,8 @@ def test_clean_battle_optional_fields_and_errors(tmp_path):
     with pytest.raises(WinrateInputError, match=r"field 'model_a' is null in line\(s\) 2"):
         read_format(write_jsonl(tmp_path / "nameless.jsonl", nameless), "clean_battle")
     bad = [battle("x", "y", "model_a", 1), battle("x", "y", "left", 2)]
-    with pytest.raises(WinrateInputError, match=r"bad\.jsonl: unknown winner 'left' in "
-                                                r"line\(s\) 2"):
+    with pytest.raises(WinrateInputError, match=r"bad\.jsonl: unknown winner in 1 line\(s\): "
+                                                r"'left' in 1 line, first line\(s\) 2"):
         read_format(write_jsonl(tmp_path / "bad.jsonl", bad), "clean_battle")
     with pytest.raises(WinrateInputError, match=r"unknown option\(s\) \['baseline'\]; it "
                                                 r"takes \['both_bad', 'style', "):
@@ -674,6 +674,6 @@ def test_true_preference_or_list_winner_is_an_error(tmp_path):
         read_format(path, "alpaca_eval")
     path = write_jsonl(tmp_path / "b.jsonl", [battle("x", "y", "tie", 1),
                                               battle("x", "y", ["model_a"], 2)])
-    with pytest.raises(WinrateInputError, match=r"b\.jsonl: unknown winner \['model_a'\] in "
-                                                r"line\(s\) 2"):
+    with pytest.raises(WinrateInputError, match=r"b\.jsonl: unknown winner in 1 line\(s\): "
+                                                r"\['model_a'\] in 1 line, first line\(s\) 2"):
         read_format(path, "clean_battle")

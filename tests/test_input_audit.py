@@ -23,6 +23,7 @@ tests/conftest.py, which honours ``WINRATE_SKIP_SPARK=1``.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import warnings
@@ -136,14 +137,9 @@ DELIMITED = {"log.tsv": "\t", "log.tsv.gz": "\t", "log.csv.gz": ",", "log.csv.bz
 
 @all_engines()
 @pytest.mark.parametrize("name", DELIMITED)
-def test_tsv_and_compressed_logs_give_the_csv_answer(name, engine, tmp_path, request):
+def test_tsv_and_compressed_logs_give_the_csv_answer(name, engine, tmp_path):
     if engine == "spark" and name != "log.tsv.gz":
         pytest.skip("Spark reads the tab-separated, compressed case; the others are kept few")
-    if engine == "spark":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "SparkEngine._read (winrate/io/spark_engine.py, not this audit's file) picks the "
-            "separator by a '.tsv' suffix, so '.tsv.gz' is read comma-separated; it should "
-            "take winrate.io.engine.csv_separator(kind) of source_files' kind")))
     frame = log_frame(1)
     _write_delimited(frame, tmp_path / name, DELIMITED[name])
     expected = reference(frame, tmp_path)
@@ -545,3 +541,35 @@ def test_the_cli_reads_pandas_parquet_as_a_log_and_as_scores(index, tmp_path, ca
                  "--model-col", "model", "--cluster", "prompt"]) == 0
     assert "x" in capsys.readouterr().out
 
+
+
+# ------------------------------------------------------------- the other readers
+
+def test_scores_with_ids_of_mixed_types_are_one_model():
+    from winrate.io.scores import scores_log
+
+    model = [[1 if q % 2 else "1", "2", "3"] for q in range(20)]  # 1 as a number and text
+    scores = pd.DataFrame({"question_id": np.repeat(np.arange(20), 3),
+                           "model": pd.Series(sum(model, []), dtype=object),
+                           "correct": np.random.default_rng(1).integers(0, 2, 60)})
+    table = scores_log(scores, score_col="correct")
+    assert list(table.models) == ["1", "2", "3"]
+
+
+def _battles(path, records):
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+
+
+def test_a_format_folder_reads_upper_case_suffixes_and_counts_unknown_winners(tmp_path):
+    from winrate.io.formats import read_format
+
+    battle = {"model_a": "x", "model_b": "y", "winner": "model_a", "question_id": "q"}
+    (tmp_path / "battles").mkdir()
+    _battles(tmp_path / "battles" / "one.jsonl", [battle] * 3)
+    _battles(tmp_path / "battles" / "TWO.JSONL", [{**battle, "winner": "tie (bothbad)"}] * 2)
+    frame = read_format(tmp_path / "battles", "clean_battle")
+    assert len(frame) == 5 and sorted(frame.outcome) == [0.5, 0.5, 1, 1, 1]
+    _battles(tmp_path / "bad.jsonl", [{**battle, "winner": "left"}] * 4 + [battle])
+    with pytest.raises(WinrateInputError, match=r"unknown winner in 4 line\(s\): 'left' in "
+                                                r"4 lines"):
+        read_format(tmp_path / "bad.jsonl", "clean_battle")

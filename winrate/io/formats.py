@@ -129,7 +129,7 @@ import pandas as pd
 from winrate import notes
 from winrate.constants import LOG_FORMATS as FORMATS
 from winrate.errors import WinrateInputError, first_rows
-from winrate.io.logs import ComparisonLog, read_comparisons
+from winrate.io.logs import ComparisonLog, read_comparisons, value_counts
 from winrate.progress import bar
 
 __all__ = ["ARENA_HARD_BASELINE", "ARENA_HARD_STRONG_WEIGHT", "FORMATS", "STYLE_PREFIX",
@@ -189,7 +189,8 @@ def find_files(path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise WinrateInputError(f"no such file or folder: {str(path)!r}")
-    found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(_SUFFIXES))
+    found = sorted(p for p in path.rglob("*")
+                   if p.is_file() and p.name.lower().endswith(_SUFFIXES))
     if not found:
         raise WinrateInputError(f"{path}: no {', '.join(_SUFFIXES)} file in this folder or "
                                 "below")
@@ -236,8 +237,9 @@ def _read_records(path: Path) -> tuple[list[dict], np.ndarray, str]:
     ``.jsonl`` files are read line by line (blank lines skipped): a broken line is an
     error naming the file and line. ``.json`` files hold a list of records.
     """
-    opener = gzip.open if path.name.endswith(".gz") else open
-    lines = path.name.endswith((".jsonl", ".jsonl.gz"))
+    name = path.name.lower()  # suffixes in any case, as find_files selects them
+    opener = gzip.open if name.endswith(".gz") else open
+    lines = name.endswith((".jsonl", ".jsonl.gz"))
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
             if not lines:
@@ -648,11 +650,11 @@ def _read_clean_battle(files: Sequence[Path], *, both_bad: str = "tie",
         outcome = label.map(_BATTLE_WINNER).to_numpy(float)
         unknown = np.isnan(outcome)
         if unknown.any():
-            shown = sorted({repr(v) for v in rows["winner"][unknown]})[:5]
             raise WinrateInputError(
-                f"{path}: unknown winner {', '.join(shown)} in {what}(s) "
-                f"{first_rows(unknown, positions)} (expected model_a, model_b, tie or "
-                "'tie (bothbad)')")
+                f"{path}: unknown winner in {int(unknown.sum())} {what}(s): "
+                f"{value_counts(rows['winner'].to_numpy(), unknown, unit=what)}, first "
+                f"{what}(s) {first_rows(unknown, positions)} (expected model_a, model_b, tie "
+                "or 'tie (bothbad)')")
         text = {key: _text_ids(rows[key], path, key, positions, what)
                 for key in ("model_a", "model_b", prompt_key, "judge" if has_judge else None)
                 if key is not None}

@@ -299,7 +299,7 @@ def _check_rows(bad: np.ndarray, column: str, problem: str, index, values=None) 
     if not bad.any():
         return
     counts = index.counts if isinstance(index, GroupedRows) else np.ones(bad.size, np.int64)
-    shown = "" if values is None else f": {_value_counts(values, bad, counts)}"
+    shown = "" if values is None else f": {value_counts(values, bad, counts)}"
     if isinstance(index, GroupedRows):
         where = (f" of {index.source} (an engine groups the rows and numbers none of them: "
                  "find them by value)")
@@ -309,13 +309,16 @@ def _check_rows(bad: np.ndarray, column: str, problem: str, index, values=None) 
                             f"row(s){shown}{where}")
 
 
-def _value_counts(values, bad: np.ndarray, counts: np.ndarray, limit: int = 5) -> str:
-    """The offending values and the rows holding each, most frequent first:
-    ``"'win' in 890 rows, 'lose' in 1 row"``."""
-    offending = pd.Series(counts[bad]).groupby(np.asarray(values, dtype=object)[bad],
-                                               dropna=False).sum()
+def value_counts(values, bad: np.ndarray, counts: np.ndarray | None = None,
+                 unit: str = "row", limit: int = 5) -> str:
+    """The offending values and the rows (``unit``) holding each, most frequent first:
+    ``"'win' in 890 rows, 'lose' in 1 row"``; ``counts``: the rows each entry stands for
+    (default one)."""
+    counts = np.ones(bad.size, np.int64) if counts is None else counts
+    shown = pd.Series(np.asarray(values, dtype=object)[bad]).map(repr)  # lists too
+    offending = pd.Series(counts[bad]).groupby(shown.to_numpy()).sum()
     top = offending.sort_values(ascending=False, kind="stable")
-    text = ", ".join(f"{value!r} in {int(n):,} row{'' if n == 1 else 's'}"
+    text = ", ".join(f"{value} in {int(n):,} {unit}{'' if n == 1 else 's'}"
                      for value, n in top.iloc[:limit].items())
     return text + (f", ... ({len(top)} values)" if len(top) > limit else "")
 

@@ -26,7 +26,7 @@ from winrate.io.logs import (
     ClusterAxis,
     ScoreTable,
     _check_rows,
-    _factorize,
+    _code_column,
     _file_positions,
     columns_not_found,
     read_table,
@@ -122,9 +122,10 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
 
 
 def _codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-    codes, labels = _factorize(frame[column])
-    _check_rows(codes < 0, column, "missing value", frame.index)
-    return codes, labels
+    """A column's codes and labels, as the comparison-log reader codes an id column (ids
+    of mixed types in their text form; a missing id is an error naming the rows)."""
+    axis = _code_column(frame, column, frame.index)
+    return axis.codes, axis.labels
 
 
 def _question_axis(frame: pd.DataFrame, column: str, question: np.ndarray, n_questions: int,
