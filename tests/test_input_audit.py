@@ -220,6 +220,20 @@ def test_a_folder_or_glob_of_mixed_parts_is_one_line_error(mixed, how, engine, t
     assert expected in error_of(source, engine)
 
 
+@all_engines()
+def test_parquet_parts_that_disagree_on_a_columns_type_are_one_line_error(engine, tmp_path):
+    if engine == "memory":
+        pytest.skip("a folder is read by an engine")
+    frame = log_frame(5).assign(model_a=lambda f: f.model_a.str[1:],
+                                model_b=lambda f: f.model_b.str[1:])
+    (tmp_path / "parts").mkdir()
+    first, second = _split(frame, 2)
+    first.astype({"model_a": float}).to_parquet(tmp_path / "parts" / "a.parquet")
+    second.to_parquet(tmp_path / "parts" / "b.parquet")  # "1" as text: DuckDB read "1.0", "1"
+    assert "column 'model_a' is number in 'a.parquet' but text in 'b.parquet'" in error_of(
+        tmp_path / "parts", engine)
+
+
 def _int_and_text_models(frame):
     """model_a as integers, model_b as the same ids in text."""
     out = frame.copy()

@@ -79,7 +79,42 @@ def source_files(source) -> tuple[list[str], str]:
         (first, one), (second, other) = sorted(kinds.items())[:2]
         raise WinrateInputError(f"{text!r} holds both {first} ({Path(one).name}) and "
                                 f"{second} ({Path(other).name}) parts: scan one kind")
-    return files, kinds.popitem()[0]
+    kind = kinds.popitem()[0]
+    if kind == "parquet" and len(files) > 1:
+        _check_column_types(files)
+    return files, kind
+
+
+def _type_family(arrow_type) -> str:
+    """``number`` (integers and floats, which engines unite as numbers), ``text`` or the
+    type's own name."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type):
+        return "number"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "text"
+    if pa.types.is_dictionary(arrow_type):
+        return _type_family(arrow_type.value_type)
+    return str(arrow_type)
+
+
+def _check_column_types(files: list[str]) -> None:
+    """Parquet parts must agree on each column's kind of type (number, text, ...): an
+    engine unites a float column 7.0 of one part and a text column "7" of another as the
+    texts "7.0" and "7", two ids where the in-memory reader has one, and DuckDB and Spark
+    unite mixed types differently. An error names the column and two parts."""
+    import pyarrow.parquet as pq
+
+    seen: dict[str, tuple[str, str]] = {}
+    for path in files:  # one schema read per part (metadata only)
+        for field in pq.read_schema(path):
+            family = _type_family(field.type)
+            first = seen.setdefault(field.name, (family, path))
+            if first[0] != family:
+                raise WinrateInputError(
+                    f"column {field.name!r} is {first[0]} in {Path(first[1]).name!r} but "
+                    f"{family} in {Path(path).name!r}: write it with one type in every part")
 
 
 def _parts(paths) -> list[str]:
