@@ -403,14 +403,36 @@ def test_a_broken_csv_error_is_identical_on_memory_and_duckdb(engine, tmp_path):
     assert error_of(path, engine) == error_of(path, "memory")
 
 
-def test_mixed_line_endings_read_alike_on_every_engine(tmp_path):
+@all_engines()
+def test_mixed_line_endings_read_alike_on_every_engine(engine, tmp_path):
     frame = log_frame(8)
     lines = frame.to_csv(index=False).encode().split(b"\n")
     path = tmp_path / "endings.csv"
     path.write_bytes(b"\n".join(lines[:100]) + b"\r\n" + b"\r\n".join(lines[100:]))
-    expected = reference(frame, tmp_path)
-    for engine in ("memory", "duckdb"):
-        assert_same(analysed(path, engine), expected)
+    assert_same(analysed(path, engine), reference(frame, tmp_path))
+
+
+@all_engines(spark=False)
+def test_a_short_line_past_the_sniffing_sample_is_a_missing_value_everywhere(engine,
+                                                                              tmp_path):
+    lines = pd.concat([log_frame(8)] * 25).to_csv(index=False).encode().split(b"\n")
+    lines[5500] = b",".join(lines[5500].split(b",")[:4])  # line 5501 lacks its outcome
+    path = tmp_path / "short.csv"
+    path.write_bytes(b"\n".join(lines))
+    assert "column 'outcome': missing value in 1 row(s)" in error_of(path, engine)
+
+
+def test_the_cli_suggests_a_column_and_refuses_a_tiny_budget(tmp_path, capsys):
+    from winrate.cli import main
+
+    log_frame(9).to_csv(tmp_path / "log.csv", index=False)
+    assert main(["leaderboard", str(tmp_path / "log.csv"), "--prompt-col", "promt_id"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did you mean 'prompt_id'?" in err[0]
+    assert main(["leaderboard", str(tmp_path / "log.csv"), "--engine", "duckdb",
+                 "--memory", "1M"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "below the floor" in err[0]
 
 
 @all_engines(spark=False)

@@ -12,7 +12,7 @@ Sources (:meth:`SparkEngine.table`):
 * a local path, glob or folder of Parquet or CSV files (listed by
   :func:`winrate.io.engine.source_files`): Parquet with ``mergeSchema`` (a column missing
   from some files reads as NULL there, as DuckDB's ``union_by_name``), a folder's
-  ``key=value`` subfolders as partition columns; CSV with a header row, ``,`` or (``.tsv``)
+  ``key=value`` subfolders as partition columns; CSV with a header row, ``,`` or (TSV)
   a tab between fields, every field as text (as DuckDB's engine reads CSV, so that ids
   stay as written; the scan's SQL casts numbers where it uses them), and a malformed row
   stops the read instead of turning into NULLs;
@@ -52,7 +52,8 @@ from pathlib import Path
 
 from winrate import notes
 from winrate.errors import WinrateInputError
-from winrate.io.engine import CSV_SUFFIXES, Engine, is_uri, source_files
+from winrate.io.engine import CSV_SUFFIXES, Engine, csv_separator, is_uri, source_files
+from winrate.io.logs import table_format
 
 #: What to install for this engine.
 SPARK_EXTRA = "pip install winrate[spark]"
@@ -129,6 +130,12 @@ def _java_exit(status: int) -> str:
             "memory, lower the memory budget, else run again")
 
 
+def _uri_kind(uri: str) -> str:
+    """The format of the files a URI names: CSV or TSV by its suffix (gzipped or not, as
+    :func:`winrate.io.logs.table_format` tells), else Parquet (a file, folder or glob)."""
+    return table_format(uri) if uri.lower().endswith(CSV_SUFFIXES) else "parquet"
+
+
 def _lost_java(error) -> bool:
     """Whether ``error`` is what a call gets when its connection to Java breaks (not an
     error Java answered with)."""
@@ -144,7 +151,8 @@ class _Watchdog:
     and notes when it answered; another checks that Java runs and, when ``stop_hung``,
     stops Java that has not answered for :data:`PATIENCE` seconds. On leaving, what it
     found (or Java's exit, when a call lost its connection to it) is one line of
-    :class:`~winrate.errors.WinrateInputError`."""
+    :class:`~winrate.errors.WinrateInputError`; Py4J's logs of calls to the Java gone (a
+    traceback each, also for later calls such as freeing Java objects) are left out."""
 
     def __init__(self, process: subprocess.Popen, ping, stop_hung: bool):
         self.process, self.ping, self.stop_hung = process, ping, stop_hung
@@ -155,26 +163,22 @@ class _Watchdog:
     def __enter__(self) -> _Watchdog:
         for name in PY4J_LOGGERS:
             logging.getLogger(name).addFilter(self)
-        self.threads = [threading.Thread(target=watch, name="winrate-spark-watchdog",
-                                         daemon=True) for watch in (self._pinger, self._monitor)]
-        for thread in self.threads:
-            thread.start()
+        for watch in (self._pinger, self._monitor):
+            threading.Thread(target=watch, name="winrate-spark-watchdog", daemon=True).start()
         return self
 
     def __exit__(self, kind, error, traceback) -> bool:
         self.done.set()
-        verdict = self.verdict or self._exited(GRACE if _lost_java(error) else 0)
-        if verdict:  # the watchers' calls end with Java's: wait for them (and their logs)
-            for thread in self.threads:
-                thread.join(GRACE)
-        for name in PY4J_LOGGERS:
-            logging.getLogger(name).removeFilter(self)
-        if verdict and kind is not GeneratorExit:  # GeneratorExit: batches left unread
-            raise WinrateInputError(f"engine 'spark': {verdict}") from None
+        self.verdict = self.verdict or self._exited(GRACE if _lost_java(error) else 0)
+        if self.verdict is None:
+            for name in PY4J_LOGGERS:
+                logging.getLogger(name).removeFilter(self)
+        elif kind is not GeneratorExit:  # GeneratorExit: the caller left batches unread
+            raise WinrateInputError(f"engine 'spark': {self.verdict}") from None
         return False
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Keep a log record unless it is Py4J's about Java gone (the error says it)."""
+        """Keep a log record unless it is Py4J's and Java is gone (the error says so)."""
         from_py4j = record.name.startswith("py4j") or f"{os.sep}py4j{os.sep}" in record.pathname
         return not from_py4j or (self.verdict or self._exited(GRACE)) is None
 
@@ -325,19 +329,15 @@ class SparkEngine(Engine):
         """A DataFrame over the files ``text`` names (module doc)."""
         reader = self.session.read
         if is_uri(text):
-            files, kind = [text], ("csv" if text.lower().endswith(CSV_SUFFIXES) else "parquet")
+            files, kind = [text], _uri_kind(text)
         else:
             files, kind = source_files(text)
             if Path(text).is_dir():
                 reader = reader.option("basePath", text)
         if kind == "parquet":
             return reader.option("mergeSchema", "true").parquet(*files)
-        tabs = {f.lower().endswith(".tsv") for f in files}
-        if len(tabs) > 1:
-            raise WinrateInputError(f"{text!r} holds both .tsv and comma-separated files: "
-                                    f"scan one kind")
         return reader.csv(files, header=True, inferSchema=False, mode="FAILFAST",
-                          sep="\t" if tabs.pop() else ",")
+                          sep=csv_separator(kind))
 
     def query(self, sql: str):
         """The result as one Arrow table, collected on the driver."""
