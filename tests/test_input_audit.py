@@ -128,6 +128,14 @@ def test_pandas_parquet_with_its_index_gives_the_csv_answer(index, engine, tmp_p
     assert_same(analysed(path, engine), expected)
 
 
+@all_engines(spark=False)
+def test_pandas_index_columns_are_no_columns_on_any_engine(engine, tmp_path):
+    frame = log_frame()
+    _filtered_index(frame, tmp_path / "log.parquet")
+    message = error_of(tmp_path / "log.parquet", engine, columns={"prompt": "__index_level_0__"})
+    assert "['__index_level_0__'] not found" in message and "__index_level_0__'," not in message
+
+
 def _write_delimited(frame, path, sep):
     frame.to_csv(path, index=False, sep=sep)  # compressed as the name says
 

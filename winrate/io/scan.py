@@ -53,6 +53,7 @@ from winrate.io.logs import (
     columns_not_found,
     empty_log,
     id_text,
+    is_row_label,
     read_comparisons,
     table_columns,
 )
@@ -621,7 +622,9 @@ def _file_columns(source) -> list[str] | None:
 
 def _present(cols: Columns, names: list[str], source=None) -> Columns:
     """``cols`` without a default-named prompt or judge column the source lacks; an error
-    naming any other column it lacks (:func:`winrate.io.logs.columns_not_found`)."""
+    naming any other column it lacks (:func:`winrate.io.logs.columns_not_found`). pandas'
+    unnamed index columns, which the in-memory reader drops, are not among an engine's."""
+    names = [name for name in names if not is_row_label(name)]
     changes = {role: None for role in ("prompt", "judge")
                if getattr(cols, role) == DEFAULT_COLUMNS[role]
                and getattr(cols, role) not in names}
