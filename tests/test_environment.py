@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -13,6 +12,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+tomllib = pytest.importorskip("tomllib", reason="reads pyproject.toml with Python 3.11's tomllib")
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The extras make installs (dev always, spark for the Spark tests); arena is kept out.

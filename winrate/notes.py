@@ -390,7 +390,8 @@ def small_sample_floor(pairs: list[tuple[str, str, float]], n_degenerate: int,
     how = ("the posterior mean of its binomial variance under a Beta prior centred on a "
            "Bradley-Terry fit of the whole log (empirical Bayes), so pairs the log places "
            "far apart stay narrow and close pairs do not" if kind == "empirical Bayes" else
-           "the variance that makes its interval reach the far Wilson bound, because no "
+           "the variance that makes its 95% interval reach the far Wilson bound (at every "
+           "level: the variance does not depend on it), because no "
            "three or more models are linked by wins in both directions, so the log cannot "
            "say how far apart models are (this floor is conservative)")
     return Note("small-sample-floor",
