@@ -617,3 +617,18 @@ def test_a_format_folder_reads_upper_case_suffixes_and_counts_unknown_winners(tm
     with pytest.raises(WinrateInputError, match=r"unknown winner in 4 line\(s\): 'left' in "
                                                 r"4 lines"):
         read_format(tmp_path / "bad.jsonl", "clean_battle")
+
+
+def test_an_engine_out_of_memory_is_one_line_without_rereading_the_files(tmp_path,
+                                                                          monkeypatch):
+    import duckdb
+
+    from winrate.io import engine as engine_module
+
+    log_frame(18).to_csv(tmp_path / "log.csv", index=False)
+    monkeypatch.setattr(engine_module, "check_delimited",
+                        lambda path: pytest.fail("the files were read again"))
+    with pytest.raises(WinrateInputError, match=r"^duckdb could not read .*log\.csv': Out of "
+                                                r"Memory Error: could not allocate$"):
+        with engine_module.reading(tmp_path / "log.csv", "duckdb"):
+            raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate\nmore")

@@ -185,10 +185,20 @@ def reading(source, engine: str):
     try:
         yield
     except engine_errors() as error:
-        diagnose_parts(source)
+        if not _out_of_resources(error):  # a file problem, not the engine's memory
+            diagnose_parts(source)
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "the source"
         raise WinrateInputError(f"{engine} could not read {name!r}: {first[:300]}") from None
+
+
+def _out_of_resources(error: Exception) -> bool:
+    """Whether an engine failed for want of memory or was interrupted (then reading every
+    part again to find a problem in the files would only take long)."""
+    import duckdb
+
+    return (isinstance(error, (duckdb.OutOfMemoryException, duckdb.InterruptException))
+            or "OutOfMemory" in str(error))
 
 
 def diagnose_parts(source) -> None:
@@ -300,8 +310,8 @@ class DuckDBEngine(Engine):
 
         try:
             return run()
-        except duckdb.Error:
-            if not self._strict:
+        except duckdb.Error as error:
+            if not self._strict or _out_of_resources(error):
                 raise
         strict, self._strict = self._strict, {}
         for source, relaxed in strict.values():
