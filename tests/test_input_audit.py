@@ -64,6 +64,14 @@ def all_engines(spark: bool = True):
     return pytest.mark.parametrize("engine", ENGINES if spark else ENGINES[:2], indirect=True)
 
 
+def case_grid(name: str, cases, on_spark=(), engines=ENGINES[:2]):
+    """``(name, engine)`` parameters: every case on ``engines``, and the few cases
+    ``on_spark`` on Spark too (each Spark case costs seconds)."""
+    grid = [(case, engine) for case in cases for engine in engines]
+    grid += [(case, "spark") for case in on_spark]
+    return pytest.mark.parametrize(f"{name}, engine", grid, indirect=["engine"])
+
+
 def analysed(source, engine: str, **scan_options):
     """The prompt+judge analysis of ``source`` scanned on ``engine``; notes silenced."""
     with warnings.catch_warnings():
@@ -116,11 +124,8 @@ PARQUET_WRITERS = {"filtered": _filtered_index, "named": _named_index,
                    "range": _range_index, "two-level": _two_level_index}
 
 
-@all_engines()
-@pytest.mark.parametrize("index", PARQUET_WRITERS)
+@case_grid("index", PARQUET_WRITERS, on_spark=("filtered", "named"))
 def test_pandas_parquet_with_its_index_gives_the_csv_answer(index, engine, tmp_path):
-    if engine == "spark" and index in ("range", "two-level"):
-        pytest.skip("covered on memory and DuckDB; Spark cases are kept few")
     frame = log_frame()
     path = tmp_path / "log.parquet"
     PARQUET_WRITERS[index](frame, path)
@@ -143,11 +148,8 @@ def _write_delimited(frame, path, sep):
 DELIMITED = {"log.tsv": "\t", "log.tsv.gz": "\t", "log.csv.gz": ",", "log.csv.bz2": ","}
 
 
-@all_engines()
-@pytest.mark.parametrize("name", DELIMITED)
+@case_grid("name", DELIMITED, on_spark=("log.tsv.gz",))
 def test_tsv_and_compressed_logs_give_the_csv_answer(name, engine, tmp_path):
-    if engine == "spark" and name != "log.tsv.gz":
-        pytest.skip("Spark reads the tab-separated, compressed case; the others are kept few")
     frame = log_frame(1)
     _write_delimited(frame, tmp_path / name, DELIMITED[name])
     expected = reference(frame, tmp_path)
@@ -228,10 +230,8 @@ def test_a_folder_or_glob_of_mixed_parts_is_one_line_error(mixed, how, engine, t
     assert expected in error_of(source, engine)
 
 
-@all_engines()
+@pytest.mark.parametrize("engine", ENGINES[1:], indirect=True)  # a folder: on an engine
 def test_parquet_parts_that_disagree_on_a_columns_type_are_one_line_error(engine, tmp_path):
-    if engine == "memory":
-        pytest.skip("a folder is read by an engine")
     frame = log_frame(5).assign(model_a=lambda f: f.model_a.str[1:],
                                 model_b=lambda f: f.model_b.str[1:])
     (tmp_path / "parts").mkdir()
@@ -389,12 +389,9 @@ BROKEN = {
 }
 
 
-@all_engines()
-@pytest.mark.parametrize("case", BROKEN)
+@case_grid("case", BROKEN, on_spark=("latin-1", "ragged line past the sniffing sample",
+                                     "unknown outcomes"))
 def test_a_broken_csv_is_the_same_one_line_error_on_every_engine(case, engine, tmp_path):
-    if engine == "spark" and case in ("semicolons", "numeric outcome out of range",
-                                      "header only"):
-        pytest.skip("Spark cases are kept few")
     write, expected = BROKEN[case]
     path = tmp_path / "broken.csv"
     write(path)
