@@ -584,3 +584,18 @@ def test_a_users_session_is_left_as_it_is_with_a_note_when_smaller(spark_engine,
             warnings.simplefilter("always")
             winrate.scan(str(path), engine="spark", memory=memory)
         assert "spark-driver-memory" not in codes_of(caught), memory
+
+
+def test_the_drivers_share_of_a_budget_and_spark_memory_sizes():
+    """Half the budget in whole MiB, never below Spark's least; Spark's sizes read as Spark
+    reads ``spark.driver.memory`` (no unit: MiB). Pure functions: no PySpark needed."""
+    from winrate.io.spark_engine import MIN_DRIVER_MEMORY, driver_memory, java_bytes
+
+    assert driver_memory(3 << 30) == 1536 << 20
+    assert driver_memory((8 << 30) + 12345) == 4 << 30
+    assert driver_memory(100 << 20) == MIN_DRIVER_MEMORY == 512 << 20
+    sizes = {"1g": 1 << 30, "512m": 512 << 20, "4096": 4 << 30, "2G": 2 << 30,
+             "1536mb": 1536 << 20, "1t": 1 << 40}
+    assert {size: java_bytes(size) for size in sizes} == sizes
+    with pytest.raises(WinrateInputError, match="not a memory size"):
+        java_bytes("lots")
