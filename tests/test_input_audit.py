@@ -24,6 +24,7 @@ tests/conftest.py, which honours ``WINRATE_SKIP_SPARK=1``.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -477,39 +478,67 @@ def test_a_file_the_engines_do_not_read_is_one_line_error_on_both(name, tmp_path
 
 # ------------------------------------------------------------- errors cite the file
 
-def _missing_model(path):
-    frame = log_frame(11)
-    frame.loc[[4, 9], "model_b"] = ""
-    frame.to_csv(path, index=False)
+def _with(column: str, rows: list[int], value, **options):
+    """A writer of log_frame(11) with ``value`` in ``column`` on ``rows`` (a callable:
+    of the frame), and the scan options that read it."""
+    def write(path):
+        frame = log_frame(11).assign(w=1.0, len=2.0).astype({"prompt_id": object, "w": object,
+                                                              "len": object})
+        frame.loc[rows, column] = value(frame.loc[rows]) if callable(value) else value
+        frame.to_csv(path, index=False)
+    return write, options
 
 
-def _self_comparison(path):
-    frame = log_frame(11)
-    frame.loc[[2, 3, 7], "model_b"] = frame.loc[[2, 3, 7], "model_a"]
-    frame.to_csv(path, index=False)
+ROW_ERRORS = {
+    "missing model": (_with("model_b", [4, 9], ""), "'model_b': missing value in 2 row(s)"),
+    "self comparison": (_with("model_b", [2, 3, 7], lambda rows: rows.model_a),
+                        "the same model in 'model_a' and 'model_b' in 3 row(s): "),
+    "missing prompt": (_with("prompt_id", [1, 8], ""), "'prompt_id': missing value in 2 row(s)"),
+    "bad weight": (_with("w", [5], "x", weight_col="w"),
+                   "'w': weight must be a finite number >= 0 in 1 row(s)"),
+    "bad feature": (_with("len", [5], "", feature_cols=("len",)),
+                    "'len': feature is missing or not a finite number in 1 row(s)"),
+    "all weights zero": (_with("w", list(range(N_ROWS)), 0.0, weight_col="w"),
+                         "column 'w': every row has weight 0"),
+}
 
-
-def _missing_prompt(path):
-    frame = log_frame(11).astype({"prompt_id": str})
-    frame.loc[[1, 8], "prompt_id"] = ""
-    frame.to_csv(path, index=False)
+#: How an error cites rows: file lines in memory, no row numbers on an engine.
+_ROW_CITATION = re.compile(r"(, first rows \(file lines\): .*| of '[^']*' \(an engine groups "
+                           r"the rows and numbers none of them: find them by value\))$")
 
 
 @all_engines(spark=False)
-@pytest.mark.parametrize("write, expected", [(_missing_model, "missing value in 2 row(s)"),
-                                             (_self_comparison, "in 3 row(s)"),
-                                             (_missing_prompt, "'prompt_id': missing value "
-                                                               "in 2 row(s)")])
-def test_row_errors_cite_file_lines_or_say_there_are_none(write, expected, engine, tmp_path):
+@pytest.mark.parametrize("case", ROW_ERRORS)
+def test_row_errors_say_the_same_and_cite_file_lines_or_no_rows(case, engine, tmp_path):
+    (write, options), expected = ROW_ERRORS[case]
     path = tmp_path / "log.csv"
     write(path)
-    message = error_of(path, engine)
-    assert expected in message, message
-    assert "index labels" not in message
-    if engine == "memory":
-        assert "file lines" in message
-    else:
-        assert "'log.csv'" in message or "log.csv" in message
+    message = error_of(path, engine, **options)
+    assert expected in message and "index labels" not in message, message
+    in_memory = error_of(path, "memory", **options)
+    assert _ROW_CITATION.sub("", message) == _ROW_CITATION.sub("", in_memory)
+    if engine != "memory" and case != "all weights zero":
+        assert "(an engine groups the rows" in message and "log.csv" in message
+
+
+def _spaced_header(path):
+    text = log_frame(12).to_csv(index=False).replace(",", ", ", 4).replace("model_a", "model_a ",
+                                                                             1)
+    path.write_text(text)
+
+
+@all_engines()
+def test_a_header_with_spaces_reads_alike_on_every_engine(engine, tmp_path):
+    path = tmp_path / "spaced.csv"
+    _spaced_header(path)
+    assert path.read_text().startswith("prompt_id, judge_id, model_a , model_b, outcome")
+    assert_same(analysed(path, engine), reference(log_frame(12), tmp_path))
+
+
+@all_engines(spark=False)
+def test_a_zero_byte_file_is_the_same_error_on_every_engine(engine, tmp_path):
+    (tmp_path / "empty.csv").write_bytes(b"")
+    assert error_of(tmp_path / "empty.csv", engine).endswith("empty.csv' is empty (0 bytes)")
 
 
 # ------------------------------------------------------------- names that differ in case

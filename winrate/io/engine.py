@@ -74,6 +74,8 @@ def source_files(source) -> tuple[list[str], str]:
                                 if Path(text).is_dir() else f"no file matches {text!r}")
     kinds = {}
     for f in files:  # one call per file, not per row
+        if os.path.getsize(f) == 0:  # the in-memory reader's words
+            raise WinrateInputError(f"{f!r} is empty (0 bytes)")
         kinds.setdefault(_part_kind(f), f)
     if len(kinds) > 1:
         (first, one), (second, other) = sorted(kinds.items())[:2]

@@ -364,14 +364,21 @@ _FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
 def _read_delimited(path: Path, sep: str, text_cols) -> pd.DataFrame:
     """CSV/TSV with ``text_cols`` as text exactly as written: ``"007"`` stays ``"007"`` and
     ``"NA"`` / ``"None"`` are names; only an empty field is missing there. Other columns
-    keep pandas' type inference and missing-value markers."""
-    header = pd.read_csv(path, sep=sep, nrows=0).columns
+    keep pandas' type inference and missing-value markers. Column names are the header's
+    without surrounding whitespace (``prompt_id, judge_id``), as DuckDB reads them."""
+    header = header_names(pd.read_csv(path, sep=sep, nrows=0).columns)
     text = [c for c in header if c in set(text_cols)]
     if not text:
-        return pd.read_csv(path, sep=sep)
+        return pd.read_csv(path, sep=sep, header=0, names=header)
     missing = {c: [""] if c in text else sorted(STR_NA_VALUES) for c in header}
-    return pd.read_csv(path, sep=sep, dtype=dict.fromkeys(text, str), keep_default_na=False,
-                       na_values=missing)
+    return pd.read_csv(path, sep=sep, header=0, names=header, dtype=dict.fromkeys(text, str),
+                       keep_default_na=False, na_values=missing)
+
+
+def header_names(names) -> list[str]:
+    """A delimited file's column names as every reader gives them: the header's text
+    without surrounding whitespace."""
+    return [str(name).strip() for name in names]
 
 
 def _read_json(path: Path, lines: bool, text_cols, scalar_cols=()) -> pd.DataFrame:
@@ -654,7 +661,7 @@ def table_columns(path) -> list[str] | None:
 
             return data_columns(pq.read_schema(path))
         if fmt in SEPARATORS:
-            names = list(pd.read_csv(path, sep=SEPARATORS[fmt], nrows=0).columns)
+            names = header_names(pd.read_csv(path, sep=SEPARATORS[fmt], nrows=0).columns)
             check_separator(path, names)
             return names
     except (OSError, ValueError, UnicodeDecodeError, EOFError, pd.errors.ParserError):
@@ -912,7 +919,7 @@ def read_comparisons(
         frame = frame.loc[weights > 0]
         frequency = weights[weights > 0]
         if frame.empty:
-            raise WinrateInputError(f"column {weight_col!r}: every row has weight 0")
+            raise all_weights_zero(weight_col)
     rows = _rows_of(frame)
     a, b, models = _code_models(frame, model_a_col, model_b_col, rows)
     score = _parse_outcome(frame, outcome_col, a, b, models, rows)
@@ -922,6 +929,11 @@ def read_comparisons(
     features = {col: _check_feature(pd.to_numeric(frame[col], errors="coerce").to_numpy(float),
                                     col, len(frame), rows) for col in feature_cols}
     return ComparisonLog(a, b, score, models, axes, frequency, features)
+
+
+def all_weights_zero(column: str) -> WinrateInputError:
+    """The error for a log whose every row has weight 0 (the same on every engine)."""
+    return WinrateInputError(f"column {column!r}: every row has weight 0")
 
 
 def empty_log(name: str) -> WinrateInputError:

@@ -50,6 +50,7 @@ from winrate.io.logs import (
     ComparisonLog,
     GroupedRows,
     _check_rows,
+    all_weights_zero,
     columns_not_found,
     empty_log,
     id_text,
@@ -167,6 +168,9 @@ class Scan:
                f"GROUP BY {grouped}")
         frame = self._query_frame(sql)
         if frame.empty:
+            any_row = f"SELECT COUNT(*) AS n FROM {self.table}"
+            if cols.weight is not None and self._query_frame(any_row).iloc[0, 0]:
+                raise all_weights_zero(cols.weight)
             raise empty_log(self._name())
         frame[KEY] = np.arange(len(frame))
         frame.attrs[GROUPED] = (ROW_COUNT, self._name())  # errors count source rows
@@ -309,9 +313,9 @@ class Scan:
         bad = self._query_frame(
             f"SELECT COUNT(*) AS n FROM {self.table} WHERE {w} IS NULL "
             f"OR NOT ({w} >= 0 AND {w} < CAST('Infinity' AS DOUBLE))").iloc[0, 0]
-        if bad:
-            raise WinrateInputError(f"column {self.columns.weight!r}: weight must be a finite "
-                                    f"number >= 0 in {int(bad)} row(s) of {self._name()}")
+        _check_rows(np.array([bad > 0]), self.columns.weight,  # the reader's words
+                    "weight must be a finite number >= 0",
+                    GroupedRows(np.array([bad], np.int64), self._name()))
         self._cache[("weights checked",)] = True
 
     def _select_all(self) -> str:
@@ -620,11 +624,30 @@ def _file_columns(source) -> list[str] | None:
     return table_columns(source)
 
 
+def _as_named(cols: Columns, names: list[str]) -> Columns:
+    """``cols`` with each column the source lacks replaced by the source's name that is
+    the same without surrounding whitespace (a CSV header ``prompt_id, judge_id``: DuckDB
+    and the in-memory reader strip it, Spark keeps it), so every engine finds it."""
+    stripped = {}
+    for name in names:  # one entry per column
+        stripped.setdefault(name.strip(), name)
+
+    def named(column):
+        return column if column is None or column in names else stripped.get(column, column)
+
+    return Columns(model_a=named(cols.model_a), model_b=named(cols.model_b),
+                   outcome=named(cols.outcome), prompt=named(cols.prompt),
+                   judge=named(cols.judge), weight=named(cols.weight),
+                   features=tuple(map(named, cols.features)),
+                   extras=tuple(map(named, cols.extras)))
+
+
 def _present(cols: Columns, names: list[str], source=None) -> Columns:
     """``cols`` without a default-named prompt or judge column the source lacks; an error
     naming any other column it lacks (:func:`winrate.io.logs.columns_not_found`). pandas'
     unnamed index columns, which the in-memory reader drops, are not among an engine's."""
     names = [name for name in names if not is_row_label(name)]
+    cols = _as_named(cols, names)
     changes = {role: None for role in ("prompt", "judge")
                if getattr(cols, role) == DEFAULT_COLUMNS[role]
                and getattr(cols, role) not in names}
