@@ -7,7 +7,7 @@ integer arrays of :class:`ComparisonLog`.
 Outcome encodings accepted (per row, case-insensitive for the labels):
 
 * ``"a"`` / ``"model_a"`` -> model_a won (score 1); ``"b"`` / ``"model_b"`` -> score 0;
-  ``"tie"`` -> score 1/2;
+  ``"tie"`` and LMArena's ``"tie (bothbad)"`` -> score 1/2;
 * the winner's model name (must equal that row's model_a or model_b);
 * numbers 1 / 0 / 0.5 (the score of model_a), as numbers or numeric strings; any number in
   [0, 1] is accepted as a graded preference for model_a (AlpacaEval 2's weighted judge gives
