@@ -521,6 +521,15 @@ def test_row_errors_say_the_same_and_cite_file_lines_or_no_rows(case, engine, tm
         assert "(an engine groups the rows" in message and "log.csv" in message
 
 
+def test_a_folder_read_into_memory_by_an_engine_cites_no_engine_rows(tmp_path):
+    frame = log_frame(11)
+    frame.loc[[3, 200], "outcome"] = "win"
+    _parts(frame, tmp_path / "parts", (".csv", ".csv.gz"))
+    message = error_of(tmp_path / "parts", "memory")  # a folder: DuckDB reads it whole
+    assert "unknown outcome" in message and "'win' in 2 rows of" in message
+    assert "index labels" not in message
+
+
 def _spaced_header(path):
     text = log_frame(12).to_csv(index=False).replace(",", ", ", 4).replace("model_a", "model_a ",
                                                                              1)

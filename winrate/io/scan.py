@@ -144,9 +144,10 @@ class Scan:
         """The whole log in memory (:func:`winrate.io.logs.read_comparisons`)."""
         if self.engine is None:
             return read_comparisons(self.source, **self.columns.reader_keywords())
-        return read_comparisons(self._query_frame(f"SELECT {self._select_all()} FROM "
-                                                  f"{self.table}"),
-                                **self.columns.reader_keywords())
+        frame = self._query_frame(f"SELECT {self._select_all()}, 1 AS {ROW_COUNT} FROM "
+                                  f"{self.table}")
+        frame.attrs[GROUPED] = (ROW_COUNT, self._name())  # the engine's rows are no lines
+        return read_comparisons(frame, **self.columns.reader_keywords())
 
     # ------------------------------------------------------------------ pass 1
 
