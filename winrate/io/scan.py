@@ -249,7 +249,11 @@ class Scan:
     def _check_decoded(self, frame: pd.DataFrame, columns: list[str]) -> None:
         """Text an engine decoded with replacement characters (Spark reads bytes that are
         not UTF-8 so, where DuckDB and the in-memory reader refuse them): the in-memory
-        reader's error for the part that is not UTF-8 (its line), as on every engine."""
+        reader's error for the part that is not UTF-8 (its line), as on every engine. Only
+        Spark reading CSV / TSV files needs the look (DuckDB and Parquet refuse such bytes)."""
+        if self.mode != "spark" or not isinstance(self.source, (str, os.PathLike)) \
+                or is_uri(self.source) or source_files(self.source)[1] == "parquet":
+            return
         for col in columns:
             values = frame[col]
             if not pd.api.types.is_numeric_dtype(values) and values.astype(str).str.contains(
