@@ -63,7 +63,8 @@ def source_files(source) -> tuple[list[str], str]:
     if not glob.has_magic(text) and not Path(text).exists():
         raise WinrateInputError(f"file not found: {text}")
     if Path(text).is_dir():
-        files = _parts(str(p) for p in Path(text).rglob("*") if p.is_file())
+        files = _parts(str(p) for p in Path(text).rglob("*") if p.is_file()
+                       and not _hidden(p.relative_to(text).parent))
     elif glob.has_magic(text):
         files = _parts(f for f in glob.glob(text, recursive=True) if Path(f).is_file())
     else:
@@ -106,11 +107,14 @@ def _check_column_types(files: list[str]) -> None:
     engine unites a float column 7.0 of one part and a text column "7" of another as the
     texts "7.0" and "7", two ids where the in-memory reader has one, and DuckDB and Spark
     unite mixed types differently. An error names the column and two parts."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     seen: dict[str, tuple[str, str]] = {}
     for path in files:  # one schema read per part (metadata only)
         for field in pq.read_schema(path):
+            if pa.types.is_null(field.type):
+                continue  # a column all missing in this part unites with any type
             family = _type_family(field.type)
             first = seen.setdefault(field.name, (family, path))
             if first[0] != family:
@@ -127,6 +131,12 @@ def _parts(paths) -> list[str]:
     are not parts."""
     return sorted(p for p in paths if not Path(p).name.startswith((".", "_"))
                   and _known_format(p))
+
+
+def _hidden(folder: Path) -> bool:
+    """Whether a subfolder is hidden or bookkeeping (``.ipynb_checkpoints``,
+    ``_temporary``), whose files are no parts (Spark and Hive skip them too)."""
+    return any(part.startswith((".", "_")) for part in folder.parts)
 
 
 def _known_format(path: str) -> bool:
