@@ -194,7 +194,7 @@ def _parts(frame, folder, suffixes):
 @all_engines(spark=False)
 @pytest.mark.parametrize("suffixes", [(".csv", ".csv.gz"), (".tsv", ".tsv.gz"),
                                       (".parquet", ".parquet")])
-@pytest.mark.parametrize("how", ["folder", "glob"])
+@pytest.mark.parametrize("how", ["folder", "glob", "recursive glob"])
 def test_a_folder_and_its_glob_read_the_same_parts(suffixes, how, engine, tmp_path):
     frame = log_frame(3)
     _parts(frame, tmp_path / "parts", suffixes)
@@ -202,7 +202,8 @@ def test_a_folder_and_its_glob_read_the_same_parts(suffixes, how, engine, tmp_pa
     (tmp_path / "parts" / "_SUCCESS").write_text("")
     (tmp_path / "parts" / "_temporary").mkdir()  # a writer's leftovers: no parts
     frame.iloc[:7].to_csv(tmp_path / "parts" / "_temporary" / "part-9.csv", index=False)
-    source = tmp_path / "parts" if how == "folder" else tmp_path / "parts" / "*"
+    source = {"folder": tmp_path / "parts", "glob": tmp_path / "parts" / "*",
+              "recursive glob": tmp_path / "parts" / "**" / "*"}[how]
     assert_same(analysed(source, engine), reference(frame, tmp_path))
 
 

@@ -66,7 +66,9 @@ def source_files(source) -> tuple[list[str], str]:
         files = _parts(str(p) for p in Path(text).rglob("*") if p.is_file()
                        and not _hidden(p.relative_to(text).parent))
     elif glob.has_magic(text):
-        files = _parts(f for f in glob.glob(text, recursive=True) if Path(f).is_file())
+        root = _glob_root(text)
+        files = _parts(f for f in glob.glob(text, recursive=True) if Path(f).is_file()
+                       and not _hidden(Path(f).relative_to(root).parent))
     else:
         files = [text]
     if not files:
@@ -131,6 +133,13 @@ def _parts(paths) -> list[str]:
     are not parts."""
     return sorted(p for p in paths if not Path(p).name.startswith((".", "_"))
                   and _known_format(p))
+
+
+def _glob_root(pattern: str) -> Path:
+    """The folder a glob searches: its leading path components without wildcards."""
+    parts = Path(pattern).parts
+    fixed = list(itertools.takewhile(lambda part: not glob.has_magic(part), parts))
+    return Path(*fixed) if fixed else Path()
 
 
 def _hidden(folder: Path) -> bool:
