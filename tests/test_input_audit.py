@@ -8,12 +8,16 @@ and compares the analysis on each engine with the in-memory analysis of the plai
 :class:`WinrateInputError`. The classes:
 
 * **same answer on every path**: pandas-written Parquet (index columns), TSV and compressed
-  logs, folders and globs that select the same parts, ids of mixed types, LMArena's
-  ``tie (bothbad)``;
-* **same one-line error on every engine**: a file that is not UTF-8, a ragged line past
-  DuckDB's sniffing sample, a wrong separator, an unknown outcome (its values and counts),
-  a mistyped column (a suggestion), a part the engines cannot read;
-* **errors cite the file, never an engine's internal row**;
+  logs, folders and (recursive) globs that select the same parts, ids of mixed types,
+  LMArena's ``tie (bothbad)``, quoted newlines, BOM / CRLF / mixed line endings / blank
+  lines, a header with spaces;
+* **same one-line error on every engine**: a file that is not UTF-8, a ragged or short line
+  past DuckDB's sniffing sample, a wrong separator, an unknown or out-of-range outcome (its
+  values and counts), a mistyped column (a suggestion), a part the engines cannot read
+  (JSON Lines, bzip2, mixed kinds), Parquet parts that disagree on a column's type, a
+  0-byte or header-only file, every weight 0, an engine out of memory;
+* **errors cite the file, never an engine's internal row**: file lines in memory, a count
+  and the offending values on an engine;
 * **a note, not a silent split**: model names that differ only in case;
 * **no hang**: a memory budget below the floor, and a second pass that would take hours.
 
