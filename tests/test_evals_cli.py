@@ -102,7 +102,7 @@ def test_bad_tables_name_columns_and_rows():
     df.loc[[3, 8], "correct"] = np.nan
     with pytest.raises(WinrateInputError, match=r"'correct' has missing or infinite.*\[3, 8\]"):
         question_scores(df, "correct", "qid", "model")
-    with pytest.raises(WinrateInputError, match="not in the table"):
+    with pytest.raises(WinrateInputError, match="not found"):
         question_scores(_long_table(), "score", "qid", "model")
     bad = _long_table()
     bad["correct"] = bad["correct"].astype(object)

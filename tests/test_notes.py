@@ -178,3 +178,33 @@ def test_warns_code_fails_without_the_code():
     with warns_code("psd-repaired") as found:
         notes.emit(notes.psd_repaired())
     assert found.codes == ["psd-repaired"] and notes_of([]) == []
+
+
+def test_a_note_given_while_reading_reaches_the_analysis():
+    """A reading note (model names that differ only in case) is emitted once, at the user's
+    read_comparisons line, and kept on the log, so the analysis carries it in notes,
+    summary() and the JSON, as the command line does."""
+    import numpy as np
+    import pandas as pd
+
+    import winrate
+    from winrate.report.leaderboard import to_dict
+
+    rng = np.random.default_rng(0)
+    pairs = [rng.choice(["GPT-4", "gpt-4", "claude", "llama"], 2, replace=False)
+             for _ in range(300)]
+    frame = pd.DataFrame({"prompt_id": np.arange(300) % 40, "model_a": [a for a, _ in pairs],
+                          "model_b": [b for _, b in pairs],
+                          "outcome": rng.choice(["a", "b", "tie"], 300)})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", WinrateWarning)
+        log = winrate.read_comparisons(frame)
+    assert [notes.from_warning(w.message).code for w in caught] == ["case-only-names"]
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always", WinrateWarning)
+        result = winrate.analyze(log, cluster="prompt")
+    assert "case-only-names" not in [notes.from_warning(w.message).code for w in again]
+    assert "case-only-names" in result.notes.codes
+    assert "case-only-names" in str(result.summary())
+    assert "case-only-names" in [n["code"] for n in to_dict(result)["notes"]]

@@ -213,7 +213,7 @@ def test_resampling_on_an_engine_is_refused_with_the_method_to_use(tmp_path):
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"engine": "polars"}, "engine must be one of"),
     ({"columns": {"winner": "x"}}, "unknown role"),
-    ({"columns": {"outcome": "verdict"}}, r"column\(s\) \['verdict'\] not found"),
+    ({"columns": {"outcome": "verdict"}}, r"column 'verdict' not found"),
     ({"memory": 0}, "memory must be a positive"),
     ({"memory": "2G"}, "memory must be a positive"),
 ])

@@ -31,6 +31,7 @@ from winrate.evals.summary import (
     variance_components,
 )
 from winrate.inference.intervals import bounds_frame, simultaneous_bounds
+from winrate.io.logs import columns_not_found
 from winrate.report.text import Summary, text_block
 from winrate.variance.sandwich import DEFAULT_CORRECTION, multiway_cluster_cov
 
@@ -89,10 +90,7 @@ class QuestionScores:
 def _require_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise WinrateInputError(
-            f"column(s) {listed(missing)} not in the table; available columns: "
-            f"{listed(df.columns)}"
-        )
+        raise columns_not_found(missing, list(df.columns), what="the table")
 
 
 def _check_no_missing(df: pd.DataFrame, columns: Sequence[str]) -> None:

@@ -569,6 +569,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
     variance, joint, monte_carlo, options, legacy = _option_objects(variance, joint,
                                                                      monte_carlo, options)
     source, log, design = log, *_read(log, model, board)
+    reading_notes = log.notes  # given when the log was read
     view = design or log  # the axes and sizes of the full log
     default_note = None
     if cluster is None:
@@ -669,6 +670,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
                    *floor_notes, *resampling_notes, *joint_notes, *design_notes])
     for note in found:
         notes.emit(note, stacklevel=outside_stacklevel())
+    found = Notes([*reading_notes, *found])  # emitted when the log was read, not again
     settings = Settings(
         estimator=board.estimator, scale=board.scale, cluster=list(clustering) or ["none"],
         correction=correction, alpha=alpha, reference=reference, df=df,

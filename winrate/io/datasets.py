@@ -61,7 +61,7 @@ from winrate.io.download import (
     search_dirs,
 )
 from winrate.io.formats import natural_key, read_format
-from winrate.io.logs import ComparisonLog, ScoreTable, read_comparisons
+from winrate.io.logs import ComparisonLog, ScoreTable, columns_not_found, read_comparisons
 from winrate.io.scores import score_table
 
 __all__ = [
@@ -214,10 +214,7 @@ def _categorical(codes: np.ndarray, categories) -> pd.Categorical:
 def _require(frame: pd.DataFrame, columns: Sequence[str], path: Path) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise WinrateInputError(
-            f"{path}: column(s) {missing} not found; the file has columns "
-            f"{list(frame.columns)}"
-        )
+        raise columns_not_found(missing, list(frame.columns), what=f"{path}")
 
 
 def _check_models(models: Sequence[str] | None, available: Sequence[str],

@@ -28,7 +28,7 @@ import lzma
 import os
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,7 @@ from pandas._libs.parsers import STR_NA_VALUES
 
 from winrate import notes
 from winrate.constants import DEFAULT_COLUMNS
-from winrate.errors import WinrateInputError, first_rows
+from winrate.errors import WinrateInputError, first_rows, listed, outside_stacklevel
 
 #: Outcome labels (lower case) and the score of model_a; LMArena's ``tie (bothbad)`` is a
 #: tie, as FastChat's Elo and Bradley-Terry code counts it.
@@ -97,6 +97,8 @@ class ComparisonLog:
         comparisons (aggregated logs). None means every row is one comparison.
     features : numeric per-row covariates by name (float64 arrays of length n), e.g. style
         differences of the (a, b) answers; empty when none were read.
+    notes : the notes given while the log was read (e.g. ``case-only-names``), kept so that
+        an analysis of the log carries them in its ``notes`` (and so its JSON and summary).
     """
 
     model_a: np.ndarray
@@ -106,6 +108,7 @@ class ComparisonLog:
     axes: dict[str, ClusterAxis] = field(default_factory=dict)
     frequency: np.ndarray | None = None
     features: dict[str, np.ndarray] = field(default_factory=dict)
+    notes: tuple = ()
 
     @property
     def n_rows(self) -> int:
@@ -210,6 +213,7 @@ class ScoreTable:
     scores: np.ndarray
     models: np.ndarray
     axes: dict[str, ClusterAxis] = field(default_factory=dict)
+    notes: tuple = ()  # as ComparisonLog.notes (none are given while reading a table today)
 
     #: a table stands for unweighted comparisons
     frequency = None
@@ -451,7 +455,7 @@ def _read_parquet(path: Path, coded_cols, scalar_cols=(), text_cols=()) -> pd.Da
     nested = [name for name in dict.fromkeys((*coded_cols, *scalar_cols))
               if name in schema.names and pa.types.is_nested(schema.field(name).type)]
     if nested:
-        raise WinrateInputError(f"{str(path)!r}: column(s) {nested} hold lists or structs "
+        raise WinrateInputError(f"{str(path)!r}: column(s) {listed(nested)} hold lists or structs "
                                 f"({schema.field(nested[0]).type}) where a name, id or "
                                 "number belongs")
     textual = [name for name in dict.fromkeys(coded_cols) if name in schema.names
@@ -866,8 +870,10 @@ def columns_not_found(missing: list[str], names: list, what: str = "the log",
                for col in missing}
     hints = "; ".join(f"{col!r}: did you mean {found[0]!r}?"
                       for col, found in guesses.items() if found)
-    return WinrateInputError(f"column(s) {missing} not found{f' ({hints})' if hints else ''}; "
-                             f"{what} has columns {names}")
+    label = "column" if len(missing) == 1 else "columns"
+    return WinrateInputError(f"{label} {listed(missing)} not found"
+                             f"{f' ({hints})' if hints else ''}; {what} has columns "
+                             f"{listed(names, limit=30)}")
 
 
 def read_comparisons(
@@ -894,7 +900,23 @@ def read_comparisons(
     ``extra_cols`` are kept as further clustering axes under their own names;
     ``feature_cols`` are numeric per-row covariates (``ComparisonLog.features``). From a
     file, the id and model columns are read as text exactly as written (:func:`read_table`).
+    The notes given while reading are emitted and kept on the log (``notes``).
     """
+    columns = {"prompt_col": prompt_col, "judge_col": judge_col, "model_a_col": model_a_col,
+               "model_b_col": model_b_col, "outcome_col": outcome_col,
+               "weight_col": weight_col, "extra_cols": extra_cols,
+               "feature_cols": feature_cols}
+    with notes.collected() as reading:
+        log = _read_comparisons(source, **columns)
+    level = outside_stacklevel()
+    for note in reading:
+        notes.emit(note, stacklevel=level)
+    return replace(log, notes=tuple(reading))
+
+
+def _read_comparisons(source, *, prompt_col, judge_col, model_a_col, model_b_col,
+                      outcome_col, weight_col, extra_cols, feature_cols) -> ComparisonLog:
+    """:func:`read_comparisons` without its note handling."""
     if isinstance(source, pd.DataFrame):
         frame, name = source, "the comparison log"
     else:

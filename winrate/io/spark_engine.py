@@ -13,8 +13,11 @@ Sources (:meth:`SparkEngine.table`):
   :func:`winrate.io.engine.source_files`): Parquet with ``mergeSchema`` (a column missing
   from some files reads as NULL there, as DuckDB's ``union_by_name``), a folder's
   ``key=value`` subfolders as partition columns; CSV with a header row, ``,`` or (TSV)
-  a tab between fields, every field as text (as DuckDB's engine reads CSV, so that ids
-  stay as written; the scan's SQL casts numbers where it uses them), and a malformed row
+  a tab between fields, quoted fields as RFC 4180 and pandas write them (a newline inside
+  quotes, a doubled quote; Spark then reads each CSV file in one task: a large log is
+  faster as many files or as Parquet), every field as text (as DuckDB's engine reads CSV,
+  so that ids stay as written; the scan's SQL casts numbers where it uses them), and a
+  malformed row
   stops the read instead of turning into NULLs;
 * a URI with a scheme Spark reads (``s3a://``, ``hdfs://``, ``abfss://``, ``gs://``,
   ``dbfs:/``, ...): handed to Spark's reader unlisted (a glob or partitioned folder
@@ -337,7 +340,7 @@ class SparkEngine(Engine):
         if kind == "parquet":
             return reader.option("mergeSchema", "true").parquet(*files)
         return reader.csv(files, header=True, inferSchema=False, mode="FAILFAST",
-                          sep=csv_separator(kind))
+                          sep=csv_separator(kind), multiLine=True, escape='"')
 
     def query(self, sql: str):
         """The result as one Arrow table, collected on the driver."""
