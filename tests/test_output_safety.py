@@ -8,6 +8,7 @@ import builtins
 import errno
 import os
 import stat
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -132,9 +133,10 @@ def test_a_read_only_output_folder_is_refused_before_the_work(simulated_log_file
         locked.chmod(stat.S_IRWXU)
 
 
-def _full_disk(monkeypatch):
-    """Every file opened for writing takes half of what is written, then the disk is
-    full."""
+def _full_disk(monkeypatch, disk: Path):
+    """Every file opened for writing in folder ``disk`` takes half of what is written, then
+    the disk is full (files elsewhere, such as matplotlib's font cache written on a first
+    run, are written as usual)."""
     real_open = builtins.open
 
     class Full:
@@ -157,7 +159,8 @@ def _full_disk(monkeypatch):
 
     def fake_open(file, mode="r", *args, **kwargs):
         handle = real_open(file, mode, *args, **kwargs)
-        return Full(handle) if "w" in mode else handle
+        inside = isinstance(file, (str, os.PathLike)) and Path(file).parent == disk
+        return Full(handle) if "w" in mode and inside else handle
 
     monkeypatch.setattr(builtins, "open", fake_open)
 
@@ -167,7 +170,7 @@ def test_a_failed_leaderboard_write_keeps_the_old_output(simulated_log_file, tmp
                                                         monkeypatch, capsys):
     out = tmp_path / ("old.png" if flag == "--plot" else "old.out")
     out.write_text(OLD)
-    _full_disk(monkeypatch)
+    _full_disk(monkeypatch, tmp_path)
     _one_line_error(["leaderboard", simulated_log_file, flag, out], capsys,
                     str(out), "No space left on device")
     assert out.read_text() == OLD
@@ -178,7 +181,7 @@ def test_a_failed_leaderboard_write_keeps_the_old_output(simulated_log_file, tmp
 def test_a_failed_eval_write_keeps_the_old_output(scores, tmp_path, monkeypatch, capsys):
     out = tmp_path / "old.json"
     out.write_text(OLD)
-    _full_disk(monkeypatch)
+    _full_disk(monkeypatch, tmp_path)
     _one_line_error(["eval", scores, "--score-col", "s", "--question-col", "q",
                      "--model-col", "m", "--json", out], capsys, "No space left on device")
     assert out.read_text() == OLD
@@ -186,7 +189,7 @@ def test_a_failed_eval_write_keeps_the_old_output(scores, tmp_path, monkeypatch,
 
 def test_a_failed_example_write_keeps_the_old_files(tmp_path, monkeypatch, capsys):
     (tmp_path / "example.csv").write_text(OLD)
-    _full_disk(monkeypatch)
+    _full_disk(monkeypatch, tmp_path)
     _one_line_error(["example", tmp_path, "--force"], capsys, "No space left on device")
     assert (tmp_path / "example.csv").read_text() == OLD
     assert [p.name for p in tmp_path.iterdir()] == ["example.csv"]
