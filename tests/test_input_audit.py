@@ -565,6 +565,24 @@ def test_a_zero_byte_file_is_the_same_error_on_every_engine(engine, tmp_path):
     assert error_of(tmp_path / "empty.csv", engine).endswith("empty.csv' is empty (0 bytes)")
 
 
+@all_engines()
+@pytest.mark.parametrize("suffix", [".csv", ".tsv.gz"])
+def test_a_header_naming_a_column_twice_is_the_same_error_on_every_engine(engine, suffix,
+                                                                         tmp_path):
+    """pandas would read the second 'model_a' as 'model_a.1' and DuckDB as 'model_a_1';
+    a header that names a column twice is refused alike, as a file and as a folder part."""
+    frame = log_frame(8)
+    frame["model_a_again"] = frame["model_b"]
+    path = tmp_path / "parts" / f"twice{suffix}"
+    path.parent.mkdir()
+    sep = "\t" if suffix.startswith(".tsv") else ","
+    frame.rename(columns={"model_a_again": "model_a"}).to_csv(path, index=False, sep=sep)
+    for source in (path, path.parent):
+        message = error_of(source, engine)
+        assert message.endswith("the header names 'model_a' more than once; give each "
+                                "column its own name"), message
+
+
 # ------------------------------------------------------------- names that differ in case
 
 @all_engines()

@@ -370,13 +370,32 @@ def _read_delimited(path: Path, sep: str, text_cols) -> pd.DataFrame:
     ``"NA"`` / ``"None"`` are names; only an empty field is missing there. Other columns
     keep pandas' type inference and missing-value markers. Column names are the header's
     without surrounding whitespace (``prompt_id, judge_id``), as DuckDB reads them."""
-    header = header_names(pd.read_csv(path, sep=sep, nrows=0).columns)
+    header = delimited_header(path, sep)
     text = [c for c in header if c in set(text_cols)]
     if not text:
         return pd.read_csv(path, sep=sep, header=0, names=header)
     missing = {c: [""] if c in text else sorted(STR_NA_VALUES) for c in header}
     return pd.read_csv(path, sep=sep, header=0, names=header, dtype=dict.fromkeys(text, str),
                        keep_default_na=False, na_values=missing)
+
+
+class RepeatedHeader(WinrateInputError):
+    """A delimited file whose header names a column twice (:func:`delimited_header`)."""
+
+
+def delimited_header(path, sep: str) -> list[str]:
+    """The column names of a delimited file's header line (:func:`header_names`), as
+    written: a name that appears twice is an error naming it, where pandas would rename
+    the second ``name.1`` and DuckDB ``name_1``, so that no engine picks a column the
+    others do not."""
+    first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
+                        keep_default_na=False).iloc[0]
+    names = header_names(first)
+    repeated = [name for name in dict.fromkeys(names) if names.count(name) > 1]
+    if repeated:
+        raise RepeatedHeader(f"{str(path)!r}: the header names {listed(repeated)} more "
+                             "than once; give each column its own name")
+    return names
 
 
 def header_names(names) -> list[str]:
@@ -665,12 +684,28 @@ def table_columns(path) -> list[str] | None:
 
             return data_columns(pq.read_schema(path))
         if fmt in SEPARATORS:
-            names = header_names(pd.read_csv(path, sep=SEPARATORS[fmt], nrows=0).columns)
-            check_separator(path, names)
+            names = readable_header(path, SEPARATORS[fmt])
+            if names is not None:
+                check_separator(path, names)
             return names
-    except (OSError, ValueError, UnicodeDecodeError, EOFError, pd.errors.ParserError):
+    except _HEADER_ERRORS:
         return None
     return None
+
+
+#: What reading a file's header may raise when the file cannot be read so.
+_HEADER_ERRORS = (OSError, ValueError, UnicodeDecodeError, EOFError, pd.errors.ParserError)
+
+
+def readable_header(path, sep: str) -> list[str] | None:
+    """:func:`delimited_header`, or None when the file cannot be read so (its reader then
+    says why); a repeated name is the error on every path and engine."""
+    try:
+        return delimited_header(path, sep)
+    except RepeatedHeader:
+        raise
+    except _HEADER_ERRORS:
+        return None
 
 
 #: The separator of each delimited format.

@@ -40,6 +40,7 @@ from winrate.io.engine import (
     PARQUET_SUFFIXES,
     DuckDBEngine,
     Engine,
+    csv_separator,
     diagnose_parts,
     is_uri,
     reading,
@@ -56,6 +57,7 @@ from winrate.io.logs import (
     id_text,
     is_row_label,
     read_comparisons,
+    readable_header,
     table_columns,
 )
 
@@ -586,6 +588,7 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     if not in_memory and backend is None:
         backend, table = _open(chosen, source, budget, connection, memory is not None)
     if backend is not None:
+        _check_headers(source)
         with reading(source, chosen):
             names = backend.query(f"SELECT * FROM {table} LIMIT 0").column_names
         cols = _present(cols, names, source)
@@ -616,6 +619,17 @@ def _where(engine: str, chosen: str, n_rows: int, budget: int) -> tuple[str, str
     return ("memory" if fits else chosen,
             f"{n_rows:,} rows x {BYTES_PER_ROW} bytes = {need / 2**30:.2f} GiB "
             f"{'fits' if fits else 'exceeds'} the {budget / 2**30:.1f} GiB budget")
+
+
+def _check_headers(source) -> None:
+    """The in-memory reader's error for a delimited part whose header names a column twice
+    (:func:`winrate.io.logs.delimited_header`), which an engine would rename and read."""
+    if not isinstance(source, (str, os.PathLike)) or is_uri(os.fspath(source)):
+        return
+    files, kind = source_files(source)
+    if kind != "parquet":
+        for part in files:
+            readable_header(part, csv_separator(kind))
 
 
 def _file_columns(source) -> list[str] | None:
