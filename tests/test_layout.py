@@ -27,7 +27,7 @@ LAYERS = (
     ("report", ("winrate.report",)),
     ("applications", ("winrate.analysis", "winrate.eda", "winrate.check", "winrate.examples",
                       "winrate.evals")),
-    ("command line", ("winrate.cli", "winrate.evals.cli")),
+    ("command line", ("winrate.commands", "winrate.cli", "winrate.evals.cli")),
 )
 
 

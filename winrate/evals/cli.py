@@ -24,7 +24,7 @@ import math
 import sys
 import warnings
 
-from winrate.cli import check_output_flags, section
+from winrate.commands import Parser, add_commands, check_output_flags, run_parsed, section
 from winrate.constants import (
     DEFAULT_CORRECTION,
     EVAL_FORMATS,
@@ -316,8 +316,6 @@ COMMANDS = {"eval": (add_eval_arguments, run_eval), "power": (add_power_argument
 
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry point: ``python -m winrate.evals.cli {eval,power} ...``."""
-    from winrate.cli import Parser, add_commands, run_parsed
-
     parser = Parser(prog="python -m winrate.evals.cli")
     add_commands(parser, COMMANDS)
     return run_parsed(parser.parse_args(argv))
