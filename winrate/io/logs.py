@@ -161,14 +161,14 @@ class ComparisonLog:
         for name, arr in (("model_b", b), ("score", s)):
             if arr.shape != (n,):
                 raise WinrateInputError(f"{name} has shape {arr.shape}, expected ({n},)")
-        _check_rows((a < 0) | (b < 0), "model_a/model_b", "negative model code", _positions(n))
+        check_rows((a < 0) | (b < 0), "model_a/model_b", "negative model code", _positions(n))
         n_models = int(max(a.max(initial=-1), b.max(initial=-1))) + 1
         names = np.arange(n_models).astype(str) if models is None else np.asarray(models)
         if len(names) < n_models:
             raise WinrateInputError(f"model codes go up to {n_models - 1} but only "
                                     f"{len(names)} model names were given")
-        _check_rows(a == b, "model_a", "model_a equals model_b", _positions(n))
-        _check_rows(~((s >= 0) & (s <= 1)), "score", "score not in [0, 1]", _positions(n))
+        check_rows(a == b, "model_a", "model_a equals model_b", _positions(n))
+        check_rows(~((s >= 0) & (s <= 1)), "score", "score not in [0, 1]", _positions(n))
         freq, keep = None, slice(None)
         if frequency is not None:
             freq = _check_frequency(np.asarray(frequency, float), n)
@@ -295,7 +295,7 @@ def _rows_of(frame: pd.DataFrame):
     return GroupedRows(frame[count_col].to_numpy(np.int64), source)
 
 
-def _check_rows(bad: np.ndarray, column: str, problem: str, index, values=None) -> None:
+def check_rows(bad: np.ndarray, column: str, problem: str, index, values=None) -> None:
     """Raise naming the column, the problem, the count, the offending ``values`` with their
     counts (when given) and the first offending rows, by the labels of ``index`` and what
     they are (its name; a DataFrame's: index labels); for :class:`GroupedRows`, the source
@@ -344,7 +344,7 @@ def _file_positions(path, n: int) -> pd.Index:
 def _check_frequency(freq: np.ndarray, n: int) -> np.ndarray:
     if freq.shape != (n,):
         raise WinrateInputError(f"frequency has shape {freq.shape}, expected ({n},)")
-    _check_rows(~np.isfinite(freq) | (freq < 0), "frequency",
+    check_rows(~np.isfinite(freq) | (freq < 0), "frequency",
                 "frequency must be a finite number >= 0", _positions(n))
     if not (freq > 0).any():
         raise WinrateInputError("frequency: every row has frequency 0 (no comparisons)")
@@ -355,7 +355,7 @@ def _check_feature(values: np.ndarray, name: str, n: int, index=None) -> np.ndar
     """A feature column must be a finite number in every row."""
     if values.shape != (n,):
         raise WinrateInputError(f"feature {name!r} has shape {values.shape}, expected ({n},)")
-    _check_rows(~np.isfinite(values), name, "feature is missing or not a finite number",
+    check_rows(~np.isfinite(values), name, "feature is missing or not a finite number",
                 _positions(n) if index is None else index)
     return values
 
@@ -745,12 +745,12 @@ def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64), np.asarray(uniques)
 
 
-def _code_column(frame: pd.DataFrame, column: str, rows) -> ClusterAxis:
+def code_column(frame: pd.DataFrame, column: str, rows) -> ClusterAxis:
     """A cluster column's codes and labels. Labels of mixed types (the number 7 and the
     text "7" in one column) are ids in their text form (:func:`id_text`), so that one id
     is one cluster whatever its type."""
     codes, uniques = _factorize(frame[column])
-    _check_rows(codes < 0, column, "missing value", rows)
+    check_rows(codes < 0, column, "missing value", rows)
     if pd.api.types.infer_dtype(uniques, skipna=True).startswith("mixed"):
         merged, uniques = pd.factorize(_texts(uniques))
         codes = merged[codes]
@@ -768,14 +768,14 @@ def _code_models(frame: pd.DataFrame, col_a: str, col_b: str, rows):
     one model, on every reader and engine, whatever types the columns were read as."""
     a_codes, a_names = _factorize(frame[col_a])
     b_codes, b_names = _factorize(frame[col_b])
-    _check_rows(a_codes < 0, col_a, "missing value", rows)
-    _check_rows(b_codes < 0, col_b, "missing value", rows)
+    check_rows(a_codes < 0, col_a, "missing value", rows)
+    check_rows(b_codes < 0, col_b, "missing value", rows)
     a_names, b_names = _texts(a_names), _texts(b_names)
     models = np.array(sorted(set(a_names.tolist()) | set(b_names.tolist())), dtype=object)
     index = pd.Index(models)
     a = index.get_indexer(a_names)[a_codes].astype(np.int32)
     b = index.get_indexer(b_names)[b_codes].astype(np.int32)
-    _check_rows(a == b, col_a, f"the same model in {col_a!r} and {col_b!r}", rows,
+    check_rows(a == b, col_a, f"the same model in {col_a!r} and {col_b!r}", rows,
                 values=models[a])
     _flag_similar_names(models)
     return a, b, models
@@ -844,14 +844,14 @@ def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
 
 def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models, rows) -> np.ndarray:
     series = frame[column]
-    _check_rows(series.isna().to_numpy(), column, "missing value", rows)
+    check_rows(series.isna().to_numpy(), column, "missing value", rows)
     numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
     if numeric and not _numbers_name_models(series, models):
         score = series.to_numpy(dtype=float)
-        _check_rows(~((score >= 0) & (score <= 1)), column, _OUT_OF_RANGE, rows, values=score)
+        check_rows(~((score >= 0) & (score <= 1)), column, _OUT_OF_RANGE, rows, values=score)
         return score
     if _may_hold_objects(series):
-        _check_rows(series.map(lambda v: isinstance(v, (list, dict))).to_numpy(bool),
+        check_rows(series.map(lambda v: isinstance(v, (list, dict))).to_numpy(bool),
                     column, "a list or object, not an outcome", rows)
     if numeric:  # numbers that are also model names: read them as text, by content
         series = id_text(series)
@@ -861,8 +861,8 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models, rows) -> np.n
         number = np.full(score.shape, np.nan)
         number[unknown] = pd.to_numeric(pd.Series(series.to_numpy()[unknown]).astype(str),
                                         errors="coerce")
-        _check_rows(~np.isnan(number), column, _OUT_OF_RANGE, rows, values=number)
-    _check_rows(unknown, column,
+        check_rows(~np.isnan(number), column, _OUT_OF_RANGE, rows, values=number)
+    check_rows(unknown, column,
                 "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "
                 "of that row's model_a or model_b)", rows, values=series.to_numpy())
     return score
@@ -971,7 +971,7 @@ def _read_comparisons(source, *, prompt_col, judge_col, model_a_col, model_b_col
     frequency = None
     if weight_col is not None:
         weights = pd.to_numeric(frame[weight_col], errors="coerce").to_numpy(float)
-        _check_rows(~np.isfinite(weights) | (weights < 0), weight_col,
+        check_rows(~np.isfinite(weights) | (weights < 0), weight_col,
                     "weight must be a finite number >= 0", _rows_of(frame))
         frame = frame.loc[weights > 0]
         frequency = weights[weights > 0]
@@ -981,7 +981,7 @@ def _read_comparisons(source, *, prompt_col, judge_col, model_a_col, model_b_col
     a, b, models = _code_models(frame, model_a_col, model_b_col, rows)
     score = _parse_outcome(frame, outcome_col, a, b, models, rows)
     roles = {"prompt": prompt_col, "judge": judge_col, **{c: c for c in extra_cols}}
-    axes = {name: _code_column(frame, col, rows) for name, col in roles.items()
+    axes = {name: code_column(frame, col, rows) for name, col in roles.items()
             if col is not None}
     features = {col: _check_feature(pd.to_numeric(frame[col], errors="coerce").to_numpy(float),
                                     col, len(frame), rows) for col in feature_cols}

@@ -50,8 +50,8 @@ from winrate.io.logs import (
     GROUPED,
     ComparisonLog,
     GroupedRows,
-    _check_rows,
     all_weights_zero,
+    check_rows,
     columns_not_found,
     empty_log,
     id_text,
@@ -208,7 +208,7 @@ class Scan:
         col = _quote(self.columns.axes[axis])
         frame = self._query_frame(f"SELECT {col} AS label, COUNT(*) AS n FROM {self.table}"
                                   f"{self._positive()} GROUP BY {col}")
-        _check_rows(frame["label"].isna().to_numpy(), self.columns.axes[axis], "missing value",
+        check_rows(frame["label"].isna().to_numpy(), self.columns.axes[axis], "missing value",
                     GroupedRows(frame["n"].to_numpy(np.int64), self._name()))
         self._check_decoded(frame, ["label"])
         self._cache[("raw labels", axis)] = frame["label"]
@@ -320,7 +320,7 @@ class Scan:
         bad = self._query_frame(
             f"SELECT COUNT(*) AS n FROM {self.table} WHERE {w} IS NULL "
             f"OR NOT ({w} >= 0 AND {w} < CAST('Infinity' AS DOUBLE))").iloc[0, 0]
-        _check_rows(np.array([bad > 0]), self.columns.weight,  # the reader's words
+        check_rows(np.array([bad > 0]), self.columns.weight,  # the reader's words
                     "weight must be a finite number >= 0",
                     GroupedRows(np.array([bad], np.int64), self._name()))
         self._cache[("weights checked",)] = True

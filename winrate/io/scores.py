@@ -25,9 +25,9 @@ from winrate.errors import WinrateInputError, first_rows
 from winrate.io.logs import (
     ClusterAxis,
     ScoreTable,
-    _check_rows,
-    _code_column,
     _file_positions,
+    check_rows,
+    code_column,
     columns_not_found,
     read_table,
 )
@@ -108,11 +108,11 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
     question, question_labels = _codes(frame, question_col)
     model, model_labels = _codes(frame, model_col)
     score = pd.to_numeric(frame[score_col], errors="coerce").to_numpy(float)
-    _check_rows(~((score >= 0) & (score <= 1)), score_col,
+    check_rows(~((score >= 0) & (score <= 1)), score_col,
                 "score missing, not a number or outside [0, 1]", frame.index)
     key = question * len(model_labels) + model
     repeated = np.bincount(key)[key] > 1
-    _check_rows(repeated, model_col, f"several scores for one ({question_col}, {model_col}); "
+    check_rows(repeated, model_col, f"several scores for one ({question_col}, {model_col}); "
                 "average a model's answers to a question first", frame.index)
     matrix = np.full((len(question_labels), len(model_labels)), np.nan)
     matrix[question, model] = score
@@ -124,7 +124,7 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
 def _codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
     """A column's codes and labels, as the comparison-log reader codes an id column (ids
     of mixed types in their text form; a missing id is an error naming the rows)."""
-    axis = _code_column(frame, column, frame.index)
+    axis = code_column(frame, column, frame.index)
     return axis.codes, axis.labels
 
 
