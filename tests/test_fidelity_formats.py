@@ -20,7 +20,7 @@ from winrate.cli import main
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators.bradley_terry_kernels import fit as bt_fit
 from winrate.io.formats import read_format, read_log
-from winrate.notes import collected
+from winrate.notes import gathered
 
 
 def write_jsonl(path, records):
@@ -31,7 +31,7 @@ def write_jsonl(path, records):
 
 def noted(function, *args, **kwargs):
     """The result of ``function`` and the codes of the notes it gave."""
-    with collected() as notes:
+    with gathered() as notes:
         result = function(*args, **kwargs)
     return result, notes.codes
 

@@ -14,7 +14,7 @@ import pytest
 
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io.logs import read_comparisons
-from winrate.notes import collected
+from winrate.notes import gathered
 
 
 def write_jsonl(path, records):
@@ -24,7 +24,7 @@ def write_jsonl(path, records):
 
 def read_noted(path, **options):
     """The log and the codes of the notes its reading gave."""
-    with collected() as notes:
+    with gathered() as notes:
         log = read_comparisons(path, **options)
     return log, notes.codes
 

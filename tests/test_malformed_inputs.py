@@ -555,12 +555,12 @@ def test_warnings_go_to_stderr_and_jackknife_is_not_told_to_use_itself(tmp_path,
     assert "warning" not in sandwich.out
     (line,) = coded_lines(sandwich.err, "few-clusters")
     assert "axis 'judge' has only 4 clusters (< 30)" in line
-    assert "--method jackknife does" in line  # the remedy for the sandwich
+    assert "method 'jackknife' does" in line  # the remedy for the sandwich
     assert main(["leaderboard", str(path), "--cluster", "prompt+judge", "--method",
                  "jackknife"]) == 0
     jackknife = capsys.readouterr()
     (line,) = coded_lines(jackknife.err, "few-clusters")
-    assert "--method jackknife" not in jackknife.err and "use t(G - 1)" not in line
+    assert "method 'jackknife'" not in jackknife.err and "use t(G - 1)" not in line
     assert "the jackknife with t(G - 1) critical values is the few-cluster method" in line
 
 

@@ -17,6 +17,7 @@ from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators.win_rate_kernels import fit
 from winrate.inference.joint import simultaneous_intervals
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
+from winrate.settings import Joint, Variance
 from winrate.variance.diagnostics import effective_clusters
 from winrate.variance.method_choice import (
     LARGE_AXIS,
@@ -70,7 +71,7 @@ def test_effective_clusters_equal_g_for_balanced_clusters_and_one_for_a_single()
 
 def test_analysis_reports_the_smallest_g_star_over_axes():
     sim = simulate_comparisons(SimulationDesign(n_prompts=80, n_judges=6), seed=2)
-    run = quiet(sim.log, method="sandwich")
+    run = quiet(sim.log, variance=Variance("sandwich"))
     per_axis = np.vstack([a.effective_clusters for a in run.axes.values()])
     np.testing.assert_allclose(run.effective_clusters, per_axis.min(axis=0))
     assert (run.axes["judge"].effective_clusters <= 6 + 1e-9).all()
@@ -87,9 +88,10 @@ def test_few_effective_clusters_warning_names_the_rare_models():
     assert set(note.models) == {str(m) for m in run.models[g_star < 10]} != set()
     # the remedy is the method's own: auto runs CR2 + Pan-Wall t here, CR1 is told to compare
     assert run.settings["correction"] == "cr2" and "Pan-Wall df (the method in use)" in note
-    cr1 = quiet(simulate_comparisons(design, seed=1).log, cluster="prompt", method="sandwich")
+    cr1 = quiet(simulate_comparisons(design, seed=1).log, cluster="prompt",
+                variance=Variance("sandwich"))
     assert cr1.notes.only("few-effective-clusters")[0].endswith(
-        "compare with --method jackknife.")
+        "compare with method 'jackknife'.")
 
 
 # ---------------------------------------------------------------------- CR2
@@ -190,7 +192,7 @@ def test_pan_wall_df_is_about_g_for_equal_normal_clusters_and_small_for_heavy_ta
 def test_thin_auto_intervals_use_each_models_pan_wall_t_and_the_smallest_jointly():
     sim = simulate_comparisons(THIN, seed=9)
     log = sim.log
-    run = quiet(log, cluster="prompt", simultaneous=True)
+    run = quiet(log, cluster="prompt", joint=Joint(simultaneous=True))
     assert run.settings["correction"] == "cr2" and run.settings["reference"] == "t"
     codes, board = log.axes["prompt"].codes, run.leaderboard
     scaled = board.influence.multiply(stratum_leverage_scale(codes, board.pair)[:, None])
@@ -223,7 +225,7 @@ def test_cr2_needs_strata_and_bradley_terry_gets_a_clear_error():
     with pytest.raises(ValueError, match="strata"):
         multiway_cluster_cov(board.influence, [sim.log.axes["prompt"].codes], "cr2")
     with pytest.raises(WinrateInputError, match="cr1"):
-        quiet(sim.log, cluster="prompt", model="bt", correction="cr2")
+        quiet(sim.log, cluster="prompt", model="bt", variance=Variance(correction="cr2"))
 
 
 # ---------------------------------------------------------------------- auto
@@ -266,7 +268,7 @@ def test_auto_is_the_sandwich_it_names():
     auto = quiet(sim.log, cluster="prompt")
     assert auto.settings["method"] == "auto" and auto.method == "sandwich"
     assert auto.settings["correction"] == "cr2"
-    explicit = quiet(sim.log, cluster="prompt", method="sandwich", correction="cr2")
+    explicit = quiet(sim.log, cluster="prompt", variance=Variance("sandwich", correction="cr2"))
     np.testing.assert_array_equal(auto.cov, explicit.cov)
     assert auto.method_note.startswith("auto: some model's median pair rests on")
 
@@ -291,7 +293,7 @@ def test_auto_uses_t_below_50_clusters_and_normal_above():
     assert many.settings["df"] is None
     # the default changes nothing where the design needs nothing: same as the CR1 sandwich
     np.testing.assert_array_equal(many.cov, quiet(few.log, cluster="prompt",
-                                                  method="sandwich").cov)
+                                                  variance=Variance("sandwich")).cov)
 
 
 def test_auto_takes_cr2_with_pan_wall_df_when_every_axis_is_small():
@@ -302,7 +304,7 @@ def test_auto_takes_cr2_with_pan_wall_df_when_every_axis_is_small():
     run = quiet(sim.log)
     assert run.method == "sandwich" and run.settings["correction"] == "cr2"
     assert f"fewer than {SMALL_AXIS} clusters" in run.method_note
-    explicit = quiet(sim.log, method="sandwich", correction="cr2", reference="t")
+    explicit = quiet(sim.log, variance=Variance("sandwich", correction="cr2", reference="t"))
     np.testing.assert_array_equal(run.cov, explicit.cov)
     np.testing.assert_array_equal(run.intervals.df, explicit.intervals.df)
     assert np.all(np.asarray(run.intervals.df) <= 11)  # Pan-Wall: at most G_min - 1
@@ -312,7 +314,7 @@ def test_auto_takes_cr2_with_pan_wall_df_when_every_axis_is_small():
 
 def test_explicit_choices_override_auto():
     sim = simulate_comparisons(THIN, seed=8)
-    run = quiet(sim.log, cluster="prompt", correction="cr1", reference="normal")
+    run = quiet(sim.log, cluster="prompt", variance=Variance(correction="cr1", reference="normal"))
     assert run.settings["correction"] == "cr1" and run.settings["df"] is None
 
 
@@ -334,7 +336,7 @@ def test_two_judges_get_the_no_reliable_method_caveat():
     assert run.notes.only("no-reliable-method")[0].axis == "judge"
     ten = simulate_comparisons(SimulationDesign(n_prompts=10, n_judges=30,
                                                 comparisons_per_prompt=30), seed=2)
-    assert "no-reliable-method" in quiet(ten.log, bootstrap_reps=49).notes.codes
+    assert "no-reliable-method" in quiet(ten.log, variance=Variance(bootstrap_reps=49)).notes.codes
     fine = simulate_comparisons(SimulationDesign(n_prompts=100, n_judges=30), seed=2)
     assert "no-reliable-method" not in quiet(fine.log).notes.codes
 

@@ -155,15 +155,18 @@ def test_per_model_notes_merge_into_one_naming_the_models():
     assert single == [few["A"]] and single[0].models == ("A",)
 
 
-def test_plain_text_warnings_get_the_fallback_code_everywhere():
-    with notes.collected() as gathered:
-        warnings.warn("a custom estimator's remark", WinrateWarning, stacklevel=1)
-        notes.emit(notes.psd_repaired())
-    assert gathered.codes == ["uncoded", "psd-repaired"]
+def test_notes_are_values_inside_a_block_and_warnings_outside():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        warnings.warn("plain", WinrateWarning, stacklevel=1)
-        notes.emit(notes.no_discordant())
+        with notes.gathered() as outer:
+            with notes.gathered() as inner:
+                notes.emit(notes.psd_repaired())
+                notes.emit(notes.psd_repaired())  # once
+                warnings.warn("a custom estimator's remark", WinrateWarning, stacklevel=1)
+            notes.give(inner)
+        assert inner.codes == ["psd-repaired"] and outer.codes == ["psd-repaired"]
+        assert [str(w.message) for w in caught] == ["a custom estimator's remark"]
+        notes.emit(notes.no_discordant())  # outside any block: a warning at once
     assert codes_of(caught) == {"uncoded", "no-discordant"}
     assert notes.from_warning(caught[1].message) is caught[1].message.args[0]
 

@@ -9,15 +9,22 @@ under ``summary()``; :class:`Notes` filters them by code. Scripts and tests matc
 never wording: :data:`CODES` lists every code with its meaning, and each code is given by
 one function of this module or of the module named there.
 
-A library function emits a note as a Python warning (:func:`emit`, category
-:class:`winrate.errors.WinrateWarning`, the note itself as the message), so callers outside
-winrate see it as usual and :func:`collected` gathers them back as notes.
+Notes are values. A step that finds something worth saying hands the note to
+:func:`emit`, which gives it to the innermost :func:`gathered` block (a context variable:
+no Python warnings are involved, so the library never has to silence itself); the step
+that opened the block keeps the notes on its result or drops them. A call from outside
+winrate gets each note once, at the API boundary, as a Python warning (category
+:class:`winrate.errors.WinrateWarning`, the note itself as the message): that is what
+:func:`emit` does outside any :func:`gathered` block, and what :func:`give` does with the
+notes of a result. The command line runs every command inside a block and prints the
+result's notes on stderr as ``warning [code]: text``.
 """
 
 from __future__ import annotations
 
 import warnings
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from winrate.constants import FEW_CLUSTERS
 from winrate.errors import WinrateWarning
@@ -57,7 +64,7 @@ CODES = {
     "similar-names": "model names that differ only by surrounding whitespace or Unicode form",
     "case-only-names": "model names that differ only in case, kept as different models",
     "battles-dropped": "clean_battle rows left out as LMArena does (named battles, dedup_tag)",
-    "skipped-records": "malformed records skipped on request (--skip-malformed)",
+    "skipped-records": "malformed records skipped on request (skip_malformed)",
     "folder-names-model": "AlpacaEval files whose rows name another model, or duplicate another",
     "off-baseline-rows": "rows not against the baseline, which a baseline score ignores",
     # codes branch (issue 22, point 3): the texts that were still written where emitted
@@ -176,26 +183,37 @@ def _check_codes(codes) -> None:
                                 f"{', '.join(CODES)}")
 
 
+#: The notes of the innermost :func:`gathered` block (None: outside any).
+_GATHERING: ContextVar[Notes | None] = ContextVar("winrate_notes", default=None)
+
+
 def emit(note: Note, stacklevel: int = 2) -> None:
-    """Give ``note`` as a :class:`WinrateWarning` (its message is the note itself)."""
-    warnings.warn(note, WinrateWarning, stacklevel=stacklevel + 1)
+    """Hand ``note`` to the innermost :func:`gathered` block (once); outside any block, give
+    it as a :class:`WinrateWarning` at once (its message is the note itself)."""
+    found = _GATHERING.get()
+    if found is None:
+        warnings.warn(note, WinrateWarning, stacklevel=stacklevel + 1)
+    elif note not in found:
+        found.append(note)
+
+
+def give(found, stacklevel: int = 2) -> None:
+    """The notes of a result at the API boundary: each to the enclosing :func:`gathered`
+    block, or, outside any, as a Python warning (:func:`emit`)."""
+    for note in found:
+        emit(note, stacklevel=stacklevel + 1)
 
 
 @contextmanager
-def collected(code: str = "uncoded"):
-    """Gather the WinrateWarnings raised inside as notes (a plain-text warning of another
-    library gets ``code``); other warnings pass through to the caller."""
-    gathered = Notes()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", WinrateWarning)
-        yield gathered
-    for item in caught:
-        if issubclass(item.category, WinrateWarning):
-            note = from_warning(item.message, code)
-            if note not in gathered:
-                gathered.append(note)
-        else:
-            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+def gathered():
+    """Within the block, :func:`emit` collects into the :class:`Notes` yielded (module doc);
+    Python warnings of other libraries pass as usual."""
+    found = Notes()
+    token = _GATHERING.set(found)
+    try:
+        yield found
+    finally:
+        _GATHERING.reset(token)
 
 
 # --------------------------------------------------------------------------- the texts
@@ -234,8 +252,8 @@ def few_clusters(axis: str, n_clusters: int, method: str, t_reference: bool) -> 
     if method == "sandwich" and t_reference:
         tail = ("; t(G - 1) critical values allow for that, but the SE itself is rough.")
     elif method == "sandwich":
-        tail = (" and is unreliable; use t(G - 1) critical values (--reference t; "
-                "--method jackknife does) or a bootstrap, and treat the SE as rough.")
+        tail = (" and is unreliable; use t(G - 1) critical values (reference 't'; "
+                "method 'jackknife' does) or a bootstrap, and treat the SE as rough.")
     elif method == "jackknife":
         tail = ("; the jackknife with t(G - 1) critical values is the few-cluster "
                 "method, but with so few clusters its SE is still rough.")
@@ -262,7 +280,7 @@ def dominant_cluster(axis: str, limit: float, n_flagged: int, worst_share: float
         f"variance for {n_flagged} model(s), up to {worst_share:.0%} for "
         f"{worst_model} ({axis} {worst_cluster}); its SE then "
         "rests on fewer than 4 effective clusters and the normal approximation on that one "
-        "cluster (Lindeberg condition), so treat the SE as rough: use --method jackknife or "
+        "cluster (Lindeberg condition), so treat the SE as rough: use method 'jackknife' or "
         "t critical values, and check the result without that cluster.",
         axis=axis, models=[worst_model])
 
@@ -278,7 +296,7 @@ def few_effective_clusters(axis: str, n_clusters: int, flagged: list[tuple[str, 
         remedy = ("CR2 with a t reference on each model's Pan-Wall df (the method in use) "
                   "widens them for it.")
     else:
-        remedy = "compare with --method jackknife."
+        remedy = "compare with method 'jackknife'."
     shown = ", ".join(f"{m} ({g:.1f})" for m, g in flagged[:8])
     return Note(
         "few-effective-clusters",
@@ -326,7 +344,7 @@ def incomplete_design(missing: list[tuple[str, str]], models: list[str]) -> Note
             "compared: the opponent-averaged win rate scores each model against the "
             "opponents it happened to meet, and its interval covers that average, not "
             "the average over the whole field; scores are not comparable across models "
-            f"(most opponents missed: {most}). Use --model bt (Bradley-Terry adjusts for "
+            f"(most opponents missed: {most}). Use model 'bt' (Bradley-Terry adjusts for "
             "opponent strength).", models=named)
     were, they = ("pair was", "it is") if len(missing) == 1 else ("pairs were", "they are")
     return Note("incomplete-design",
@@ -593,11 +611,11 @@ def battles_dropped(total: int, named: int, duplicates: int) -> Note:
     parts = []
     if named:
         parts.append(f"{named} named (non-anonymous) battle(s) (LMArena ranks "
-                     "anonymous battles only; include_named / --include-named keeps them)")
+                     "anonymous battles only; include_named keeps them)")
     if duplicates:
         parts.append(f"{duplicates} battle(s) whose dedup_tag is not 'sampled' "
-                     "(LMArena's de-duplication of over-frequent prompts; dedup=False / "
-                     "--no-dedup keeps them)")
+                     "(LMArena's de-duplication of over-frequent prompts; dedup=False "
+                     "keeps them)")
     return Note("battles-dropped", f"clean_battle: of {total} battles, left out "
                 + " and ".join(parts), severity="note")
 

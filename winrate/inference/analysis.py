@@ -576,7 +576,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
         clustering, default_note = default_clustering(view)
     else:
         clustering = parse_clustering(cluster)
-    with notes.collected() as fit_notes:
+    with notes.gathered() as fit_notes:
         board, log = _fitted(log, model, board, options)
     _check_clustering(view, clustering)
     estimator = estimators.of(board)
@@ -625,7 +625,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
     cov = full[:k, :k]
     choice, resampling_notes = None, []
     if method != "sandwich":
-        with notes.collected() as resampling_notes:
+        with notes.gathered() as resampling_notes:
             choice = resampled_variance(log, board, clustering, method, alpha,
                                         variance.bootstrap_reps, seed, progress,
                                         correction=correction)
@@ -648,7 +648,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
     intervals = _blank(intervals, board.models, not_estimable)
     joint_result, joint_notes = None, []
     if joint.any:
-        with notes.collected() as joint_notes:  # e.g. bonferroni-fallback, zero variance
+        with notes.gathered() as joint_notes:  # e.g. bonferroni-fallback, zero variance
             joint_result = joint_inference(
                 board.scores, cov, alpha, df, simultaneous=joint.simultaneous,
                 ranks=joint.ranks, pairwise=joint.pairwise, rank_method=joint.rank_method,

@@ -941,7 +941,7 @@ def read_comparisons(
                "model_b_col": model_b_col, "outcome_col": outcome_col,
                "weight_col": weight_col, "extra_cols": extra_cols,
                "feature_cols": feature_cols}
-    with notes.collected() as reading:
+    with notes.gathered() as reading:
         log = _read_comparisons(source, **columns)
     level = outside_stacklevel()
     for note in reading:

@@ -671,7 +671,7 @@ def sandwich_note(names, sizes, correction: str, df) -> str:
     name, g = _smallest(names, sizes)
     if g < FEW_CLUSTERS and df is None:
         note += (f"; the {name} axis has only {g} clusters (< {FEW_CLUSTERS}): the sandwich "
-                 f"with a normal reference is unreliable there, use --method auto "
+                 f"with a normal reference is unreliable there, use method 'auto' "
                  f"(t({g - 1}) critical values)")
     return note
 
