@@ -22,6 +22,8 @@ from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.io.scan import KEY, Scan
 from winrate.progress import bar
 from winrate.variance.buckets import KeyFit, bucket_covariance
+from winrate.variance.cluster_sums import ClusterSums
+from winrate.variance.sandwich import naive_cov
 
 #: Bytes a bucket's row takes in pass 2 (its codes, its influence row and the kernels'
 #: buffers), so that ``budget / BUCKET_ROW_BYTES`` rows make one bucket.
@@ -67,6 +69,12 @@ class ScanDesign:
         return bucket_covariance(fit, sweep, sizes, bucket_dim, correction, board.bread,
                                  shown)
 
+    def cluster_sums(self, log: ComparisonLog, board, clustering: tuple[str, ...], strata,
+                     progress):
+        """The cluster sums of ``board`` fitted to the key ``log``, read from the buckets
+        (:class:`winrate.variance.cluster_sums.ClusterSums`)."""
+        return _ScanSums(self, log, board, clustering, strata, progress)
+
     def _n_buckets(self, axis: str) -> int:
         """The scan's forced number of buckets, or the fewest whose rows fit the budget
         (the bucket of a cluster is a hash of its label, so buckets are about equal)."""
@@ -74,6 +82,23 @@ class ScanDesign:
         per_bucket = max(self.scan.budget // BUCKET_ROW_BYTES, 1)
         n_buckets = self.scan.buckets or max(1, -(-int(rows.sum()) // per_bucket))
         return min(n_buckets, len(rows))
+
+
+class _ScanSums(ClusterSums):
+    def __init__(self, design, log, board, clustering, strata, progress):
+        self.design, self.log, self.board = design, log, board
+        self.clustering, self.strata, self.progress = clustering, strata, progress
+
+    def naive(self, correction):
+        return naive_cov(self.board.influence, correction, self.log.frequency,
+                         bread=self.board.bread, strata=self.strata)
+
+    def clustered(self, correction):
+        if not self.clustering:
+            return None, []
+        return self.design.covariance(self.log, self.board, self.clustering, correction,
+                                      self.strata if correction == "cr2" else None,
+                                      self.progress)
 
 
 def _key_fit(log: ComparisonLog, board, strata, n_keys: int) -> KeyFit:
