@@ -491,20 +491,23 @@ def test_empty_family_gives_max_t_p_values_of_exact_differences():
 
 
 def test_seed_none_uses_one_entropy_for_every_stepdown_step(monkeypatch):
+    """The step-down makes its Gaussian draws once, from one entropy, and every step reads
+    them: no step draws anew."""
     from winrate.inference import joint as inference
 
-    seeds = []
+    seeds, made = [], []
 
-    class Spy(inference._MaxDraws):
-        def __init__(self, Fp, fam, seed, chunk_size):
+    class Spy(inference._GaussianDraws):
+        def __init__(self, F, seed, chunk_size, keep=False):
             seeds.append(seed)
-            super().__init__(Fp, fam, seed, chunk_size)
+            super().__init__(F, seed, chunk_size, keep)
+            made.append(self)
 
-    monkeypatch.setattr(inference, "_MaxDraws", Spy)
+    monkeypatch.setattr(inference, "_GaussianDraws", Spy)
     est, V = np.array([2.2, 0.0, -30.0]), np.eye(3) / 2
     res = rank_sets(est, V, method="simultaneous", seed=None, n_draws=20_000)
-    assert res.n_steps >= 2 and len(seeds) == res.n_steps
-    assert seeds[0] is not None and len(set(seeds)) == 1
+    assert res.n_steps >= 2 and len(seeds) == 1 and seeds[0] is not None
+    assert made[0].made == res.n_draws
     # with that entropy the step-down sets are nested in the single-step ones
     single = rank_sets(est, V, method="simultaneous", stepdown=False, seed=seeds[0],
                        n_draws=20_000)
@@ -660,19 +663,24 @@ def test_a_tight_tolerance_adds_draws_up_to_the_cap():
     assert capped.n_draws == 30_000 and capped.mc_se > 1e-6
 
 
-def test_draws_extended_in_rounds_equal_one_batch():
-    from winrate.inference.joint import _family, _MaxDraws, _padded
+@pytest.mark.parametrize("keep", [False, True])
+def test_draws_extended_in_rounds_equal_one_batch(keep):
+    from winrate.inference.joint import _family, _GaussianDraws, _MaxDraws
 
     K = 5
-    Fp = _padded(np.linalg.cholesky(_correlated_cov(K, 3)))
+    F = np.linalg.cholesky(_correlated_cov(K, 3))
     i, j = np.triu_indices(K, 1)
     zeros = np.zeros(i.size, int)
-    fam = _family(Fp, i, j, zeros, zeros, 1)
-    rounds = _MaxDraws(Fp, fam, seed=4, chunk_size=700)
+    gaussian = _GaussianDraws(F, seed=4, chunk_size=700, keep=keep)
+    rounds = _MaxDraws(gaussian, _family(gaussian.Fp, i, j, zeros, zeros, 1))
     for n in (1000, 2500, 6000):
         rounds.extend(n)
-    one = _MaxDraws(Fp, fam, seed=4, chunk_size=None).extend(6000)
+    batch = _GaussianDraws(F, seed=4, chunk_size=None)
+    one = _MaxDraws(batch, _family(batch.Fp, i, j, zeros, zeros, 1)).extend(6000)
     np.testing.assert_array_equal(rounds.draws, one)
+    if keep:  # a second family over the kept draws reads the same draws again
+        again = _MaxDraws(gaussian, _family(gaussian.Fp, i, j, zeros, zeros, 1)).extend(6000)
+        np.testing.assert_array_equal(again, one)
 
 
 def test_rank_stepdown_reuses_the_first_steps_draws():

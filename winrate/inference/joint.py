@@ -229,19 +229,51 @@ def _padded(F: np.ndarray) -> np.ndarray:
     return np.vstack([F, np.zeros((1, F.shape[1]))])
 
 
-class _MaxDraws:
-    """Draws of each family's maximum standardised Gaussian contrast, extended on demand.
+class _GaussianDraws:
+    """Draws ``Z = F e``, ``e ~ N(0, I_r)``, of the padded factor ``F`` (:func:`_padded`),
+    as float32 blocks ``(K + 1, m)`` with the draws in columns.
 
-    ``Z = F e``, ``e ~ N(0, I_r)``, drawn in chunks from one seeded stream, so the first n
-    draws are the same however they were requested (all at once, in chunks of any size,
-    or extended as the precision requires). The t reference is applied to these maxima
-    afterwards (:func:`_quantiles`).
+    ``e`` comes in chunks of ``chunk_size`` rows from one seeded stream, so the first n
+    draws are the same however they were requested (all at once, in chunks of any size, or
+    extended as the precision requires). With ``keep`` the blocks are kept, so a step-down
+    reads the same draws at every step instead of making them again: at most
+    ``4 (K + 1) n`` bytes, about 115 MB at worst (``n <=`` :data:`MC_WORK` over the
+    ``K (K - 1) / 2`` contrasts of rank sets, and at most ``n_draws``).
     """
 
-    def __init__(self, Fp, fam: _Family, seed, chunk_size):
-        self._z_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
-        self._Fp, self._fam = Fp, fam
-        self._chunk = chunk_size or max(1000, _CHUNK_BYTES // (8 * max(Fp.shape)))
+    def __init__(self, F, seed, chunk_size, keep: bool = False):
+        self.Fp = _padded(F)
+        self._rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
+        self._chunk = chunk_size or max(1000, _CHUNK_BYTES // (8 * max(self.Fp.shape)))
+        self._keep = keep
+        self._kept: list[np.ndarray] = []
+        self.made = 0  # draws taken from the stream so far
+
+    def blocks(self, start: int, stop: int):
+        """Draws ``start .. stop - 1`` as consecutive blocks: the kept ones, then new ones.
+        Without ``keep`` only new draws can be read (``start`` = :attr:`made`)."""
+        offset = 0
+        for block in self._kept:
+            lo, hi = max(start, offset), min(stop, offset + block.shape[1])
+            if lo < hi:
+                yield np.ascontiguousarray(block[:, lo - offset:hi - offset])
+            offset += block.shape[1]
+        while self.made < stop:
+            e = self._rng.standard_normal((min(self._chunk, stop - self.made), self.Fp.shape[1]))
+            block = (self.Fp @ e.T).astype(np.float32)
+            self.made += block.shape[1]
+            if self._keep:
+                self._kept.append(block)
+            yield block
+
+
+class _MaxDraws:
+    """Draws of each family's maximum standardised Gaussian contrast over the draws of a
+    :class:`_GaussianDraws`, extended on demand. The t reference is applied to these maxima
+    afterwards (:func:`_quantiles`)."""
+
+    def __init__(self, gaussian: _GaussianDraws, fam: _Family):
+        self._gaussian, self._fam = gaussian, fam
         self.draws = np.empty((0, fam.n_groups), np.float32)  # float32: half the memory
 
     def extend(self, n_draws: int) -> np.ndarray:
@@ -251,12 +283,12 @@ class _MaxDraws:
             return self.draws[:n_draws]
         out = np.full((n_draws - have, fam.n_groups), _NO_HYPOTHESIS, dtype=np.float32)
         args = (fam.a, fam.g, fam.lo, fam.hi, fam.w1, fam.w2, fam.present)
-        for start in range(0, out.shape[0], self._chunk):
-            stop = min(start + self._chunk, out.shape[0])
-            e = self._z_rng.standard_normal((stop - start, self._Fp.shape[1]))
-            zt = (self._Fp @ e.T).astype(np.float32)
-            kernel = _family_max.choose((stop - start) * fam.cells)[0]
+        start = 0
+        for zt in self._gaussian.blocks(have, n_draws):
+            stop = start + zt.shape[1]
+            kernel = _family_max.choose(zt.shape[1] * fam.cells)[0]
             kernel(zt, *args, out[start:stop])
+            start = stop
         self.draws = np.concatenate([self.draws, out])
         return self.draws
 
@@ -277,12 +309,24 @@ def _chi_scale_nodes(df: float) -> np.ndarray:
 
 
 @njit(cache=True)
+def _t_count(sorted_max, c, nodes, low, high, at):  # pragma: no cover - numba
+    """``sum_j #{i: M_i <= c s_j}`` over one family's ascending maxima M, each node's count
+    ``at[j]`` searched only between bounds known to hold it, ``low[j] <= at[j] <= high[j]``
+    (the counts at a smaller and a larger c: ``c s_j`` grows with c)."""
+    inside = 0
+    for j in range(nodes.size):
+        window = sorted_max[low[j]:high[j]]
+        at[j] = low[j] + np.searchsorted(window, c * nodes[j], side="right")
+        inside += at[j]
+    return inside
+
+
+@njit(cache=True)
 def _t_cdf(sorted_max, c, nodes):  # pragma: no cover - numba
     """``P(M / S <= c) = mean_j P(M <= c s_j)`` from one family's sorted Gaussian maxima M
     (the counts summed exactly, then divided as a float mean would be)."""
-    inside = 0
-    for s in nodes:
-        inside += np.searchsorted(sorted_max, c * s, side="right")
+    low, high = np.zeros(nodes.size, np.int64), np.full(nodes.size, sorted_max.size)
+    inside = _t_count(sorted_max, c, nodes, low, high, np.empty_like(low))
     return inside / nodes.size / sorted_max.size
 
 
@@ -305,19 +349,25 @@ def _t_bisection(sorted_max, alpha, nodes, out):  # pragma: no cover - numba
     """Per family (rows of ascending maxima), ``out[g] = (c, cdf(0.99 c), cdf(1.01 c),
     sd)``: c the smallest value where ``P(M / S <= c) >= 1 - alpha``, by bisection to a
     relative width of 1e-9 (far below the MC error), and sd that of the per-draw
-    probabilities at c (:func:`_per_draw_sd`); NaN for an empty family."""
+    probabilities at c (:func:`_per_draw_sd`); NaN for an empty family. Each step keeps
+    the per-node counts at ``lo`` and ``hi`` as the bounds of the next step's searches
+    (:func:`_t_count`), so later steps search a few draws instead of all of them."""
     for g in prange(sorted_max.shape[0]):
         m = sorted_max[g]
         if m[-1] < _EMPTY:
             out[g, :] = np.nan
             continue
         lo, hi = 0.0, max(m[-1], 1.0) / nodes[0] * 2
+        at_lo, at_hi = np.zeros(nodes.size, np.int64), np.full(nodes.size, m.size)
+        at = np.empty_like(at_lo)
         while hi - lo > 1e-9 * hi:
             mid = (lo + hi) / 2
-            if _t_cdf(m, mid, nodes) < 1 - alpha:
+            if _t_count(m, mid, nodes, at_lo, at_hi, at) / nodes.size / m.size < 1 - alpha:
                 lo = mid
+                at_lo[:] = at
             else:
                 hi = mid
+                at_hi[:] = at
         out[g, 0] = hi
         out[g, 1] = _t_cdf(m, 0.99 * hi, nodes)
         out[g, 2] = _t_cdf(m, 1.01 * hi, nodes)
@@ -398,24 +448,25 @@ def _next_round(n: int, worst: float, tolerance: float) -> int:
     return int(np.ceil(wanted / 1000) * 1000)
 
 
-def _critical_values(F, a, b, sign, group, n_groups, alpha, df, mc: _MC, keep_draws=False):
+def _critical_values(gaussian: _GaussianDraws, a, b, sign, group, n_groups, alpha, df,
+                     mc: _MC, keep_draws=False):
     """Critical value and MC SE of each family (NaN for an empty family), the sorted
     Gaussian maxima of family 0 (``keep_draws``) and the number of draws used.
 
-    Draws are added in rounds (:class:`_MaxDraws`, one stream) until every family's MC SE
-    is at most ``mc.tolerance`` times its critical value or ``mc.n_draws`` are used, and
-    at most :data:`MC_WORK` contrast evaluations are spent: draws times contrasts, each
-    draw evaluating every contrast. When even the first round would exceed it (the K(K - 1)
-    contrasts of marginal rank sets of 1,000 models), or ``mc.analytic``, the critical
-    values are Bonferroni's (:func:`_bonferroni`), no draws are made (0 draws used)."""
+    Draws are added in rounds (:class:`_MaxDraws` over the ``gaussian`` draws) until every
+    family's MC SE is at most ``mc.tolerance`` times its critical value or ``mc.n_draws``
+    are used, and at most :data:`MC_WORK` contrast evaluations are spent: draws times
+    contrasts, each draw evaluating every contrast. When even the first round would
+    exceed it (the K(K - 1) contrasts of marginal rank sets of 1,000 models), or
+    ``mc.analytic``, the critical values are Bonferroni's (:func:`_bonferroni`), no draws
+    are made (0 draws used)."""
     budget = MC_WORK // max(a.size, 1)
     if mc.analytic or budget < mc.first_round(alpha):
         if not mc.analytic:
             notes.emit(notes.bonferroni_fallback(a.size, MC_WORK), stacklevel=outside_stacklevel())
         return _bonferroni(sign, group, n_groups, alpha, df), np.zeros(n_groups), None, 0
     mc = replace(mc, n_draws=min(mc.n_draws, budget))
-    Fp = _padded(F)
-    maxima = _MaxDraws(Fp, _family(Fp, a, b, sign, group, n_groups), mc.seed, mc.chunk_size)
+    maxima = _MaxDraws(gaussian, _family(gaussian.Fp, a, b, sign, group, n_groups))
     n = mc.first_round(alpha)
     while True:
         draws = maxima.extend(n)
@@ -442,7 +493,8 @@ def _bonferroni(sign, group, n_groups, alpha, df) -> np.ndarray:
 def _two_sided_family(F, a, b, alpha, df, mc: _MC):
     """One two-sided family: critical value, MC SE and the sorted simulated maxima."""
     zeros = np.zeros(a.size, int)
-    return _critical_values(F, a, b, zeros, zeros, 1, alpha, df, mc, keep_draws=True)
+    return _critical_values(_GaussianDraws(F, mc.seed, mc.chunk_size), a, b, zeros, zeros, 1,
+                            alpha, df, mc, keep_draws=True)
 
 
 def _max_t_pvalues(sorted_max: np.ndarray, stat: np.ndarray, df=None) -> np.ndarray:
@@ -788,15 +840,17 @@ def _stepdown_rejections(stat, zero, rows, alpha, df, F, mc, stepdown):
     and repeats until nothing new is rejected (Romano & Wolf 2005, "Exact and approximate
     stepdown methods for multiple hypothesis testing", JASA 100; the stepwise improvement
     of Mogstad et al. 2024). Once ``S_a > S_b`` is established the opposite one-sided
-    hypothesis stays in the family, as the step-down requires. The same seed and the same
-    number of draws (the first step's, chosen to meet the tolerance) are used at every
-    step, so ``c_s`` is non-increasing and the result is contained in the single-step one.
+    hypothesis stays in the family, as the step-down requires. The same draws (the first
+    step's, as many as it chose to meet the tolerance, made once and kept) are used at
+    every step, so ``c_s`` is non-increasing and the result is contained in the single-step
+    one.
     Returns ``(up, down, crit, mc_se, n_steps, n_draws)``.
     """
     a, b, group, n_groups = rows
     up, down = np.zeros(a.size, bool), np.zeros(a.size, bool)
     crit, mc_se = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
     redo = np.ones(n_groups, bool)  # families whose hypothesis set changed
+    gaussian = _GaussianDraws(F, mc.seed, mc.chunk_size, keep=stepdown)
     n_steps = 0
     while True:
         n_steps += 1
@@ -804,7 +858,8 @@ def _stepdown_rejections(stat, zero, rows, alpha, df, F, mc, stepdown):
         sign = np.where(up, -1.0, np.where(down, 1.0, 0.0))[sel]
         fams = np.flatnonzero(redo)
         code = np.searchsorted(fams, group[sel])
-        fresh = _critical_values(F, a[sel], b[sel], sign, code, fams.size, alpha, df, mc)
+        fresh = _critical_values(gaussian, a[sel], b[sel], sign, code, fams.size, alpha, df,
+                                 mc)
         # c >= 0: at alpha near 1 the quantile of a one-sided maximum can fall below 0,
         # and a negative c would reject both S_a <= S_b and S_a >= S_b (low > high)
         crit[fams], mc_se[fams] = np.maximum(fresh[0], 0.0), fresh[1]
