@@ -206,6 +206,8 @@ def eda(log):
 
 
 def test_eda_conf_int_under_each_clustering(eda):
+    """Win probabilities: the logit interval of q se (marginal) or c se (joint), as the
+    leaderboard's (issue 35: one conf_int)."""
     assert eda.main == "prompt+judge"
     for name in (None, "prompt", "judge"):
         result = eda.clusterings[name or eda.main]
@@ -213,11 +215,14 @@ def test_eda_conf_int_under_each_clustering(eda):
         for alpha in (0.05, 0.2):
             q = stats.norm.ppf(1 - alpha / 2)
             got = by_model(eda.conf_int(alpha, clustering=name), eda.models)
-            np.testing.assert_allclose(got["lower"], eda.score - q * result.se, rtol=1e-12)
-            np.testing.assert_allclose(got["upper"], eda.score + q * result.se, rtol=1e-12)
+            low, high = logit_interval(eda.score, q * result.se)
+            np.testing.assert_allclose(got["lower"], low, rtol=1e-12)
+            np.testing.assert_allclose(got["upper"], high, rtol=1e-12)
             sim = simultaneous_intervals(eda.score, result.cov, alpha, seed=0)
             joint = by_model(eda.conf_int(alpha, joint=True, clustering=name), eda.models)
-            np.testing.assert_allclose(joint["lower"], sim.low, rtol=1e-12)
+            np.testing.assert_allclose(joint["lower"],
+                                       logit_interval(eda.score, sim.high - eda.score)[0],
+                                       rtol=1e-12)
 
 
 def test_eda_conf_int_of_an_unidentified_clustering_is_an_error(log):
@@ -303,8 +308,9 @@ def test_eval_joint_conf_int_from_the_clustered_correlation(clustered_report):
     for alpha in (0.05, 0.1):
         sim = simultaneous_intervals(mean, corr * np.outer(se, se), alpha, 19, seed=0)
         got = clustered_report.conf_int(alpha, joint=True)
-        np.testing.assert_allclose(got["lower"], sim.low, rtol=1e-10)
-        np.testing.assert_allclose(got["upper"], sim.high, rtol=1e-10)
+        low, high = logit_interval(mean, sim.high - mean)  # accuracies: on the logit scale
+        np.testing.assert_allclose(got["lower"], low, rtol=1e-10)
+        np.testing.assert_allclose(got["upper"], high, rtol=1e-10)
 
 
 def test_eval_joint_conf_int_without_clusters_uses_the_score_correlation():
@@ -318,7 +324,8 @@ def test_eval_joint_conf_int_without_clusters_uses_the_score_correlation():
     mean, se = np.array([s.mean for s in summaries]), np.array([s.se for s in summaries])
     corr = np.corrcoef(qs.scores.to_numpy().T)
     sim = simultaneous_intervals(mean, corr * np.outer(se, se), 0.05, seed=0)
-    np.testing.assert_allclose(report.conf_int(joint=True)["lower"], sim.low, rtol=1e-10)
+    np.testing.assert_allclose(report.conf_int(joint=True)["lower"],  # scores in [0, 1]
+                               logit_interval(mean, sim.high - mean)[0], rtol=1e-10)
 
 
 def _correlation(cov: np.ndarray) -> np.ndarray:
@@ -517,7 +524,7 @@ def test_eda_conf_int_with_a_t_reference_uses_the_smallest_cluster_count(eda):
     result = eda.clusterings["prompt+judge"]
     q = stats.t.ppf(0.975, min(result.n_clusters) - 1)
     got = by_model(eda.conf_int(reference="t"), eda.models)
-    np.testing.assert_allclose(got["lower"], np.clip(eda.score - q * result.se, 0, 1))
+    np.testing.assert_allclose(got["lower"], logit_interval(eda.score, q * result.se)[0])
     with pytest.raises(WinrateInputError, match="reference must be 'normal' or 't'"):
         eda.conf_int(reference="student")
 

@@ -227,7 +227,7 @@ def test_fit_end_to_end_equals_the_independent_pipeline():
     d_oracle, _ = oracle_difficulty(rows)
     want = oracle_model_fits(rows, d_oracle, *oracle_prior(rows, d_oracle))
     np.testing.assert_allclose(board.scores, want.loc[board.models, "lc"], atol=1e-6)
-    assert board.scale == "probability" and ((board.scores > 0) & (board.scores < 1)).all()
+    assert board.scale.name == "probability" and ((board.scores > 0) & (board.scores < 1)).all()
 
 
 # ------------------------------------------------------------------ influence and refits

@@ -14,6 +14,7 @@ from scipy.stats import norm
 
 import winrate
 from winrate.errors import WinrateWarning
+from winrate.estimators.base import ELO
 from winrate.inference.intervals import bounds_on_scale, logit_bounds
 from winrate.settings import Joint, MonteCarlo
 
@@ -52,7 +53,7 @@ def test_logit_bounds_keep_the_cut_wald_interval_at_0_and_1_and_nan():
 
 def test_bounds_on_the_elo_scale_are_the_wald_bounds():
     low, high, cut = bounds_on_scale([1000.0, 1200.0], [900.0, 1150.0], [1100.0, 1250.0],
-                                     "elo")
+                                     ELO)
     np.testing.assert_array_equal(low, [900.0, 1150.0])
     np.testing.assert_array_equal(high, [1100.0, 1250.0])
     assert not cut.any()

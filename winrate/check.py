@@ -127,6 +127,8 @@ from scipy.stats import norm
 
 from winrate import estimators, notes
 from winrate.errors import WinrateInputError, WinrateWarning, outside_stacklevel
+from winrate.estimators.base import Scale
+from winrate.estimators.rao_kupper import abilities_and_threshold
 from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.notes import Note, Notes
 from winrate.progress import bar
@@ -389,19 +391,14 @@ class _Design:
         prior when the MLE is not finite and none was given)."""
         log = self.log
         sub = ComparisonLog(log.model_a[rows], log.model_b[rows], score, log.models, {}, freq)
-        weight = sub.weight
-        tied = float(weight[score == 0.5].sum())
-        model = "rao-kupper" if 0 < tied < weight.sum() else "bt"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", WinrateWarning)
             try:
-                board = estimators.fit(sub, model, prior=prior)
+                theta, kappa = abilities_and_threshold(sub, prior)
             except WinrateInputError:
                 if prior is not None:
                     raise
                 return self.marginal_fit(rows, score, freq, RIDGE_VARIANCE)
-        theta = board.fitted["theta"]
-        kappa = float(board.coef[0]) if board.coef.size else 0.0  # Rao-Kupper's threshold
         return (theta - theta.mean(), kappa), prior
 
     def moment_components(self, rows, score, freq, theta, kappa) -> np.ndarray:
@@ -954,7 +951,8 @@ class CoverageCheck:
         width = max(5, *(len(m) for m in frame.index))
         lines = [f"{'model':<{width}} {'estimate':>9} {'truth':>9} {'coverage':>9} "
                  f"{'mean z':>7} {'sd z':>6}"]
-        decimals = 3 if self.settings["scale"] == "probability" else 1
+        unit = Scale.of(self.settings["scale"])
+        decimals = 1 + round(np.log10(unit.factor))  # a tenth of the printed unit
         for name, row in frame.iterrows():
             flag = "  under-covers" if row["under_covers"] else ""
             lines.append(f"{name:<{width}} {row['estimate']:>9.{decimals}f} "
@@ -1061,7 +1059,7 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
     for note in found:
         if note.code != "check-slow-method":  # emitted when measured
             notes.emit(note, stacklevel=outside_stacklevel())
-    settings = {"estimator": spec.estimator, "scale": result.leaderboard.scale,
+    settings = {"estimator": spec.estimator, "scale": result.leaderboard.scale.to_dict(),
                 "cluster": "+".join(spec.cluster) or "none", "method": label,
                 "alpha": spec.alpha, "reps": int(reps), "seed": spec.seed,
                 "n_draws": spec.n_draws}

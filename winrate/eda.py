@@ -49,7 +49,10 @@ key                meaning
 =================  ====================================================================
 schema             ``"winrate.eda/1"``
 dataset            dataset name, or null for a file
-settings           ``weights``, ``correction``, ``clusterings`` (requested, in order)
+settings           the estimator's settings (``model`` when given, and its options as
+                   :meth:`winrate.estimators.base.Estimator.settings` shows them:
+                   ``weights``, ``baseline``, ...), ``correction``, ``clusterings``
+                   (requested, in order)
 structure          ``n_comparisons``, ``n_rows``, ``n_models``, ``n_pairs``,
                    ``n_pairs_possible``, ``n_prompts``, ``n_judges`` (null if absent),
                    ``tie_share``, ``m_prompt`` (median/min/max comparisons per prompt per
@@ -101,12 +104,7 @@ from winrate.inference.analysis import (
     negligible_se,
     parse_clustering,
 )
-from winrate.inference.intervals import (
-    bounds_frame,
-    clip_to_range,
-    simultaneous_bounds,
-    wald_bounds,
-)
+from winrate.inference.results import IntervalBasis, IntervalResults
 from winrate.io.datasets import SCORE_DATASETS, read_dataset, read_scores
 from winrate.io.logs import ComparisonLog, as_log
 from winrate.notes import Note, Notes, as_note, clustering_not_identified, from_warning
@@ -178,11 +176,20 @@ class AxisCheck:
 
 
 @dataclass(frozen=True, eq=False)
-class EdaReport:
+class EdaReport(IntervalResults):
     """Everything :func:`format_report` prints and :func:`to_dict` writes.
 
-    ``to_frame()`` is the per-model table, ``conf_int(alpha, joint, clustering)`` the
-    intervals under one clustering, ``summary()`` the printed report. ``==`` is identity.
+    ``to_frame()`` is the per-model table, ``summary()`` the printed report, ``conf_int(
+    alpha, joint, clustering=None, reference="normal")`` the intervals under one
+    clustering (default: the main one, ``main``), rows in the order of :meth:`to_frame`,
+    from the report's CR1 sandwich (:meth:`winrate.inference.results.IntervalResults.
+    conf_int`): ``score -/+ q se`` with ``q`` the normal quantile (``reference="normal"``,
+    the report's) or that of t(G - 1), G the smallest cluster count of the clustering
+    (``"t"``), or with ``joint=True`` the simultaneous ``score -/+ c se`` from that
+    clustering's covariance (seed 0); on the logit scale for win probabilities. These
+    describe the exploratory SEs; for inference use :func:`winrate.analyze`, whose default
+    method is chosen from the design (CR2 with per-model t on thin designs). ``options``
+    are the estimator's settled options. ``==`` is identity.
     """
 
     dataset: str | None
@@ -197,6 +204,7 @@ class EdaReport:
     axes: dict[str, AxisCheck]
     main: str | None
     warnings: list[Note] = field(default_factory=list)
+    options: dict = field(default_factory=dict, repr=False)
 
     @property
     def notes(self) -> Notes:
@@ -217,18 +225,9 @@ class EdaReport:
         on the scale of ``score``: win probabilities in [0, 1], or Elo points)."""
         return model_table(self, scale=1.0).set_index("model")
 
-    def conf_int(self, alpha: float = 0.05, joint: bool = False,
-                 clustering: str | None = None, reference: str = "normal") -> pd.DataFrame:
-        """Intervals ``lower``, ``upper`` at level 1 - ``alpha`` under ``clustering`` (default:
-        the main one, ``main``), indexed by model in the order of :meth:`to_frame`, from the
-        report's CR1 sandwich: ``score -/+ q se`` with ``q`` the normal quantile
-        (``reference="normal"``, the report's) or that of t(G - 1), G the smallest cluster
-        count of the clustering (``"t"``), or with ``joint=True`` the simultaneous
-        ``score -/+ c se`` from that clustering's covariance
-        (:func:`winrate.inference.simultaneous_intervals`, seed 0). These describe the
-        exploratory SEs; for inference use :func:`winrate.analyze`, whose default method
-        is chosen from the design (CR2 with per-model t on thin designs). Win-probability
-        bounds are cut at [0, 1] (:func:`winrate.results.clip_to_range`)."""
+    def interval_basis(self, joint: bool, clustering: str | None = None,
+                       reference: str = "normal") -> IntervalBasis:
+        """The scores, SEs and covariance under ``clustering`` (class doc)."""
         name = clustering or self.main
         result = self.clusterings.get(name) if name else None
         if result is None or not result.identified:
@@ -237,14 +236,8 @@ class EdaReport:
         if reference not in ("normal", "t"):
             raise WinrateInputError(f"reference must be 'normal' or 't', got {reference!r}")
         df = min(result.n_clusters) - 1 if reference == "t" else None
-        if joint:
-            low, high = simultaneous_bounds(self.score, result.cov, alpha, df,
-                                            keep=np.isfinite(result.se))
-        else:
-            low, high = wald_bounds(self.score, result.se, alpha, df)
-        scale = _estimator(self).scale
-        low, high, _ = clip_to_range(low, high, scale)
-        return bounds_frame(self.models, low, high, self.to_frame().index)
+        return IntervalBasis(self.models, self.score, result.se, _estimator(self).scale,
+                             result.cov, df, self.to_frame().index)
 
     def summary(self) -> Summary:
         """The report as ``winrate eda`` prints it, statsmodels style, warnings numbered."""
@@ -345,13 +338,11 @@ def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], correction, board)
                        variance=Variance("sandwich", correction))
 
 
-def _fit_quietly(log: ComparisonLog, weights, estimator: dict):
-    """The fit of the report's estimator; the opponent ``weights`` go to an estimator that
-    has them, and a scheme other than the default to one that has not is its error."""
+def _fit_quietly(log: ComparisonLog, estimator: dict):
+    """The fit of the report's estimator (``model`` and its options: an option it does not
+    have is an error naming the estimators that have it)."""
     options = dict(estimator)
     model = options.pop("model", estimators.DEFAULT_ESTIMATOR)
-    if weights != "uniform" or "weights" in estimators.get(model).option_names:
-        options["weights"] = weights
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         return estimators.fit(log, model, **options)
@@ -379,7 +370,7 @@ class _Base:
     models: np.ndarray
     codes: np.ndarray
     floor: np.ndarray
-    anchor: np.ndarray
+    fixed: np.ndarray
     influence: object = None
 
     @classmethod
@@ -387,20 +378,21 @@ class _Base:
         """``floor``: the small-sample floor of single-outcome pairs that ``analyze`` adds to
         every covariance of the win rate (:mod:`winrate.estimators.small_sample`), added
         here to the one-way terms a multiway analysis reports too; zero for other estimators.
-        ``anchor``: the mask of a Bradley-Terry anchor, whose rating has no variance."""
+        ``fixed``: the mask of the models whose score is fixed by definition (an anchor:
+        :meth:`winrate.estimators.base.Estimator.fixed_models`), which have no variance."""
         board = run.leaderboard
         floor = run.small_sample_floor
-        anchor = (board.options.get("anchor") or {}).get("model")
+        fixed = estimators.of(board).fixed_models(board)
         return cls(run.scores, run.se_naive, board.comparisons_per_model, len(board.pairs),
-                   board.models, board.codes, floor, board.models.astype(str) == anchor,
+                   board.models, board.codes, floor, fixed,
                    board.influence)
 
 
-def _run_analyses(log, specs, weights, correction, estimator: dict):
+def _run_analyses(log, specs, correction, estimator: dict):
     """One analysis per identified clustering, multiway first, all of one fit; a single
     axis already summarised by a multiway analysis (its one-way term) is not analysed
     again. Returns ``(runs, checks, base)``."""
-    board = _fit_quietly(log, weights, estimator)
+    board = _fit_quietly(log, estimator)
     runs, checks, base, layout = {}, {}, None, None
     singles = {spec[0] for spec in specs if len(spec) == 1}
     identified = [s for s in specs if clustering_problem(log, s) is None]
@@ -436,8 +428,8 @@ def _clustering_result(log, spec, runs: dict[tuple, _Run], base: _Base) -> Clust
         deff = diagnostics.design_effect(cov, np.diag(base.se_naive**2))
         se = np.sqrt(np.diag(cov))
         # as analyze blanks them (not_estimable_models): unidentified or zero variance,
-        # except the anchor's rating, which is fixed by definition
-        blank = np.isnan(axis.se) | (negligible_se(se, base.score) & ~base.anchor)
+        # except a score fixed by definition (an anchor's rating)
+        blank = np.isnan(axis.se) | (negligible_se(se, base.score) & ~base.fixed)
         se, deff = np.where(blank, np.nan, se), np.where(blank, np.nan, deff)
     counts = tuple(log.axes[a].n_clusters for a in spec)
     return ClusteringResult(name, spec, True, None, counts, se, deff,
@@ -502,7 +494,7 @@ def _notes(results: dict[str, ClusteringResult], runs) -> list[Note]:
     return found
 
 
-def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
+def explore(log, clusterings=DEFAULT_CLUSTERINGS, *,
             correction: str | None = DEFAULT_CORRECTION, dataset: str | None = None,
             notes: tuple[str, ...] = (), **estimator) -> EdaReport:
     """The exploratory report of ``log`` for the named clusterings (module doc).
@@ -511,15 +503,18 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
     ``clusterings`` are specs such as ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or any
     extra axis of the log; unidentified ones are reported with their reason, not computed.
     ``notes`` (e.g. the loader's warnings) head the report's warnings. ``estimator``:
-    the estimator and its options (``model="bt"``, ``baseline=...``; see
-    :func:`winrate.estimators.fit`); scores and SEs are then on its scale.
+    the estimator and its options (``model="bt"``, ``baseline=...``, the win rate's
+    ``weights``; see :func:`winrate.estimators.fit`); scores and SEs are then on its
+    scale.
     """
     log = _in_memory(log)
     specs = list(dict.fromkeys(parse_clustering(c) for c in clusterings))
     if not specs or () in specs:
         raise WinrateInputError(f"clusterings must name axes, got {list(clusterings)}")
     correction = correction or DEFAULT_CORRECTION
-    runs, checks, base = _run_analyses(log, specs, weights, correction, estimator)
+    runs, checks, base = _run_analyses(log, specs, correction, estimator)
+    model = estimators.get(estimator.get("model", estimators.DEFAULT_ESTIMATOR))
+    options = estimators.settle(model, {k: v for k, v in estimator.items() if k != "model"})
     n_a = base.n
     results = {"+".join(s): _clustering_result(log, s, runs, base) for s in specs}
     axes = {s[0]: checks[s[0]] for s in specs if s[0] in checks and len(s) == 1}
@@ -529,13 +524,13 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *, weights="uniform",
     prompts = np.divide(n_a, m_prompt, out=np.full(n_a.shape, np.nan), where=m_prompt > 0)
     return EdaReport(
         dataset=dataset,
-        settings={"weights": weights if isinstance(weights, str) else "matrix",
-                  "correction": correction, "clusterings": ["+".join(s) for s in specs],
-                  **{key: (list(v) if isinstance(v, tuple) else v)
-                     for key, v in estimator.items()}},
+        settings={**model.settings(options), "correction": correction,
+                  "clusterings": ["+".join(s) for s in specs],
+                  **({"model": model.name} if "model" in estimator else {})},
         structure=_structure(log, base, m_prompt), models=base.models, n=n_a, prompts=prompts,
         score=base.score, se_naive=base.se_naive, clusterings=results, axes=axes,
         main=main, warnings=Notes(map(as_note, [*notes, *_notes(results, runs)])),
+        options=options,
     )
 
 
@@ -632,8 +627,8 @@ def to_dict(report: EdaReport) -> dict:
     eff = report.effective_n
     doc = {
         "schema": SCHEMA, "dataset": report.dataset, "settings": report.settings,
-        "scale": _estimator(report).scale,
-        "estimator_description": _estimator(report).describe(_estimator_options(report)),
+        "scale": _estimator(report).scale.to_dict(),
+        "estimator_description": _estimator(report).describe(report.options),
         "structure": report.structure, "models": [str(m) for m in report.models],
         "n": report.n, "prompts": report.prompts, "score": report.score,
         "se_naive": report.se_naive, "clusterings": clusterings, "axes": axes,
@@ -680,19 +675,12 @@ def format_structure(report: EdaReport) -> str:
 
 
 def _unit(report: EdaReport) -> tuple[float, str]:
-    """Printed scale: win rates in percent, Bradley-Terry ratings in Elo points."""
+    """Printed scale, as the estimator's :class:`winrate.estimators.base.Scale` declares it
+    (win rates in percent, Bradley-Terry ratings in Elo points)."""
     estimator = _estimator(report)
-    if estimator.unit.label == "Elo":
-        return estimator.unit.factor, f"{estimator.title} ratings and SEs in Elo points"
-    return estimator.unit.factor, "score and SEs in percent"
-
-
-def _estimator_options(report: EdaReport) -> dict:
-    """The report's estimator options, each given or its default."""
-    estimator = _estimator(report)
-    given = {name: report.settings[name] for name in estimator.option_names
-             if name in report.settings}
-    return estimator.settle(given)
+    unit = estimator.scale
+    what = unit.noun(estimator.title) if unit.titled else "score"
+    return unit.factor, f"{what} and SEs in {unit.unit_name}"
 
 
 def _estimator(report: EdaReport):

@@ -78,11 +78,13 @@ LEGACY_KEYWORDS = {**{f.name: Variance for f in fields(Variance)},
 @dataclass(frozen=True)
 class Settings:
     """What an analysis was run with: one entry per input (``settings["alpha"]`` and
-    ``settings.alpha`` alike). ``options`` are the estimator's, as reports show them;
-    ``df`` the t degrees of freedom used (None: normal; per model with CR2)."""
+    ``settings.alpha`` alike). ``scale`` is the estimator's
+    :class:`winrate.estimators.base.Scale` (a dict in :meth:`to_dict`, by its own
+    ``to_dict``); ``options`` are the estimator's, as reports show them; ``df`` the t
+    degrees of freedom used (None: normal; per model with CR2)."""
 
     estimator: str
-    scale: str
+    scale: object
     cluster: list
     correction: str
     alpha: float

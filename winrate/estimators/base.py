@@ -1,60 +1,55 @@
 """The estimator protocol: what every estimator declares, and the data it fits from.
 
-An estimator is one module of this package holding one :class:`Estimator` instance, listed
-in the registry (:data:`winrate.estimators.REGISTRY`). It declares
+An estimator is one module of this package holding one instance of a subclass of the
+abstract :class:`Estimator`, listed in the registry (:data:`winrate.estimators.REGISTRY`).
+Everything outside this package asks it, never its name or its options' names:
 
-* its ``name`` (the ``model=`` value and ``--model`` choice), ``title``, the ``scale`` of its
-  scores (``"probability"`` or ``"elo"``) and the printed ``unit``;
-* its ``options`` (:class:`Option`): one spec from which the API validates keywords and the
-  command line builds its flags and ``--help``;
+* ``name`` (the ``model=`` value and ``--model`` choice), ``title`` and the :class:`Scale`
+  of its scores (range, interval link, printed unit), declared as class attributes;
+* ``options`` (:class:`Option`): one spec from which the API validates keywords and the
+  command line builds its flags and ``--help``; ``settings(options)`` the options as
+  reports and the JSON ``settings`` show them; ``describe(options)`` one line for reports;
 * ``fit(data, options)``: estimates and their influence (a
-  :class:`winrate.leaderboard.Leaderboard`) from a :class:`SufficientData`, which answers
-  named group-by sums (per-pair totals; per-row terms at given parameters); optionally
-  ``fit_scores(table, options)``, the same from a per-question score table whose pairwise
-  log is never built (its influence summed per question,
+  :class:`winrate.estimators.leaderboard.Leaderboard`) from a :class:`SufficientData`,
+  which answers named group-by sums (per-pair totals; per-row terms at given parameters);
+  optionally ``fit_scores(table, options)``, the same from a per-question score table whose
+  pairwise log is never built (its influence summed per question,
   :class:`winrate.estimators.cells.CellTotals`);
-* what variance and resampling need from it: ``replicate_scorer`` (exact refits of
-  re-weighted pair or row totals), ``cr2_strata`` (the rows' strata of the CR2 leverage
-  correction, or None: not supported), ``small_sample_floor`` (a variance floor for pairs
-  whose comparisons all agree, or None), ``wild_influence_map`` (the linear map of pair
-  totals to the influence that the wild bootstrap perturbs, or None: not supported),
-  ``design_notes`` (what the design means for its scores) and ``describe`` (one line for
-  reports).
+* ``fixed_models(board)``: the models whose score is fixed by definition (an anchor), which
+  have no variance and are never "not estimable";
+* what resampling needs: ``refits_rows(options)`` (whether a refit needs the rows or only
+  the pair totals), hence ``resampling_units(board)``, and ``replicate_scorer`` (exact
+  refits of the re-weighted units, the canonical scores of each replicate; by default a
+  refit of re-weighted rows, :class:`RowRefit`, which needs ``refits_rows``);
+* what variance needs: ``cr2_strata`` (the rows' strata of the CR2 leverage correction, or
+  None: not supported), ``small_sample_floor`` (a variance floor for pairs whose
+  comparisons all agree, or None), ``wild_influence_map`` (the linear map of pair totals
+  to the influence that the wild bootstrap perturbs, or None: not supported) and
+  ``design_notes`` (what the design means for its scores).
 
-A feature an estimator does not support is refused with a message naming the estimator
-(:meth:`Estimator.require`), never given another estimator's answer. Modules of this
-package import numpy and the kernel modules inside the methods that use them, so the
-registry, and with it the command line's ``--help``, stays light.
+``fit``, ``settings`` and ``describe`` are abstract, and ``name``, ``title`` and ``scale``
+must be declared: an estimator missing one fails when it is instantiated, with a message
+naming what is missing. A feature an estimator does not support is refused with a message
+naming the estimator (:meth:`Estimator.require`), never given another estimator's answer.
+Modules of this package import numpy and the kernel modules inside the methods that use
+them, so the registry, and with it the command line's ``--help``, stays light.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from winrate.errors import WinrateInputError, one_of
+from winrate.estimators.scale import ELO, PROBABILITY, SCALES, Scale
 
 #: Features a variance method may need from an estimator (``Estimator.supports``).
 FEATURES = ("cr2", "wild bootstrap", "small-sample floor", "thin-design rule",
             "per-question scores")
-
-
-@dataclass(frozen=True)
-class Unit:
-    """How scores print: ``factor`` times the score, with ``decimals`` in a column of
-    ``width``, called ``label`` (``"%"``, ``"Elo"``)."""
-
-    factor: float
-    width: int
-    decimals: int
-    label: str
-
-
-PERCENT = Unit(100.0, 6, 2, "%")
-ELO = Unit(1.0, 7, 1, "Elo")
-
-
+__all__ = ["ELO", "FEATURES", "PROBABILITY", "SCALES", "Estimator", "Option", "RowRefit",
+           "Scale", "SufficientData"]
 @dataclass(frozen=True)
 class Option:
     """One option of one or more estimators: API keyword ``name``, command-line flag
@@ -119,19 +114,33 @@ class SufficientData:
         return self._cache["outcomes"]
 
 
-class Estimator:
-    """The protocol (module doc); subclasses override what they support."""
+#: What every estimator declares as a class attribute, with its type.
+DECLARED = {"name": str, "title": str, "scale": Scale}
 
-    name: str = ""
-    title: str = ""
-    scale: str = "probability"
-    unit: Unit = PERCENT
+
+class Estimator(ABC):
+    """The protocol (module doc). Subclasses declare ``name``, ``title`` and ``scale``,
+    implement ``fit``, ``settings`` and ``describe``, and override what they support."""
+
+    name: str
+    title: str
+    scale: Scale
     options: tuple[Option, ...] = ()
     #: what a resampling note says about this estimator's refits
     refit_phrase: str = "refitted on every resampled log"
     #: cluster axes the fit reads beyond each row's models, outcome and covariates (a
     #: scan groups its key table by them too: :mod:`winrate.io.scan`)
     fit_axes: tuple[str, ...] = ()
+
+    def __new__(cls, *args, **kwargs):
+        missing = sorted(getattr(cls, "__abstractmethods__", ()))
+        wrong = [f"{key} ({kind.__name__})" for key, kind in DECLARED.items()
+                 if not isinstance(getattr(cls, key, None), kind)]
+        if missing or wrong:
+            raise TypeError(f"estimator {cls.__name__} does not declare "
+                            f"{', '.join([*wrong, *(f'{m}()' for m in missing)])}: every "
+                            "estimator declares these (winrate.estimators.base)")
+        return super().__new__(cls)
 
     def __repr__(self) -> str:
         return f"<estimator {self.name!r}: {self.title}>"
@@ -149,6 +158,15 @@ class Estimator:
         return {option.name: option.validate(given.get(option.name, option.default))
                 for option in self.options}
 
+    @abstractmethod
+    def settings(self, options: dict) -> dict:
+        """The settled ``options`` as reports and the JSON ``settings`` show them (plain
+        JSON values: a weight matrix as ``"matrix"``, tuples as lists)."""
+
+    @abstractmethod
+    def describe(self, options: dict) -> str:
+        """One line for reports: the estimator, its scale and its options in words."""
+
     def reads_row_order(self, options: dict) -> bool:
         """Whether the fit reads the order of the rows (a scan's key table has none)."""
         return False
@@ -157,25 +175,49 @@ class Estimator:
         """The rows of ``log`` the estimate uses (default: all of them)."""
         return log
 
+    @abstractmethod
     def fit(self, data: SufficientData, options: dict):
-        raise NotImplementedError
+        """The :class:`winrate.estimators.leaderboard.Leaderboard` of ``data`` (the rows
+        :meth:`rows` keeps) with the settled ``options``; a
+        :class:`winrate.errors.WinrateInputError` when the fit is not identified."""
 
     def fit_scores(self, table, options: dict):
         """The fit of the comparison log a per-question score table stands for
         (:class:`winrate.io.logs.ScoreTable`), without building it; not supported by
-        default."""
+        default (:meth:`supports`)."""
         raise NotImplementedError
+
+    def fixed_models(self, board):
+        """(K,) mask of the reported models whose score is fixed by definition (an
+        anchor's rating): no variance, and never "not estimable". Default: none."""
+        import numpy as np
+
+        return np.zeros(len(board.models), bool)
 
     # ---------------------------------------------------------------- variance needs
 
-    def replicate_scorer(self, board, total_counts, log):
-        """Canonical scores of replicate totals: by default, a refit of re-weighted rows
-        (exact for any estimator, one fit per replicate)."""
-        return RowRefit(self, board, log)
-
-    def row_level(self, options: dict) -> bool:
-        """Whether refits need the rows (True) or only the pair totals."""
+    def refits_rows(self, options: dict) -> bool:
+        """Whether a refit needs the rows (True, the default, which :class:`RowRefit`
+        needs) or only the per-pair totals (an estimator whose ``replicate_scorer`` refits
+        from pair totals says False)."""
         return True
+
+    def resampling_units(self, board):
+        """The units whose cluster totals determine a refit: ``(unit of each row, number
+        of units)``, the rows themselves when :meth:`refits_rows`, else each row's pair
+        (-1 for a row of zero frequency, which belongs to no observed pair)."""
+        import numpy as np
+
+        if self.refits_rows(board.options):
+            n = board.influence.shape[0]
+            return np.arange(n), n
+        return board.pair, len(board.pairs)
+
+    def replicate_scorer(self, board, total_counts, log):
+        """Canonical scores of replicate unit totals (:meth:`resampling_units`): by
+        default a refit of re-weighted rows (exact for any estimator, one fit per
+        replicate; it needs :meth:`refits_rows`)."""
+        return RowRefit(self, board, log)
 
     def cr2_strata(self, board):
         """The rows' strata of the CR2 leverage correction; None when not supported."""
@@ -196,10 +238,8 @@ class Estimator:
         return False
 
     def design_notes(self, board) -> list:
+        """Notes on what the design means for the scores (:mod:`winrate.notes`)."""
         return []
-
-    def describe(self, options: dict) -> str:
-        return self.title
 
     def supports(self, feature: str) -> bool:
         """Whether this estimator supports ``feature`` (:data:`FEATURES`)."""
@@ -227,6 +267,10 @@ class RowRefit:
     identified (disconnected, an infinite MLE) has no scores (NaN). O(n) per replicate."""
 
     def __init__(self, estimator: Estimator, board, log):
+        if not estimator.refits_rows(board.options):
+            raise TypeError(f"estimator {estimator.name!r} refits from pair totals "
+                            "(refits_rows is False), so it must declare its own "
+                            "replicate_scorer")
         self.estimator, self.board, self.log = estimator, board, log
         self.options = dict(board.options)
 

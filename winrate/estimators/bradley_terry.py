@@ -62,6 +62,13 @@ TIES = Option("ties", "half", "ties as half wins (LMArena's convention) or David
               "parameter", choices=TIE_MODELS)
 
 
+def anchored(board):
+    """(K,) mask of the anchor among the reported models (its rating is fixed by
+    definition, option ``anchor`` or a baseline's 1000)."""
+    anchor = (board.options.get("anchor") or {}).get("model")
+    return board.models.astype(str) == anchor
+
+
 def elo_description(options: dict) -> str:
     """The Elo scale and its anchor, the prior and the covariates, in words."""
     anchor = options.get("anchor")
@@ -80,8 +87,7 @@ def elo_description(options: dict) -> str:
 class BradleyTerry(Estimator):
     name = "bt"
     title = "Bradley-Terry"
-    scale = "elo"
-    unit = ELO
+    scale = ELO
     options = (BASELINE, ANCHOR, COVARIATES, PRIOR, TIES)
     refit_phrase = "refitted on every resampled log"
 
@@ -92,11 +98,17 @@ class BradleyTerry(Estimator):
                    anchor=options["anchor"], baseline=options["baseline"],
                    covariates=options["covariates"], table=data.pair_table())
 
-    def row_level(self, options: dict) -> bool:
+    def refits_rows(self, options: dict) -> bool:
+        """Style covariates and Davidson's tie parameter read the rows; otherwise the pair
+        totals determine the fit (:class:`winrate.estimators.bradley_terry_kernels.
+        PairRefit`)."""
         return bool(options["covariates"]) or options["ties"] == "davidson"
 
+    def fixed_models(self, board):
+        return anchored(board)
+
     def replicate_scorer(self, board, total_counts, log):
-        if board.row_level:
+        if self.refits_rows(board.options):
             return super().replicate_scorer(board, total_counts, log)
         from winrate.estimators.bradley_terry_kernels import PairRefit
 

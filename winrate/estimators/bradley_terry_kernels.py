@@ -58,6 +58,7 @@ from scipy.special import expit
 from winrate import notes
 from winrate.constants import TIE_MODELS
 from winrate.errors import WinrateInputError, listed, one_of, outside_stacklevel
+from winrate.estimators.base import ELO
 from winrate.estimators.graph import check_connected
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.estimators.win_rate_kernels import (
@@ -74,7 +75,8 @@ DEFAULT_RATING = 1000.0
 _STEP_TOL = 1e-10  # Newton stops when no parameter moves more than this (logit units)
 _MAX_ITER = 200
 _CHORD_STEPS = 8  # replicate refits: chord steps before Newton's (PairRefit._newton)
-_DIVERGED = 40.0  # |theta| beyond this (e^40 odds) means the MLE is not finite
+#: |theta| beyond this (e^40 odds) means the MLE is not finite (:func:`newton_maximise`).
+DIVERGED = 40.0
 
 
 # ------------------------------------------------------------------ identification
@@ -141,7 +143,7 @@ class _Pairs:
     ties: np.ndarray | None = None
 
 
-def _laplacian(lo, hi, w, k, sparse: bool = False):
+def incidence_laplacian(lo, hi, w, k, sparse: bool = False):
     """``M' diag(w) M`` for the (P, K) incidence ``M`` (+1 at lo, -1 at hi), as a dense
     array, or (``sparse``) a CSR array with O(P + K) entries."""
     if sparse:
@@ -152,8 +154,10 @@ def _laplacian(lo, hi, w, k, sparse: bool = False):
     return np.bincount(flat, np.concatenate([w, w, -w, -w]), k * k).reshape(k, k)
 
 
-def _spread(lo, hi, r, k) -> np.ndarray:
-    """``M' r``: r added at lo and subtracted at hi."""
+def incidence_sum(lo, hi, r, k) -> np.ndarray:
+    """``M' r`` for the (P, K) incidence ``M`` (+1 at lo, -1 at hi): r added at lo and
+    subtracted at hi (a per-pair derivative in ``eta = theta_lo - theta_hi`` spread to the
+    ratings)."""
     return np.bincount(lo, r, k) - np.bincount(hi, r, k)
 
 
@@ -163,9 +167,9 @@ def _logit_pairs(theta, data: _Pairs, prior: float, sparse: bool = False):
     eta = theta[data.lo] - theta[data.hi]
     pi = expit(eta)
     loglik = -(data.W * np.logaddexp(0, -eta) + (data.N - data.W) * np.logaddexp(0, eta)).sum()
-    grad = _spread(data.lo, data.hi, data.W - data.N * pi, data.k)
-    info = _laplacian(data.lo, data.hi, data.N * pi * (1 - pi), data.k, sparse)
-    return _penalised(loglik, grad, info, theta, prior, data.k)
+    grad = incidence_sum(data.lo, data.hi, data.W - data.N * pi, data.k)
+    info = incidence_laplacian(data.lo, data.hi, data.N * pi * (1 - pi), data.k, sparse)
+    return ridge_penalised(loglik, grad, info, theta, prior, data.k)
 
 
 def _davidson_terms(eta, delta):
@@ -188,13 +192,13 @@ def _davidson_pairs(params, data: _Pairs, prior: float):
     x, D, sinh_d, nu_d, i_ee, i_ed, i_dd = _davidson_terms(eta, delta)
     n = data.wins + data.losses + data.ties
     loglik = ((data.wins - data.losses) * x + data.ties * delta - n * np.log(D)).sum()
-    grad = np.append(_spread(data.lo, data.hi, (data.wins - data.losses) / 2 - n * sinh_d, k),
+    grad = np.append(incidence_sum(data.lo, data.hi, (data.wins - data.losses) / 2 - n * sinh_d, k),
                      (data.ties - n * nu_d).sum())
     info = np.zeros((k + 1, k + 1))
-    info[:k, :k] = _laplacian(data.lo, data.hi, n * i_ee, k)
-    info[:k, k] = info[k, :k] = _spread(data.lo, data.hi, n * i_ed, k)
+    info[:k, :k] = incidence_laplacian(data.lo, data.hi, n * i_ee, k)
+    info[:k, k] = info[k, :k] = incidence_sum(data.lo, data.hi, n * i_ed, k)
     info[k, k] = (n * i_dd).sum()
-    return _penalised(loglik, grad, info, params, prior, k)
+    return ridge_penalised(loglik, grad, info, params, prior, k)
 
 
 def _logit_rows(params, design: sp.csr_array, score, freq, prior: float, k: int):
@@ -205,10 +209,10 @@ def _logit_rows(params, design: sp.csr_array, score, freq, prior: float, k: int)
                        + (1 - score) * np.logaddexp(0, eta))).sum()
     grad = design.T @ (freq * (score - pi))
     info = (design.T @ design.multiply((freq * pi * (1 - pi))[:, None])).toarray()
-    return _penalised(loglik, grad, info, params, prior, k)
+    return ridge_penalised(loglik, grad, info, params, prior, k)
 
 
-def _penalised(loglik, grad, info, params, prior, k):
+def ridge_penalised(loglik, grad, info, params, prior, k):
     """Add the ridge prior ``-theta' theta / (2 VAR)`` on the K ratings (``prior = 1/VAR``)."""
     if prior:
         theta = params[:k]
@@ -231,7 +235,7 @@ def _centring(k: int, n_params: int) -> np.ndarray:
     return np.outer(u, u)
 
 
-def _newton(objective, n_params: int, k: int, centred: bool, what: str,
+def newton_maximise(objective, n_params: int, k: int, centred: bool, what: str,
             start: np.ndarray | None = None, solve=np.linalg.solve) -> np.ndarray:
     """Maximise a concave log-likelihood by Newton's method with step halving, from
     ``start`` (default zeros).
@@ -266,14 +270,14 @@ def _newton(objective, n_params: int, k: int, centred: bool, what: str,
         raise WinrateInputError(f"the {what} fit did not converge in {_MAX_ITER} Newton "
                                 "steps; the MLE may not be finite (try a ridge prior, "
                                 "option 'prior')")
-    if np.abs(params[:k]).max() > _DIVERGED:
-        raise WinrateInputError(f"the {what} ratings diverge (|theta| > {_DIVERGED:.0f}): "
+    if np.abs(params[:k]).max() > DIVERGED:
+        raise WinrateInputError(f"the {what} ratings diverge (|theta| > {DIVERGED:.0f}): "
                                 "the MLE is not finite for these data (try a ridge prior, "
                                 "option 'prior')")
     return params
 
 
-def _inverse_information(info: np.ndarray, k: int, centred: bool) -> np.ndarray:
+def inverse_information(info: np.ndarray, k: int, centred: bool) -> np.ndarray:
     """``H^-1``, the Moore-Penrose inverse under the centring constraint (module doc)."""
     if not centred:
         return np.linalg.inv(info)
@@ -305,7 +309,7 @@ def _pairs_from_counts(psi: np.ndarray, counts: np.ndarray, models: np.ndarray) 
 
 
 def _ridge_ratings(data: _Pairs, variance: float, start=None, sparse: bool = False):
-    return _newton(lambda t: _logit_pairs(t, data, 1.0 / variance, sparse), data.k, data.k,
+    return newton_maximise(lambda t: _logit_pairs(t, data, 1.0 / variance, sparse), data.k, data.k,
                    False, "Bradley-Terry (empirical Bayes)", start,
                    _cg_solve if sparse else np.linalg.solve)
 
@@ -449,7 +453,7 @@ def _score_rows_logit(log, table, pi_matrix):
     return rows, pair, centered
 
 
-def _rows_csr(columns: list[np.ndarray], values: list[np.ndarray], n_cols: int) -> sp.csr_array:
+def rows_csr(columns: list[np.ndarray], values: list[np.ndarray], n_cols: int) -> sp.csr_array:
     """CSR with the same number of non-zeros in every row, from per-slot columns/values."""
     width = len(columns)
     n = columns[0].shape[0]
@@ -459,7 +463,9 @@ def _rows_csr(columns: list[np.ndarray], values: list[np.ndarray], n_cols: int) 
     return sp.csr_array((data, indices, indptr), shape=(n, n_cols))
 
 
-def _low_orientation(log: ComparisonLog):
+def low_orientation(log: ComparisonLog):
+    """Each row as its unordered pair: ``(lo, hi, s_lo)``, the lower and higher model code
+    and the score of the lower-coded model (``1 - score`` where ``model_a`` is higher)."""
     lo = np.minimum(log.model_a, log.model_b)
     hi = np.maximum(log.model_a, log.model_b)
     s_lo = np.where(log.model_a < log.model_b, log.score, 1.0 - log.score)
@@ -576,7 +582,11 @@ _CONSTANT_SD = 1e-10
 _COLLINEAR = 1e-10
 
 
-def _check_identified(log, counts, psi, prior, names) -> None:
+def check_identified(log, counts, psi, prior, names) -> None:
+    """An error unless the comparison graph is connected and, without a ridge ``prior``
+    (its precision), no group of models beats every other model in every comparison
+    (then the MLE is infinite: :func:`dominance_problem`); with a prior, a note that it
+    decides those ratings."""
     check_connected(counts, names)
     problem = dominance_problem(np.nan_to_num(psi) * counts, names)
     if problem is None:
@@ -636,7 +646,7 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
         base_name = str(names[base])
         anchor = anchor or (base_name, DEFAULT_RATING)
         keep = keep[keep != base]
-    _check_identified(log, counts, psi, precision, names)
+    check_identified(log, counts, psi, precision, names)
     centred = precision == 0
     k = log.n_models
     if covariates:
@@ -655,23 +665,24 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
     full_map = np.zeros((len(keep) + n_coef, k + n_coef))
     full_map[:len(keep), :k] = R
     full_map[len(keep):, k:] = np.eye(n_coef)
-    bread = full_map @ _inverse_information(info, k, centred)
+    bread = full_map @ inverse_information(info, k, centred)
     options = {"ties": ties, "prior": prior, "covariates": list(covariates),
                "anchor": None if anchor is None else {"model": anchor[0], "rating": anchor[1]},
                "baseline": base_name}
     return Leaderboard(
         models=names[keep], scores=R @ params[:k] + offset, psi=psi, counts=counts,
         weights=None, influence=rows, pair=pair, pairs=table[3], centered=centered,
-        bread=bread, estimator="bt", scale="elo", log_models=names, contestants=keep,
+        bread=bread, estimator="bt", scale=ELO, log_models=names, contestants=keep,
         canonical_map=C, reported_map=A, report_offset=offset, coef_names=coef_names,
-        coef=params[k:], options=options, row_level=bool(covariates) or ties == "davidson",
+        coef=params[k:], options=options,
         fitted={"theta": params[:k], "standardisation": moments})
 
 
 def _fit_logit(log, table, precision, centred):
     data = _pairs_data(log, table, "half")
     k = log.n_models
-    theta = _newton(lambda t: _logit_pairs(t, data, precision), k, k, centred, "Bradley-Terry")
+    theta = newton_maximise(lambda t: _logit_pairs(t, data, precision), k, k, centred,
+                            "Bradley-Terry")
     info = _logit_pairs(theta, data, precision)[2]
     eta = theta[:, None] - theta[None, :]
     rows, pair, centered = _score_rows_logit(log, table, expit(eta))
@@ -681,22 +692,25 @@ def _fit_logit(log, table, precision, centred):
 def _fit_davidson(log, table, precision, centred):
     data = _pairs_data(log, table, "davidson")
     k = log.n_models
-    params = _newton(lambda p: _davidson_pairs(p, data, precision), k + 1, k, centred,
+    params = newton_maximise(lambda p: _davidson_pairs(p, data, precision), k + 1, k, centred,
                      "Davidson")
     info = _davidson_pairs(params, data, precision)[2]
-    lo, hi, s_lo = _low_orientation(log)
+    lo, hi, s_lo = low_orientation(log)
     eta = params[lo] - params[hi]
     _, _, sinh_d, nu_d, *_ = _davidson_terms(eta, params[k])
     f = log.weight
     win, loss, tie = (s_lo == 1.0), (s_lo == 0.0), (s_lo == 0.5)
     g_eta = f * ((win.astype(float) - loss) / 2 - sinh_d)
     g_delta = f * (tie - nu_d)
-    rows = _rows_csr([lo, hi, np.full(lo.shape, k)], [g_eta, -g_eta, g_delta], k + 1)
-    pair, centered = _data_centred(log, table, lo, hi, s_lo)
+    rows = rows_csr([lo, hi, np.full(lo.shape, k)], [g_eta, -g_eta, g_delta], k + 1)
+    pair, centered = data_centred(log, table, lo, hi, s_lo)
     return params, info, rows, pair, centered
 
 
-def _data_centred(log, table, lo, hi, s_lo):
+def data_centred(log, table, lo, hi, s_lo):
+    """Each row's pair index into the pair ``table`` (:func:`winrate.estimators.
+    win_rate_kernels.pairwise_table`) and its pair-centred score ``s_lo - psi_lo,hi``
+    (rows as :func:`low_orientation` gives them)."""
     psi, _, pair_of_key, _ = table
     pair = pair_of_key[lo * log.n_models + hi]
     return pair, s_lo - psi[lo, hi]
@@ -708,15 +722,15 @@ def _fit_rows(log, table, covariates, precision, centred):
     a, b = log.model_a.astype(np.int64), log.model_b.astype(np.int64)
     ones = np.ones(log.n_rows)
     cov_cols = [np.full(log.n_rows, k + j) for j in range(c)]
-    design = _rows_csr([a, b, *cov_cols], [ones, -ones, *x.T], k + c)
+    design = rows_csr([a, b, *cov_cols], [ones, -ones, *x.T], k + c)
     f = log.weight
-    params = _newton(lambda p: _logit_rows(p, design, log.score, f, precision, k), k + c, k,
+    params = newton_maximise(lambda p: _logit_rows(p, design, log.score, f, precision, k), k + c, k,
                      centred, "Bradley-Terry (with covariates)")
     info = _logit_rows(params, design, log.score, f, precision, k)[2]
     resid = f * (log.score - expit(design @ params))
     rows = design.multiply(resid[:, None]).tocsr()
-    lo, hi, s_lo = _low_orientation(log)
-    pair, centered = _data_centred(log, table, lo, hi, s_lo)
+    lo, hi, s_lo = low_orientation(log)
+    pair, centered = data_centred(log, table, lo, hi, s_lo)
     return params, info, rows, pair, centered, moments
 
 
@@ -849,7 +863,7 @@ class PairRefit:
             moving[moving] = np.abs(step).max(axis=1) >= _STEP_TOL
             if not moving.any():
                 break
-        theta[moving | (np.abs(theta) > _DIVERGED).any(axis=1)] = np.nan
+        theta[moving | (np.abs(theta) > DIVERGED).any(axis=1)] = np.nan
         return theta
 
     def _gradient(self, theta: np.ndarray, wins: np.ndarray, counts: np.ndarray):

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from winrate.estimators.scale import PROBABILITY, Scale
+
 
 @dataclass(frozen=True, eq=False)
 class Leaderboard:
@@ -41,8 +43,8 @@ class Leaderboard:
     centered : (n,) pair-centred scores ``s_r - psi_ab`` of the lower-coded model.
     bread : (K + C, q) map from score rows to the influence of (scores, coef); None for the
         win rate without a baseline.
-    estimator : the name of the estimator that made it (:data:`winrate.estimators.REGISTRY`);
-        scale : ``"probability"`` or ``"elo"``.
+    estimator : the name of the estimator that made it (:data:`winrate.estimators.REGISTRY`).
+    scale : the :class:`winrate.estimators.base.Scale` of ``scores`` (the estimator's).
     log_models : the log's L model names; ``contestants`` (K,) their codes that are
         reported (a baseline is not a contestant).
     canonical_map, reported_map, report_offset : resampling works in a canonical
@@ -55,8 +57,6 @@ class Leaderboard:
     options : the estimator's options as fitted (:meth:`winrate.estimators.base.Estimator.settle`).
     fitted : further fitted state of the estimator (Bradley-Terry's ``theta`` in natural
         units, the covariates' ``standardisation``).
-    row_level : True when the estimate depends on the rows beyond their pair totals
-        (covariates, Davidson ties), so resampling refits it from row totals.
     """
 
     models: np.ndarray
@@ -70,7 +70,7 @@ class Leaderboard:
     centered: np.ndarray
     bread: np.ndarray | None = None
     estimator: str = "winrate"
-    scale: str = "probability"
+    scale: Scale = PROBABILITY
     log_models: np.ndarray | None = None
     contestants: np.ndarray | None = None
     canonical_map: np.ndarray | None = None
@@ -79,16 +79,7 @@ class Leaderboard:
     coef_names: tuple[str, ...] = ()
     coef: np.ndarray = field(default_factory=lambda: np.empty(0))
     options: dict = field(default_factory=dict)
-    row_level: bool = False
     fitted: dict = field(default_factory=dict)
-
-    @property
-    def resampling_units(self) -> tuple[np.ndarray, int]:
-        """The units whose cluster totals determine a refit: each row's pair and the
-        number of pairs, or (with ``row_level``) the rows themselves."""
-        if self.row_level:
-            return np.arange(self.influence.shape[0]), self.influence.shape[0]
-        return self.pair, len(self.pairs)
 
     @property
     def all_models(self) -> np.ndarray:
@@ -127,7 +118,7 @@ class Leaderboard:
         return frame.sort_values("score", ascending=False, kind="stable")
 
     def __repr__(self) -> str:
-        return (f"Leaderboard(estimator={self.estimator!r}, scale={self.scale!r}, "
+        return (f"Leaderboard(estimator={self.estimator!r}, scale={self.scale.name!r}, "
                 f"models={len(self.models)}, comparisons={self.counts.sum() / 2:g})")
 
     def canonical(self, raw: np.ndarray) -> np.ndarray:

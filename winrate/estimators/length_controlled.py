@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from winrate.errors import listed, outside_stacklevel
-from winrate.estimators.base import PERCENT, Estimator, Option, RowRefit
+from winrate.estimators.base import PROBABILITY, Estimator, Option, RowRefit
 from winrate.estimators.win_rate import BASELINE
 
 #: The log feature with the answers' length difference (``winrate.io.formats``, alpaca_eval).
@@ -698,8 +698,7 @@ def _through_prior(prior: SlopePrior, omega, precision, c2, info0):
 class LengthControlled(Estimator):
     name = "lc"
     title = "length-controlled win rate (AlpacaEval)"
-    scale = "probability"
-    unit = PERCENT
+    scale = PROBABILITY
     fit_axes = ("prompt",)  # each prompt's difficulty
     options = (BASELINE, LENGTH, JOIN)
 
@@ -745,14 +744,14 @@ class LengthControlled(Estimator):
 
         log, table = data.rows, data.pair_table()
         found = estimate(dsg)
-        pair, centered = bt._data_centred(log, table, *bt._low_orientation(log))
+        pair, centered = bt.data_centred(log, table, *bt.low_orientation(log))
         omega = found["omega"]
         return kernels.Leaderboard(
             models=log.models[dsg.contestants], scores=found["lc"], psi=table[0],
             counts=table[1], weights=None, influence=found["rows"], pair=pair,
             pairs=table[3], centered=centered, bread=found["bread"], estimator=self.name,
             scale=self.scale, log_models=log.models, contestants=dsg.contestants,
-            options=dict(options), row_level=True,
+            options=dict(options),
             fitted={"intercept": omega[:, 0], "length_slope": omega[:, 1],
                     "difficulty_slope": omega[:, 2], "difficulty": found["difficulty"],
                     "slope_prior": {"mean": found["prior"].mean, "cov": found["prior"].cov},

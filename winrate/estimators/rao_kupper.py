@@ -10,7 +10,7 @@ Bradley-Terry model", JASA 62(317)). With ``eta = theta_a - theta_b`` and a thre
 It is the cumulative-logit model of three ordered outcomes with cut points ``-kappa`` and
 ``kappa`` (McCullagh 1980, JRSS B 42(2)), whose log-likelihood is concave in
 ``(theta, kappa)`` (Pratt 1981, JASA 76(373)), so Newton's method with step halving
-(:func:`winrate.estimators.bradley_terry_kernels._newton`) finds the MLE from pair counts
+(:func:`winrate.estimators.bradley_terry_kernels.newton_maximise`) finds the MLE from pair counts
 of wins, losses and
 ties. With ``u = kappa - eta``, ``v = -kappa - eta``, ``F = expit``, ``f = F (1 - F)`` and
 ``D = F(u) - F(v)`` the per-comparison derivatives are::
@@ -31,7 +31,7 @@ infinite one: both are errors that say to use ``bt``.
 from __future__ import annotations
 
 from winrate.estimators.base import ELO, Estimator
-from winrate.estimators.bradley_terry import ANCHOR, PRIOR, elo_description
+from winrate.estimators.bradley_terry import ANCHOR, PRIOR, anchored, elo_description
 from winrate.estimators.win_rate import BASELINE
 
 COEFFICIENT = "tie threshold kappa (Rao-Kupper)"
@@ -60,7 +60,7 @@ def _derivatives(eta, kappa):
 def _loglik(params, lo, hi, counts, k: int, prior: float):
     """Log-likelihood, gradient and information of pair counts ``(wins, losses, ties)`` of
     the lower-coded model (module doc), with the ridge prior of
-    :func:`winrate.estimators.bradley_terry_kernels._penalised`."""
+    :func:`winrate.estimators.bradley_terry_kernels.ridge_penalised`."""
     import numpy as np
     from scipy.special import expit
 
@@ -82,12 +82,12 @@ def _loglik(params, lo, hi, counts, k: int, prior: float):
     h_vv = losses * h_b + ties * t_vv
     h_uv = ties * t_uv
     i_ee, i_kk, i_ek = -(h_uu + 2 * h_uv + h_vv), -(h_uu - 2 * h_uv + h_vv), -(h_vv - h_uu)
-    grad = np.append(bt._spread(lo, hi, g_eta, k), g_kappa.sum())
+    grad = np.append(bt.incidence_sum(lo, hi, g_eta, k), g_kappa.sum())
     info = np.zeros((k + 1, k + 1))
-    info[:k, :k] = bt._laplacian(lo, hi, i_ee, k)
-    info[:k, k] = info[k, :k] = bt._spread(lo, hi, i_ek, k)
+    info[:k, :k] = bt.incidence_laplacian(lo, hi, i_ee, k)
+    info[:k, k] = info[k, :k] = bt.incidence_sum(lo, hi, i_ek, k)
     info[k, k] = i_kk.sum()
-    return bt._penalised(loglik, grad, info, params, prior, k)
+    return bt.ridge_penalised(loglik, grad, info, params, prior, k)
 
 
 def _score_rows(log, params, k: int):
@@ -96,14 +96,14 @@ def _score_rows(log, params, k: int):
 
     from winrate.estimators import bradley_terry_kernels as bt
 
-    lo, hi, s_lo = bt._low_orientation(log)
+    lo, hi, s_lo = bt.low_orientation(log)
     eta = params[lo] - params[hi]
     _, first, _ = _derivatives(eta, params[k])
     outcome = {"a": s_lo == 1.0, "b": s_lo == 0.0, "tie": s_lo == 0.5}
     g_eta = sum(np.where(mask, first[name][0], 0.0) for name, mask in outcome.items())
     g_kappa = sum(np.where(mask, first[name][1], 0.0) for name, mask in outcome.items())
     f = log.weight
-    return bt._rows_csr([lo, hi, np.full(lo.shape, k)],
+    return bt.rows_csr([lo, hi, np.full(lo.shape, k)],
                         [f * g_eta, -f * g_eta, f * g_kappa], k + 1)
 
 
@@ -121,9 +121,11 @@ def _check_ties(wins, losses, ties) -> None:
 class RaoKupper(Estimator):
     name = "rao-kupper"
     title = "Rao-Kupper"
-    scale = "elo"
-    unit = ELO
+    scale = ELO
     options = (BASELINE, ANCHOR, PRIOR)
+
+    def fixed_models(self, board):
+        return anchored(board)
 
     def fit(self, data, options: dict):
         import numpy as np
@@ -144,30 +146,30 @@ class RaoKupper(Estimator):
             keep = keep[keep != base]
         prior = options["prior"]
         precision = 0.0 if prior is None else 1.0 / prior
-        bt._check_identified(log, counts, psi, precision, names)
+        bt.check_identified(log, counts, psi, precision, names)
         centred = precision == 0
         lo, hi = pairs[:, 0], pairs[:, 1]
         start = np.append(np.zeros(k), _START_KAPPA)
-        params = bt._newton(lambda p: _loglik(p, lo, hi, counts_wlt, k, precision), k + 1, k,
-                            centred, "Rao-Kupper", start)
-        if params[k] > bt._DIVERGED:
+        params = bt.newton_maximise(lambda p: _loglik(p, lo, hi, counts_wlt, k, precision),
+                                    k + 1, k, centred, "Rao-Kupper", start)
+        if params[k] > bt.DIVERGED:
             _check_ties(np.zeros(1), np.zeros(1), np.ones(1))
         info = _loglik(params, lo, hi, counts_wlt, k, precision)[2]
         C, A, offset = bt.elo_maps(log, anchor, keep)
         full_map = np.zeros((len(keep) + 1, k + 1))
         full_map[:len(keep), :k] = A @ C
         full_map[len(keep), k] = 1.0
-        pair, centered = bt._data_centred(log, table, *bt._low_orientation(log))
+        pair, centered = bt.data_centred(log, table, *bt.low_orientation(log))
         return kernels.Leaderboard(
             models=names[keep], scores=A @ C @ params[:k] + offset, psi=psi, counts=counts,
             weights=None, influence=_score_rows(log, params, k), pair=pair, pairs=pairs,
-            centered=centered, bread=full_map @ bt._inverse_information(info, k, centred),
+            centered=centered, bread=full_map @ bt.inverse_information(info, k, centred),
             estimator=self.name, scale=self.scale, log_models=names, contestants=keep,
             canonical_map=C, reported_map=A, report_offset=offset,
             coef_names=(COEFFICIENT,), coef=params[k:],
             options={**options, "anchor": None if anchor is None else
                      {"model": anchor[0], "rating": anchor[1]}},
-            row_level=True, fitted={"theta": params[:k]})
+            fitted={"theta": params[:k], "kappa": params[k]})
 
     def describe(self, options: dict) -> str:
         head, _, rest = elo_description(options).partition(";")
@@ -179,3 +181,21 @@ class RaoKupper(Estimator):
 
 
 ESTIMATOR = RaoKupper()
+
+
+def abilities_and_threshold(log, prior: float | None = None) -> tuple:
+    """``(theta, kappa)``: abilities (L,) in natural units and the tie threshold of Rao and
+    Kupper's model fitted to ``log`` with an optional ridge ``prior`` (module doc); where
+    the threshold is not estimable (no ties: kappa = 0; only ties: infinite), Bradley-Terry's
+    half-tie abilities and kappa = 0. An error when the abilities are not finite."""
+    from winrate.estimators import bradley_terry
+    from winrate.estimators.base import SufficientData
+
+    weight = log.weight
+    tied = float(weight[log.score == 0.5].sum())
+    if 0 < tied < weight.sum():
+        board = ESTIMATOR.fit(SufficientData(log), ESTIMATOR.settle({"prior": prior}))
+        return board.fitted["theta"], float(board.fitted["kappa"])
+    half_tie = bradley_terry.ESTIMATOR
+    board = half_tie.fit(SufficientData(log), half_tie.settle({"prior": prior}))
+    return board.fitted["theta"], 0.0

@@ -16,7 +16,7 @@ variance step needs from the win rate:
 from __future__ import annotations
 
 from winrate import notes
-from winrate.estimators.base import PERCENT, Estimator, Option
+from winrate.estimators.base import PROBABILITY, Estimator, Option
 
 #: Named opponent weight schemes (a (K, K) matrix is the third kind).
 WEIGHT_SCHEMES = ("uniform", "count")
@@ -39,8 +39,7 @@ def weights_label(weights) -> str:
 class WinRate(Estimator):
     name = "winrate"
     title = "half-tie win rate"
-    scale = "probability"
-    unit = PERCENT
+    scale = PROBABILITY
     options = (WEIGHTS, BASELINE)
     refit_phrase = "recomputed exactly from the resampled pair totals"
 
@@ -65,7 +64,9 @@ class WinRate(Estimator):
 
         return fit_scores(table, options["weights"], baseline=options["baseline"])
 
-    def row_level(self, options: dict) -> bool:
+    def refits_rows(self, options: dict) -> bool:
+        """Refits need only the pair totals (:class:`winrate.estimators.win_rate_kernels.
+        PairScorer`)."""
         return False
 
     def replicate_scorer(self, board, total_counts, log):

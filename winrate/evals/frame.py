@@ -17,6 +17,7 @@ import pandas as pd
 
 from winrate import notes
 from winrate.errors import WinrateInputError, WinrateWarning, first_rows, listed, outside_stacklevel
+from winrate.estimators.base import PROBABILITY, Scale
 from winrate.evals._checks import resolve_scale
 from winrate.evals.paired import (
     mcnemar,
@@ -30,12 +31,19 @@ from winrate.evals.summary import (
     summarize_scores,
     variance_components,
 )
-from winrate.inference.intervals import bounds_frame, simultaneous_bounds
+from winrate.inference.results import IntervalBasis, IntervalResults
 from winrate.io.logs import columns_not_found
 from winrate.report.text import Summary, text_block
 from winrate.variance.sandwich import DEFAULT_CORRECTION, multiway_cluster_cov
 
 SINGLE_MODEL = "model"
+#: Scores on their own scale (``other``): any real mean, intervals on it as they are.
+OWN_SCALE = Scale("other", None, None, "identity", 1.0, 9, 4, "", "units", "units",
+                  "mean score", "mean scores")
+#: The :class:`winrate.estimators.base.Scale` of a model's mean score by the score scale
+#: (:data:`winrate.constants.SCALES`): a mean of scores in [0, 1] is a probability, so its
+#: Wald-type intervals are built on the logit scale.
+MEAN_SCALES = {"binary": PROBABILITY, "unit": PROBABILITY, "other": OWN_SCALE}
 #: words in a column name that say it names models
 _MODEL_WORDS = ("model", "system", "llm", "agent", "submission", "engine")
 
@@ -250,12 +258,20 @@ def answer_matrix(
 
 
 @dataclass(frozen=True, eq=False)
-class EvalReport:
+class EvalReport(IntervalResults):
     """Everything ``winrate eval`` computes: settings, per-model results and comparisons.
 
-    ``to_frame()`` is the score table, ``conf_int(alpha, joint)`` the intervals at any level
-    (recomputed from ``scores``, the question-level scores of :func:`evaluate`),
-    ``summary()`` the printed report. ``==`` is identity.
+    ``to_frame()`` is the score table, ``summary()`` the printed report, ``conf_int(alpha,
+    joint)`` (:meth:`winrate.inference.results.IntervalResults.conf_int`) the intervals of
+    every model's mean at any level, indexed by model in the order of :meth:`to_frame`
+    (recomputed from ``scores``, the question-level scores of :func:`evaluate`). Marginal:
+    the report's interval method (``interval``) at this alpha; at the report's own alpha,
+    the reported intervals. ``joint=True``: Wald-type intervals ``mean -/+ c se`` covering
+    every model together, whatever the marginal method: ``c`` is the max-|T| critical
+    value (t(G - 1) with the fewest clusters G when clustered) of the correlation of the
+    means (:meth:`QuestionScores.mean_covariance`), scaled to each model's ``se``, built on
+    the logit scale for means of scores in [0, 1] (:data:`MEAN_SCALES`). ``==`` is
+    identity.
     """
 
     score_col: str
@@ -285,42 +301,36 @@ class EvalReport:
 
         return pd.DataFrame(score_records(self.models)).set_index("model")
 
-    def conf_int(self, alpha: float = 0.05, joint: bool = False) -> pd.DataFrame:
-        """Intervals ``lower``, ``upper`` of every model's mean at level 1 - ``alpha``, indexed
-        by model in the order of :meth:`to_frame`.
-
-        Marginal: the report's interval method (``interval``) at this alpha; at the
-        report's own alpha, the reported intervals. ``joint=True``: Wald-type intervals
-        ``mean -/+ c se`` covering every model together, whatever the marginal method:
-        ``c`` is the max-|T| critical value (:func:`winrate.inference.simultaneous_intervals`,
-        t(G - 1) with the fewest clusters G when clustered) of the correlation of the means
-        (:meth:`QuestionScores.mean_covariance`), scaled to each model's ``se``.
-        """
-        names = list(self.models)
-        if joint:
-            low, high = self._joint_bounds(alpha)
-        elif alpha == self.alpha:
-            low = [r.summary.ci_low for r in self.models.values()]
-            high = [r.summary.ci_high for r in self.models.values()]
-        else:
-            qs = self._question_scores()
-            with warnings.catch_warnings():  # the report carries these warnings already
-                warnings.simplefilter("ignore", WinrateWarning)
-                summaries = [model_summary(qs, m, self.correction, alpha, self.interval,
-                                           self.seed) for m in names]
-            low, high = [s.ci_low for s in summaries], [s.ci_high for s in summaries]
-        return bounds_frame(names, low, high)
-
-    def _joint_bounds(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    def interval_basis(self, joint: bool) -> IntervalBasis:
+        """The means and SEs of the report; with ``joint``, their covariance: the
+        correlation of the means scaled to each model's ``se`` (class doc)."""
         summaries = [r.summary for r in self.models.values()]
         mean = np.array([s.mean for s in summaries])
         se = np.array([s.se for s in summaries])
-        cov = self._question_scores().mean_covariance(self.correction)
-        sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-        scale = np.divide(se, sd, out=np.zeros_like(se), where=sd > 0)
+        cov = None
+        if joint:
+            cov = self._question_scores().mean_covariance(self.correction)
+            sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+            ratio = np.divide(se, sd, out=np.zeros_like(se), where=sd > 0)
+            cov = cov * np.outer(ratio, ratio)
         df = min((min(s.n_clusters) - 1 for s in summaries if s.n_clusters), default=None)
-        return simultaneous_bounds(mean, cov * np.outer(scale, scale), alpha, df,
-                                   seed=self.seed)
+        return IntervalBasis(list(self.models), mean, se, MEAN_SCALES[self.scale], cov, df,
+                             seed=self.seed)
+
+    def reported_bounds(self, alpha: float, joint: bool, basis: IntervalBasis):
+        """The marginal intervals of the report's method (``interval``): as reported at
+        its own alpha, recomputed at another; None (Wald-type) for joint ones."""
+        if joint:
+            return None
+        if alpha == self.alpha:
+            return ([r.summary.ci_low for r in self.models.values()],
+                    [r.summary.ci_high for r in self.models.values()])
+        qs = self._question_scores()
+        with warnings.catch_warnings():  # the report carries these warnings already
+            warnings.simplefilter("ignore", WinrateWarning)
+            summaries = [model_summary(qs, m, self.correction, alpha, self.interval,
+                                       self.seed) for m in basis.names]
+        return [s.ci_low for s in summaries], [s.ci_high for s in summaries]
 
     def _question_scores(self) -> QuestionScores:
         if self.scores is None:

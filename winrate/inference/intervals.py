@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
+from winrate.estimators.base import PROBABILITY, Scale
 from winrate.inference.joint import simultaneous_intervals
 from winrate.variance.reference import critical_value, joint_df
 
@@ -25,18 +26,14 @@ def bounds_frame(names, low, high, order=None) -> pd.DataFrame:
     return frame if order is None else frame.reindex(order)
 
 
-#: The range of the scores on each scale (none on the Elo scale); intervals are cut at it.
-SCORE_RANGE = {"probability": (0.0, 1.0)}
-
-
-def clip_to_range(low, high, scale: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Interval bounds cut at the range of ``scale`` (:data:`SCORE_RANGE`: [0, 1] for win
-    probabilities), as statsmodels' ``proportion_confint`` cuts its normal interval, and
-    the mask of intervals that reached past it (NaN bounds stay NaN and are not cut)."""
+def clip_to_range(low, high, scale: Scale) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Interval bounds cut at the range of ``scale`` ([0, 1] for win probabilities, none
+    on the Elo scale), as statsmodels' ``proportion_confint`` cuts its normal interval,
+    and the mask of intervals that reached past it (NaN bounds stay NaN and are not cut)."""
     low, high = np.asarray(low, float), np.asarray(high, float)
-    if scale not in SCORE_RANGE:
+    if not scale.bounded:
         return low, high, np.zeros(low.shape, bool)
-    lo, hi = SCORE_RANGE[scale]
+    lo, hi = scale.range
     return np.clip(low, lo, hi), np.clip(high, lo, hi), (low < lo) | (high > hi)
 
 
@@ -63,18 +60,19 @@ def logit_bounds(estimate, low, high) -> tuple[np.ndarray, np.ndarray, np.ndarra
     spread = p * (1 - p)
     centre = logit(np.where(inside, p, 0.5))
     half = np.divide(high - low, 2 * spread, out=np.zeros_like(p), where=inside)
-    wald_low, wald_high, _ = clip_to_range(low, high, "probability")
+    wald_low, wald_high, _ = clip_to_range(low, high, PROBABILITY)
     return (np.where(inside, expit(centre - half), wald_low),
             np.where(inside, expit(centre + half), wald_high), ~inside)
 
 
-def bounds_on_scale(estimate, low, high, scale: str
+def bounds_on_scale(estimate, low, high, scale: Scale
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The reported bounds of Wald intervals ``low``, ``high`` around ``estimate``: built on
-    the logit scale for win probabilities (:func:`logit_bounds`), cut at the range of other
-    scales (:func:`clip_to_range`); with the mask of intervals cut at the range (on the
-    probability scale: Wald intervals of estimates at 0 or 1 that reached past it)."""
-    if scale != "probability":
+    """The reported bounds of Wald intervals ``low``, ``high`` around ``estimate`` on
+    ``scale``: built on the logit scale where its link is ``"logit"`` (win probabilities,
+    :func:`logit_bounds`), cut at the range of the others (:func:`clip_to_range`); with the
+    mask of intervals cut at the range (under the logit link: Wald intervals of estimates
+    at 0 or 1 that reached past it)."""
+    if scale.link != "logit":
         return clip_to_range(low, high, scale)
     new_low, new_high, kept = logit_bounds(estimate, low, high)
     _, _, cut = clip_to_range(low, high, scale)

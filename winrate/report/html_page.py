@@ -32,6 +32,7 @@ from statistics import NormalDist
 from urllib.parse import quote
 
 from winrate.errors import WinrateInputError
+from winrate.estimators.base import Scale as ScoreScale
 
 LEADERBOARD_SCHEMA = "winrate.leaderboard/1"
 EDA_SCHEMA = "winrate.eda/1"
@@ -89,22 +90,10 @@ def installed_version() -> str:
 # --------------------------------------------------------------------------- numbers
 
 
-@dataclass(frozen=True)
-class Unit:
-    """How scores are shown: ``factor`` times the JSON value, to ``decimals`` places."""
-
-    factor: float
-    decimals: int
-    name: str
-
-    def __call__(self, value) -> str:
-        """Without thousands separators, as the printed report shows scores."""
-        return f"{self.factor * value:.{self.decimals}f}" if defined(value) else DASH
-
-
-def score_unit(elo: bool) -> Unit:
-    """Elo points to one decimal, or win probabilities in percent to two (as printed)."""
-    return Unit(1.0, 1, "Elo points") if elo else Unit(100.0, 2, "percentage points")
+def score_text(unit: ScoreScale, value) -> str:
+    """A score on its scale (``factor`` times it, ``decimals`` places), without thousands
+    separators, as the printed report shows scores; a dash if null."""
+    return f"{unit.factor * value:.{unit.decimals}f}" if defined(value) else DASH
 
 
 def defined(value) -> bool:
@@ -124,8 +113,10 @@ def count(value) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.10g}"
 
 
-def interval(low, high, unit: Unit) -> str:
-    return f"[{unit(low)}, {unit(high)}]" if defined(low) and defined(high) else DASH
+def interval(low, high, unit: ScoreScale) -> str:
+    if not (defined(low) and defined(high)):
+        return DASH
+    return f"[{score_text(unit, low)}, {score_text(unit, high)}]"
 
 
 def level_label(alpha: float) -> str:
@@ -143,13 +134,12 @@ def naive_bounds(doc: dict) -> tuple[list, list]:
     reference, as :mod:`winrate.report.plots` draws it), cut at [0, 1] for win probabilities
     (:func:`winrate.results.clip_to_range`); null where the naive SE is."""
     z = NormalDist().inv_cdf(1 - doc["settings"]["alpha"] / 2)
-    cut = doc["settings"].get("scale") == "probability"
+    low, high = ScoreScale.of(doc["settings"]["scale"]).range
 
     def bound(score, se, sign):
         if not (defined(score) and defined(se)):
             return None
-        value = score + sign * z * se
-        return min(1.0, max(0.0, value)) if cut else value
+        return min(high, max(low, score + sign * z * se))
 
     pairs = list(zip(doc["score"], doc["se_naive"], strict=True))
     return [bound(s, e, -1) for s, e in pairs], [bound(s, e, 1) for s, e in pairs]
@@ -397,8 +387,7 @@ class Column:
 
 def _leaderboard_view(doc: dict) -> dict:
     """What the leaderboard section needs, computed once from ``doc``."""
-    elo = doc["settings"].get("scale") == "elo"
-    unit = score_unit(elo)
+    unit = ScoreScale.of(doc["settings"]["scale"])
     naive_low, naive_high = naive_bounds(doc)
     sim = doc.get("sim_low") is not None
     ends = [*doc["ci_low"], *doc["ci_high"], *naive_low, *naive_high,
@@ -422,7 +411,7 @@ def _chart_cell(doc: dict, view: dict, i: int) -> str:
         bounds.append(("sim", scaled(doc["sim_low"][i]), scaled(doc["sim_high"][i])))
     bounds.append(("clu", scaled(doc["ci_low"][i]), scaled(doc["ci_high"][i])))
     bounds.append(("nai", scaled(view["naive"][0][i]), scaled(view["naive"][1][i])))
-    label = f"{doc['models'][i]}: score {unit(doc['score'][i])}"
+    label = f"{doc['models'][i]}: score {score_text(unit, doc['score'][i])}"
     chart = interval_chart(scale, scaled(doc["score"][i]), bounds, label)
     return f'<td class="chart">{chart}</td>'
 
@@ -432,7 +421,7 @@ def _leaderboard_header(doc: dict, view: dict) -> list[str]:
     decimals = _tick_decimals(view["scale"])
     head = [th("#", "ascending", cls="sticky-1"),
             th("model", "ascending", numeric=False, cls="sticky-2"),
-            th("score", "descending", sub="Elo" if unit.factor == 1.0 else "%"),
+            th("score", "descending", sub=unit.label),
             f'<th class="chart" scope="col">{view["scale"].axis(decimals)}</th>',
             th(f"{level} CI", "descending", sub="clustered"),
             th(f"{level} naive", "descending", sub="rows independent")]
@@ -453,7 +442,7 @@ def _leaderboard_row(doc: dict, view: dict, rank: int, i: int) -> str:
     k = len(doc["models"])
     cells = [td(str(rank), rank, "num sticky-1"),
              model_cell(doc["models"][i]),
-             td(unit(doc["score"][i]), doc["score"][i]),
+             td(score_text(unit, doc["score"][i]), doc["score"][i]),
              _chart_cell(doc, view, i),
              td(interval(doc["ci_low"][i], doc["ci_high"][i], unit), doc["ci_low"][i], "ci"),
              td(interval(lows[i], highs[i], unit), lows[i], "ci")]
@@ -464,7 +453,7 @@ def _leaderboard_row(doc: dict, view: dict, rank: int, i: int) -> str:
         low, high = doc["rank_low"][i], doc["rank_high"][i]
         shown = f"{low}\u2013{high}" if defined(low) else DASH
         cells.append(td(shown, low * (k + 1) + high if defined(low) else None))
-    cells += [td(unit(doc["se"][i]), doc["se"][i]),
+    cells += [td(score_text(unit, doc["se"][i]), doc["se"][i]),
               td(number(doc["inflation"][i]), doc["inflation"][i])]
     if view["gstar"]:
         g = doc["effective_clusters"][i]
@@ -493,7 +482,7 @@ def _legend(view: dict) -> str:
     return (f'<div class="legend">{sim}<span><i class="swatch clu"></i>{level} clustered</span>'
             f'<span><i class="swatch nai"></i>{level} naive (rows independent)</span>'
             f'<span><svg width="10" height="10" aria-hidden="true"><circle class="pt" cx="5" '
-            f'cy="5" r="3"/></svg>score ({text(view["unit"].name)})</span></div>')
+            f'cy="5" r="3"/></svg>score ({text(view["unit"].points)})</span></div>')
 
 
 def leaderboard_section(doc: dict, view: dict) -> str:
@@ -538,7 +527,7 @@ def pairwise_section(doc: dict, view: dict) -> str:
         '<span><i class="box same"></i>not distinguishable</span></div>'
         '<p id="pair-summary"></p>'
         f'<div class="matrix-wrap"><canvas id="pair-matrix" width="0" height="0" '
-        f'data-unit="{text(unit.name)}" data-factor="{unit.factor:g}" '
+        f'data-unit="{text(unit.points)}" data-factor="{unit.factor:g}" '
         f'data-decimals="{unit.decimals}" aria-label="pairwise significance matrix">'
         "</canvas></div>"
         '<p id="pair-readout" class="muted" aria-live="polite"></p>'
@@ -655,7 +644,7 @@ def leaderboard_page(doc: dict, version: str, title: str | None = None) -> str:
     view = _leaderboard_view(doc)
     title = title or "Leaderboard"
     s = doc["settings"]
-    estimator = "ratings" if s.get("scale") == "elo" else "win rates"
+    estimator = ScoreScale.of(s["scale"]).plural
     lede = (f"{len(doc['models']):,} models, {count(doc['n_comparisons'])} comparisons; "
             f"{estimator} with {view['level']} intervals, {_clustering_text(s)}")
     stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "winrate"
@@ -671,24 +660,23 @@ def leaderboard_page(doc: dict, version: str, title: str | None = None) -> str:
 
 
 def _eda_view(doc: dict) -> dict:
-    elo = doc.get("scale") == "elo"
     shown = {name: c for name, c in doc["clusterings"].items() if c["identified"]}
     inflations = [v for c in shown.values() for v in c["inflation"] if defined(v)]
     scale = Scale.spanning([1.0, *inflations], least=0.5) if inflations else None
-    return {"unit": score_unit(elo), "shown": shown, "scale": scale,
+    return {"unit": ScoreScale.of(doc["scale"]), "shown": shown, "scale": scale,
             "order": best_first(doc["score"])}
 
 
 def _eda_columns(doc: dict, view: dict) -> list[tuple[str, str, str, object]]:
     """(header, sub, first sort, value of model i) of the per-model table's numeric columns."""
     unit = view["unit"]
-    cols = [("score", "Elo" if unit.factor == 1.0 else "%", "descending",
-             lambda i: (unit(doc["score"][i]), doc["score"][i])),
+    cols = [("score", unit.label, "descending",
+             lambda i: (score_text(unit, doc["score"][i]), doc["score"][i])),
             ("SE naive", "rows independent", "ascending",
-             lambda i: (unit(doc["se_naive"][i]), doc["se_naive"][i]))]
+             lambda i: (score_text(unit, doc["se_naive"][i]), doc["se_naive"][i]))]
     for name, c in view["shown"].items():
         cols.append((f"SE {name}", "clustered", "ascending",
-                     lambda i, c=c: (unit(c["se"][i]), c["se"][i])))
+                     lambda i, c=c: (score_text(unit, c["se"][i]), c["se"][i])))
     for name, c in view["shown"].items():
         cols.append((f"\u00d7 {name}", "inflation", "descending",
                      lambda i, c=c: (number(c["inflation"][i]), c["inflation"][i])))

@@ -9,8 +9,13 @@ key                    meaning
 schema                 ``"winrate.leaderboard/1"``
 estimator_description  the estimator, its scale and options in one line (as ``summary()``)
 settings               ``estimator`` (``winrate``, ``bt`` or ``rao-kupper``), ``scale``
-                       (``probability``: scores in [0, 1]; ``elo``: Bradley-Terry ratings
-                       ``400/ln(10) theta`` with mean 1000 or the anchor's rating),
+                       (an object, :class:`winrate.estimators.base.Scale`: ``name``
+                       ``probability``, scores in [0, 1], or ``elo``, Bradley-Terry ratings
+                       ``400/ln(10) theta`` with mean 1000 or the anchor's rating; the range
+                       ``low``, ``high`` (null: none); the interval ``link``, ``logit`` or
+                       ``identity``; how scores print: ``factor``, ``width``, ``decimals``,
+                       ``label``, ``unit_name``, ``points``, ``quantity``, ``plural``,
+                       ``titled``),
                        ``baseline``, ``anchor`` (``{model, rating}`` or null), ``prior``,
                        ``ties``, ``covariates`` and their ``standardisation`` (Bradley-Terry
                        only), ``cluster`` (axes used, ``["none"]`` if unclustered),
@@ -205,7 +210,8 @@ def format_pairwise(analysis: Analysis, table_format: str = "text") -> str:
     if total > PAIRWISE_SHOWN:
         shown = shown[shown["rank_j"] == shown["rank_i"] + 1]
         note = f"{len(shown)} of {total:,} pairs shown (neighbours in rank); all pairs with --json"
-    scale, _, decimals = display_unit(analysis)
+    unit = analysis.leaderboard.scale
+    scale, decimals = unit.factor, unit.decimals
     level = round(100 * (1 - analysis.intervals.alpha))
     header = ["higher", "lower", "difference", "SE", f"{level}% simult.", "p", "p Holm",
               "p max-T"]
@@ -215,8 +221,7 @@ def format_pairwise(analysis: Analysis, table_format: str = "text") -> str:
              f"{format_number(r.sim_high, f'.{decimals}f', scale)}]",
              *(format_p(v) for v in (r.p, r.p_holm, r.p_max_t))]
             for r in shown.itertuples()]
-    unit = "Elo points" if scale == 1.0 else "percentage points"
-    title = "\n".join([f"Pairwise differences ({unit}; simultaneous over all {total:,} "
+    title = "\n".join([f"Pairwise differences ({unit.points}; simultaneous over all {total:,} "
                        "pairs)", *([note] if note else [])])
     title = title if table_format == "text" else comment_block(title, table_format)
     return title + "\n" + render_table(header, rows, table_format, "ll" + "r" * 6)
@@ -255,20 +260,14 @@ def leaderboard_table(analysis: Analysis) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def display_unit(analysis: Analysis) -> tuple[float, int, int]:
-    """Scale, width and decimals of printed scores, as the estimator declares its unit
-    (percentage points for win rates, Elo points for ratings)."""
-    unit = estimators.of(analysis.leaderboard).unit
-    return unit.factor, unit.width, unit.decimals
-
-
 def leaderboard_cells(analysis: Analysis,
                       padded: bool = True) -> tuple[list[str], list[list[str]]]:
     """Header and rows (best score first) of the printed leaderboard: win rates and SEs in
     percentage points, ratings in Elo points. ``padded``: each cell at its column's width in
     the text table; else bare, for Markdown and LaTeX."""
     table = leaderboard_table(analysis)
-    scale, num, decimals = display_unit(analysis)
+    unit = analysis.leaderboard.scale  # percentage points for win rates, Elo points
+    scale, num, decimals = unit.factor, unit.width, unit.decimals
     level = round(100 * (1 - analysis.intervals.alpha))
 
     def pad(width: int) -> int:

@@ -20,7 +20,7 @@ from winrate import estimators
 from winrate.errors import WinrateInputError
 from winrate.inference.analysis import Analysis, joint_inference
 from winrate.inference.intervals import clip_to_range
-from winrate.report.leaderboard import display_unit, format_count
+from winrate.report.leaderboard import format_count
 from winrate.variance.reference import critical_value
 
 _COLORS = {"naive": "#9e9e9e", "clustered": "#1f77b4", "simultaneous": "#ff7f0e",
@@ -109,7 +109,8 @@ def forest_plot(ax, analysis: Analysis, joint=None, rows: slice = slice(None),
                                  analysis.leaderboard.scale)[:2], 2,
          f"{level}% naive (rows independent)"),
     ]
-    scale = display_unit(analysis)[0]
+    unit = analysis.leaderboard.scale
+    scale = unit.factor
     for key, low, high, width, label in bars:
         ax.hlines(y, scale * low[order], scale * high[order], color=_COLORS[key], lw=width,
                   alpha=0.55 if key == "simultaneous" else 0.9, label=label)
@@ -117,8 +118,7 @@ def forest_plot(ax, analysis: Analysis, joint=None, rows: slice = slice(None),
             label="score", zorder=3)
     _labels(ax, analysis, order, n_rows or len(order))
     ax.set_xlim(*_score_range(analysis, joint, scale))
-    ax.set_xlabel("rating (Elo scale)" if analysis.settings.get("scale") == "elo"
-                  else "score: win probability (%)", fontsize=FONT_SIZE + 1)
+    ax.set_xlabel(unit.axis_label, fontsize=FONT_SIZE + 1)
     ax.set_title("Scores and intervals", fontsize=FONT_SIZE + 2)
 
 
@@ -191,7 +191,8 @@ def _add_footer(fig: Figure, handles, labels, text: str) -> None:
 def _title(analysis: Analysis) -> str:
     """A short title: what is ranked and how many."""
     title = estimators.of(analysis.leaderboard).title
-    what = f"{title} ratings" if analysis.settings.get("scale") == "elo" else "Win rates"
+    what = analysis.leaderboard.scale.noun(title)
+    what = what[0].upper() + what[1:]
     return f"{what} of {int(np.isfinite(analysis.scores).sum())} models"
 
 

@@ -95,7 +95,7 @@ def pair_totals(log: ComparisonLog, board: Leaderboard, groups) -> PairTotals:
             f"cluster codes have {codes.shape[0]} entries but the log has {log.n_rows} rows"
         )
     score_low = np.where(log.model_a > log.model_b, 1.0 - log.score, log.score)
-    unit, n_units = board.resampling_units
+    unit, n_units = estimators.of(board).resampling_units(board)
     keep = unit >= 0  # rows of zero frequency belong to no observed pair
     shape = (n_groups, n_units)
     idx = (codes[keep], unit[keep])
