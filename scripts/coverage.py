@@ -73,6 +73,7 @@ from tqdm.auto import tqdm
 from winrate import estimators
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
+from winrate.estimators.base import PROBABILITY
 from winrate.estimators.win_rate_kernels import fit
 from winrate.inference.intervals import bounds_on_scale
 from winrate.inference.joint import simultaneous_intervals
@@ -127,7 +128,7 @@ def _wald(est, cov, df, seed):
 
 
 def _on_scale(est, half) -> tuple[np.ndarray, np.ndarray]:
-    return bounds_on_scale(est, est - half, est + half, "probability")[:2]
+    return bounds_on_scale(est, est - half, est + half, PROBABILITY)[:2]
 
 
 def interval_bounds(log, board, seed: int) -> dict[str, tuple[tuple, tuple]]:

@@ -135,7 +135,7 @@ def test_cli_bt_prints_elo_and_coefficients(tmp_path, capsys):
     import json
 
     doc = json.loads(out_json.read_text())
-    assert doc["settings"]["estimator"] == "bt" and doc["settings"]["scale"] == "elo"
+    assert doc["settings"]["estimator"] == "bt" and doc["settings"]["scale"]["name"] == "elo"
     assert doc["settings"]["anchor"] == {"model": "m0", "rating": 1100.0}
     assert doc["score"][doc["models"].index("m0")] == pytest.approx(1100.0)
     assert doc["coefficients"]["names"] == ["length"]
