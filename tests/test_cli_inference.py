@@ -41,7 +41,7 @@ def test_default_run_has_new_keys_as_null(log_file, tmp_path, capsys):
     assert doc["sim_low"] is None and doc["rank_low"] is None and doc["pairwise"] is None
     assert "variance: sandwich (cr1) clustered by prompt (60 clusters) + judge (4 clusters)" \
         in printed
-    assert "use --method auto (t(3) critical values)" in printed
+    assert "use method 'auto' (t(3) critical values)" in printed
 
 
 def test_simultaneous_ranks_and_pairwise_match_the_library(log_file, tmp_path, capsys):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from winrate.analysis import analyze
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io.logs import ComparisonLog
+from winrate.settings import Joint
 
 
 def quiet(log, **kwargs):
@@ -34,7 +35,7 @@ def test_single_win_is_not_ranked_first_with_certainty():
     a, b, s, p = round_robin()
     log = ComparisonLog.from_arrays(np.append(a, 4), np.append(b, 0), np.append(s, 1.0),
                                     prompt=np.append(p, 3))
-    result = quiet(log, cluster="prompt", ranks=True)
+    result = quiet(log, cluster="prompt", joint=Joint(ranks=True))
     i = list(result.models).index("4")
     assert result.scores[i] == 1.0
     # the other four models are near-equal (random outcomes), so the empirical-Bayes
@@ -89,7 +90,7 @@ def test_model_in_a_single_cluster_is_not_estimable(model):
     b = np.append(b, np.repeat([0, 1, 2, 3], 2))
     log = ComparisonLog.from_arrays(a, b, np.append(s, np.tile([1.0, 0.0], 4)),
                                     prompt=np.append(p, np.repeat(7, 8)))
-    result = quiet(log, cluster="prompt", ranks=True, simultaneous=True, model=model)
+    result = quiet(log, cluster="prompt", model=model, joint=Joint(simultaneous=True, ranks=True))
     assert "4" in result.not_estimable
     assert "one prompt cluster" in result.not_estimable["4"]
     i = list(result.models).index("4")
@@ -176,7 +177,7 @@ def test_an_se_in_round_off_of_the_others_is_not_an_estimate():
     were ties, its score rows zero up to Newton's tolerance; found by the held-out study)
     passed the old cut of 1e-8 times the score level (1e-5) and gave an error of 2.8 million
     SEs. It is negligible against the other SEs."""
-    from winrate.inference.analysis import negligible_se
+    from winrate.inference.covariance import negligible_se
 
     se = np.array([25.0, 31.0, 1.8e-5, 40.0, np.nan])
     scores = np.array([1010.0, 990.0, 1000.0, 1020.0, 980.0])

@@ -8,7 +8,7 @@ page, and re-inference under another clustering without refitting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -133,11 +133,9 @@ def analyze(log, cluster=None, model: str | None = None, *, variance: Variance |
     ``board``: a fit of this log (:func:`winrate.estimators.fit`) to analyse under several
     clusterings without refitting; an option given here that differs from the fit's is an
     error naming both. ``progress``: progress bars (:mod:`winrate.progress`; None: on a
-    terminal). Every note is kept on the result (``notes``, each with a code) and emitted
-    as a :class:`WinrateWarning`. Today's flat keywords (``method=``, ``correction=``,
-    ``seed=``, ``ranks=``, ...) are accepted with a ``deprecated`` note.
+    terminal). Every note is kept on the result (``notes``, each with a code) and given
+    once as a :class:`WinrateWarning` (:func:`winrate.notes.give`).
     """
-    core = run_analysis(log, cluster, model, variance=variance, joint=joint,
+    return run_analysis(log, cluster, model, variance=variance, joint=joint,
                         monte_carlo=monte_carlo, alpha=alpha, board=board, progress=progress,
-                        **options)
-    return LeaderboardAnalysis(**{f.name: getattr(core, f.name) for f in fields(core)})
+                        into=LeaderboardAnalysis, **options)

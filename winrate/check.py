@@ -126,7 +126,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from winrate import estimators, notes
-from winrate.errors import WinrateInputError, WinrateWarning, outside_stacklevel
+from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators.base import Scale
 from winrate.estimators.rao_kupper import abilities_and_threshold
 from winrate.io.logs import ClusterAxis, ComparisonLog
@@ -700,7 +700,7 @@ def run_replications(spec: _Spec, reps: int, workers: int | None, progress, labe
         slow = None
         if first * reps / workers > SLOW_SECONDS:
             slow = _slow_note(label, first, reps, workers)
-            notes.emit(slow, stacklevel=outside_stacklevel())
+            notes.emit(slow)
         if workers == 1:
             with _single_threaded():
                 for rep in range(1, reps):
@@ -873,14 +873,6 @@ class CoverageCheck:
     seconds: float = 0.0
 
     @property
-    def marginal(self) -> float:
-        return self.coverage.marginal
-
-    @property
-    def simultaneous(self) -> float:
-        return self.coverage.simultaneous
-
-    @property
     def under_covering(self) -> list[str]:
         """The models whose intervals under-cover (module doc)."""
         return [str(m) for m in self.models[self.coverage.under_covering]]
@@ -965,9 +957,9 @@ class CoverageCheck:
         return str(self.summary())
 
     def __repr__(self) -> str:
-        return (f"CoverageCheck(method={self.coverage.label!r}, "
-                f"marginal={self.marginal:.3f}, simultaneous={self.simultaneous:.3f}, "
-                f"reps={self.coverage.reps})")
+        cov = self.coverage
+        return (f"CoverageCheck(method={cov.label!r}, marginal={cov.marginal:.3f}, "
+                f"simultaneous={cov.simultaneous:.3f}, reps={cov.reps})")
 
 
 def _pct(value, decimals: int = 1) -> str:
@@ -1058,7 +1050,7 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
     found.extend(_coverage_notes(coverage, verdict, result.models))
     for note in found:
         if note.code != "check-slow-method":  # emitted when measured
-            notes.emit(note, stacklevel=outside_stacklevel())
+            notes.emit(note)
     settings = {"estimator": spec.estimator, "scale": result.leaderboard.scale.to_dict(),
                 "cluster": "+".join(spec.cluster) or "none", "method": label,
                 "alpha": spec.alpha, "reps": int(reps), "seed": spec.seed,

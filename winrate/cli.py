@@ -14,9 +14,8 @@ import argparse
 import importlib
 import os
 import sys
-import warnings
-from contextlib import contextmanager
 
+from winrate import notes
 from winrate.commands import Parser, add_commands, check_output_flags, run_parsed, section
 from winrate.constants import (
     CORRECTIONS,
@@ -29,7 +28,7 @@ from winrate.constants import (
     TABLE_FORMATS,
     VARIANCE_METHODS,
 )
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
 _COMMAND_MODULES = ("winrate.evals.cli", "winrate.examples")
@@ -205,14 +204,11 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
 def load_log(args: argparse.Namespace, clustering) -> tuple:
     """The log of INPUT or --dataset (with the extra axes ``clustering`` names) and the
     loader's warnings; a progress bar shows while it loads (that can take seconds)."""
-    from winrate.notes import from_warning
     from winrate.progress import stage
 
-    with warnings.catch_warnings(record=True) as loading, \
-            stage(f"reading {args.dataset or args.input}"):
-        warnings.simplefilter("always", WinrateWarning)
+    with notes.gathered() as loading, stage(f"reading {args.dataset or args.input}"):
         log = _read_log(args, clustering)
-    return log, [from_warning(caught.message) for caught in loading]
+    return log, list(loading)
 
 
 def _read_log(args: argparse.Namespace, clustering):
@@ -245,7 +241,7 @@ def _read_log(args: argparse.Namespace, clustering):
 
     columns = {role: getattr(args, f"{role}_col") for role in DEFAULT_COLUMNS}
     found = scan(args.input, args.engine, columns=columns, weight_col=args.weight_col,
-                 feature_cols=covariate_columns(args), extra_cols=extra, memory=args.memory)
+                 feature_cols=covariate_columns(args), cluster_cols=extra, memory=args.memory)
     return found if found.mode != "memory" else found.to_log()
 
 
@@ -359,7 +355,7 @@ def analyze_input(args: argparse.Namespace, joint: dict):
     from dataclasses import replace
 
     from winrate.analysis import analyze
-    from winrate.inference.analysis import default_clustering, parse_clustering
+    from winrate.inference.plan import default_clustering, parse_clustering
     from winrate.io.scan import Scan
     from winrate.notes import Notes
 
@@ -370,8 +366,7 @@ def analyze_input(args: argparse.Namespace, joint: dict):
     note = None
     if clustering is None and not isinstance(log, Scan):  # a scan's analysis gives the note
         clustering, note = default_clustering(log)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
+    with notes.gathered():  # the result carries its notes
         result = analyze(log, cluster=clustering, alpha=args.alpha,
                          **estimator_options(args), **_variance_flags(args), **joint)
     return replace(result, notes=Notes([*([note] if note else []), *loaded, *result.notes]))
@@ -447,8 +442,7 @@ def run_demo(args: argparse.Namespace) -> int:
           "both answered;\nthe correct answer wins, both right or both wrong is a tie. "
           "Each model's single answer to a\nquestion is reused in 28 comparisons, so "
           "the comparisons are clustered by question.\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
+    with notes.gathered():  # the report shows the result's notes
         result = analyze(log, cluster="prompt")
     _print_report(result)
     return 0
@@ -463,8 +457,7 @@ def _simulated_demo(seed: int) -> int:
     print(f"Simulated crossed log (seed {seed}): {design.n_models} models, "
           f"{design.n_prompts} prompts, {design.n_judges} judges; every response is reused "
           "by several comparisons.\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
+    with notes.gathered():  # the report shows the result's notes
         result = analyze(sim.log, cluster="prompt+judge")
     _print_report(result)
     return 0
@@ -474,16 +467,16 @@ def explore_input(args):
     """The exploratory report (:func:`winrate.eda.explore_dataset` of --dataset, or
     :func:`winrate.eda.explore` of the INPUT log)."""
     from winrate.eda import DEFAULT_CLUSTERINGS, explore, explore_dataset
-    from winrate.inference.analysis import parse_clustering
+    from winrate.inference.plan import parse_clustering
 
     options = {**estimator_options(args), "correction": args.correction}
     if args.dataset and not args.input:
-        return explore_dataset(args.dataset, models=args.models, clusterings=args.clusterings,
+        return explore_dataset(args.dataset, models=args.models, cluster=args.cluster,
                                **options)
     if args.models:
         raise WinrateInputError("--models selects models of a --dataset; for a file, keep "
                                 "the rows of those models in the file")
-    specs = args.clusterings or DEFAULT_CLUSTERINGS
+    specs = args.cluster or DEFAULT_CLUSTERINGS
     axes = tuple(dict.fromkeys(axis for spec in specs for axis in parse_clustering(spec)))
     log, loaded = load_log(args, axes)
     return explore(log, specs, notes=tuple(loaded), **options)
@@ -496,7 +489,7 @@ def add_eda_arguments(parser: argparse.ArgumentParser) -> None:
         help="--dataset: keep only comparisons between these models")
     add_estimator_arguments(parser)
     section(parser, "variance").add_argument(
-        "--cluster", nargs="+", metavar="SPEC", dest="clusterings",
+        "--cluster", nargs="+", metavar="SPEC",
         help="clusterings to report, e.g. prompt judge prompt+judge (default: the "
              "dataset's own set; for a file prompt judge prompt+judge)")
     section(parser, "output").add_argument("--json", metavar="PATH",
@@ -569,7 +562,7 @@ def _check(args: argparse.Namespace) -> int:
     result = analyze_input(args, {})
     for note in result.notes:
         print(note.line(), file=sys.stderr)
-    with _notes_on_stderr():  # the check's notes as they come (how long it will take)
+    with notes.gathered(show=_on_stderr):  # the check's notes as they come (how long it takes)
         check = check_coverage(result, reps=args.reps, seed=args.seed, workers=args.workers)
     if args.json:
         text = json.dumps(check.to_dict(), indent=2)
@@ -581,29 +574,12 @@ def _check(args: argparse.Namespace) -> int:
             write_text(args.json, text + "\n")
     if args.json != "-":
         print(check.summary())
-    failed = args.fail_under is not None and 100 * check.marginal < args.fail_under
+    failed = args.fail_under is not None and 100 * check.coverage.marginal < args.fail_under
     return 1 if failed else 0
 
 
-@contextmanager
-def _notes_on_stderr():
-    """Within the block, winrate's notes print on stderr as ``warning [code]: text`` when
-    emitted; other warnings as usual."""
-    from winrate.notes import as_note
-
-    shown = warnings.showwarning
-
-    def show(message, category, *rest, **options):
-        if issubclass(category, WinrateWarning):
-            print(as_note(message.args[0] if message.args else str(message)).line(),
-                  file=sys.stderr)
-        else:
-            shown(message, category, *rest, **options)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", WinrateWarning)
-        warnings.showwarning = show
-        yield
+def _on_stderr(note) -> None:
+    print(note.line(), file=sys.stderr)
 
 
 COMMANDS = {

@@ -97,13 +97,9 @@ import pandas as pd
 from winrate import estimators
 from winrate.analysis import LeaderboardAnalysis, analyze
 from winrate.errors import WinrateInputError, WinrateWarning
-from winrate.estimators.cells import CellTotals
-from winrate.inference.analysis import (
-    AxisSummary,
-    clustering_problem,
-    negligible_se,
-    parse_clustering,
-)
+from winrate.estimators.cells import keeps_rows
+from winrate.inference.covariance import AxisSummary, negligible_se
+from winrate.inference.plan import clustering_problem, parse_clustering
 from winrate.inference.results import IntervalBasis, IntervalResults
 from winrate.io.datasets import SCORE_DATASETS, read_dataset, read_scores
 from winrate.io.logs import ComparisonLog, as_log
@@ -203,13 +199,8 @@ class EdaReport(IntervalResults):
     clusterings: dict[str, ClusteringResult]
     axes: dict[str, AxisCheck]
     main: str | None
-    warnings: list[Note] = field(default_factory=list)
+    notes: Notes = field(default_factory=Notes)
     options: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def notes(self) -> Notes:
-        """The warnings as coded notes (:class:`winrate.notes.Notes`, filterable by code)."""
-        return Notes(self.warnings)
 
     @property
     def effective_n(self) -> np.ndarray:
@@ -242,7 +233,7 @@ class EdaReport(IntervalResults):
     def summary(self) -> Summary:
         """The report as ``winrate eda`` prints it, statsmodels style, warnings numbered."""
         return text_block("Exploratory report", [format_structure(self), format_table(self),
-                                                 format_summary(self)], self.warnings)
+                                                 format_summary(self)], self.notes)
 
     def __repr__(self) -> str:
         return (f"EdaReport(dataset={self.dataset!r}, models={len(self.models)}, "
@@ -402,13 +393,13 @@ def _run_analyses(log, specs, correction, estimator: dict):
         run = _quiet_analyze(log, spec, correction, board)
         base = base or _Base.of(run)
         for name in singles.intersection(run.axes).difference(checks):
-            if not isinstance(board.influence, CellTotals):  # a table has no rows to lay out
+            if keeps_rows(board.influence):  # a table has no rows to lay out
                 layout = layout or _ByModel.of(log, run)
             checks[name] = _axis_check(log, run, name, layout)
-        runs[spec] = _Run(run.se, run.deff, run.cov, dict(run.axes), run.warnings)
+        runs[spec] = _Run(run.se, run.deff, run.cov, dict(run.axes), run.notes)
     if base is None:
         run = _quiet_analyze(log, (), correction, board)
-        base, runs[()] = _Base.of(run), _Run(run.se, run.deff, run.cov, {}, run.warnings)
+        base, runs[()] = _Base.of(run), _Run(run.se, run.deff, run.cov, {}, run.notes)
     return runs, checks, base
 
 
@@ -440,7 +431,7 @@ def _axis_check(log, run: LeaderboardAnalysis, name: str,
                 layout: _ByModel | None) -> AxisCheck:
     summary = run.axes[name]
     board, codes = run.leaderboard, log.axes[name].codes
-    if isinstance(board.influence, CellTotals):  # a score table: from its per-question sums
+    if not keeps_rows(board.influence):  # a score table: from its per-question sums
         shared = diagnostics.cells_shared_icc(board.influence, board.pairs, codes)
     else:
         shared = shared_response_icc(log, run, codes, layout)
@@ -461,7 +452,7 @@ def _prompt_m(log: ComparisonLog, axes: dict[str, AxisCheck], base: _Base) -> np
     n_all = np.zeros(log.n_models)
     n_all[base.codes] = base.n
     codes = log.axes["prompt"].codes
-    if isinstance(base.influence, CellTotals):
+    if not keeps_rows(base.influence):  # a score table: from its per-question sums
         return diagnostics.cells_per_cluster(base.influence, codes, n_all)[base.codes]
     return diagnostics.comparisons_per_cluster(log.model_a, log.model_b, codes,
                                                n_all)[base.codes]
@@ -490,27 +481,29 @@ def _notes(results: dict[str, ClusteringResult], runs) -> list[Note]:
     found = [clustering_not_identified(r.name, r.reason)
              for r in results.values() if not r.identified]
     for run in runs.values():
-        found.extend(note for note in run.warnings if note not in found)
+        found.extend(note for note in run.notes if note not in found)
     return found
 
 
-def explore(log, clusterings=DEFAULT_CLUSTERINGS, *,
+def explore(log, cluster=DEFAULT_CLUSTERINGS, *,
             correction: str | None = DEFAULT_CORRECTION, dataset: str | None = None,
             notes: tuple[str, ...] = (), **estimator) -> EdaReport:
     """The exploratory report of ``log`` for the named clusterings (module doc).
 
     ``log``: a :class:`ComparisonLog`, DataFrame or file path (:func:`winrate.io.logs.as_log`).
-    ``clusterings`` are specs such as ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or any
-    extra axis of the log; unidentified ones are reported with their reason, not computed.
+    ``cluster`` names the clusterings to report: one spec or several, each such as
+    ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or any extra axis of the log; unidentified
+    ones are reported with their reason, not computed.
     ``notes`` (e.g. the loader's warnings) head the report's warnings. ``estimator``:
     the estimator and its options (``model="bt"``, ``baseline=...``, the win rate's
     ``weights``; see :func:`winrate.estimators.fit`); scores and SEs are then on its
     scale.
     """
     log = _in_memory(log)
-    specs = list(dict.fromkeys(parse_clustering(c) for c in clusterings))
+    given = [cluster] if isinstance(cluster, str) else list(cluster)
+    specs = list(dict.fromkeys(parse_clustering(c) for c in given))
     if not specs or () in specs:
-        raise WinrateInputError(f"clusterings must name axes, got {list(clusterings)}")
+        raise WinrateInputError(f"each clustering must name axes, got {given}")
     correction = correction or DEFAULT_CORRECTION
     runs, checks, base = _run_analyses(log, specs, correction, estimator)
     model = estimators.get(estimator.get("model", estimators.DEFAULT_ESTIMATOR))
@@ -529,7 +522,7 @@ def explore(log, clusterings=DEFAULT_CLUSTERINGS, *,
                   **({"model": model.name} if "model" in estimator else {})},
         structure=_structure(log, base, m_prompt), models=base.models, n=n_a, prompts=prompts,
         score=base.score, se_naive=base.se_naive, clusterings=results, axes=axes,
-        main=main, warnings=Notes(map(as_note, [*notes, *_notes(results, runs)])),
+        main=main, notes=Notes(map(as_note, [*notes, *_notes(results, runs)])),
         options=options,
     )
 
@@ -551,7 +544,7 @@ def _in_memory(log) -> ComparisonLog:
     return log.to_log()
 
 
-def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaReport:
+def explore_dataset(name: str, models=None, cluster=None, **kwargs) -> EdaReport:
     """:func:`explore` of a bundled dataset with its default clusterings.
 
     A per-question eval (:data:`winrate.io.datasets.SCORE_DATASETS`, MMLU-Pro) is read as
@@ -572,7 +565,7 @@ def explore_dataset(name: str, models=None, clusterings=None, **kwargs) -> EdaRe
                    if issubclass(w.category, WinrateWarning))
     for other in (w for w in caught if not issubclass(w.category, WinrateWarning)):
         warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
-    specs = clusterings or DATASET_CLUSTERINGS.get(name, DEFAULT_CLUSTERINGS)
+    specs = cluster or DATASET_CLUSTERINGS.get(name, DEFAULT_CLUSTERINGS)
     return explore(log, specs, dataset=name, notes=loaded, **kwargs)
 
 
@@ -635,7 +628,7 @@ def to_dict(report: EdaReport) -> dict:
         "summary": {"main": report.main, "effective_n_median": defined_median(eff),
                     "prompts_median": defined_median(report.prompts),
                     "effective_n_per_prompt_median": defined_median(eff / report.prompts)},
-        "notes": report.notes.to_list(), "warnings": [str(w) for w in report.warnings],
+        "notes": report.notes.to_list(), "warnings": [str(w) for w in report.notes],
     }
     return json_safe(doc)
 
@@ -785,7 +778,7 @@ def format_report(report: EdaReport, table_format: str = "text") -> str:
     Markdown or LaTeX the table is in that format and the text around it a comment of it
     (:func:`winrate.report.tables.comment_block`), so the output pastes as the table alone."""
     after = [format_summary(report)]
-    if report.warnings:
+    if report.notes:
         after.append("Warnings\n" + "\n".join(f"  - ({w.code}) {w}" for w in report.notes))
     table = format_table(report, table_format)
     if table_format == "text":

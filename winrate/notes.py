@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from winrate.constants import FEW_CLUSTERS
-from winrate.errors import WinrateWarning
+from winrate.errors import WinrateWarning, outside_stacklevel
 
 SEVERITIES = ("warning", "note")
 
@@ -183,33 +183,40 @@ def _check_codes(codes) -> None:
                                 f"{', '.join(CODES)}")
 
 
-#: The notes of the innermost :func:`gathered` block (None: outside any).
-_GATHERING: ContextVar[Notes | None] = ContextVar("winrate_notes", default=None)
+#: The notes of the innermost :func:`gathered` block and what shows each as it comes (None:
+#: outside any block).
+_GATHERING: ContextVar[tuple | None] = ContextVar("winrate_notes", default=None)
 
 
-def emit(note: Note, stacklevel: int = 2) -> None:
+def emit(note: Note) -> None:
     """Hand ``note`` to the innermost :func:`gathered` block (once); outside any block, give
-    it as a :class:`WinrateWarning` at once (its message is the note itself)."""
-    found = _GATHERING.get()
-    if found is None:
-        warnings.warn(note, WinrateWarning, stacklevel=stacklevel + 1)
-    elif note not in found:
+    it as a :class:`WinrateWarning` at once (its message is the note itself), pointing at
+    the first line outside winrate (:func:`winrate.errors.outside_stacklevel`)."""
+    block = _GATHERING.get()
+    if block is None:
+        warnings.warn(note, WinrateWarning, stacklevel=outside_stacklevel())
+        return
+    found, show = block
+    if note not in found:
         found.append(note)
+        if show is not None:
+            show(note)
 
 
-def give(found, stacklevel: int = 2) -> None:
+def give(found) -> None:
     """The notes of a result at the API boundary: each to the enclosing :func:`gathered`
     block, or, outside any, as a Python warning (:func:`emit`)."""
     for note in found:
-        emit(note, stacklevel=stacklevel + 1)
+        emit(note)
 
 
 @contextmanager
-def gathered():
-    """Within the block, :func:`emit` collects into the :class:`Notes` yielded (module doc);
+def gathered(show=None):
+    """Within the block, :func:`emit` collects into the :class:`Notes` yielded (module doc),
+    and calls ``show(note)`` as each comes when given (the command line prints them);
     Python warnings of other libraries pass as usual."""
     found = Notes()
-    token = _GATHERING.set(found)
+    token = _GATHERING.set((found, show))
     try:
         yield found
     finally:

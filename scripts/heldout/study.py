@@ -90,7 +90,7 @@ def _rough_said(run) -> bool:
     """Whether the output says the intervals are rough: a ``few-clusters`` or
     ``no-reliable-method`` note (by code where notes carry codes; otherwise by the
     condition under which analyze emits them)."""
-    codes = [getattr(note, "code", None) for note in run.warnings]
+    codes = [getattr(note, "code", None) for note in run.notes]
     if any(code is not None for code in codes):
         return any(code in ROUGH_CODES for code in codes)
     sizes = [axis.n_clusters for axis in run.axes.values()]

@@ -57,7 +57,7 @@ from scipy.special import expit
 
 from winrate import notes
 from winrate.constants import TIE_MODELS
-from winrate.errors import WinrateInputError, listed, one_of, outside_stacklevel
+from winrate.errors import WinrateInputError, listed, one_of
 from winrate.estimators.base import ELO
 from winrate.estimators.graph import check_connected
 from winrate.estimators.leaderboard import Leaderboard
@@ -594,7 +594,7 @@ def check_identified(log, counts, psi, prior, names) -> None:
     if not prior:
         raise WinrateInputError(f"the Bradley-Terry MLE is not finite: {problem}. Add a "
                                 "ridge prior (option 'prior') or more comparisons")
-    notes.emit(notes.prior_dominates(problem), stacklevel=outside_stacklevel())
+    notes.emit(notes.prior_dominates(problem))
 
 
 def _pairs_data(log, table, ties: str) -> _Pairs:

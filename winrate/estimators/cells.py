@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -64,6 +65,8 @@ class CellTotals:
     #: the cell totals of the rows scaled by CR2's per-pair leverage factor for clusters of
     #: one cell (module doc), computed on first call; None: not available
     leverage: Callable[[], CellTotals] | None = None
+    #: the rows themselves are not kept (:func:`require_rows`)
+    keeps_rows: ClassVar[bool] = False
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -81,10 +84,18 @@ class CellTotals:
         return self.leverage()
 
 
+def keeps_rows(influence) -> bool:
+    """Whether the fit's influence keeps its rows: influence rows do, :class:`CellTotals`
+    (and the :class:`~winrate.variance.cluster_sums.ClusterSums` built on them) do not."""
+    return getattr(influence, "keeps_rows", True)
+
+
 def require_rows(influence, method: str) -> None:
-    """An error when a variance ``method`` needs what a fit held as :class:`CellTotals`
-    does not keep (module doc): every method but the sandwich."""
-    if isinstance(influence, CellTotals) and method != "sandwich":
+    """An error when a variance ``method`` needs the rows and ``influence`` (influence rows,
+    :class:`CellTotals`, or the fit's
+    :class:`~winrate.variance.cluster_sums.ClusterSums`) does not keep them (its
+    ``keeps_rows``; module doc): every method but the sandwich refits on the rows."""
+    if not keeps_rows(influence) and method != "sandwich":
         raise WinrateInputError(
             f"the {method} needs the comparisons of each (cluster, pair), which a fit of "
             "per-question scores does not build: use method 'sandwich' (or the pairwise log "

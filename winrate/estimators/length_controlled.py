@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from winrate.errors import listed, outside_stacklevel
+from winrate.errors import listed
 from winrate.estimators.base import PROBABILITY, Estimator, Option, RowRefit
 from winrate.estimators.win_rate import BASELINE
 
@@ -735,7 +735,7 @@ class LengthControlled(Estimator):
         dsg = self.design(data, options)
         shifted = _shifted_rows(dsg)
         if shifted:
-            notes.emit(notes.positional_difficulty(shifted), stacklevel=outside_stacklevel())
+            notes.emit(notes.positional_difficulty(shifted))
         return self._fitted(data, options, dsg)
 
     def _fitted(self, data, options: dict, dsg: Design):

@@ -57,10 +57,10 @@ whose SE then rounds to zero is reported as not estimable
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from scipy import special
 
 from winrate.estimators.bradley_terry_kernels import empirical_bayes_probabilities
-from winrate.estimators.cells import CellTotals
 from winrate.estimators.leaderboard import Leaderboard
 
 #: Weight of the Bradley-Terry prediction in the floor's Beta prior, in comparisons.
@@ -72,11 +72,27 @@ WILSON_Z = float(special.ndtri(1 - 0.05 / 2))  # as winrate.variance.reference.c
 def degenerate_pairs(board: Leaderboard, frequency: np.ndarray | None) -> np.ndarray:
     """(P,) mask of the observed pairs whose comparisons all had the same outcome."""
     n = board.counts[board.pairs[:, 0], board.pairs[:, 1]]
-    if isinstance(board.influence, CellTotals):  # no rows: their sums by pair are kept
-        return board.influence.pair_spread <= 1e-12 * n
-    squares = board.centered**2 if frequency is None else frequency * board.centered**2
-    spread = np.bincount(board.pair, weights=squares, minlength=len(n))
-    return spread <= 1e-12 * n
+    return pair_spread(board, frequency) <= 1e-12 * n
+
+
+def pair_spread(board: Leaderboard, frequency: np.ndarray | None) -> np.ndarray:
+    """(P,) each observed pair's sum of squared pair-centred scores ``sum_r f_r (s_r -
+    psi_ab)^2``: from the rows, or kept by pair by a fit without rows (its cell totals,
+    :class:`winrate.estimators.cells.CellTotals`)."""
+    if board.pair is None:
+        return board.influence.pair_spread
+    freq = np.ones(board.pair.shape[0]) if frequency is None else frequency
+    return _pair_spread(board.pair, board.centered, freq, len(board.pairs))
+
+
+@njit(cache=True)
+def _pair_spread(pair, centered, freq, n_pairs):  # pragma: no cover - numba
+    """:func:`pair_spread` from the rows in one pass, added in row order (as
+    ``np.bincount`` adds them) with no temporary arrays."""
+    spread = np.zeros(n_pairs)
+    for r in range(pair.shape[0]):
+        spread[pair[r]] += freq[r] * (centered[r] * centered[r])
+    return spread
 
 
 def beta_binomial_floor(prior_mean, x, n, strength: float = PRIOR_COMPARISONS):

@@ -11,8 +11,7 @@ import pandas as pd
 
 from winrate import notes
 from winrate.constants import FEW_CLUSTERS, SCALAR_CORRECTIONS, SCALES
-from winrate.errors import WinrateInputError, first_rows, one_of, outside_stacklevel
-from winrate.variance.reference import _check_alpha
+from winrate.errors import WinrateInputError, first_rows, one_of
 
 
 def as_scores(values, name: str = "scores", index=None, min_size: int = 2) -> np.ndarray:
@@ -65,17 +64,17 @@ def same_length(n: int, other, name: str, reference: str = "scores") -> None:
         )
 
 
-def as_cluster_list(clusters, n: int) -> tuple[list[np.ndarray], list[str]]:
+def as_cluster_list(cluster, n: int) -> tuple[list[np.ndarray], list[str]]:
     """Normalise ``None``, one label array, a list of arrays or a ``{name: array}`` dict."""
-    if clusters is None:
+    if cluster is None:
         return [], []
-    if isinstance(clusters, dict):
-        names, arrays = list(clusters), list(clusters.values())
-    elif isinstance(clusters, (list, tuple)) and len(clusters) and np.ndim(clusters[0]) == 1:
-        arrays = list(clusters)
-        names = [f"clusters[{i}]" for i in range(len(arrays))]
+    if isinstance(cluster, dict):
+        names, arrays = list(cluster), list(cluster.values())
+    elif isinstance(cluster, (list, tuple)) and len(cluster) and np.ndim(cluster[0]) == 1:
+        arrays = list(cluster)
+        names = [f"cluster[{i}]" for i in range(len(arrays))]
     else:
-        arrays, names = [clusters], ["clusters"]
+        arrays, names = [cluster], ["cluster"]
     out = []
     for arr, name in zip(arrays, names, strict=True):
         labels = np.asarray(arr)
@@ -104,12 +103,7 @@ def check_cluster_counts(names, counts, context: str = "") -> None:
                 "variation between at least 2 clusters; drop this clustering or add data"
             )
         if g < FEW_CLUSTERS:
-            notes.emit(notes.eval_few_clusters(name, g, context, FEW_CLUSTERS),
-                       stacklevel=outside_stacklevel())
-
-
-#: ``alpha`` in (0, 1) as a float, else a WinrateInputError (shared with winrate.inference)
-check_alpha = _check_alpha
+            notes.emit(notes.eval_few_clusters(name, g, context, FEW_CLUSTERS))
 
 
 def check_correction(correction: str) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import notes
-from winrate.errors import WinrateInputError, WinrateWarning, first_rows, listed, outside_stacklevel
+from winrate.errors import WinrateInputError, WinrateWarning, first_rows, listed
 from winrate.estimators.base import PROBABILITY, Scale
 from winrate.evals._checks import resolve_scale
 from winrate.evals.paired import (
@@ -284,14 +284,9 @@ class EvalReport(IntervalResults):
     models: dict[str, ModelResult]
     comparisons: tuple[Comparison, ...]
     scale: str = "unit"
-    warnings: tuple[notes.Note, ...] = ()
+    notes: notes.Notes = field(default_factory=notes.Notes)
     scores: QuestionScores | None = field(default=None, repr=False)
     seed: int = 0
-
-    @property
-    def notes(self) -> notes.Notes:
-        """The warnings as coded notes (:class:`winrate.notes.Notes`, filterable by code)."""
-        return notes.Notes(self.warnings)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per model, indexed by model, in the order of the score table: the raw
@@ -348,7 +343,7 @@ class EvalReport(IntervalResults):
 
         return text_block("Eval statistics", [textwrap.fill(header(self), 80),
                                               score_table(self), pairwise_table(self)],
-                          self.warnings)
+                          self.notes)
 
     def __str__(self) -> str:
         """``print(report)`` shows :meth:`summary`; ``repr`` stays one line."""
@@ -396,8 +391,7 @@ def compare(qs: QuestionScores, model_a: str, model_b: str, *,
             raise WinrateInputError(f"model {m!r} not found; models: {listed(qs.models)}")
     both = qs.scores[[model_a, model_b]].dropna()
     if len(both) < len(qs.scores[[model_a, model_b]].dropna(how="all")):
-        notes.emit(notes.common_questions(model_a, model_b, len(both)),
-                   stacklevel=outside_stacklevel())
+        notes.emit(notes.common_questions(model_a, model_b, len(both)))
     a, b = both[model_a].to_numpy(), both[model_b].to_numpy()
     paired = paired_difference(
         a, b, qs.cluster_arrays(both.index) or None, correction=correction, alpha=alpha,
@@ -432,12 +426,12 @@ def evaluate(
                               seed=seed) for a, b in wanted))
     merged = notes.Notes([*notes.per_model(caught), *map(notes.as_note, found)])
     for note in merged:
-        notes.emit(note, stacklevel=outside_stacklevel())
+        notes.emit(note)
     return EvalReport(
         score_col=qs.score_col, question_col=qs.question_col, model_col=qs.model_col,
         cluster_cols=tuple(qs.clusters.columns), correction=correction, alpha=alpha,
         interval=interval, models=results, comparisons=comparisons, scale=qs.scale,
-        warnings=tuple(merged), scores=qs, seed=seed,
+        notes=notes.Notes(merged), scores=qs, seed=seed,
     )
 
 

@@ -23,10 +23,9 @@ from scipy.special import expit, logit
 
 from winrate import notes
 from winrate.constants import BINOMIAL_METHODS
-from winrate.errors import WinrateInputError, one_of, outside_stacklevel
-from winrate.evals._checks import check_alpha
+from winrate.errors import WinrateInputError, one_of
 from winrate.evals._importance import importance_sample, log_gamma_logpdf, logit_beta_logpdf
-from winrate.variance.reference import critical_value
+from winrate.variance.reference import check_alpha, critical_value
 
 #: below this importance-sampling effective sample size the posterior is poorly represented
 MIN_ESS = 200
@@ -177,8 +176,7 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, probs) -> np.nda
 def warn_low_ess(ess: float, n_samples: int, what: str, sampler: str) -> None:
     """WinrateWarning below :data:`MIN_ESS`, naming the proposal that was used."""
     if ess < MIN_ESS:
-        notes.emit(notes.low_effective_draws(what, ess, n_samples, sampler),
-                   stacklevel=outside_stacklevel())
+        notes.emit(notes.low_effective_draws(what, ess, n_samples, sampler))
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,10 @@ from scipy import integrate, stats
 from scipy.special import expit, logit, owens_t
 
 from winrate import notes
-from winrate.errors import WinrateInputError, outside_stacklevel
+from winrate.errors import WinrateInputError
 from winrate.evals._checks import (
     as_cluster_list,
     as_scores,
-    check_alpha,
     check_cluster_counts,
     check_correction,
     same_length,
@@ -25,7 +24,7 @@ from winrate.evals._checks import (
 from winrate.evals._importance import importance_sample, logit_beta_logpdf
 from winrate.evals.intervals import _check_counts, _check_prior, warn_low_ess, weighted_quantiles
 from winrate.evals.summary import clt_se, clustered_mean_ses, is_binary
-from winrate.variance.reference import critical_value
+from winrate.variance.reference import check_alpha, critical_value
 from winrate.variance.sandwich import DEFAULT_CORRECTION, group_codes
 
 
@@ -80,10 +79,10 @@ def unpaired_difference(
 class PairedComparison:
     """Paired comparison of two models on the same questions (Miller 2024, sec. 4.2).
 
-    ``test`` is the Wald test of ``mean_a - mean_b`` on ``se`` (clustered if clusters were
-    given); ``se_paired`` is the unclustered paired SE ``sd(d) / sqrt(n)``; ``se_unpaired``
-    the SE ignoring the pairing; ``correlation`` the Pearson correlation of the two models'
-    scores (None if either is constant).
+    ``test`` is the Wald test of ``mean_a - mean_b`` on ``se`` (clustered if ``cluster``
+    labels were given); ``se_paired`` is the unclustered paired SE ``sd(d) / sqrt(n)``;
+    ``se_unpaired`` the SE ignoring the pairing; ``correlation`` the Pearson correlation of
+    the two models' scores (None if either is constant).
     """
 
     mean_a: float
@@ -100,20 +99,16 @@ class PairedComparison:
     correction: str
     test: DifferenceTest
 
-    @property
-    def difference(self) -> float:
-        return self.test.estimate
-
 
 def _correlation(a: np.ndarray, b: np.ndarray) -> float | None:
     if np.all(a == a[0]) or np.all(b == b[0]):
-        notes.emit(notes.undefined_correlation(), stacklevel=outside_stacklevel())
+        notes.emit(notes.undefined_correlation())
         return None
     return float(np.corrcoef(a, b)[0, 1])
 
 
 def paired_difference(
-    scores_a, scores_b, clusters=None, *, correction: str = DEFAULT_CORRECTION,
+    scores_a, scores_b, cluster=None, *, correction: str = DEFAULT_CORRECTION,
     alpha: float = 0.05, names=("A", "B"),
 ) -> PairedComparison:
     """Paired analysis of per-question differences ``d_i = s_A,i - s_B,i``.
@@ -127,13 +122,12 @@ def paired_difference(
     same_length(a.size, b, f"scores of {names[1]}", f"scores of {names[0]}")
     check_correction(correction)
     n = a.size
-    cluster_list, cnames = as_cluster_list(clusters, n)
+    cluster_list, cnames = as_cluster_list(cluster, n)
     counts = [group_codes(c)[1] for c in cluster_list]
     check_cluster_counts(cnames, counts, f"{names[0]} vs {names[1]}")
     d = a - b
     if np.all(d == d[0]):
-        notes.emit(notes.constant_difference(names[0], names[1], d[0], n),
-                   stacklevel=outside_stacklevel())
+        notes.emit(notes.constant_difference(names[0], names[1], d[0], n))
     ses, _ = clustered_mean_ses(d, cluster_list)
     se_paired = clt_se(d)
     se = ses.get(correction, se_paired)
@@ -168,7 +162,7 @@ def mcnemar_counts(b: int, c: int, continuity: bool = False) -> McNemarResult:
         raise WinrateInputError(f"discordant counts must be non-negative integers, got {b}, {c}")
     b, c = int(b), int(c)
     if b + c == 0:
-        notes.emit(notes.no_discordant(), stacklevel=outside_stacklevel())
+        notes.emit(notes.no_discordant())
         return McNemarResult(b, c, 0.0, 1.0, 1.0, continuity)
     stat = (abs(b - c) - (1.0 if continuity else 0.0)) ** 2 / (b + c)
     p_exact = min(1.0, 2 * stats.binom.cdf(min(b, c), b + c, 0.5))

@@ -138,7 +138,7 @@ def _sigma2(matrix: np.ndarray, cluster_list) -> float:
 
 
 def estimate_power_inputs(
-    pilot_a, pilot_b, clusters=None, *, correction: str = DEFAULT_CORRECTION
+    pilot_a, pilot_b, cluster=None, *, correction: str = DEFAULT_CORRECTION
 ) -> PowerInputs:
     """Estimate omega^2, sigma_A^2 and sigma_B^2 from pilot answers of two models.
 
@@ -147,13 +147,13 @@ def estimate_power_inputs(
     and ``omega^2 = V(xhat_A - xhat_B) - sigma_A^2/K_A - sigma_B^2/K_B`` removes the
     conditional noise that the question means still carry (law of total variance, sec. 3);
     ``V`` is the per-question variance of the mean difference, ``n`` times its clustered
-    variance when clusters are given. A negative omega^2 is clipped to 0 with a warning.
+    variance when ``cluster`` labels are given. A negative omega^2 is clipped to 0 with a warning.
     """
     a, b = as_score_matrix(pilot_a, "pilot_a"), as_score_matrix(pilot_b, "pilot_b")
     same_length(a.shape[0], b, "pilot_b", "pilot_a")
     check_correction(correction)
     n = a.shape[0]
-    cluster_list, names = as_cluster_list(clusters, n)
+    cluster_list, names = as_cluster_list(cluster, n)
     counts = [group_codes(c)[1] for c in cluster_list]
     check_cluster_counts(names, counts, "power pilot")
     s2a, s2b = _sigma2(a, cluster_list), _sigma2(b, cluster_list)

@@ -250,7 +250,7 @@ def report_json(report) -> dict:
         "model_col": report.model_col, "cluster_cols": list(report.cluster_cols),
         "correction": report.correction, "alpha": report.alpha, "interval": report.interval,
         "scale": report.scale, "notes": report.notes.to_list(),
-        "warnings": [str(note) for note in report.warnings],
+        "warnings": [str(note) for note in report.notes],
         "models": {name: summary_record(r) for name, r in report.models.items()},
         "comparisons": [comparison_record(c) for c in report.comparisons],
     }

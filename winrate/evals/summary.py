@@ -23,18 +23,18 @@ import numpy as np
 
 from winrate import notes
 from winrate.constants import INTERVALS
-from winrate.errors import WinrateInputError, one_of, outside_stacklevel
+from winrate.errors import WinrateInputError, one_of
 from winrate.evals._checks import (
     as_cluster_list,
     as_score_matrix,
     as_scores,
-    check_alpha,
     check_cluster_counts,
     check_correction,
 )
 from winrate.evals.intervals import binomial_interval, clustered_bayes_interval
 from winrate.inference.joint import wald_intervals
 from winrate.variance.diagnostics import anova_icc
+from winrate.variance.reference import check_alpha
 from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,
     group_codes,
@@ -67,7 +67,7 @@ def clustered_mean_ses(values: np.ndarray, cluster_list) -> tuple[dict[str, floa
     if len(cluster_list) > 1:
         cr0, min_eig, cr0_repaired = repair_psd(cr0)
         if cr0_repaired and not cr1.psd_repaired:
-            notes.emit(notes.cr0_clipped(min_eig), stacklevel=outside_stacklevel())
+            notes.emit(notes.cr0_clipped(min_eig))
     ses = {"none": float(np.sqrt(cr0[0, 0])), "cr1": float(np.sqrt(cr1.cov[0, 0]))}
     return ses, cr1.psd_repaired or cr0_repaired
 
@@ -76,7 +76,7 @@ def is_binary(x: np.ndarray) -> bool:
     return bool(np.all((x == 0) | (x == 1)))
 
 
-def icc_anova(scores, clusters) -> float | None:
+def icc_anova(scores, cluster) -> float | None:
     """One-way ANOVA estimator of the intra-cluster correlation (Snedecor & Cochran), by
     :func:`winrate.diagnostics.anova_icc`.
 
@@ -87,7 +87,7 @@ def icc_anova(scores, clusters) -> float | None:
     is a single cluster, every cluster is a singleton, or the scores do not vary.
     """
     x = as_scores(scores)
-    (labels,), _ = as_cluster_list(np.asarray(clusters), x.size)
+    (labels,), _ = as_cluster_list(np.asarray(cluster), x.size)
     v = anova_icc(x, group_codes(labels)[0])
     return None if np.isnan(v) else v
 
@@ -196,16 +196,16 @@ def _interval(x, method, se, df, alpha, cluster_list, prior, seed):
 
 def _warn_degenerate(x: np.ndarray, name: str) -> None:
     if np.all(x == x[0]):
-        notes.emit(notes.constant_scores(x.size, name, x[0]), stacklevel=outside_stacklevel())
+        notes.emit(notes.constant_scores(x.size, name, x[0]))
 
 
 def summarize_scores(
-    scores, clusters=None, *, correction: str = DEFAULT_CORRECTION, alpha: float = 0.05,
+    scores, cluster=None, *, correction: str = DEFAULT_CORRECTION, alpha: float = 0.05,
     interval: str = "auto", prior=(1.0, 1.0), seed: int = 0, name: str = "scores",
 ) -> ScoreSummary:
     """Mean, SEs, design effect, ICC and interval for one model's per-question scores.
 
-    ``clusters`` is None, one label array, a list of label arrays or a ``{name: labels}``
+    ``cluster`` is None, one label array, a list of label arrays or a ``{name: labels}``
     dict (several columns: multiway clustering). ``interval="auto"`` gives a Wald interval
     on the clustered SE (t with ``min G - 1`` df) with clusters; for independent 0/1 scores
     with fewer than :data:`SMALL_N` questions, the Bayes Beta(1 + k, 1 + n - k) interval
@@ -215,7 +215,7 @@ def summarize_scores(
     check_correction(correction)
     alpha = check_alpha(alpha)
     n = x.size
-    cluster_list, names = as_cluster_list(clusters, n)
+    cluster_list, names = as_cluster_list(cluster, n)
     counts = [group_codes(c)[1] for c in cluster_list]
     check_cluster_counts(names, counts, name)
     _warn_degenerate(x, name)
@@ -283,7 +283,7 @@ def clip_negative_variance(value: float, note: Callable[[float], notes.Note]) ->
     """A method-of-moments variance estimate clipped at 0, with the ``negative-variance``
     note ``note(value)`` saying so and what a negative estimate means."""
     if value < 0:
-        notes.emit(note(value), stacklevel=outside_stacklevel())
+        notes.emit(note(value))
         return 0.0
     return float(value)
 
@@ -302,7 +302,7 @@ def total_variance(
 
 
 def variance_components(
-    scores, clusters=None, *, correction: str = DEFAULT_CORRECTION, name: str = "scores"
+    scores, cluster=None, *, correction: str = DEFAULT_CORRECTION, name: str = "scores"
 ) -> VarianceComponents:
     """Variance of the conditional means and mean conditional variance from resamples.
 
@@ -316,7 +316,7 @@ def variance_components(
     n, k = matrix.shape
     if k < 2:
         raise WinrateInputError(f"{name!r} needs K >= 2 answers per question, got K = {k}")
-    cluster_list, names = as_cluster_list(clusters, n)
+    cluster_list, names = as_cluster_list(cluster, n)
     check_cluster_counts(names, [group_codes(c)[1] for c in cluster_list], name)
     xhat = matrix.mean(axis=1)
     sigma2 = conditional_variance(matrix, cluster_list)

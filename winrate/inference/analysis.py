@@ -1,23 +1,35 @@
-"""End-to-end leaderboard analysis: log -> scores and influence -> covariance -> intervals.
+"""End-to-end leaderboard analysis: log -> fit -> plan -> covariance -> intervals.
 
-:func:`run_analysis` runs the data flow once and collects everything a report needs: the
-clustered and naive covariances, marginal intervals, per-axis diagnostics and warnings
-in plain words.
+:func:`run_analysis` runs four typed steps, each a function with a typed result, and
+collects everything a report needs in an :class:`Analysis`:
+
+1. :func:`winrate.inference.plan.fit` -> :class:`winrate.inference.plan.Fitted` (the
+   estimator's scores and influence);
+2. :func:`winrate.inference.plan.resolve` -> :class:`winrate.inference.plan.Plan` (the
+   clustering, variance method, correction and reference for this design);
+3. :func:`winrate.inference.covariance.estimate_variance` ->
+   :class:`winrate.inference.covariance.VarianceResult` (covariance, degrees of freedom,
+   axis diagnostics, notes);
+4. :func:`infer` -> :class:`Inference` (marginal intervals, joint inference, ranks): the
+   only step that reads ``alpha``.
+
+Neither the orchestration nor a step knows which engine holds the rows (the
+:class:`winrate.inference.plan.Source` answers) or which estimator made the fit (its
+protocol answers, :mod:`winrate.estimators.base`). Each step returns its notes; they are
+given once, at the end (:func:`winrate.notes.give`).
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-from winrate import estimators, notes
-from winrate.constants import DEFAULT_COLUMNS, FEW_CLUSTERS
-from winrate.errors import WinrateInputError, WinrateWarning, outside_stacklevel
-from winrate.estimators.cells import require_rows
+from winrate import notes
+from winrate.errors import WinrateInputError
 from winrate.estimators.leaderboard import Leaderboard
+from winrate.inference.covariance import AxisSummary, VarianceResult, estimate_variance
 from winrate.inference.intervals import (
     bounds_frame,
     bounds_on_scale,
@@ -36,22 +48,14 @@ from winrate.inference.joint import (
     simultaneous_intervals,
     wald_intervals,
 )
-from winrate.inference.scanned import scanned_log
-from winrate.io.logs import ComparisonLog, as_log
-from winrate.io.scan import Scan
+from winrate.inference.plan import Fitted, fit, resolve, source_of
+from winrate.io.logs import ComparisonLog
 from winrate.notes import Notes
 from winrate.progress import stage
-from winrate.settings import LEGACY_KEYWORDS, Joint, MonteCarlo, Settings, Variance
-from winrate.variance import diagnostics, method_choice
+from winrate.settings import Joint, MonteCarlo, Settings, Variance
+from winrate.variance import diagnostics
 from winrate.variance.reference import joint_df
-from winrate.variance.resampling import VarianceChoice, resampled_variance, sandwich_note
-from winrate.variance.sandwich import (
-    DEFAULT_CORRECTION,
-    GroupMeat,
-    multiway_cluster_cov,
-    naive_cov,
-    pan_wall_df,
-)
+from winrate.variance.resampling import WildBootstrapResult
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,37 +72,6 @@ class Coefficients:
     high: np.ndarray
     cov: np.ndarray
     cov_full: np.ndarray
-
-
-@dataclass(frozen=True, eq=False)
-class AxisSummary:
-    """One clustering axis: cluster counts and its one-way covariance diagnostics.
-
-    ``se`` and ``deff`` are NaN for a model whose variance on this axis is not identified
-    (zero clustered variance with a positive naive one: all its comparisons in one cluster).
-    ``m`` is the mean number of comparisons of each model per cluster; ``rho`` the implied
-    shared-response correlation ``(deff - 1) / (m - 1)``; ``icc`` the pair-level ANOVA ICC;
-    ``single_cluster_pairs`` the number of model pairs observed within a single cluster;
-    ``largest_share`` each model's largest cluster share of its variance on this axis (of
-    its score component for Bradley-Terry) and
-    ``largest_cluster`` that cluster's label (:func:`winrate.diagnostics.largest_cluster_share`);
-    ``effective_clusters`` each model's effective number of clusters G* on this axis
-    (:func:`winrate.diagnostics.effective_clusters`).
-    """
-
-    name: str
-    n_clusters: int
-    mean_cluster_size: float
-    cov: np.ndarray
-    se: np.ndarray
-    deff: np.ndarray
-    m: np.ndarray
-    rho: np.ndarray
-    icc: float
-    single_cluster_pairs: int
-    largest_share: np.ndarray | None = None
-    largest_cluster: np.ndarray | None = None
-    effective_clusters: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,11 +107,6 @@ class Analysis:
     log: ComparisonLog | None = field(default=None, repr=False)
     #: the option objects of the call (variance, joint, monte_carlo)
     requested: tuple = field(default=(), repr=False)
-
-    @property
-    def warnings(self) -> Notes:
-        """The notes (each a ``str`` with a ``code``; :mod:`winrate.notes`)."""
-        return self.notes
 
     @property
     def params(self) -> pd.Series:
@@ -273,7 +241,7 @@ class JointInference:
 def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
                     simultaneous: bool = False, ranks: bool = False, pairwise: bool = False,
                     rank_method: str = "marginal", n_draws: int = DEFAULT_DRAWS, seed=0,
-                    choice: VarianceChoice | None = None,
+                    wild: WildBootstrapResult | None = None,
                     estimable: np.ndarray | None = None,
                     progress: bool | None = None) -> JointInference:
     """Simultaneous intervals, rank sets and pairwise differences over the scored models.
@@ -287,13 +255,13 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
     est, V, df = scores[keep], cov[np.ix_(keep, keep)], joint_df(df, keep)
     mc = {"n_draws": n_draws, "seed": seed}
     crit = low = high = rank = pairs = sim = None
-    if simultaneous and choice is not None and choice.wild is not None:
-        crit, low, high = (choice.wild.simultaneous_critical_value, choice.wild.sim_low,
-                           choice.wild.sim_high)
+    if simultaneous and wild is not None:
+        crit, low, high = wild.simultaneous_critical_value, wild.sim_low, wild.sim_high
     elif simultaneous and est.size:
         with stage("simultaneous intervals", progress):
             sim = simultaneous_intervals(est, V, alpha, df, **mc)
-        crit, low, high = sim.critical_value, _expand(sim.low, keep), _expand(sim.high, keep)
+        crit = sim.critical_value
+        low, high = expand_kept(sim.low, keep), expand_kept(sim.high, keep)
     elif simultaneous:  # no estimable model: no joint interval
         low, high = np.full(keep.shape, np.nan), np.full(keep.shape, np.nan)
     rank_low = rank_high = None
@@ -303,8 +271,8 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
         if est.size:  # none is estimable (e.g. all ties): every model could rank anywhere
             with stage("rank sets", progress):
                 rank = rank_sets(est, V, alpha, df, method=rank_method, **mc)
-            rank_low = _expand(rank.low, keep)
-            rank_high = _expand(rank.high + unknown.sum(), keep)
+            rank_low = expand_kept(rank.low, keep)
+            rank_high = expand_kept(rank.high + unknown.sum(), keep)
         rank_low[unknown], rank_high[unknown] = 1, (~np.isnan(scores)).sum()
     if pairwise:
         with stage("pairwise differences", progress):
@@ -313,466 +281,129 @@ def joint_inference(scores: np.ndarray, cov: np.ndarray, alpha: float, df, *,
     return JointInference(crit, low, high, rank, pairs, keep, rank_low, rank_high, sim)
 
 
-def _expand(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+def expand_kept(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``values`` of the ``keep`` models spread over every model (NaN elsewhere)."""
     out = np.full(keep.shape, np.nan)
     out[keep] = values
     return out
 
 
-def parse_clustering(spec: str | tuple | list | None) -> tuple[str, ...]:
-    """``"none"`` -> (); ``"prompt+judge"`` -> ("prompt", "judge"); tuples pass through."""
-    if spec is None:
-        return ()
-    names = spec.split("+") if isinstance(spec, str) else list(spec)
-    names = [n.strip() for n in names if n.strip()]
-    if names in (["none"], ["naive"]):
-        return ()
-    if len(set(names)) != len(names):
-        raise WinrateInputError(f"clustering {spec!r} names an axis twice")
-    return tuple(names)
+# ------------------------------------------------------------------------- the steps
 
 
-def _axis_summary(log: ComparisonLog, board: Leaderboard, name: str, cov: np.ndarray,
-                  cov_naive: np.ndarray, group: GroupMeat, row_ss: np.ndarray,
-                  shape: tuple) -> AxisSummary:
-    """One axis' diagnostics from its one-way term of the multiway call (``cov`` and the
-    ``group`` meat with its largest cluster totals) and its ``shape`` (m, single-cluster
-    pairs, ICC: :func:`winrate.variance.diagnostics.axis_design`), so nothing is
-    recomputed.
+@dataclass(frozen=True, eq=False)
+class Inference:
+    """The inference step's result: marginal ``intervals`` (on the score scale, NaN for a
+    model that is not estimable), the ``joint`` inference asked for, the sandwich
+    intervals of the further parameters (``coefficients``), the step's notes and the
+    note of intervals cut at the range of the scale (``range_notes``)."""
 
-    A model's variance on the axis is not identified when its own column of the meat is
-    zero while its rows are not (``row_ss``: each column's sum of squared rows): every
-    comparison of the model lies in one cluster, where its influence (or, for
-    Bradley-Terry, its score) sums to zero. Its SE and DEFF are then NaN, not 0 -- for
-    Bradley-Terry the sandwich would otherwise lend it a small SE through the centring."""
-    axis = log.axes[name]
-    own = np.diag(group.meat)[board.codes]
-    unidentified = (own <= 1e-12 * row_ss[board.codes]) & (row_ss[board.codes] > 0)
-    var = np.diag(cov)
-    se = np.where(unidentified, np.nan, np.sqrt(np.clip(var, 0, None)))
-    deff = np.where(unidentified, np.nan, diagnostics.design_effect(cov, cov_naive))
-    m, lonely, icc = shape
-    m = m[board.codes]
-    share, largest = (x[board.codes] for x in diagnostics.dominant_share(group))
-    effective = diagnostics.effective_clusters(group)[board.codes]
-    return AxisSummary(
-        name=name, n_clusters=axis.n_clusters,
-        mean_cluster_size=log.n_comparisons / axis.n_clusters,
-        cov=cov, se=se, deff=deff, m=m,
-        rho=diagnostics.shared_response_correlation(deff, m),
-        icc=icc,
-        single_cluster_pairs=int(lonely.sum()), largest_share=share,
-        largest_cluster=np.where(largest >= 0, axis.labels[np.maximum(largest, 0)], None),
-        effective_clusters=np.where(unidentified, np.nan, effective),
-    )
+    intervals: WaldIntervals
+    joint: JointInference | None
+    coefficients: Coefficients | None
+    notes: Notes = field(default_factory=Notes)
+    range_notes: Notes = field(default_factory=Notes)
 
 
-def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary):
-    """The Lindeberg warning (:func:`winrate.notes.dominant_cluster`): a cluster carrying
-    more of a model's variance on an axis with enough clusters than
-    :data:`winrate.diagnostics.DOMINANT_SHARE`."""
-    if axis.largest_share is None or axis.n_clusters < FEW_CLUSTERS:
-        return None  # few clusters have their own warning
-    limit = diagnostics.DOMINANT_SHARE
-    flagged = np.flatnonzero(np.nan_to_num(axis.largest_share) > limit)
-    if not flagged.size:
-        return None
-    worst = flagged[np.argmax(axis.largest_share[flagged])]
-    return notes.dominant_cluster(axis.name, limit, flagged.size, axis.largest_share[worst],
-                                  str(board.models[worst]), axis.largest_cluster[worst])
+def infer(fitted: Fitted, variance: VarianceResult, alpha: float, joint: Joint,
+          monte_carlo: MonteCarlo, progress: bool | None = None) -> Inference:
+    """Intervals at level 1 - ``alpha`` from the variance step's result: Wald intervals
+    (logit-scale for win probabilities) or the wild bootstrap's percentile-t ones, the
+    joint inference ``joint`` asks for (Monte-Carlo draws and seed of ``monte_carlo``),
+    and the coefficients' intervals. The only step that reads ``alpha``."""
+    board = fitted.board
+    with notes.gathered() as found:  # e.g. coarse wild support, bonferroni-fallback
+        wild = None if variance.wild is None else variance.wild.at(alpha)
+        intervals = _marginal(board, variance, alpha, wild)
+        joint_result = None
+        if joint.any:
+            joint_result = joint_inference(
+                board.scores, variance.cov, alpha, variance.df,
+                simultaneous=joint.simultaneous, ranks=joint.ranks, pairwise=joint.pairwise,
+                rank_method=joint.rank_method, n_draws=monte_carlo.n_draws,
+                seed=monte_carlo.seed, wild=wild, estimable=~np.isnan(variance.se),
+                progress=progress)
+    intervals, joint_result, range_note = _cut_to_range(board, intervals, joint_result,
+                                                        wald=wild is None)
+    return Inference(intervals, joint_result,
+                     _coefficients(board, variance.full, variance.naive_full, alpha,
+                                   variance.df),
+                     found, Notes([range_note] if range_note else []))
 
 
-def _few_effective_note(board: Leaderboard, axis: AxisSummary, method: str,
-                        correction: str, t_reference: bool):
-    """The models whose SE rests on fewer than :data:`winrate.notes.FEW_EFFECTIVE` effective
-    clusters on an axis with enough clusters overall (an axis with few clusters has its own
-    warning), with the remedy for the variance method in use."""
-    if axis.effective_clusters is None or axis.n_clusters < FEW_CLUSTERS:
-        return None
-    g_star = axis.effective_clusters
-    flagged = np.flatnonzero(np.nan_to_num(g_star, nan=np.inf) < notes.FEW_EFFECTIVE)
-    if not flagged.size:
-        return None
-    flagged = flagged[np.argsort(g_star[flagged], kind="stable")]
-    return notes.few_effective_clusters(
-        axis.name, axis.n_clusters, [(str(board.models[i]), g_star[i]) for i in flagged],
-        method, correction, t_reference)
-
-
-def judges_sample_note(log: ComparisonLog, clustering: tuple[str, ...]):
-    """The note that intervals clustered without a judge axis the log has, with fewer than
-    :data:`winrate.constants.FEW_CLUSTERS` judges, are conditional on these judges."""
-    judges = log.axes.get("judge")
-    if (judges is None or "judge" in clustering
-            or not 2 <= judges.n_clusters < FEW_CLUSTERS):
-        return None
-    return notes.judges_fixed(judges.n_clusters)
-
-
-def _warnings(board: Leaderboard, axes: dict[str, AxisSummary],
-              not_estimable: dict[str, str], psd_repaired: bool,
-              method: str = "sandwich", t_reference: bool = False,
-              correction: str = DEFAULT_CORRECTION) -> list:
-    """What the numbers can and cannot support, as coded notes (:mod:`winrate.notes`)."""
-    found = []
-    for axis in axes.values():
-        if axis.n_clusters < FEW_CLUSTERS:
-            found.append(notes.few_clusters(axis.name, axis.n_clusters, method, t_reference))
-        if axis.single_cluster_pairs:
-            found.append(notes.single_cluster_pairs(axis.name, axis.single_cluster_pairs,
-                                                    len(board.pairs)))
-        found.append(_dominant_cluster_note(board, axis))
-        found.append(_few_effective_note(board, axis, method, correction, t_reference))
-    if not_estimable:
-        found.append(notes.not_estimable(not_estimable))
-    found.extend(estimators.of(board).design_notes(board))
-    if psd_repaired:
-        found.append(notes.psd_repaired())
-    return [note for note in found if note is not None]
-
-
-def not_estimable_models(board: Leaderboard, se: np.ndarray,
-                         axes: dict[str, AxisSummary]) -> dict[str, str]:
-    """Models whose uncertainty cannot be estimated, with the reason in words.
-
-    A model with no comparisons has no score. A zero (or undefined) SE after the
-    small-sample floor (:mod:`winrate.estimators.small_sample`;
-    :func:`negligible_se`), or an axis on which its variance is not identified
-    (:func:`_axis_summary`), means all of its comparisons fall in a single cluster of an
-    axis, so their influence sums to zero there. Such a model gets no interval and a rank
-    set spanning every rank. An anchor's rating is fixed by definition and is not listed.
-    """
-    n = board.comparisons_per_model
-    zero = negligible_se(se, board.scores)
-    anchor = (board.options.get("anchor") or {}).get("model")
-    reasons = {}
-    for i, model in enumerate(map(str, board.models)):
-        if n[i] == 0:
-            reasons[model] = notes.not_estimable_reason(0, [])
-        elif model != anchor and (zero[i]
-                                  or any(np.isnan(a.se[i]) for a in axes.values())):
-            single = [a.name for a in axes.values() if np.isclose(a.m[i], n[i])]
-            reasons[model] = notes.not_estimable_reason(n[i], single)
-    return reasons
-
-
-#: An SE this many times below the median of the others is a zero in round-off.
-NEGLIGIBLE_SHARE = 1e-6
-
-
-def negligible_se(se: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """Which SEs are zero or undefined: NaN, at most ``1e-8 * max(1, max |score|)``, or at
-    most :data:`NEGLIGIBLE_SHARE` times the median of the positive SEs.
-
-    Round-off in a variance that is zero in exact arithmetic (say, a covariance whose
-    negative eigenvalues were clipped, or a Bradley-Terry model whose comparisons are all
-    ties at a fitted probability of 1/2, so its score rows are zero up to the Newton
-    tolerance) leaves SEs near round-off of the scores' or the other SEs' size; they must
-    not pass for an estimate. A real SE a million times below the median would need a
-    trillion times the comparisons, so the cut sits far below any real SE. The second rule
-    matters on the Elo scale, whose offset (1000) says nothing about the SEs' size.
-    """
-    scale = max(1.0, np.nanmax(np.abs(scores), initial=0.0))
-    positive = se[np.isfinite(se) & (se > 1e-8 * scale)]
-    typical = np.median(positive) if positive.size else 0.0
-    return ~(se > max(1e-8 * scale, NEGLIGIBLE_SHARE * typical))
-
-
-def clustering_problem(log: ComparisonLog, clustering: tuple[str, ...]) -> str | None:
-    """Why clustering by these axes gives no variance estimate, in plain words; else None."""
-    for name in clustering:
-        if name not in log.axes:
-            return _missing_axis(log, name)
-        axis = log.axes[name]
-        if axis.n_clusters < 2:
-            return (f"every comparison has the same {name} ({axis.labels[0]!s}): one cluster "
-                    f"is one independent unit, so variation across {name}s cannot be "
-                    f"estimated (the SEs are conditional on this {name})")
-    return None
-
-
-def _missing_axis(log: ComparisonLog, name: str) -> str:
-    """Why a log without axis ``name`` cannot be clustered by it, and what to pass instead:
-    the reader's column of its ids (formats fill prompt and judge from their own fields),
-    or an axis the log has."""
-    if name in DEFAULT_COLUMNS:
-        source = (f"read the log with its column of {name} ids (read_comparisons' "
-                  f"{name}_col, {DEFAULT_COLUMNS[name]!r} by default; a format whose files "
-                  f"carry {name} ids fills it from them)")
+def _marginal(board: Leaderboard, variance: VarianceResult, alpha: float,
+              wild: WildBootstrapResult | None) -> WaldIntervals:
+    """Marginal intervals before the cut to the scale: Wald from the covariance, or the
+    wild bootstrap's; NaN for the models that are not estimable."""
+    if wild is None:
+        found = wald_intervals(board.scores, variance.cov, alpha, variance.df)
     else:
-        source = (f"read the log with a column of {name} ids as an axis (read_comparisons' "
-                  "extra_cols)")
-    choices = "".join(f"{axis!r} or " for axis in sorted(log.axes))
-    return (f"the log has no '{name}' axis, so nothing is known about which comparisons "
-            f"share a {name}: {source}, or cluster by {choices}none")
-
-
-def _clustered_cov(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...],
-                   correction: str, strata):
-    """Multiway covariance of all parameters (ratings, then coefficients); CR2 takes the
-    estimator's strata (:mod:`winrate.variance.sandwich`)."""
-    groups = [log.axes[name].codes for name in clustering]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
-        return multiway_cluster_cov(board.influence, groups, correction, bread=board.bread,
-                                    strata=strata, frequency=log.frequency)
-
-
-def _check_clustering(log: ComparisonLog, clustering: tuple[str, ...]) -> None:
-    problem = clustering_problem(log, clustering)
-    if problem is not None:
-        raise WinrateInputError(f"cannot cluster by {'+'.join(clustering)}: {problem}")
-
-
-def _reference_df(board: Leaderboard, axes: dict, correction: str, reference: str,
-                  meats: list, cov: np.ndarray):
-    """Degrees of freedom of the t reference (None: normal). CR2: Pan and Wall's per model
-    (:func:`winrate.variance.sandwich.pan_wall_df`, with ``cov``'s variances, the small-sample floor
-    included), the smallest over the axes; otherwise ``G_min - 1``."""
-    if reference != "t" or not axes:
-        return None
-    if correction != "cr2":
-        return min(axis.n_clusters for axis in axes.values()) - 1
-    variance = np.full(board.influence.shape[1], np.nan)
-    variance[board.codes] = np.diag(cov)
-    per_axis = [pan_wall_df(group, variance)[board.codes] for group in meats]
-    return np.fmin.reduce(per_axis)
-
-
-DEFAULT_CLUSTERING = ("prompt", "judge")
-
-
-def default_clustering(log) -> tuple[tuple[str, ...], str | None]:
-    """The axes of the default ``prompt+judge`` clustering that ``log`` can be clustered
-    by, and a note saying which were used and why the others were not (None if all)."""
-    problems = {name: clustering_problem(log, (name,)) for name in DEFAULT_CLUSTERING}
-    used = tuple(name for name, problem in problems.items() if problem is None)
-    if used == DEFAULT_CLUSTERING:
-        return used, None
-    return used, notes.default_clustering(used, [p for p in problems.values() if p])
-
-
-def _auto_choice(log: ComparisonLog, board: Leaderboard, clustering: tuple[str, ...]):
-    """:func:`winrate.variance.method_choice.choose` for this log, fit and clustering."""
-    sizes = [log.axes[name].n_clusters for name in clustering]
-    return method_choice.choose(clustering, sizes, estimators.of(board).thin_design_rule(),
-                                method_choice.thinnest_pair_size(board.counts))
+        found = WaldIntervals(board.scores, wild.se, wild.low, wild.high, float("nan"),
+                              alpha, variance.df)
+    out = np.isnan(variance.se)
+    return WaldIntervals(found.estimate, variance.se, np.where(out, np.nan, found.low),
+                         np.where(out, np.nan, found.high), found.critical_value,
+                         found.alpha, found.df)
 
 
 def run_analysis(log, cluster=None, model: str | None = None, *,
                  variance: Variance | None = None, joint: Joint | None = None,
                  monte_carlo: MonteCarlo | None = None, alpha: float = 0.05,
                  board: Leaderboard | None = None, progress: bool | None = None,
-                 **options) -> Analysis:
+                 into: type[Analysis] | None = None, **options) -> Analysis:
     """The numbers of :func:`winrate.analyze` (its arguments and what they do are described
-    there): fit, clustered covariance, intervals, diagnostics and notes."""
-    variance, joint, monte_carlo, options, legacy = _option_objects(variance, joint,
-                                                                     monte_carlo, options)
-    source, log, design = log, *_read(log, model, board)
-    reading_notes = log.notes  # given when the log was read
-    view = design or log  # the axes and sizes of the full log
-    default_note = None
-    if cluster is None:
-        clustering, default_note = default_clustering(view)
-    else:
-        clustering = parse_clustering(cluster)
-    with notes.gathered() as fit_notes:
-        board, log = _fitted(log, model, board, options)
-    _check_clustering(view, clustering)
-    estimator = estimators.of(board)
-    if design is not None and estimator.reads_row_order(board.options):
-        raise WinrateInputError(f"model {estimator.name!r} with these options reads the "
-                                "order of the rows, which an engine's key table does not "
-                                "keep: analyse this log with engine 'memory'")
-    method, correction, reference = variance.method, variance.correction, variance.reference
-    auto, overridden = None, ""
-    if method == "auto":
-        auto = _auto_choice(view, board, clustering)
-        method = auto.method
-        given = {"correction": (correction, auto.correction),
-                 "reference": (reference, auto.reference)}
-        overridden = "".join(f"; {name} {mine} as requested (auto's choice: {theirs})"
-                             for name, (mine, theirs) in given.items()
-                             if mine is not None and mine != theirs)
-        correction, reference = correction or auto.correction, reference or auto.reference
-    correction, reference = correction or DEFAULT_CORRECTION, reference or "normal"
-    require_rows(board.influence, method)
-    if design is not None and method != "sandwich":
-        raise WinrateInputError(_SCAN_METHOD.format(method=method))
-    if correction == "cr2":
-        estimator.require("cr2", "use correction 'cr1'")
-    seed = monte_carlo.seed
-    k = len(board.models)
-    strata = estimator.cr2_strata(board)  # the naive covariance's per-pair ddof too
-    naive_full = naive_cov(board.influence, correction, log.frequency, bread=board.bread,
-                           strata=strata)
-    cov_naive = naive_full[:k, :k]
-    axes, psd_repaired, full = {}, False, naive_full
-    if clustering:
-        cr2_strata = strata if correction == "cr2" else None
-        if design is None:
-            result = _clustered_cov(log, board, clustering, correction, cr2_strata)
-            shapes = [diagnostics.axis_design(log, board, log.axes[name].codes)
-                      for name in clustering]
-        else:
-            result, shapes = design.covariance(log, board, clustering, correction,
-                                               cr2_strata, progress)
-        full, psd_repaired = result.cov, result.psd_repaired
-        for i, name in enumerate(clustering):
-            group = result.term_meats[i]  # row_squares: each column's sum of squared rows
-            axes[name] = _axis_summary(view, board, name, result.term_covs[i][:k, :k],
-                                       cov_naive, group, group.row_squares, shapes[i])
-    cov = full[:k, :k]
-    choice, resampling_notes = None, []
-    if method != "sandwich":
-        with notes.gathered() as resampling_notes:
-            choice = resampled_variance(log, board, clustering, method, alpha,
-                                        variance.bootstrap_reps, seed, progress,
-                                        correction=correction)
-        # PSD repair is reported by the common note below
-        resampling_notes = resampling_notes.without("psd-repaired")
-        cov, df, method_note = choice.cov, choice.df, choice.note
-        psd_repaired = psd_repaired or choice.psd_repaired
-    floor, floor_notes = _small_sample_floor(board, log)
-    cov, cov_naive = cov + floor, cov_naive + floor
-    if method == "sandwich":
-        df = _reference_df(board, axes, correction, reference,
-                           result.term_meats[:len(clustering)] if clustering else [], cov)
-        method_note = sandwich_note(clustering, [a.n_clusters for a in axes.values()],
-                                    correction, df)
-    intervals = wald_intervals(board.scores, cov, alpha, df)
-    if choice is not None and choice.wild is not None:
-        intervals = WaldIntervals(board.scores, choice.wild.se, choice.wild.low,
-                                  choice.wild.high, float("nan"), alpha, df)
-    not_estimable = not_estimable_models(board, intervals.se, axes)
-    intervals = _blank(intervals, board.models, not_estimable)
-    joint_result, joint_notes = None, []
-    if joint.any:
-        with notes.gathered() as joint_notes:  # e.g. bonferroni-fallback, zero variance
-            joint_result = joint_inference(
-                board.scores, cov, alpha, df, simultaneous=joint.simultaneous,
-                ranks=joint.ranks, pairwise=joint.pairwise, rank_method=joint.rank_method,
-                n_draws=monte_carlo.n_draws, seed=seed, choice=choice,
-                estimable=~np.isnan(intervals.se), progress=progress)
-    intervals, joint_result, range_note = _cut_to_range(
-        board, intervals, joint_result, wald=choice is None or choice.wild is None)
-    if auto is not None:
-        method_note = (f"auto: {auto.reason}{overridden}. "
-                       f"{method_note[0].upper()}{method_note[1:]}")
-    design_notes = [note for note in (
-        default_note, range_note, judges_sample_note(view, clustering),
-        design.note() if design is not None else None,
-        method_choice.no_reliable_method(clustering, [a.n_clusters for a in axes.values()]),
-    ) if note]
-    found = Notes([*legacy, *fit_notes,
-                   *_warnings(board, axes, not_estimable, psd_repaired, method,
-                              df is not None, correction),
-                   *floor_notes, *resampling_notes, *joint_notes, *design_notes])
-    for note in found:
-        notes.emit(note, stacklevel=outside_stacklevel())
-    found = Notes([*reading_notes, *found])  # emitted when the log was read, not again
-    settings = Settings(
-        estimator=board.estimator, scale=board.scale, cluster=list(clustering) or ["none"],
-        correction=correction, alpha=alpha, reference=reference, df=df,
-        method=variance.method, bootstrap_reps=variance.bootstrap_reps, seed=seed,
-        n_draws=monte_carlo.n_draws,
-        options={**estimator.settings(board.options), **_fitted_settings(board)})
-    return Analysis(
-        leaderboard=board, clustering=clustering, cov=cov, cov_naive=cov_naive,
-        intervals=intervals, deff=np.where(np.isnan(intervals.se), np.nan,
-                                           diagnostics.design_effect(cov, cov_naive)),
-        axes=axes,
-        psd_repaired=psd_repaired, n_comparisons=log.n_comparisons, n_rows=view.n_rows,
-        settings=settings, notes=found, method=choice.method if choice else "sandwich",
-        method_note=method_note, joint=joint_result,
-        coefficients=_coefficients(board, full, naive_full, alpha, df),
-        not_estimable=not_estimable, small_sample_floor=floor,
-        log=source if design is not None else log,
-        requested=(variance, joint, monte_carlo),
-    )
+    there) as an :class:`Analysis` (or its subclass ``into``), in four typed steps:
+    :func:`winrate.inference.plan.fit`, :func:`winrate.inference.plan.resolve`,
+    :func:`winrate.inference.covariance.estimate_variance` and :func:`infer`. The notes
+    of every step are kept on the result and given once, here, at the API boundary
+    (:func:`winrate.notes.give`)."""
+    source = source_of(log, model, board)
+    fitted = fit(source, model, board, options)
+    monte_carlo = monte_carlo or MonteCarlo()
+    plan = resolve(source, fitted, cluster, variance or Variance(), monte_carlo)
+    found = estimate_variance(plan, fitted, source, progress)
+    inference = infer(fitted, found, alpha, joint or Joint(), monte_carlo, progress)
+    result = _assembled(into or Analysis, source, fitted, plan, found, inference,
+                        joint or Joint())
+    notes.give(result.notes[len(source.log.notes):])  # the reading notes were given
+    return result
+
+
+def _assembled(into: type[Analysis], source, fitted: Fitted, plan, variance: VarianceResult,
+               inference: Inference, joint: Joint) -> Analysis:
+    """The ``into`` :class:`Analysis` of the steps' results, with every note in the order of the
+    steps (the reading notes, given when the log was read, first)."""
+    board = fitted.board
+    found = Notes([*source.log.notes, *fitted.notes, *variance.notes, *inference.notes,
+                   *plan.notes, *inference.range_notes, *variance.design_notes])
+    return into(
+        leaderboard=board, clustering=plan.clustering, cov=variance.cov,
+        cov_naive=variance.cov_naive, intervals=inference.intervals,
+        deff=np.where(np.isnan(variance.se), np.nan,
+                      diagnostics.design_effect(variance.cov, variance.cov_naive)),
+        axes=variance.axes, psd_repaired=variance.psd_repaired,
+        n_comparisons=fitted.log.n_comparisons, n_rows=source.design.n_rows,
+        settings=_settings(fitted, plan, variance, inference.intervals.alpha), notes=found,
+        method=variance.method, method_note=variance.method_note, joint=inference.joint,
+        coefficients=inference.coefficients, not_estimable=variance.not_estimable,
+        small_sample_floor=variance.floor, log=source.kept,
+        requested=(plan.variance, joint, plan.monte_carlo))
+
+
+def _settings(fitted: Fitted, plan, variance: VarianceResult, alpha: float) -> Settings:
+    board = fitted.board
+    return Settings(
+        estimator=board.estimator, scale=board.scale, cluster=list(plan.clustering) or ["none"],
+        correction=plan.correction, alpha=alpha, reference=plan.reference, df=variance.df,
+        method=plan.variance.method, bootstrap_reps=plan.variance.bootstrap_reps,
+        seed=plan.seed, n_draws=plan.monte_carlo.n_draws,
+        options={**fitted.estimator.settings(board.options), **_fitted_settings(board)})
 
 
 def _fitted_settings(board: Leaderboard) -> dict:
     """Fitted state that reports show with the options (the covariates' standardisation)."""
     moments = board.fitted.get("standardisation")
     return {} if moments is None else {"standardisation": moments}
-
-
-def _option_objects(variance, joint, monte_carlo, options: dict):
-    """The option objects, with today's flat keywords (``method=``, ``seed=``, ...) moved
-    into them and a ``deprecated`` note naming each; a flat keyword beside its object is an
-    error. Returns ``(variance, joint, monte_carlo, estimator options, notes)``."""
-    given = {"Variance": variance, "Joint": joint, "MonteCarlo": monte_carlo}
-    moved: dict[type, dict] = {}
-    for key in [key for key in options if key in LEGACY_KEYWORDS]:
-        moved.setdefault(LEGACY_KEYWORDS[key], {})[key] = options.pop(key)
-    found = []
-    for kind, values in moved.items():
-        if given[kind.__name__] is not None:
-            raise WinrateInputError(f"give {', '.join(values)} inside "
-                                    f"{_keyword(kind)}={kind.__name__}(...), not beside it")
-        shown = ", ".join(f"{key}={value!r}" for key, value in values.items())
-        found.append(notes.deprecated(shown, f"{_keyword(kind)}={kind.__name__}({shown})"))
-    return (variance or Variance(**moved.get(Variance, {})),
-            joint or Joint(**moved.get(Joint, {})),
-            monte_carlo or MonteCarlo(**moved.get(MonteCarlo, {})), options, found)
-
-
-def _keyword(kind: type) -> str:
-    return {Variance: "variance", Joint: "joint", MonteCarlo: "monte_carlo"}[kind]
-
-
-_SCAN_METHOD = ("the {method} refits the estimator on resampled clusters, which a scan "
-                "analysed on its engine does not hold in memory: use method 'sandwich' (with "
-                "correction 'cr2' and reference 't' for few clusters), or engine 'memory'")
-
-
-def _read(log, model: str | None, board: Leaderboard | None):
-    """``(log, design)``: a log in memory and None, or, for a scan analysed on its engine,
-    the key log of its pass 1 and the full log's :class:`winrate.inference.scanned.
-    ScanDesign` (:mod:`winrate.inference.scanned`)."""
-    if not isinstance(log, Scan):
-        return as_log(log), None
-    if log.mode == "memory":
-        return log.to_log(), None
-    return scanned_log(log, model, board)
-
-
-def _fitted(log: ComparisonLog, model: str | None, board: Leaderboard | None,
-            options: dict) -> tuple[Leaderboard, ComparisonLog]:
-    """``board`` (checked against the model and options of this call) or a new fit, and
-    the rows of ``log`` the estimator uses (:meth:`winrate.estimators.base.Estimator.rows`:
-    a score against a baseline leaves out the rows without it)."""
-    if board is None:
-        estimator = estimators.get(model or estimators.DEFAULT_ESTIMATOR)
-        return estimators.fit_settled(estimator, log, estimators.settle(estimator, options))
-    estimator = estimators.of(board)
-    if model is not None and model != board.estimator:
-        raise WinrateInputError(f"model {model!r} was asked for, but the reused fit (board=) "
-                                f"is of model {board.estimator!r}")
-    settled = estimators.settle(estimator, options)
-    for name in options:
-        if not _same(settled[name], board.options.get(name)):
-            raise WinrateInputError(
-                f"option {name!r} is {_shown(settled[name])} in this call but "
-                f"{_shown(board.options.get(name))} in the reused fit (board=): refit with "
-                "these options, or leave the option out")
-    return board, estimators.used_rows(estimator, log, board.options)
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
-        return type(a) is type(b) and a == b
-    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
-        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and a.equals(b)
-    try:
-        return bool(np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object)))
-    except (TypeError, ValueError):
-        return a == b
-
-
-def _shown(value) -> str:
-    return "a matrix" if isinstance(value, (np.ndarray, pd.DataFrame)) else repr(value)
 
 
 def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint, wald: bool = True):
@@ -795,34 +426,6 @@ def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint, wald: boo
     return intervals, joint, notes.interval_cut([str(m) for m in board.models[cut]])
 
 
-def _small_sample_floor(board: Leaderboard, log: ComparisonLog):
-    """The estimator's small-sample floor of single-outcome pairs (zero when it has none),
-    with a note naming the pairs and the floor. It is part of the covariance, so it does
-    not depend on the interval's level."""
-    found = estimators.of(board).small_sample_floor(board, log.frequency)
-    k = len(board.models)
-    if found is None:
-        return np.zeros((k, k)), []
-    floor, degenerate, kind = found
-    if kind is None:
-        return floor, []
-    names = board.all_models
-    shown = [(str(names[lo]), str(names[hi]), board.counts[lo, hi])
-             for lo, hi in board.pairs[degenerate][:5]]
-    return floor, [notes.small_sample_floor(shown, int(degenerate.sum()), kind)]
-
-
-def _blank(intervals: WaldIntervals, models, not_estimable: dict) -> WaldIntervals:
-    """NaN SE and interval for the models that are not estimable."""
-    if not not_estimable:
-        return intervals
-    out = np.isin(models.astype(str), list(not_estimable))
-    se, low, high = (np.where(out, np.nan, x) for x in
-                     (intervals.se, intervals.low, intervals.high))
-    return WaldIntervals(intervals.estimate, se, low, high, intervals.critical_value,
-                         intervals.alpha, intervals.df)
-
-
 def _coefficients(board: Leaderboard, full: np.ndarray, naive_full: np.ndarray, alpha: float,
                   df) -> Coefficients | None:
     """Sandwich inference for the non-rating parameters (always the sandwich: resampling
@@ -835,5 +438,3 @@ def _coefficients(board: Leaderboard, full: np.ndarray, naive_full: np.ndarray, 
     se_naive = np.sqrt(np.clip(np.diag(naive_full[k:, k:]), 0, None))
     return Coefficients(tuple(board.coef_names), board.coef, iv.se, se_naive, iv.low, iv.high,
                         cov, full)
-
-

@@ -84,13 +84,13 @@ from scipy import special
 
 from winrate import notes
 from winrate.constants import DEFAULT_DRAWS, RANK_METHODS
-from winrate.errors import WinrateInputError, one_of, outside_stacklevel
+from winrate.errors import WinrateInputError, one_of
 from winrate.parallel import sized_kernel
 from winrate.variance.reference import (
     _EMPTY,
-    _check_alpha,
-    _check_df,
     _quantile_with_se,
+    check_alpha,
+    check_df,
     critical_value,
 )
 
@@ -105,7 +105,6 @@ MC_WORK = 2_000_000_000
 _ZERO_VAR_RTOL = 1e-12  # a contrast variance <= this * max(diag V) counts as zero
 _NEG_EIG_RTOL = 1e-8  # eigenvalues below -this * max eigenvalue: cov is not PSD
 _CHUNK_BYTES = 32 * 2**20
-_METHODS = RANK_METHODS
 
 
 # --------------------------------------------------------------------------- validation
@@ -133,7 +132,7 @@ def _check_draws(n_draws: int, alpha: float) -> int:
     if int(n_draws) != n_draws or n_draws < 1000:
         raise WinrateInputError(f"n_draws must be an integer >= 1000, got {n_draws}")
     if n_draws * alpha < 200:
-        notes.emit(notes.few_tail_draws(n_draws * alpha), stacklevel=outside_stacklevel())
+        notes.emit(notes.few_tail_draws(n_draws * alpha))
     return int(n_draws)
 
 
@@ -157,7 +156,7 @@ def _factor(V: np.ndarray) -> np.ndarray:
 
 def _warn_zero(zero: np.ndarray, what: str) -> None:
     if zero.any():
-        notes.emit(notes.zero_variance(int(zero.sum()), what), stacklevel=outside_stacklevel())
+        notes.emit(notes.zero_variance(int(zero.sum()), what))
 
 
 # ------------------------------------------------------------------ Monte-Carlo engine
@@ -463,7 +462,7 @@ def _critical_values(gaussian: _GaussianDraws, a, b, sign, group, n_groups, alph
     budget = MC_WORK // max(a.size, 1)
     if mc.analytic or budget < mc.first_round(alpha):
         if not mc.analytic:
-            notes.emit(notes.bonferroni_fallback(a.size, MC_WORK), stacklevel=outside_stacklevel())
+            notes.emit(notes.bonferroni_fallback(a.size, MC_WORK))
         return _bonferroni(sign, group, n_groups, alpha, df), np.zeros(n_groups), None, 0
     mc = replace(mc, n_draws=min(mc.n_draws, budget))
     maxima = _MaxDraws(gaussian, _family(gaussian.Fp, a, b, sign, group, n_groups))
@@ -548,7 +547,7 @@ def wald_intervals(estimate, cov, alpha: float = 0.05, df=None) -> WaldIntervals
         raise WinrateInputError(f"cov diagonal has shape {var.shape}, estimate has {est.shape}")
     se = np.sqrt(np.clip(var, 0.0, None))  # non-finite entries propagate, as callers expect
     crit = critical_value(alpha, df)
-    return WaldIntervals(est, se, est - crit * se, est + crit * se, crit, alpha, _check_df(df))
+    return WaldIntervals(est, se, est - crit * se, est + crit * se, crit, alpha, check_df(df))
 
 
 # -------------------------------------------------------------- simultaneous intervals
@@ -579,7 +578,7 @@ class SimultaneousIntervals:
 
 def _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size, tolerance):
     est, V = _check_inputs(estimate, cov)
-    alpha, df = _check_alpha(alpha), _check_df(df)
+    alpha, df = check_alpha(alpha), check_df(df)
     if seed is None:  # draw fresh entropy once, so every step-down step uses the same draws
         seed = np.random.SeedSequence().entropy
     if tolerance is not None and not (np.isfinite(tolerance) and tolerance > 0):
@@ -919,8 +918,8 @@ def rank_sets(
     ``stepdown=True`` applies their stepwise improvement (see ``_stepdown_rejections``).
     The rank of the point estimate always lies in its set.
     """
-    if method not in _METHODS:
-        raise WinrateInputError(f"method must be one of {one_of(_METHODS)}, got {method!r}")
+    if method not in RANK_METHODS:
+        raise WinrateInputError(f"method must be one of {one_of(RANK_METHODS)}, got {method!r}")
     est, V, F, alpha, df, mc = _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size,
                                       mc_tolerance)
     rows = _rank_rows(est.size, method)

@@ -3,8 +3,8 @@
 :func:`winrate.io.scan.scan` leaves a log where it lies; an analysis of it on an engine fits
 the estimator to the key log of pass 1 (every key with its frequency; the same fit as the
 full log's) and reads the clustered covariance and each axis' design diagnostics from the
-buckets of pass 2 (:mod:`winrate.variance.buckets`), bounded in memory by a bucket. The
-buckets hold whole clusters of the clustering axis with the most clusters (so every term
+buckets of pass 2 (:class:`winrate.variance.buckets.BucketSums`), bounded in memory by a
+bucket. The buckets hold whole clusters of the clustering axis with the most clusters (so every term
 of the multiway sum containing it is summed bucket by bucket, and only the others keep
 per-cluster totals), and their number is chosen from pass 1's cluster sizes so that a
 bucket's rows fit the scan's memory budget.
@@ -21,9 +21,8 @@ from winrate.errors import WinrateInputError
 from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.io.scan import KEY, Scan
 from winrate.progress import bar
-from winrate.variance.buckets import KeyFit, bucket_covariance
-from winrate.variance.cluster_sums import ClusterSums
-from winrate.variance.sandwich import naive_cov
+from winrate.variance.buckets import BucketSums, KeyFit
+from winrate.variance.cluster_sums import ClusterSums, clustered, memory_sums
 
 #: Bytes a bucket's row takes in pass 2 (its codes, its influence row and the kernels'
 #: buffers), so that ``budget / BUCKET_ROW_BYTES`` rows make one bucket.
@@ -48,16 +47,20 @@ class ScanDesign:
         """Which engine ran and why (:func:`winrate.notes.engine_run`)."""
         return notes.engine_run(self.scan.mode, self.scan.reason, self.n_buckets)
 
-    def covariance(self, log: ComparisonLog, board, clustering: tuple[str, ...],
-                   correction: str, strata, progress):
-        """(:class:`winrate.variance.sandwich.MultiwayCovariance`, each axis' (m,
-        single-cluster pairs, ICC)) of ``board`` fitted to the key ``log``."""
+    def cluster_sums(self, log: ComparisonLog, board, clustering: tuple[str, ...], strata,
+                     progress) -> ClusterSums:
+        """The :class:`~winrate.variance.cluster_sums.ClusterSums` of ``board`` fitted to
+        the key ``log``: the naive meat from the key log in memory (each key row stands for
+        its comparisons), the clustered terms and designs from the buckets of pass 2
+        (:class:`~winrate.variance.buckets.BucketSums`, read when first asked)."""
+        naive = memory_sums(log, board, (), strata)
+        if not clustering:
+            return naive
         sizes = [self.axes[name].n_clusters for name in clustering]
         bucket_dim = int(np.argmax(sizes))
         bucket_axis = clustering[bucket_dim]
         n_buckets = self._n_buckets(bucket_axis)
         self.n_buckets = n_buckets
-        fit = _key_fit(log, board, strata, self.n_keys)
 
         def sweep():
             return self.scan.bucket_rows(clustering, bucket_axis, n_buckets, self.key_axes)
@@ -66,14 +69,17 @@ class ScanDesign:
             return bar(parts, total=n_buckets, desc="buckets", unit="bucket",
                        progress=progress)
 
-        return bucket_covariance(fit, sweep, sizes, bucket_dim, correction, board.bread,
-                                 shown)
+        return BucketSums(_key_fit(log, board, strata, self.n_keys), sweep, sizes, bucket_dim,
+                          board.bread, naive, shown)
 
-    def cluster_sums(self, log: ComparisonLog, board, clustering: tuple[str, ...], strata,
-                     progress):
-        """The cluster sums of ``board`` fitted to the key ``log``, read from the buckets
-        (:class:`winrate.variance.cluster_sums.ClusterSums`)."""
-        return _ScanSums(self, log, board, clustering, strata, progress)
+    def covariance(self, log: ComparisonLog, board, clustering: tuple[str, ...],
+                   correction: str, strata, progress):
+        """(:class:`winrate.variance.meats.MultiwayCovariance`, each axis' (m,
+        single-cluster pairs, ICC)) of ``board`` fitted to the key ``log``
+        (:meth:`cluster_sums` combined by :func:`winrate.variance.cluster_sums.clustered`)."""
+        result = clustered(self.cluster_sums(log, board, clustering, strata, progress),
+                           correction)
+        return result.covariance, list(result.designs)
 
     def _n_buckets(self, axis: str) -> int:
         """The scan's forced number of buckets, or the fewest whose rows fit the budget
@@ -82,23 +88,6 @@ class ScanDesign:
         per_bucket = max(self.scan.budget // BUCKET_ROW_BYTES, 1)
         n_buckets = self.scan.buckets or max(1, -(-int(rows.sum()) // per_bucket))
         return min(n_buckets, len(rows))
-
-
-class _ScanSums(ClusterSums):
-    def __init__(self, design, log, board, clustering, strata, progress):
-        self.design, self.log, self.board = design, log, board
-        self.clustering, self.strata, self.progress = clustering, strata, progress
-
-    def naive(self, correction):
-        return naive_cov(self.board.influence, correction, self.log.frequency,
-                         bread=self.board.bread, strata=self.strata)
-
-    def clustered(self, correction):
-        if not self.clustering:
-            return None, []
-        return self.design.covariance(self.log, self.board, self.clustering, correction,
-                                      self.strata if correction == "cr2" else None,
-                                      self.progress)
 
 
 def _key_fit(log: ComparisonLog, board, strata, n_keys: int) -> KeyFit:

@@ -461,8 +461,7 @@ def _mmlu_question_table(allf: pd.DataFrame, q_code: np.ndarray,
         conflict = n_keys[col].to_numpy() > 1
         if conflict.any():
             notes.emit(notes.conflicting_metadata("mmlu_pro", int(conflict.sum()), col,
-                                                  first_rows(conflict, question_ids)),
-                       stacklevel=3)
+                                                  first_rows(conflict, question_ids)))
     # the most common value per question (first in file order on ties)
     table = {}
     for col in ("category", "src", "answer"):
@@ -780,7 +779,7 @@ def _load_pandalm(fetch: dict, models: Sequence[str] | None, *,
         if not keep.all():
             notes.emit(notes.labelled_verdicts_dropped(
                 "pandalm", int((~keep).sum()), len(keep), judge, list(_PANDALM_UNPARSEABLE),
-                paths[rel].name), stacklevel=3)
+                paths[rel].name))
         parts.append((pos[keep], codes[keep], judge))
     item = np.concatenate([p[0] for p in parts])
     outcome = np.concatenate([p[1] for p in parts])
@@ -931,4 +930,4 @@ def read_dataset(name: str, models=None, **options) -> ComparisonLog:
     features = tuple(c for c in frame.columns if str(c).startswith("style_"))
     extra = tuple(c for c in frame.columns if c not in standard and c not in features)
     weight = "count" if "count" in frame.columns else None
-    return read_comparisons(frame, weight_col=weight, extra_cols=extra, feature_cols=features)
+    return read_comparisons(frame, weight_col=weight, cluster_cols=extra, feature_cols=features)

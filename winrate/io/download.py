@@ -326,7 +326,7 @@ def _stream(url: str, out, label: str, progress: bool | None, timeout: float) ->
 
 def _check_sha(got: str, expected: str | None, what: str, url: str) -> None:
     if expected is None:
-        notes.emit(notes.unverified_download(what, url, got), stacklevel=4)
+        notes.emit(notes.unverified_download(what, url, got))
     elif got != expected:
         raise ChecksumError(
             f"{what}: SHA-256 mismatch for {url}: expected {expected}, got {got}. "

@@ -321,7 +321,7 @@ class _Dropped:
     def warn(self) -> None:
         if self.per_file:
             per_file = [(path.name, n, total) for path, (n, total) in self.per_file.items()]
-            notes.emit(notes.verdicts_dropped(self.name, self.kind, per_file), stacklevel=4)
+            notes.emit(notes.verdicts_dropped(self.name, self.kind, per_file))
 
 
 class _Skipped:
@@ -348,7 +348,7 @@ class _Skipped:
     def note(self) -> None:
         if self.per_file:
             per_file = [(path.name, n) for path, n in self.per_file.items()]
-            notes.emit(notes.skipped_records(self.name, per_file), stacklevel=4)
+            notes.emit(notes.skipped_records(self.name, per_file))
 
 
 def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
@@ -359,7 +359,7 @@ def _assemble(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
     same = (frame["model_a"].astype(str) == frame["model_b"].astype(str)).to_numpy()
     if same.any():
         models = sorted(frame.loc[same, "model_a"].astype(str).unique())
-        notes.emit(notes.self_comparisons(name, int(same.sum()), models), stacklevel=3)
+        notes.emit(notes.self_comparisons(name, int(same.sum()), models))
         frame = frame.loc[~same].reset_index(drop=True)
         if frame.empty:
             raise WinrateInputError(f"format {name!r}: every row compares a model with itself")
@@ -498,11 +498,11 @@ class _FolderNamesModel:
         if self.renamed:
             renamed = [(path.name, named, folder)
                        for path, (named, folder) in self.renamed.items()]
-            notes.emit(notes.renamed_by_folder(renamed), stacklevel=4)
+            notes.emit(notes.renamed_by_folder(renamed))
         copies = self._copies()
         if copies:
             pairs = [(a.name, b.name, n) for a, b, n in copies]
-            notes.emit(notes.copied_files(pairs), stacklevel=4)
+            notes.emit(notes.copied_files(pairs))
 
 
 # --------------------------------------------------------------------------- qlora / prd
@@ -603,7 +603,7 @@ def _read_prd(files: Sequence[Path], *, reviewer: str | None = None,
         key = (judge, clean_model_name(match["a"]), clean_model_name(match["b"]))
         if key in seen:
             notes.emit(notes.duplicate_files(seen[key].name, path.name, judge, key[1], key[2],
-                                             keep=duplicates == "keep"), stacklevel=3)
+                                             keep=duplicates == "keep"))
             if duplicates == "first":
                 continue
         seen.setdefault(key, path)
@@ -714,8 +714,7 @@ class _BattleFilter:
 
     def note(self) -> None:
         if self.named or self.duplicates:
-            notes.emit(notes.battles_dropped(self.total, self.named, self.duplicates),
-                       stacklevel=4)
+            notes.emit(notes.battles_dropped(self.total, self.named, self.duplicates))
 
 
 def _battle_style(records: list[dict], path: Path, positions: np.ndarray, what: str,

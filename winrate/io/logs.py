@@ -37,7 +37,7 @@ from pandas._libs.parsers import STR_NA_VALUES
 
 from winrate import notes
 from winrate.constants import DEFAULT_COLUMNS
-from winrate.errors import WinrateInputError, first_rows, listed, outside_stacklevel
+from winrate.errors import WinrateInputError, first_rows, listed
 
 #: Outcome labels (lower case) and the score of model_a; LMArena's ``tie (bothbad)`` is a
 #: tie, as FastChat's Elo and Bradley-Terry code counts it.
@@ -488,7 +488,9 @@ def _read_parquet(path: Path, coded_cols, scalar_cols=(), text_cols=()) -> pd.Da
         coded = (column.unify_dictionaries() if name in small
                  else pc.dictionary_encode(column)).combine_chunks()
         codes = pc.fill_null(coded.indices, -1).to_numpy(zero_copy_only=False)
-        frame[name] = pd.Categorical.from_codes(codes, coded.dictionary.to_pandas())
+        dtype = pd.CategoricalDtype(coded.dictionary.to_pandas())
+        # Arrow's codes index its dictionary by construction: no check over the rows
+        frame[name] = pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
     for name in (c for c in text_cols if c in frame.columns and c not in textual):
         if pd.api.types.is_float_dtype(frame[name]):
             frame[name] = id_text(frame[name])  # a float id column: 7.0 is the id "7"
@@ -734,15 +736,16 @@ def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Codes (-1 for missing) and uniques; categoricals reuse their codes, with unused
     categories dropped (they are not clusters) by a bincount, in category order."""
     if isinstance(series.dtype, pd.CategoricalDtype):
-        codes = series.cat.codes.to_numpy(np.int64)
+        codes = series.cat.codes.to_numpy().astype(np.int64, copy=False)
         categories = np.asarray(series.cat.categories)
-        used = np.bincount(codes[codes >= 0], minlength=categories.size) > 0
+        present = codes if codes.min(initial=0) >= 0 else codes[codes >= 0]
+        used = np.bincount(present, minlength=categories.size) > 0
         if used.all():
             return codes, categories
         remap = np.append(np.cumsum(used) - 1, -1)  # code -1 (missing) stays -1
         return remap[codes], categories[used]
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    return codes.astype(np.int64), np.asarray(uniques)
+    return codes.astype(np.int64, copy=False), np.asarray(uniques)
 
 
 def code_column(frame: pd.DataFrame, column: str, rows) -> ClusterAxis:
@@ -790,10 +793,10 @@ def _flag_similar_names(models: np.ndarray) -> None:
     form = names.map(lambda name: unicodedata.normalize("NFC", name.strip()))
     alike = _alike(names, form)
     if alike:
-        notes.emit(notes.similar_names(alike), stacklevel=4)
+        notes.emit(notes.similar_names(alike))
     cased = _alike(form.drop_duplicates(), form.drop_duplicates().str.casefold())
     if cased:
-        notes.emit(notes.case_only_names(cased), stacklevel=4)
+        notes.emit(notes.case_only_names(cased))
 
 
 def _alike(names: pd.Series, key: pd.Series) -> list[list[str]]:
@@ -838,7 +841,7 @@ def _score_from_labels(series: pd.Series, a: np.ndarray, b: np.ndarray,
             f"column {column!r}: the value(s) {both} are both outcome labels and model names, "
             f"and the column reads either way ({int(clash.sum())} row(s) differ); give "
             "outcomes as 1 / 0 / 0.5 (the score of model_a), or rename those models")
-    notes.emit(notes.outcome_labels(column, both, names_fit, int(clash.sum())), stacklevel=4)
+    notes.emit(notes.outcome_labels(column, both, names_fit, int(clash.sum())))
     return by_name if names_fit else by_label
 
 
@@ -858,13 +861,14 @@ def _parse_outcome(frame: pd.DataFrame, column: str, a, b, models, rows) -> np.n
     score = _score_from_labels(series, a, b, models, column)
     unknown = np.isnan(score)
     if unknown.any():  # numbers as text (CSV on an engine) outside [0, 1]: as read as numbers
+        values = series.to_numpy()  # only here: every row of a column of text is costly
         number = np.full(score.shape, np.nan)
-        number[unknown] = pd.to_numeric(pd.Series(series.to_numpy()[unknown]).astype(str),
+        number[unknown] = pd.to_numeric(pd.Series(values[unknown]).astype(str),
                                         errors="coerce")
         check_rows(~np.isnan(number), column, _OUT_OF_RANGE, rows, values=number)
-    check_rows(unknown, column,
-                "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "
-                "of that row's model_a or model_b)", rows, values=series.to_numpy())
+        check_rows(unknown, column,
+                    "unknown outcome (expected a/b/tie, model_a/model_b, 1/0/0.5 or the name "
+                    "of that row's model_a or model_b)", rows, values=values)
     return score
 
 
@@ -920,7 +924,7 @@ def read_comparisons(
     model_b_col: str = DEFAULT_COLUMNS["model_b"],
     outcome_col: str = DEFAULT_COLUMNS["outcome"],
     weight_col: str | None = None,
-    extra_cols: tuple[str, ...] = (),
+    cluster_cols: tuple[str, ...] = (),
     feature_cols: tuple[str, ...] = (),
 ) -> ComparisonLog:
     """Read a comparison log from a DataFrame or a CSV / JSONL / Parquet file.
@@ -932,30 +936,29 @@ def read_comparisons(
     Fractional weights are allowed and enter every formula as they are (a row of weight
     0.5 is half a comparison; the report prints the unrounded sum); only the unclustered
     row jackknife and bootstrap, which resample comparisons, need whole numbers.
-    ``extra_cols`` are kept as further clustering axes under their own names;
+    ``cluster_cols`` are kept as further clustering axes under their own names;
     ``feature_cols`` are numeric per-row covariates (``ComparisonLog.features``). From a
     file, the id and model columns are read as text exactly as written (:func:`read_table`).
     The notes given while reading are emitted and kept on the log (``notes``).
     """
     columns = {"prompt_col": prompt_col, "judge_col": judge_col, "model_a_col": model_a_col,
                "model_b_col": model_b_col, "outcome_col": outcome_col,
-               "weight_col": weight_col, "extra_cols": extra_cols,
+               "weight_col": weight_col, "cluster_cols": cluster_cols,
                "feature_cols": feature_cols}
     with notes.gathered() as reading:
         log = _read_comparisons(source, **columns)
-    level = outside_stacklevel()
     for note in reading:
-        notes.emit(note, stacklevel=level)
+        notes.emit(note)
     return replace(log, notes=tuple(reading))
 
 
 def _read_comparisons(source, *, prompt_col, judge_col, model_a_col, model_b_col,
-                      outcome_col, weight_col, extra_cols, feature_cols) -> ComparisonLog:
+                      outcome_col, weight_col, cluster_cols, feature_cols) -> ComparisonLog:
     """:func:`read_comparisons` without its note handling."""
     if isinstance(source, pd.DataFrame):
         frame, name = source, "the comparison log"
     else:
-        text = (prompt_col, judge_col, model_a_col, model_b_col, *extra_cols)
+        text = (prompt_col, judge_col, model_a_col, model_b_col, *cluster_cols)
         frame = read_table(source, text_cols=text, coded_cols=(*text, outcome_col),
                            scalar_cols=(weight_col, *feature_cols))
         frame.index = _file_positions(source, len(frame))
@@ -967,7 +970,7 @@ def _read_comparisons(source, *, prompt_col, judge_col, model_a_col, model_b_col
     _require_columns(frame, {"model_a": model_a_col, "model_b": model_b_col,
                              "outcome": outcome_col, "prompt": prompt_col,
                              "judge": judge_col, "weight": weight_col,
-                             **{c: c for c in (*extra_cols, *feature_cols)}})
+                             **{c: c for c in (*cluster_cols, *feature_cols)}})
     frequency = None
     if weight_col is not None:
         weights = pd.to_numeric(frame[weight_col], errors="coerce").to_numpy(float)
@@ -980,7 +983,7 @@ def _read_comparisons(source, *, prompt_col, judge_col, model_a_col, model_b_col
     rows = _rows_of(frame)
     a, b, models = _code_models(frame, model_a_col, model_b_col, rows)
     score = _parse_outcome(frame, outcome_col, a, b, models, rows)
-    roles = {"prompt": prompt_col, "judge": judge_col, **{c: c for c in extra_cols}}
+    roles = {"prompt": prompt_col, "judge": judge_col, **{c: c for c in cluster_cols}}
     axes = {name: code_column(frame, col, rows) for name, col in roles.items()
             if col is not None}
     features = {col: _check_feature(pd.to_numeric(frame[col], errors="coerce").to_numpy(float),
@@ -1032,7 +1035,7 @@ def rows_against(log: ComparisonLog, baseline: str) -> ComparisonLog:
     keep = (log.model_a == found[0]) | (log.model_b == found[0])
     if keep.all() or not keep.any():
         return log
-    notes.emit(notes.off_baseline_rows(int((~keep).sum()), log.n_rows, baseline), stacklevel=3)
+    notes.emit(notes.off_baseline_rows(int((~keep).sum()), log.n_rows, baseline))
     axes = {}
     for name, axis in log.axes.items():
         codes, used = factorize_groups(axis.codes[keep])

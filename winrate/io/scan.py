@@ -113,7 +113,7 @@ class Columns:
         """The keywords of :func:`winrate.io.logs.read_comparisons` for these columns."""
         return dict(prompt_col=self.prompt, judge_col=self.judge, model_a_col=self.model_a,
                     model_b_col=self.model_b, outcome_col=self.outcome,
-                    weight_col=self.weight, extra_cols=self.extras,
+                    weight_col=self.weight, cluster_cols=self.extras,
                     feature_cols=self.features)
 
 
@@ -180,7 +180,7 @@ class Scan:
         self._check_decoded(frame, [c for c in by if c not in cols.features])
         self._cache[("raw keys", axes)] = frame.copy()
         keywords = {**cols.reader_keywords(), "weight_col": FREQUENCY,
-                    "extra_cols": (*(c for c in cols.extras if c in axes), KEY)}
+                    "cluster_cols": (*(c for c in cols.extras if c in axes), KEY)}
         for name in ("prompt", "judge"):
             if name not in axes:
                 keywords[f"{name}_col"] = None
@@ -539,14 +539,14 @@ def _make_engine(name: str, source, budget: int, connection=None,
 
 def scan(source, engine: str = "auto", *, columns: dict | None = None,
          weight_col: str | None = None, feature_cols: tuple[str, ...] = (),
-         extra_cols: tuple[str, ...] = (), memory: int | None = None,
+         cluster_cols: tuple[str, ...] = (), memory: int | None = None,
          buckets: int | None = None, connection=None) -> Scan:
     """A comparison log to analyse where it lies (module doc).
 
     ``columns`` maps roles (``model_a``, ``model_b``, ``outcome``, ``prompt``, ``judge``) to
     the source's column names (default: :data:`winrate.constants.DEFAULT_COLUMNS`; a
     default-named prompt or judge column that is absent means no such axis).
-    ``weight_col``, ``feature_cols`` and ``extra_cols`` as in
+    ``weight_col``, ``feature_cols`` and ``cluster_cols`` as in
     :func:`winrate.io.logs.read_comparisons`. ``engine``: ``"memory"``, ``"duckdb"``,
     ``"spark"`` or ``"auto"``: in memory when the rows times :data:`BYTES_PER_ROW` fit
     ``memory`` (bytes; default half the machine's memory), DuckDB otherwise. ``buckets``
@@ -570,7 +570,7 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
                                 f"{MIN_BUDGET:,} bytes ({MIN_BUDGET >> 20} MiB): a smaller "
                                 "budget would read the log once per cluster")
     cols = Columns(**(columns or {}), weight=weight_col, features=tuple(feature_cols),
-                   extras=tuple(extra_cols))
+                   extras=tuple(cluster_cols))
     chosen = "duckdb" if engine in ("auto", "memory") else engine
     if type(source).__module__.startswith("pyspark") and engine == "auto":
         chosen = "spark"

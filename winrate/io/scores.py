@@ -63,8 +63,7 @@ def score_table(scores, models, questions, axes: dict | None = None) -> ScoreTab
                                 "eval needs models that answered the same questions")
     dropped = models[~keep_m]
     if (~keep_q).any() or dropped.size:
-        notes.emit(notes.unpaired_questions(int((~keep_q).sum()), [str(m) for m in dropped]),
-                   stacklevel=3)
+        notes.emit(notes.unpaired_questions(int((~keep_q).sum()), [str(m) for m in dropped]))
     order = np.flatnonzero(keep_m)[np.argsort(models[keep_m].astype(str), kind="stable")]
     coded = {"prompt": ClusterAxis(np.arange(int(keep_q.sum())), questions[keep_q])}
     for name, (codes, labels) in (axes or {}).items():

@@ -96,7 +96,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import estimators
-from winrate.inference.analysis import Analysis, _expand
+from winrate.inference.analysis import Analysis, expand_kept
 from winrate.report.tables import comment_block, render_table
 from winrate.variance.reference import reference_label
 
@@ -477,7 +477,7 @@ def _monte_carlo_json(joint) -> dict | None:
     for name, part in done.items():
         crit, se = part.critical_value, part.mc_se
         if name == "ranks":  # per kept model, spread over all models
-            crit, se = (_expand(x, joint.kept) for x in (crit, se))
+            crit, se = (expand_kept(x, joint.kept) for x in (crit, se))
         out[name] = {"critical_value": crit, "mc_se": se, "n_draws": int(part.n_draws)}
     return out
 

@@ -10,7 +10,7 @@ key, :mod:`winrate.io.scan`). With ``t_g = sum_{r in g} u_r``:
 * a term of the multiway sum whose clusters lie inside buckets (every term containing the
   bucket axis: its clusters, and their intersections with other axes) has its meat
   ``sum_g t_g t_g^T`` summed over the buckets from each bucket's rows alone, with the
-  bucket's :class:`~winrate.variance.sandwich.GroupMeat` computed by the in-memory kernels;
+  bucket's :class:`~winrate.variance.meats.GroupMeat` computed by the in-memory kernels;
   the largest cluster total is the largest over buckets;
 * a term whose clusters span buckets (the judge axis, when buckets hold prompts) keeps its
   clusters' totals ``t_g`` and sums of squared rows (G x q, dense) and adds each bucket's;
@@ -19,11 +19,14 @@ key, :mod:`winrate.io.scan`). With ``t_g = sum_{r in g} u_r``:
 CR2 scales each row by ``(1 - m_gh / n_h)^{-1/2}`` (:func:`stratum_leverage_scale`): ``n_h``
 is the stratum's total in the key log, ``m_gh`` its frequency in the row's cluster, known
 within a bucket for a term inside buckets and gathered by a first sweep over the buckets for
-a term spanning them. The design diagnostics of each axis (:func:`axis_design` in memory)
-add up the same way: clusters per model (counted per bucket, or from a cluster x model
-presence table), single-cluster pairs (each pair's first cluster and whether another
-appears, merged across buckets) and the ANOVA ICC's cluster sizes and centred sums.
-Everything equals the in-memory computation up to the order of floating-point sums.
+a term spanning them. The design sums of each axis
+(:class:`winrate.variance.cluster_sums.DesignSums`) add up the same way
+(:class:`winrate.variance.diagnostics.DesignState`): clusters per model (counted per
+bucket, or from a bit per (cluster, model)), single-cluster pairs (each pair's first
+cluster and whether another appears, merged across buckets) and the ANOVA ICC's cluster
+sizes and centred sums. :class:`BucketSums` is this form of
+:class:`~winrate.variance.cluster_sums.ClusterSums`; everything equals the in-memory
+computation up to the order of floating-point sums.
 """
 
 from __future__ import annotations
@@ -36,21 +39,17 @@ import scipy.sparse as sp
 from numba import njit
 
 from winrate.variance import diagnostics
-from winrate.variance.sandwich import (
-    _DENSE_INNER_LIMIT,
+from winrate.variance.cluster_sums import ClusterSums, DesignSums
+from winrate.variance.meats import (
+    DENSE_INNER_LIMIT,
     GroupMeat,
-    MultiwayCovariance,
-    _csr_parts,
-    _meat_from_codes,
-    _meat_of_parts,
-    _require_two_clusters,
-    _scale_rows,
-    _sign,
-    combine_terms,
+    csr_parts,
     leverage_factor,
+    meat_from_codes,
+    meat_of_parts,
     nested_sums,
-    sandwich,
-    small_sample_factor,
+    require_two_clusters,
+    scale_rows,
     stratum_leverage_scale,
     subsets,
 )
@@ -94,31 +93,6 @@ class _Term:
 
 
 @dataclass
-class _AxisDesign:
-    """One axis' design sums (module doc)."""
-
-    n_clusters: int
-    inside: bool
-    n_models: int
-    n_pairs: int
-    clusters_of_model: np.ndarray = None
-    presence: np.ndarray | None = None
-    first: np.ndarray = None
-    single: np.ndarray = None
-    size: np.ndarray = None
-    centred_sum: np.ndarray = None
-
-    def __post_init__(self):
-        self.clusters_of_model = np.zeros(self.n_models, np.int64)
-        if not self.inside:
-            self.presence = np.zeros((self.n_clusters, self.n_models), bool)
-        self.first = np.full(self.n_pairs, -1, np.int64)
-        self.single = np.ones(self.n_pairs, bool)
-        self.size = np.zeros(self.n_clusters)
-        self.centred_sum = np.zeros(self.n_clusters)
-
-
-@dataclass
 class KeyFit:
     """What the buckets are read against: the fit of the key log (``influence`` rows,
     ``pair`` and ``centered`` per key row, ``frequency`` F per key row, the key rows'
@@ -159,25 +133,58 @@ class KeyFit:
             rows, codes = rows[kept], [c[kept] for c in codes]
             weight = None if weight is None else weight[kept]
         scale = (1.0 if weight is None else weight) / self.frequency[rows]
-        indptr, indices, data = _gather_rows(*_csr_parts(self.influence), rows, scale)
+        indptr, indices, data = _gather_rows(*csr_parts(self.influence), rows, scale)
         influence = sp.csr_array((data, indices, indptr),
                                  shape=(rows.shape[0], self.influence.shape[1]))
         return Bucket(rows, scale, codes, influence)
 
 
-def bucket_covariance(fit: KeyFit, sweep: Callable[[], Iterable[dict]], sizes: list[int],
-                      bucket_dim: int, correction: str, bread: np.ndarray | None,
-                      progress=None) -> tuple[MultiwayCovariance, list[tuple]]:
-    """The multiway covariance of :func:`winrate.variance.sandwich.multiway_cluster_cov`
-    and each axis' ``(m, single-cluster pairs, ICC)`` of
-    :func:`winrate.variance.diagnostics.axis_design`, from the buckets ``sweep()`` yields
-    (module doc); ``bucket_dim`` is the axis whose clusters the buckets hold whole."""
+class BucketSums(ClusterSums):
+    """:class:`~winrate.variance.cluster_sums.ClusterSums` of a key fit read from the buckets
+    ``sweep()`` yields (module doc); ``bucket_dim`` is the axis whose clusters the buckets
+    hold whole, ``sizes`` each axis' clusters in the scan's dictionary. The naive meat is
+    the key log's (``naive``: the in-memory sums of the key fit, which stand for every row).
+    One sweep gives every term and every axis' design sums (two with CR2 across buckets)."""
+
+    def __init__(self, fit: KeyFit, sweep: Callable[[], Iterable[dict]], sizes: list[int],
+                 bucket_dim: int, bread: np.ndarray | None, naive: ClusterSums,
+                 progress=None):
+        super().__init__(bread, fit.n_per_model)
+        self.fit, self.sweep, self.sizes, self.bucket_dim = fit, sweep, sizes, bucket_dim
+        self.naive, self.progress = naive, progress
+        self._swept: dict[bool, tuple[list[GroupMeat], list[DesignSums]]] = {}
+
+    @property
+    def n_clusters(self) -> tuple[int, ...]:
+        return tuple(self.sizes)
+
+    def naive_meat(self, correction: str) -> np.ndarray:
+        return self.naive.naive_meat(correction)
+
+    def term_meats(self, correction: str) -> list[GroupMeat]:
+        return self._read(correction == "cr2")[0]
+
+    def design_sums(self, axis: int) -> DesignSums:
+        cr2 = next(iter(self._swept), False)  # any sweep's designs: they do not depend on CR2
+        return self._read(cr2)[1][axis]
+
+    def _read(self, cr2: bool) -> tuple[list[GroupMeat], list[DesignSums]]:
+        if cr2 not in self._swept:
+            self._swept[cr2] = _sweep_buckets(self.fit, self.sweep, self.sizes,
+                                              self.bucket_dim, cr2, self.progress)
+        return self._swept[cr2]
+
+
+def _sweep_buckets(fit: KeyFit, sweep, sizes: list[int], bucket_dim: int, cr2: bool,
+                   progress) -> tuple[list[GroupMeat], list[DesignSums]]:
+    """Every inclusion-exclusion term's :class:`GroupMeat` and each axis'
+    :class:`DesignSums` from the buckets (module doc)."""
     n_dims = len(sizes)
     terms = [_Term(dims, bucket_dim in dims, int(np.prod([sizes[d] for d in dims])))
              for dims in subsets(n_dims)]
-    designs = [_AxisDesign(sizes[d], d == bucket_dim, fit.n_models, fit.n_pairs)
+    designs = [diagnostics.DesignState(sizes[d], fit.n_models, fit.n_pairs,
+                                       bits=d != bucket_dim)
                for d in range(n_dims)]
-    cr2 = correction == "cr2"
     spanning_cr2 = [t for t in terms if cr2 and not t.inside]
     if spanning_cr2:
         for part in sweep():
@@ -186,34 +193,33 @@ def bucket_covariance(fit: KeyFit, sweep: Callable[[], Iterable[dict]], sizes: l
                 _add_leverage(term, term.codes(bucket, sizes), fit.strata[bucket.rows],
                               bucket.scale * fit.frequency[bucket.rows])
     nested = (n_dims == 2 and not cr2 and sp.issparse(fit.influence)
-              and min(sizes) * fit.influence.shape[1] <= _DENSE_INNER_LIMIT)
+              and min(sizes) * fit.influence.shape[1] <= DENSE_INNER_LIMIT)
     for part in _progress(sweep(), progress):
         bucket = fit.bucket(part, n_dims)
-        if not bucket.rows.size:
-            continue
-        if nested:
-            _add_nested(terms, bucket, sizes)
-        else:
-            for term in terms:
-                _add_term(term, bucket, fit, sizes, cr2)
-        for d, design in enumerate(designs):
-            _add_design(design, bucket, fit, bucket.codes[d])
-    parts = []
+        if bucket.rows.size:
+            _add_bucket(terms, designs, bucket, fit, sizes, bucket_dim, cr2, nested)
+    groups = []
     for term in terms:
         group = _finish_term(term)
         if len(term.dims) == 1:  # as in memory: the fit's rows must span two clusters
-            _require_two_clusters(group.n_groups, f"groups[{term.dims[0]}]")
-        parts.append((term.dims, _sign(term.dims),
-                      small_sample_factor(group.n_groups, correction) * group.meat, group))
-    meat, min_eig, repaired = combine_terms(parts)
-    covariance = MultiwayCovariance(
-        cov=sandwich(meat, bread), n_clusters=tuple(sizes),
-        terms=tuple((dims, group.n_groups, sign) for dims, sign, _, group in parts),
-        term_covs=tuple(sandwich(term_meat, bread) for _, _, term_meat, _ in parts),
-        correction=correction, min_eigenvalue=min_eig, psd_repaired=repaired,
-        term_meats=tuple(group for *_, group in parts))
+            require_two_clusters(group.n_groups, f"groups[{term.dims[0]}]")
+        groups.append(group)
     squares = float(fit.frequency @ (fit.centered - fit.grand_mean) ** 2)
-    return covariance, [_finish_design(design, fit, squares) for design in designs]
+    return groups, [DesignSums(d.count, d.single, d.size, d.centred_sum, squares)
+                    for d in designs]
+
+
+def _add_bucket(terms: list[_Term], designs: list, bucket: Bucket, fit: KeyFit,
+                sizes: list[int], bucket_dim: int, cr2: bool, nested: bool) -> None:
+    """Add one bucket to every term (both axes and their cells in one pass when
+    ``nested``) and to every axis' design sums."""
+    if nested:
+        _add_nested(terms, bucket, sizes)
+    else:
+        for term in terms:
+            _add_term(term, bucket, fit, sizes, cr2)
+    for d, design in enumerate(designs):
+        _add_design(design, bucket, fit, bucket.codes[d], inside=d == bucket_dim)
 
 
 def _progress(parts, progress):
@@ -230,25 +236,25 @@ def _rows_for(term: _Term, bucket: Bucket, fit: KeyFit, codes: np.ndarray, cr2: 
         scale = stratum_leverage_scale(codes, strata, freq, fit.stratum_total)
     else:
         scale = _spanning_leverage(term, codes, strata, fit.stratum_total)
-    return _scale_rows(bucket.influence, scale)
+    return scale_rows(bucket.influence, scale)
 
 
 def _add_term(term: _Term, bucket: Bucket, fit: KeyFit, sizes: list[int], cr2: bool) -> None:
     codes = term.codes(bucket, sizes)
     rows = _rows_for(term, bucket, fit, codes, cr2)
     if term.inside:
-        _add_inside(term, _meat_from_codes(rows, codes, term.n_range))
+        _add_inside(term, meat_from_codes(rows, codes, term.n_range))
         return
     if term.totals is None:
         term.totals = np.zeros((term.n_range, rows.shape[1]))
         term.within = np.zeros((term.n_range, rows.shape[1]))
         term.present = np.zeros(term.n_range, bool)
-    _scatter_rows(term.totals, term.within, codes, *_csr_parts(rows))
+    _scatter_rows(term.totals, term.within, codes, *csr_parts(rows))
     term.present[codes] = True
 
 
 def _add_inside(term: _Term, group: GroupMeat) -> None:
-    term.meat = group if term.meat is None else _merge(term.meat, group)
+    term.meat = group if term.meat is None else term.meat.merged(group)
 
 
 def _add_nested(terms: list[_Term], bucket: Bucket, sizes: list[int]) -> None:
@@ -280,20 +286,11 @@ def _scatter_rows(totals, within, codes, indptr, indices, data):  # pragma: no c
             within[g, indices[j]] += data[j] * data[j]
 
 
-def _merge(a: GroupMeat, b: GroupMeat) -> GroupMeat:
-    """Two buckets' meats of disjoint clusters as one: sums add; the largest total is the
-    larger of the two (the earlier bucket's on ties)."""
-    later = b.largest > a.largest
-    return GroupMeat(a.meat + b.meat, a.n_groups + b.n_groups, np.maximum(a.largest, b.largest),
-                     np.where(later, b.argmax, a.argmax), a.row_squares + b.row_squares,
-                     a.spread + b.spread, a.fourth + b.fourth)
-
-
 def _finish_term(term: _Term) -> GroupMeat:
     if term.inside:
         return term.meat
     clusters = np.flatnonzero(term.present)  # the clusters of the fit's rows
-    group = _meat_of_parts(term.totals[clusters], term.within[clusters],
+    group = meat_of_parts(term.totals[clusters], term.within[clusters],
                            np.arange(clusters.size), clusters.size)
     return GroupMeat(group.meat, group.n_groups, group.largest,
                      np.where(group.argmax >= 0, clusters[np.maximum(group.argmax, 0)], -1),
@@ -323,38 +320,16 @@ def _spanning_leverage(term: _Term, codes: np.ndarray, strata: np.ndarray,
     return leverage_factor(m, stratum_total[strata])
 
 
-def _add_design(design: _AxisDesign, bucket: Bucket, fit: KeyFit, codes: np.ndarray) -> None:
+def _add_design(design: diagnostics.DesignState, bucket: Bucket, fit: KeyFit,
+                codes: np.ndarray, inside: bool) -> None:
+    """Add a bucket's rows to an axis' design sums; the bucket axis' models are counted
+    per bucket (its clusters lie whole in one), a spanning axis' by its (cluster, model)
+    bits across buckets."""
     a, b = fit.model_a[bucket.rows], fit.model_b[bucket.rows]
-    if design.inside:
-        design.clusters_of_model += diagnostics.clusters_per_model(a, b, codes, fit.n_models)
-    freq = bucket.scale * fit.frequency[bucket.rows]
-    _design_pass(codes, a, b, fit.pair[bucket.rows], freq,
-                 fit.centered[bucket.rows] - fit.grand_mean,
-                 design.presence if design.presence is not None else np.zeros((0, 0), bool),
-                 design.first, design.single, design.size, design.centred_sum)
-
-
-@njit(cache=True)
-def _design_pass(codes, model_a, model_b, pairs, freq, deviation, presence, first, single,
-                 size, centred_sum):  # pragma: no cover - numba
-    """One pass over a bucket's rows for one axis (module doc): the (cluster, model)
-    presence of a spanning axis (``presence`` of shape (0, 0): not kept), each pair's first
-    cluster and whether another appears (over every bucket so far, so the buckets merge
-    as one pass over all rows would), and each cluster's frequency and sum of centred
-    scores."""
-    spanning = presence.shape[0] > 0
-    for r in range(codes.shape[0]):
-        g = codes[r]
-        if spanning:
-            presence[g, model_a[r]] = True
-            presence[g, model_b[r]] = True
-        p = pairs[r]
-        if first[p] < 0:
-            first[p] = g
-        elif first[p] != g:
-            single[p] = False
-        size[g] += freq[r]
-        centred_sum[g] += freq[r] * deviation[r]
+    if inside:
+        design.count += diagnostics.clusters_per_model(a, b, codes, fit.n_models)
+    design.add(codes, a, b, fit.pair[bucket.rows], bucket.scale * fit.frequency[bucket.rows],
+               fit.centered[bucket.rows] - fit.grand_mean)
 
 
 @njit(cache=True)
@@ -375,11 +350,3 @@ def _gather_rows(indptr, indices, data, rows, scale):  # pragma: no cover - numb
             out_data[o] = data[j] * scale[i]
             o += 1
     return out_ptr, out_indices, out_data
-
-
-def _finish_design(design: _AxisDesign, fit: KeyFit, squares: float) -> tuple:
-    counts = (design.clusters_of_model if design.inside
-              else design.presence.sum(axis=0))
-    n_per_model = fit.n_per_model
-    m = np.divide(n_per_model, counts, out=np.full(fit.n_models, np.nan), where=counts > 0)
-    return m, design.single, diagnostics.icc_of_sums(design.size, design.centred_sum, squares)

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from winrate.estimators.cells import CellTotals
-from winrate.variance.sandwich import GroupMeat, group_meat
+from winrate.variance.meats import GroupMeat, as_rows, group_codes, meat_from_codes
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
 #: Why one half (``largest_cluster_share``): for independent normal cluster totals the
@@ -100,38 +100,59 @@ def comparisons_per_cluster(model_a: np.ndarray, model_b: np.ndarray, codes: np.
     sums of a fit's pair counts) divided by the number of clusters a appears in.
 
     ``codes`` are the axis' dense cluster codes ``0..G-1``."""
-    n_models = len(n_per_model)
-    clusters_of_a = clusters_per_model(model_a, model_b, codes, n_models)
-    return np.divide(n_per_model, clusters_of_a, out=np.full(n_models, np.nan),
-                     where=clusters_of_a > 0)
+    return per_cluster(n_per_model,
+                       clusters_per_model(model_a, model_b, codes, len(n_per_model)))
 
 
 def clusters_per_model(model_a: np.ndarray, model_b: np.ndarray, codes: np.ndarray,
                        n_models: int) -> np.ndarray:
-    """Number of distinct clusters (dense ``codes``) each model appears in."""
+    """Number of distinct clusters (dense ``codes``) each model appears in (as model_a or
+    model_b): in one pass over the rows with a bit per (cluster, model) when that table
+    takes at most 64 bits per row (cluster-major, so a row's two bits usually share a cache
+    line), otherwise by :func:`_clusters_per_model_sorted`."""
     n_clusters = int(codes.max()) + 1 if codes.size else 0
-    return _clusters_per_model(model_a, model_b, codes, n_models, n_clusters)
+    if not _bits_fit(n_models, n_clusters, codes.shape[0]):
+        return _clusters_per_model_sorted(model_a, model_b, codes, n_models, n_clusters)
+    count = np.zeros(n_models, np.int64)
+    _count_by_bits(codes, model_a, model_b, _bit_table(n_models, n_clusters), count)
+    return count
+
+
+def _bits_fit(n_models: int, n_clusters: int, n_rows: int) -> bool:
+    """Whether a bit per (cluster, model) takes at most 64 bits per row."""
+    return n_models * n_clusters <= 64 * n_rows
+
+
+def _bit_table(n_models: int, n_clusters: int) -> np.ndarray:
+    return np.zeros((n_models * n_clusters + 7) >> 3, np.uint8)
+
+
+@njit(inline="always")
+def _mark(seen, count, key, m):  # pragma: no cover - numba
+    """Count model m in a cluster the first time its (cluster, model) bit ``key`` is set."""
+    bit = np.uint8(1 << (key & 7))
+    if seen[key >> 3] & bit == 0:
+        seen[key >> 3] |= bit
+        count[m] += 1
 
 
 @njit(cache=True)
-def _clusters_per_model(model_a, model_b, codes, n_models, n_clusters):  # pragma: no cover
-    """Number of distinct clusters each model appears in (as model_a or model_b), in one
-    pass over the rows with a bit per (cluster, model) when that table takes at most 64 bits
-    per row (cluster-major, so a row's two bits usually share a cache line); otherwise the
-    rows' models are counting-sorted by cluster and each model remembers the last cluster
-    it was counted in (memory O(n + G + K))."""
+def _count_by_bits(codes, model_a, model_b, seen, count):  # pragma: no cover - numba
+    """Add the rows' (cluster, model) pairs not seen yet to ``count`` (:func:`_mark`)."""
+    n_models = count.shape[0]
+    for r in range(codes.shape[0]):
+        _mark(seen, count, codes[r] * n_models + model_a[r], model_a[r])
+        _mark(seen, count, codes[r] * n_models + model_b[r], model_b[r])
+
+
+@njit(cache=True)
+def _clusters_per_model_sorted(model_a, model_b, codes, n_models,
+                               n_clusters):  # pragma: no cover - numba
+    """:func:`clusters_per_model` when a bit table is too large: the rows' models are
+    counting-sorted by cluster and each model remembers the last cluster it was counted in
+    (memory O(n + G + K))."""
     n = codes.shape[0]
     count = np.zeros(n_models, np.int64)
-    if n_models * n_clusters <= 64 * n:
-        seen = np.zeros((n_models * n_clusters + 7) >> 3, np.uint8)
-        for r in range(n):
-            for m in (model_a[r], model_b[r]):
-                key = codes[r] * n_models + m
-                bit = np.uint8(1 << (key & 7))
-                if seen[key >> 3] & bit == 0:
-                    seen[key >> 3] |= bit
-                    count[m] += 1
-        return count
     start = np.zeros(n_clusters + 1, np.int64)
     for r in range(n):
         start[codes[r] + 1] += 1
@@ -153,42 +174,140 @@ def _clusters_per_model(model_a, model_b, codes, n_models, n_clusters):  # pragm
     return count
 
 
-def axis_design(log, board, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """The design of one clustering axis (cluster ``codes``): ``m_a`` over the log's models
-    (:func:`comparisons_per_cluster`), the (P,) mask of single-cluster pairs
-    (:func:`single_cluster_pairs`) and the pair-level ICC of the pair-centred scores
-    (:func:`anova_icc`). From the rows, or, for a fit that holds its influence as cell
-    totals (:class:`winrate.estimators.cells.CellTotals`; ``codes`` are then the cells'),
-    from the cells' sums: a cluster's comparisons and centred sum are its cells', the
-    centred scores' sum of squares is the pairs' (the cells are complete, so a pair is in
-    a cluster when both of its models have comparisons in one of its cells)."""
-    cells = board.influence
-    if not isinstance(cells, CellTotals):
-        return (comparisons_per_cluster(log.model_a, log.model_b, codes,
-                                        board.counts.sum(axis=1)),
-                single_cluster_pairs(board.pair, codes, len(board.pairs)),
-                anova_icc(board.centered, codes, log.frequency))
-    lo, hi = board.pairs[:, 0], board.pairs[:, 1]
+def per_cluster(n_per_model: np.ndarray, clusters_of_model: np.ndarray) -> np.ndarray:
+    """``m_a = n_a / G_a``: model a's comparisons over the clusters it appears in; NaN for a
+    model in no cluster."""
+    return np.divide(n_per_model, clusters_of_model,
+                     out=np.full(np.shape(n_per_model), np.nan), where=clusters_of_model > 0)
+
+
+def centred_scores(centered: np.ndarray, frequency: np.ndarray | None) -> tuple[np.ndarray, float]:
+    """The pair-centred scores minus their (frequency-weighted) grand mean, and their
+    weighted sum of squares: the ANOVA ICC's deviations, the same for every axis (centring
+    first, so a large common offset cancels before any square is taken)."""
+    total = centered.shape[0] if frequency is None else frequency.sum()
+    grand_mean = (centered if frequency is None else frequency * centered).sum() / total
+    deviation = centered - grand_mean
+    weighted = deviation if frequency is None else frequency * deviation
+    return deviation, float(deviation @ weighted)
+
+
+def row_design_sums(codes: np.ndarray, n_clusters: int, model_a: np.ndarray,
+                    model_b: np.ndarray, n_models: int, pair: np.ndarray, n_pairs: int,
+                    frequency: np.ndarray | None, deviation: np.ndarray):
+    """One axis' design sums from the rows in one pass (cluster ``codes`` in
+    ``[0, n_clusters)``): the clusters each model appears in
+    (:func:`clusters_per_model`), the single-cluster pairs (:func:`single_cluster_pairs`),
+    and each cluster's frequency and sum of the ``deviation`` (:func:`centred_scores`),
+    the ANOVA ICC's sums (:func:`icc_of_sums`). Returns
+    ``(clusters_of_model, single, size, centred_sum)``."""
+    state = DesignState(n_clusters, n_models, n_pairs,
+                        bits=_bits_fit(n_models, n_clusters, codes.shape[0]))
+    state.add(codes, model_a, model_b, pair, frequency, deviation)
+    if not state.counts_models:  # a (cluster, model) table too large: count sorting by cluster
+        state.count = _clusters_per_model_sorted(model_a, model_b, codes, n_models,
+                                                 n_clusters)
+    return state.count, state.single, state.size, state.centred_sum
+
+
+class DesignState:
+    """Running design sums of one axis over parts of its rows (all rows at once, or bucket
+    by bucket), as one pass over every row would give them: each model's clusters counted
+    with a bit per (cluster, model) when ``bits`` (as :func:`clusters_per_model`), each
+    pair's first cluster and whether another appears, and each cluster's frequency and sum
+    of the centred scores."""
+
+    def __init__(self, n_clusters: int, n_models: int, n_pairs: int, bits: bool):
+        self.seen = _bit_table(n_models, n_clusters) if bits else np.zeros(0, np.uint8)
+        self.count = np.zeros(n_models, np.int64)
+        self.first = np.full(n_pairs, -1, np.int64)
+        self.single = np.ones(n_pairs, bool)
+        self.size = np.zeros(n_clusters)
+        self.centred_sum = np.zeros(n_clusters)
+
+    @property
+    def counts_models(self) -> bool:
+        return self.seen.shape[0] > 0
+
+    def add(self, codes, model_a, model_b, pair, frequency, deviation) -> None:
+        """Add rows (their cluster codes, models, pairs, frequencies (None: 1) and
+        deviations from the grand mean)."""
+        freq = np.ones(codes.shape[0]) if frequency is None else frequency
+        _design_pass(codes, model_a, model_b, pair, freq, deviation, self.seen, self.count,
+                     self.first, self.single, self.size, self.centred_sum)
+
+
+@njit(cache=True)
+def _design_pass(codes, model_a, model_b, pair, freq, deviation, seen, count, first, single,
+                 size, centred_sum):  # pragma: no cover - numba
+    """:class:`DesignState` in one pass over rows: a model counted in a cluster the first
+    time its (cluster, model) bit is set (when ``seen`` has room), each pair's first
+    cluster and whether a later row leaves it, and per cluster the sums of ``freq`` and
+    ``freq * deviation`` (in row order, as ``np.bincount`` adds them)."""
+    n_models = count.shape[0]
+    counting = seen.shape[0] > 0
+    for r in range(codes.shape[0]):
+        g = codes[r]
+        if counting:
+            _mark(seen, count, g * n_models + model_a[r], model_a[r])
+            _mark(seen, count, g * n_models + model_b[r], model_b[r])
+        p = pair[r]
+        if first[p] < 0:
+            first[p] = g
+        elif first[p] != g:
+            single[p] = False
+        size[g] += freq[r]
+        centred_sum[g] += freq[r] * deviation[r]
+
+
+def cell_design_sums(cells: CellTotals, pairs: np.ndarray, counts: np.ndarray,
+                     codes: np.ndarray):
+    """:func:`row_design_sums` of a fit held as cell totals (``codes`` the cells'
+    clusters), and the sum of squares of :func:`centred_scores`: a cluster's comparisons
+    and centred sum are its cells', the centred scores' sum of squares is the pairs'
+    (``pairs`` (P, 2) observed, ``counts`` (L, L)); cells are complete, so a pair is in a
+    cluster when both its models have comparisons in one of its cells. Returns
+    ``(clusters_of_model, single, size, centred_sum, squares)``."""
+    lo, hi = pairs[:, 0], pairs[:, 1]
     if np.bincount(codes).max(initial=0) <= 1:  # every cluster one cell
-        pair_clusters = board.counts[lo, hi]
+        pair_clusters = counts[lo, hi]
     else:
         order = np.argsort(codes, kind="stable")
         pair_clusters = _pair_clusters(cells.model_rows > 0, codes, order)[lo, hi]
     total = cells.rows.sum()
     mean = cells.centred.sum() / total
     size = _by_cluster(codes, cells.rows[:, None])[:, 0]
-    group_sum = _by_cluster(codes, cells.centred[:, None])[:, 0] - size * mean
-    icc = icc_of_sums(size, group_sum, cells.pair_spread.sum() - total * mean**2)
-    return cells_per_cluster(cells, codes, board.counts.sum(axis=1)), pair_clusters == 1, icc
+    return (_cell_clusters_of_model(cells, codes), pair_clusters == 1,
+            size, _by_cluster(codes, cells.centred[:, None])[:, 0] - size * mean,
+            cells.pair_spread.sum() - total * mean**2)
 
 
 def cells_per_cluster(cells: CellTotals, codes: np.ndarray,
                       n_per_model: np.ndarray) -> np.ndarray:
-    """:func:`comparisons_per_cluster` from cell totals: a model appears in the clusters
-    holding a cell where it has comparisons."""
-    clusters_of_a = (_by_cluster(codes, cells.model_rows) > 0).sum(axis=0)
-    return np.divide(n_per_model, clusters_of_a, out=np.full(n_per_model.shape, np.nan),
-                     where=clusters_of_a > 0)
+    """:func:`comparisons_per_cluster` from cell totals (``codes`` the cells' clusters)."""
+    return per_cluster(n_per_model, _cell_clusters_of_model(cells, codes))
+
+
+def _cell_clusters_of_model(cells: CellTotals, codes: np.ndarray) -> np.ndarray:
+    """The clusters each model appears in: those holding a cell where it has comparisons."""
+    return (_by_cluster(codes, cells.model_rows) > 0).sum(axis=0)
+
+
+def axis_design(log, board, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The design of one clustering axis (cluster ``codes`` of the log's rows, or of the
+    cells of a fit held as cell totals): ``m_a`` over the log's models, the (P,) mask of
+    single-cluster pairs and the pair-level ICC of the pair-centred scores
+    (:meth:`winrate.variance.cluster_sums.ClusterSums.design` of one axis)."""
+    if board.pair is None:  # no rows: the fit's cell totals
+        clusters, single, size, centred_sum, squares = cell_design_sums(
+            board.influence, board.pairs, board.counts, codes)
+    else:
+        deviation, squares = centred_scores(board.centered, log.frequency)
+        clusters, single, size, centred_sum = row_design_sums(
+            codes, int(codes.max()) + 1 if codes.size else 0, log.model_a, log.model_b,
+            log.n_models, board.pair, len(board.pairs), log.frequency, deviation)
+    return (per_cluster(board.counts.sum(axis=1), clusters), single,
+            icc_of_sums(size, centred_sum, squares))
 
 
 def cells_shared_icc(cells: CellTotals, pairs: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -287,7 +406,8 @@ def largest_cluster_share(influence, codes: np.ndarray) -> tuple[np.ndarray, np.
     size does not vanish relative to the sample). ``s_ga`` is its sample analogue; a
     share above :data:`DOMINANT_SHARE` is flagged (the threshold's justification is there).
     """
-    return dominant_share(group_meat(influence, codes))
+    rows = as_rows(influence)
+    return dominant_share(meat_from_codes(rows, *group_codes(codes)))
 
 
 def dominant_share(group: GroupMeat) -> tuple[np.ndarray, np.ndarray]:

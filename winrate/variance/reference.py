@@ -16,13 +16,14 @@ from winrate.errors import WinrateInputError
 _EMPTY = -1e20
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
+    """``alpha`` in (0, 1) as a float, else a WinrateInputError."""
     if not 0 < alpha < 1:
         raise WinrateInputError(f"alpha must be in (0, 1), got {alpha}")
     return float(alpha)
 
 
-def _check_df(df):
+def check_df(df):
     """``None`` or ``inf`` mean the normal reference; otherwise ``df >= 1``. An array gives
     one df per estimate (NaN for an estimate without a variance; inf: normal)."""
     if df is not None and np.ndim(df):
@@ -40,7 +41,7 @@ def _check_df(df):
 def reference_label(df) -> str:
     """The reference distribution in words: ``normal``, ``t(29)``, or for per-estimate df
     ``t(df per model, 36.2-77.9)``."""
-    df = _check_df(df)
+    df = check_df(df)
     if df is None:
         return "normal"
     if np.ndim(df) == 0:
@@ -57,18 +58,18 @@ def joint_df(df, keep=None) -> float | None:
     has its own (``df`` an array, e.g. Pan-Wall's): the smallest over the ``keep``
     estimates, so the family's reference is no lighter-tailed than any member's. A scalar
     or None passes through."""
-    df = _check_df(df)
+    df = check_df(df)
     if df is None or np.ndim(df) == 0:
         return df
     kept = df if keep is None else df[np.asarray(keep, bool)]
     kept = kept[~np.isnan(kept)]
-    return _check_df(float(kept.min())) if kept.size else None
+    return check_df(float(kept.min())) if kept.size else None
 
 
 def critical_value(alpha: float, df=None):
     """Two-sided critical value: ``z_{1-alpha/2}``, or ``t_{df, 1-alpha/2}`` when df is given
     (an array of df gives an array of critical values, NaN where the df is NaN)."""
-    alpha, df = _check_alpha(alpha), _check_df(df)
+    alpha, df = check_alpha(alpha), check_df(df)
     if df is None:
         return float(special.ndtri(1 - alpha / 2))  # what scipy.stats.norm.ppf evaluates
     crit = special.stdtrit(df, 1 - alpha / 2)  # and scipy.stats.t.ppf (inf df: normal)

@@ -43,11 +43,11 @@ import scipy.sparse as sp
 
 from winrate import estimators, notes
 from winrate.constants import FEW_CLUSTERS, VARIANCE_METHODS
-from winrate.errors import WinrateInputError, one_of, outside_stacklevel
+from winrate.errors import WinrateInputError, one_of
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.io.logs import ComparisonLog
 from winrate.progress import bar
-from winrate.variance.reference import _check_alpha, _quantile_with_se, reference_label
+from winrate.variance.reference import _quantile_with_se, check_alpha, reference_label
 from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,
     group_codes,
@@ -243,7 +243,7 @@ def jackknife_cov(log: ComparisonLog, groups, weights="uniform",
 
 def _warn_undefined(undefined: int) -> None:
     if undefined:
-        notes.emit(notes.undefined_replicates(undefined), stacklevel=outside_stacklevel())
+        notes.emit(notes.undefined_replicates(undefined))
 
 
 def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
@@ -340,7 +340,7 @@ class BootstrapResult:
     def percentile(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         """Percentile interval ``[q_{alpha/2}, q_{1-alpha/2}]`` of each model's replicates
         (Efron & Tibshirani 1993, "An Introduction to the Bootstrap", eq. 13.5)."""
-        alpha = _check_alpha(alpha)
+        alpha = check_alpha(alpha)
         low, high = np.quantile(self.replicates, [alpha / 2, 1 - alpha / 2], axis=0)
         return low, high
 
@@ -464,8 +464,7 @@ def _bootstrap_result(board, reps, method, sizes, seed) -> BootstrapResult:
     defined = ~np.isnan(estimate)
     bad = np.isnan(reps[:, defined]).any(axis=1)
     if bad.any():
-        notes.emit(notes.bootstrap_conditional(int(bad.sum()), len(reps)),
-                   stacklevel=outside_stacklevel())
+        notes.emit(notes.bootstrap_conditional(int(bad.sum()), len(reps)))
     reps = np.where(np.isnan(reps), np.nan_to_num(estimate), reps)[~bad]
     if len(reps) < 2:
         raise WinrateInputError("fewer than 2 bootstrap replicates left every model scored")
@@ -533,6 +532,44 @@ def wild_weights(n_clusters: int, reps: int, distribution: str = "webb", seed=0
     return points[rng.integers(0, len(points), (reps, n_clusters))], False
 
 
+@dataclass(frozen=True, eq=False)
+class WildDraws:
+    """The wild cluster bootstrap before a level is chosen (:func:`wild_draws`): the
+    estimates, the sample CV1 ``se`` and ``cov``, the (B, K) draws ``statistics`` of
+    ``|t*|``, the weight ``distribution``, ``n_clusters`` and the number of weight vectors
+    ``n_draws`` (``enumerated``: the whole support). :meth:`at` gives the intervals."""
+
+    estimate: np.ndarray
+    se: np.ndarray
+    cov: np.ndarray
+    statistics: np.ndarray
+    distribution: str
+    n_clusters: int
+    enumerated: bool
+
+    @property
+    def n_draws(self) -> int:
+        return self.statistics.shape[0]
+
+    def at(self, alpha: float) -> WildBootstrapResult:
+        """Symmetric percentile-t intervals at level 1 - ``alpha``: ``S_a -/+ c_a se_a``
+        with ``c_a`` the 1 - alpha quantile of ``|t*_a|``, and the simultaneous ones from
+        the quantile of ``max_a |t*_a|`` (:func:`wild_cluster_bootstrap`); a note when the
+        weights' support is too coarse for this level."""
+        alpha = check_alpha(alpha)
+        _warn_coarse_support(self.distribution, self.n_clusters, alpha)
+        crit = _quantile_with_se(self.statistics, alpha)[0]
+        sim_crit = float(_quantile_with_se(self.statistics.max(axis=1, keepdims=True),
+                                           alpha)[0][0])
+        est, se = self.estimate, self.se
+        half = np.where(se > 0, crit * se, 0.0)  # crit may be inf (see _wild_statistics)
+        sim_half = np.where(se > 0, sim_crit * se, 0.0)
+        return WildBootstrapResult(
+            est, se, self.cov, est - half, est + half, crit, sim_crit, est - sim_half,
+            est + sim_half, self.distribution, self.n_clusters, self.n_draws,
+            self.enumerated, alpha)
+
+
 def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha: float = 0.05,
                            reps: int = 9999, distribution: str = "webb", seed: int | None = 0,
                            correction: str = DEFAULT_CORRECTION,
@@ -554,6 +591,7 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     ``t*_a = d*_a / sqrt(V*_a)``. The interval is ``S_a -/+ c_a se_a`` with ``se_a`` the
     sample CV1 SE and ``c_a`` the ``1 - alpha`` quantile of ``|t*_a|`` (symmetric
     percentile-t); the simultaneous critical value is the quantile of ``max_a |t*_a|``.
+    The draws do not depend on ``alpha`` (:func:`wild_draws`; :meth:`WildDraws.at`).
 
     Limits: only one clustering axis (two-way dependence is not resampled; use the
     pigeonhole bootstrap or the jackknife); the bootstrap is of the *linearised* estimator,
@@ -562,7 +600,16 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     ``|t*|``): when ``2 / 2^G > alpha`` no quantile reaches 1 - alpha and the interval is
     set by the largest draw (a warning says so); Webb's six points give 6^G vectors.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
+    return wild_draws(log, groups, weights, reps, distribution, seed, correction, board,
+                      progress).at(alpha)
+
+
+def wild_draws(log: ComparisonLog, groups, weights="uniform", reps: int = 9999,
+               distribution: str = "webb", seed: int | None = 0,
+               correction: str = DEFAULT_CORRECTION, board: Leaderboard | None = None,
+               progress: bool | None = None) -> WildDraws:
+    """The draws of :func:`wild_cluster_bootstrap` (its doc), at no level yet."""
     factor = small_sample_factor(2, correction)  # validates correction before any work
     board = _fitted(log, board, weights)
     totals = pair_totals(log, board, groups)
@@ -570,7 +617,6 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     if n_groups < 2:
         raise WinrateInputError("the wild cluster bootstrap needs at least 2 clusters")
     v, enumerated = wild_weights(n_groups, reps, distribution, seed)
-    _warn_coarse_support(distribution, n_groups, alpha)
     counts_p = totals.total_counts
     psi = np.divide(totals.total_wins, counts_p)
     centred = (totals.wins - totals.counts.multiply(psi[None, :])).toarray()  # (G, P) E_gp
@@ -578,17 +624,10 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     t_g = np.asarray(centred @ amap)  # (G, K) cluster sums of the influence
     factor = small_sample_factor(n_groups, correction)
     cov = factor * t_g.T @ t_g
-    se = np.sqrt(np.diag(cov))
     stats = _wild_statistics(v, centred, totals.counts.toarray(), counts_p, amap, t_g, factor,
                              progress)
-    crit = _quantile_with_se(np.abs(stats), alpha)[0]
-    sim_crit = float(_quantile_with_se(np.abs(stats).max(axis=1, keepdims=True), alpha)[0][0])
-    est = board.scores
-    half = np.where(se > 0, crit * se, 0.0)  # crit may be inf (see _wild_statistics)
-    sim_half = np.where(se > 0, sim_crit * se, 0.0)
-    return WildBootstrapResult(
-        est, se, cov, est - half, est + half, crit, sim_crit, est - sim_half, est + sim_half,
-        distribution, n_groups, len(v), enumerated, alpha)
+    return WildDraws(board.scores, np.sqrt(np.diag(cov)), cov, np.abs(stats), distribution,
+                     n_groups, enumerated)
 
 
 def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) -> np.ndarray:
@@ -622,9 +661,9 @@ def _wild_statistics(v, centred, counts, counts_p, amap, t_g, factor, progress) 
 
 def _warn_coarse_support(distribution: str, n_groups: int, alpha: float) -> None:
     if distribution == "rademacher" and 2.0 / 2**n_groups > alpha:
-        notes.emit(notes.coarse_rademacher(n_groups, alpha), stacklevel=outside_stacklevel())
+        notes.emit(notes.coarse_rademacher(n_groups, alpha))
     elif n_groups <= 5:
-        notes.emit(notes.few_wild_clusters(n_groups), stacklevel=outside_stacklevel())
+        notes.emit(notes.few_wild_clusters(n_groups))
 
 
 # ------------------------------------------------------------ method choice for reports
@@ -640,15 +679,15 @@ class VarianceChoice:
     ``method``: what was run (``"sandwich"``, ``"jackknife"``, ``"wild bootstrap"``,
     ``"cluster bootstrap"``, ``"pigeonhole bootstrap"``); ``cov`` and ``df`` (t degrees of
     freedom, None for normal) feed Wald, simultaneous, pairwise and rank inference;
-    ``wild`` holds percentile-t intervals when the wild bootstrap was used (they replace
-    the Wald intervals); ``note``: one line saying what was used and why.
+    ``wild`` holds the wild bootstrap's draws when it was used (its percentile-t intervals,
+    :meth:`WildDraws.at`, replace the Wald intervals); ``note``: one line saying what was used and why.
     """
 
     method: str
     cov: np.ndarray
     df: int | None
     note: str
-    wild: WildBootstrapResult | None = None
+    wild: WildDraws | None = None
     bootstrap: BootstrapResult | None = None
     psd_repaired: bool = False
 
@@ -677,7 +716,7 @@ def sandwich_note(names, sizes, correction: str, df) -> str:
 
 
 def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str, ...],
-                       method: str, alpha: float = 0.05, reps: int = 999,
+                       method: str, reps: int = 999,
                        seed: int | None = 0, progress: bool | None = None,
                        correction: str = DEFAULT_CORRECTION) -> VarianceChoice:
     """Covariance by the jackknife or a bootstrap, chosen by the clustering (``names``
@@ -720,8 +759,8 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
     if (len(groups) == 1 and sizes[0] <= WILD_MAX_CLUSTERS
             and estimator.supports("wild bootstrap")):
         dist = "webb" if sizes[0] <= WEBB_MAX_CLUSTERS else "rademacher"
-        wild = wild_cluster_bootstrap(log, groups[0], "uniform", alpha, reps, dist, seed,
-                                      correction, board=board, progress=progress)
+        wild = wild_draws(log, groups[0], "uniform", reps, dist, seed, correction,
+                          board=board, progress=progress)
         why = ("Webb 6-point weights since Rademacher has only 2^G draws" if dist == "webb"
                else "Rademacher weights")
         note = (f"wild cluster bootstrap by {label} ({wild.n_draws:,} draws"
