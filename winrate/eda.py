@@ -88,7 +88,6 @@ warnings           their texts
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,14 +95,14 @@ import pandas as pd
 
 from winrate import estimators
 from winrate.analysis import LeaderboardAnalysis, analyze
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError
 from winrate.estimators.cells import keeps_rows
 from winrate.inference.covariance import AxisSummary, negligible_se
 from winrate.inference.plan import clustering_problem, parse_clustering
 from winrate.inference.results import IntervalBasis, IntervalResults
 from winrate.io.datasets import SCORE_DATASETS, read_dataset, read_scores
 from winrate.io.logs import ComparisonLog, as_log
-from winrate.notes import Note, Notes, as_note, clustering_not_identified, from_warning
+from winrate.notes import Note, Notes, as_note, clustering_not_identified, gathered
 from winrate.report.leaderboard import defined_median, json_safe
 from winrate.report.tables import comment_block, render_table
 from winrate.report.text import Summary, text_block
@@ -322,21 +321,20 @@ def shared_response_icc(log: ComparisonLog, analysis: LeaderboardAnalysis, codes
 # --------------------------------------------------------------------------- the report
 
 
-def _quiet_analyze(log: ComparisonLog, axes: tuple[str, ...], correction, board):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
+def _analysis(log: ComparisonLog, axes: tuple[str, ...], correction, board):
+    """The sandwich analysis of one clustering; its notes stay on it (the report's)."""
+    with gathered():
         return analyze(log, cluster=axes or "none", board=board,
                        variance=Variance("sandwich", correction))
 
 
-def _fit_quietly(log: ComparisonLog, estimator: dict):
+def _fit(log: ComparisonLog, estimator: dict):
     """The fit of the report's estimator (``model`` and its options: an option it does not
-    have is an error naming the estimators that have it)."""
+    have is an error naming the estimators that have it) and the notes it gave."""
     options = dict(estimator)
     model = options.pop("model", estimators.DEFAULT_ESTIMATOR)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
-        return estimators.fit(log, model, **options)
+    with gathered() as found:
+        return estimators.fit(log, model, **options), found
 
 
 @dataclass(frozen=True)
@@ -382,15 +380,15 @@ class _Base:
 def _run_analyses(log, specs, correction, estimator: dict):
     """One analysis per identified clustering, multiway first, all of one fit; a single
     axis already summarised by a multiway analysis (its one-way term) is not analysed
-    again. Returns ``(runs, checks, base)``."""
-    board = _fit_quietly(log, estimator)
+    again. Returns ``(runs, checks, base, the fit's notes)``."""
+    board, fit_notes = _fit(log, estimator)
     runs, checks, base, layout = {}, {}, None, None
     singles = {spec[0] for spec in specs if len(spec) == 1}
     identified = [s for s in specs if clustering_problem(log, s) is None]
     for spec in sorted(identified, key=len, reverse=True):
         if len(spec) == 1 and any(spec[0] in r.summaries for r in runs.values()):
             continue
-        run = _quiet_analyze(log, spec, correction, board)
+        run = _analysis(log, spec, correction, board)
         base = base or _Base.of(run)
         for name in singles.intersection(run.axes).difference(checks):
             if keeps_rows(board.influence):  # a table has no rows to lay out
@@ -398,9 +396,9 @@ def _run_analyses(log, specs, correction, estimator: dict):
             checks[name] = _axis_check(log, run, name, layout)
         runs[spec] = _Run(run.se, run.deff, run.cov, dict(run.axes), run.notes)
     if base is None:
-        run = _quiet_analyze(log, (), correction, board)
+        run = _analysis(log, (), correction, board)
         base, runs[()] = _Base.of(run), _Run(run.se, run.deff, run.cov, {}, run.notes)
-    return runs, checks, base
+    return runs, checks, base, fit_notes
 
 
 def _clustering_result(log, spec, runs: dict[tuple, _Run], base: _Base) -> ClusteringResult:
@@ -505,7 +503,7 @@ def explore(log, cluster=DEFAULT_CLUSTERINGS, *,
     if not specs or () in specs:
         raise WinrateInputError(f"each clustering must name axes, got {given}")
     correction = correction or DEFAULT_CORRECTION
-    runs, checks, base = _run_analyses(log, specs, correction, estimator)
+    runs, checks, base, fit_notes = _run_analyses(log, specs, correction, estimator)
     model = estimators.get(estimator.get("model", estimators.DEFAULT_ESTIMATOR))
     options = estimators.settle(model, {k: v for k, v in estimator.items() if k != "model"})
     n_a = base.n
@@ -522,7 +520,7 @@ def explore(log, cluster=DEFAULT_CLUSTERINGS, *,
                   **({"model": model.name} if "model" in estimator else {})},
         structure=_structure(log, base, m_prompt), models=base.models, n=n_a, prompts=prompts,
         score=base.score, se_naive=base.se_naive, clusterings=results, axes=axes,
-        main=main, notes=Notes(map(as_note, [*notes, *_notes(results, runs)])),
+        main=main, notes=Notes(map(as_note, [*notes, *fit_notes, *_notes(results, runs)])),
         options=options,
     )
 
@@ -555,18 +553,13 @@ def explore_dataset(name: str, models=None, cluster=None, **kwargs) -> EdaReport
     """
     from winrate.progress import stage
 
-    with warnings.catch_warnings(record=True) as caught, stage(f"reading {name}"):
-        warnings.simplefilter("always", WinrateWarning)
+    with gathered() as loaded, stage(f"reading {name}"):
         if _per_question(name, kwargs):
             log = read_scores(name, models=models, progress=False)
         else:
             log = read_dataset(name, models=models, progress=False)
-    loaded = tuple(from_warning(w.message) for w in caught
-                   if issubclass(w.category, WinrateWarning))
-    for other in (w for w in caught if not issubclass(w.category, WinrateWarning)):
-        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
     specs = cluster or DATASET_CLUSTERINGS.get(name, DEFAULT_CLUSTERINGS)
-    return explore(log, specs, dataset=name, notes=loaded, **kwargs)
+    return explore(log, specs, dataset=name, notes=tuple(loaded), **kwargs)
 
 
 def _per_question(name: str, options: dict) -> bool:
