@@ -1,0 +1,542 @@
+"""Sums of an influence by cluster, and their algebra: the kernels under every meat.
+
+A clustered covariance reads an ``(n, q)`` influence (or score rows) only through sums over
+the clusters of a clustering (:mod:`winrate.variance.sandwich` has the math and sources,
+:mod:`winrate.variance.cluster_sums` the forms an influence comes in). This module holds
+what those forms share: :class:`GroupMeat`, the sums ``sum_g t_g t_g^T`` of one clustering
+with the pieces the diagnostics read (largest total, sums of squared rows, fourth powers),
+the numba kernels that compute them from CSR rows in one radix pass (two-way: both axes
+and their cells in one pass), the CR2 leverage factors, the small-sample factor, the PSD
+repair and the inclusion-exclusion sum of Cameron, Gelbach & Miller (2011, JBES 29(2),
+eq. 2.11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from winrate.constants import CORRECTIONS
+from winrate.errors import WinrateInputError, one_of
+from winrate.io.logs import factorize_groups
+from winrate.parallel import sized_kernel
+
+_PSD_TOLERANCE = 1e-10
+
+
+def as_rows(influence):
+    """Influence rows as a CSR matrix or a 2-D float ndarray, never a densified sparse
+    matrix."""
+    if isinstance(influence, sp.csr_array):
+        return influence
+    if sp.issparse(influence):
+        return sp.csr_array(influence)
+    arr = np.asarray(influence, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"influence must be 2-D (n, K), got shape {arr.shape}")
+    return arr
+
+
+def check_correction(correction: str) -> None:
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {one_of(CORRECTIONS)}, got {correction!r}")
+
+
+def sandwich(meat: np.ndarray, bread: np.ndarray | None) -> np.ndarray:
+    """``B M B^T`` (module doc); the meat itself when there is no bread."""
+    if bread is None:
+        return meat
+    return bread @ meat @ bread.T
+
+
+def small_sample_factor(n_clusters: int, correction: str) -> float:
+    """Multiplier c(G): 1 for CR0 and CR2 (whose correction scales the rows,
+    :func:`stratum_leverage_scale`), G / (G - 1) for CR1 (infinite for G = 1)."""
+    check_correction(correction)
+    if correction in ("none", "cr2"):
+        return 1.0
+    return n_clusters / (n_clusters - 1) if n_clusters > 1 else np.inf
+
+
+def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
+                           frequency: np.ndarray | None = None,
+                           stratum_total: np.ndarray | None = None) -> np.ndarray:
+    """CR2 row factors ``(1 - m_gh / n_h)^{-1/2}`` for clusters ``codes`` and strata
+    ``strata`` (module doc, ``"cr2"``): ``m_gh`` is the frequency of stratum h in cluster g,
+    ``n_h`` that of stratum h (from these rows, or ``stratum_total[h]`` when the rows are a
+    part of the log holding whole clusters); 1 where the stratum lies wholly in the
+    cluster."""
+    freq = np.ones(codes.shape[0]) if frequency is None else np.asarray(frequency, float)
+    stratum, n_strata = group_codes(strata)
+    block, n_blocks = group_codes(codes.astype(np.int64) * n_strata + stratum)
+    m = np.bincount(block, weights=freq, minlength=n_blocks)[block]
+    n = (np.bincount(stratum, weights=freq, minlength=n_strata)[stratum]
+         if stratum_total is None else stratum_total[strata])
+    return leverage_factor(m, n)
+
+
+def leverage_factor(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``(1 - m / n)^{-1/2}`` for a block of frequency m in a stratum of frequency n; 1 where
+    the block is the whole stratum (:func:`stratum_leverage_scale`)."""
+    rest = 1.0 - m / n
+    return np.where(rest > 1e-12, 1.0 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
+
+
+def scale_rows(infl, scale: np.ndarray):
+    """The influence with row r multiplied by ``scale[r]`` (CSR or dense)."""
+    if sp.issparse(infl):
+        return sp.csr_array((infl.data * np.repeat(scale, np.diff(infl.indptr)),
+                             infl.indices, infl.indptr), shape=infl.shape)
+    return infl * scale[:, None]
+
+
+def group_codes(groups) -> tuple[np.ndarray, int]:
+    """Dense codes ``0..G-1`` of the groups and the number of groups G."""
+    codes, labels = factorize_groups(groups)
+    return codes, len(labels)
+
+
+def intersect_codes(code_list: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, int]:
+    """Codes of the intersection clustering (rows agree on every listed dimension).
+
+    Returns ``(codes, n_range)`` with codes in ``[0, n_range)``, not necessarily dense:
+    mixed-radix ``((c_1 * G_2 + c_2) * G_3 + c_3) ...``, compacted only if the range is huge.
+    """
+    combined = np.zeros(code_list[0].shape[0], dtype=np.int64)
+    n_range = 1
+    dense_limit = max(4 * combined.shape[0], 1 << 16)
+    for codes, size in zip(code_list, sizes, strict=True):
+        combined = combined * size + codes
+        n_range *= size
+        if n_range > dense_limit:  # compact now, so the next product cannot overflow
+            combined, n_range = group_codes(combined)
+    return combined, n_range
+
+
+_TARGET_BUCKETS = 512
+
+
+@sized_kernel
+def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets,
+                        n_chunks):  # pragma: no cover
+    """Radix pass: copy each non-zero into its bucket ``group >> shift``, threads in parallel.
+
+    Stores (group offset within the bucket, column, value). Reads are sequential and each
+    thread writes to ``n_buckets`` streams at offsets fixed by per-thread histograms.
+    """
+    n = group.shape[0]
+    histogram = np.zeros((n_chunks, n_buckets), np.int64)
+    for c in numba.prange(n_chunks):
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            histogram[c, group[r] >> shift] += indptr[r + 1] - indptr[r]
+    offsets = np.empty((n_chunks, n_buckets), np.int64)
+    bucket_start = np.zeros(n_buckets + 1, np.int64)
+    running = 0
+    for b in range(n_buckets):
+        bucket_start[b] = running
+        for c in range(n_chunks):
+            offsets[c, b] = running
+            running += histogram[c, b]
+    bucket_start[n_buckets] = running
+    local = np.empty(indices.shape[0], np.int32)
+    columns = np.empty(indices.shape[0], np.int32)
+    values = np.empty(indices.shape[0])
+    mask = (1 << shift) - 1
+    for c in numba.prange(n_chunks):
+        fill = offsets[c]
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            g = group[r]
+            b = g >> shift
+            for p in range(indptr[r], indptr[r + 1]):
+                i = fill[b]
+                local[i] = g & mask
+                columns[i] = indices[p]
+                values[i] = data[p]
+                fill[b] = i + 1
+    return bucket_start, local, columns, values
+
+
+@njit(cache=True)
+def _bucket_order(lo, hi, local, n_local, buffers):  # pragma: no cover - numba
+    """Counting sort of one bucket's entries by group: group g's entries are
+    ``order[start[g]:start[g + 1]]``. ``buffers`` = (start, fill, order) of at least
+    ``n_local + 1``, ``n_local`` and ``hi - lo`` entries (:func:`_sort_buffers`), reused
+    from bucket to bucket: fresh arrays per bucket cost a page fault per 4 KiB."""
+    start, fill, order = buffers
+    start[: n_local + 1] = 0
+    for i in range(lo, hi):
+        start[local[i] + 1] += 1
+    for g in range(n_local):
+        start[g + 1] += start[g]
+        fill[g] = start[g]
+    for i in range(lo, hi):
+        order[fill[local[i]]] = i
+        fill[local[i]] += 1
+    return start, order
+
+
+@njit(cache=True)
+def _sort_buffers(bucket_start, n_local):  # pragma: no cover - numba
+    """Buffers for :func:`_bucket_order` that fit every bucket."""
+    largest = 0
+    for b in range(bucket_start.shape[0] - 1):
+        largest = max(largest, bucket_start[b + 1] - bucket_start[b])
+    return (np.empty(n_local + 1, np.int64), np.empty(n_local, np.int64),
+            np.empty(largest, np.int64))
+
+
+@njit(cache=True)
+def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docstring)
+        lo, hi, local, columns, values, n_local, inner_bits, n_levels, outer_base,
+        outer_scale, inner_scale, meat, top, arg, row_squares, spread, fourth, nonempty, sums,
+        squares, seen, touched, inner_totals, inner_squares, inner_rows,
+        buffers):  # pragma: no cover - numba
+    """Group sums of one bucket, its entries sorted by local code g (:func:`_bucket_order`).
+
+    Level 0 groups the entries by g; with ``n_levels == 2`` level 1 groups them by
+    ``g >> inner_bits`` (the outer cluster of a cell ``g = outer << inner_bits | inner``),
+    each outer total the sum of its cells, which are contiguous in code order, and the
+    few inner clusters' totals (and sums of squares) are added densely to
+    ``inner_totals`` / ``inner_squares`` (J, k), ``inner_rows`` marking them non-empty.
+    A closed group with totals t adds the half outer product of t to ``meat[level]``,
+    keeps per column the largest ``t^2`` in ``top[level]`` with the group's code in
+    ``arg[level]``, adds its sums of squared values to ``row_squares[level]`` and their
+    squares to ``spread[level]``, ``t^4`` to ``fourth[level]``, and counts in
+    ``nonempty[level]``. Codes: level 1
+    ``outer_base + outer``; level 0 ``outer_scale * (outer_base + outer) + inner_scale *
+    inner`` (``inner_bits = 0, outer_scale = 1, inner_scale = 0`` for a plain clustering).
+    ``sums``, ``squares``, ``seen``, ``touched`` (2, k) hold each level's open group.
+    The two steps are closures, not functions taking arrays: every array argument of a
+    call costs an atomic reference-count update, which was a third of the running time.
+    """
+    start, order = _bucket_order(lo, hi, local, n_local, buffers)
+    n_open = np.zeros(2, np.int64)
+
+    def add(level, col, total, square):
+        if not seen[level, col]:
+            seen[level, col] = True
+            touched[level, n_open[level]] = col
+            n_open[level] += 1
+        sums[level, col] += total
+        squares[level, col] += square
+
+    def close(level, code):
+        m = n_open[level]
+        for i in range(m):
+            ti = touched[level, i]
+            vi = sums[level, ti]
+            for j in range(i, m):
+                meat[level, ti, touched[level, j]] += vi * sums[level, touched[level, j]]
+            row_squares[level, ti] += squares[level, ti]
+            spread[level, ti] += squares[level, ti] * squares[level, ti]
+            fourth[level, ti] += (vi * vi) * (vi * vi)
+            if vi * vi > top[level, ti]:
+                top[level, ti] = vi * vi
+                arg[level, ti] = code
+        for i in range(m):
+            sums[level, touched[level, i]] = 0.0
+            squares[level, touched[level, i]] = 0.0
+            seen[level, touched[level, i]] = False
+        n_open[level] = 0
+        nonempty[level] += 1
+
+    inner_mask = (1 << inner_bits) - 1
+    current = -1  # outer cluster of the open level-1 group
+    for g in range(n_local):
+        if start[g + 1] == start[g]:
+            continue
+        outer, inner = g >> inner_bits, g & inner_mask
+        if n_levels == 2 and outer != current:
+            if current >= 0:
+                close(1, outer_base + current)
+            current = outer
+        for i in range(start[g], start[g + 1]):
+            value = values[order[i]]
+            add(0, columns[order[i]], value, value * value)
+        if n_levels == 2:
+            for i in range(n_open[0]):
+                col = touched[0, i]
+                add(1, col, sums[0, col], squares[0, col])
+                inner_totals[inner, col] += sums[0, col]
+                inner_squares[inner, col] += squares[0, col]
+            inner_rows[inner] = True
+        close(0, outer_scale * (outer_base + outer) + inner_scale * inner)
+    if current >= 0:
+        close(1, outer_base + current)
+
+
+@sized_kernel
+def _bucketed_sums(bucket_start, local, columns, values, shift, inner_bits, n_levels,
+                   n_inner, outer_scale, inner_scale, k, n_chunks):  # pragma: no cover
+    """:func:`_sweep_bucket` over every bucket, buckets split over threads: per thread the
+    half-filled meats ``(n_chunks, 2, k, k)``, largest squared totals and their codes,
+    sums of squares and non-empty counts per level, and the dense inner-cluster totals."""
+    n_buckets = bucket_start.shape[0] - 1
+    meat = np.zeros((n_chunks, 2, k, k))
+    top = np.zeros((n_chunks, 2, k))
+    arg = np.full((n_chunks, 2, k), -1, np.int64)
+    row_squares = np.zeros((n_chunks, 2, k))
+    spread = np.zeros((n_chunks, 2, k))
+    fourth = np.zeros((n_chunks, 2, k))
+    nonempty = np.zeros((n_chunks, 2), np.int64)
+    inner_totals = np.zeros((n_chunks, n_inner, k))
+    inner_squares = np.zeros((n_chunks, n_inner, k))
+    inner_rows = np.zeros((n_chunks, n_inner), np.bool_)
+    for c in numba.prange(n_chunks):
+        sums = np.zeros((2, k))
+        squares = np.zeros((2, k))
+        seen = np.zeros((2, k), np.bool_)
+        touched = np.empty((2, k), np.int64)
+        buffers = _sort_buffers(bucket_start, 1 << shift)
+        for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
+            _sweep_bucket(bucket_start[b], bucket_start[b + 1], local, columns, values,
+                          1 << shift, inner_bits, n_levels, b << (shift - inner_bits),
+                          outer_scale, inner_scale, meat[c], top[c], arg[c], row_squares[c],
+                          spread[c], fourth[c], nonempty[c], sums, squares, seen, touched,
+                          inner_totals[c], inner_squares[c], inner_rows[c], buffers)
+    return (meat, top, arg, row_squares, spread, fourth, nonempty, inner_totals,
+            inner_squares, inner_rows)
+
+
+def _level_meats(sums) -> list[GroupMeat]:
+    """The :class:`GroupMeat` of each level of :func:`_bucketed_sums`' output: thread
+    parts added, half-filled meats M completed as ``M + M^T - diag(M)``, and the largest
+    total taken from the earliest thread on ties (the lowest code, as one pass would)."""
+    meat, top, arg, row_squares, spread, fourth, nonempty = sums[:7]
+    half = meat.sum(axis=0)
+    first_best = top.argmax(axis=0)
+    return [GroupMeat(half[level] + half[level].T - np.diag(np.diag(half[level])),
+                      int(nonempty[:, level].sum()), top[:, level].max(axis=0),
+                      np.take_along_axis(arg[:, level], first_best[None, level], 0)[0],
+                      row_squares[:, level].sum(axis=0), spread[:, level].sum(axis=0),
+                      fourth[:, level].sum(axis=0))
+            for level in (0, 1)]
+
+
+@sized_kernel
+def _csr_row_meat(indptr, indices, data, row_scale, k, n_chunks):  # pragma: no cover
+    """sum_r row_scale_r u_r u_r^T over CSR rows (every row its own cluster), threaded."""
+    n = indptr.shape[0] - 1
+    partial = np.zeros((n_chunks, k, k))
+    for c in numba.prange(n_chunks):
+        meat = partial[c]
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            for p in range(indptr[r], indptr[r + 1]):
+                vp = data[p] * row_scale[r]
+                for q in range(indptr[r], indptr[r + 1]):
+                    meat[indices[p], indices[q]] += vp * data[q]
+    return partial.sum(axis=0)
+
+
+def row_meat(infl, row_scale: np.ndarray) -> np.ndarray:
+    """``sum_r row_scale_r u_r u_r^T`` of influence rows (CSR or dense): the naive meat,
+    every row its own cluster."""
+    if sp.issparse(infl):
+        kernel, n_chunks = _csr_row_meat.choose(infl.nnz)
+        return kernel(*csr_parts(infl), row_scale, infl.shape[1], n_chunks)
+    return (infl * row_scale[:, None]).T @ infl
+
+
+def _buckets(infl, codes: np.ndarray, n_range: int, min_shift: int = 0):
+    """The radix pass (:func:`_scatter_to_buckets`) with about :data:`_TARGET_BUCKETS`
+    buckets of groups (each bucket ``2**shift`` codes, ``shift >= min_shift``); returns its
+    output and the bucket shift."""
+    shift = max(min_shift, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
+    n_buckets = ((max(n_range, 1) - 1) >> shift) + 1
+    kernel, n_chunks = _scatter_to_buckets.choose(infl.nnz)
+    return kernel(*csr_parts(infl), codes, shift, n_buckets, n_chunks), shift
+
+
+def csr_parts(infl):
+    return infl.indptr, infl.indices, infl.data.astype(np.float64, copy=False)
+
+
+@dataclass(frozen=True)
+class GroupMeat:
+    """``meat = sum_g t_g t_g^T`` of one clustering, its number of non-empty groups, and per
+    column the largest squared group total ``largest`` with that group's code ``argmax``
+    (-1 for a column no group touches): the numerator of the dominant-cluster share
+    ``largest / diag(meat)`` (:func:`winrate.diagnostics.largest_cluster_share`); and
+    ``row_squares = sum_r u_r^2`` and ``spread = sum_g (sum_{r in g} u_r^2)^2``, from which
+    the effective number of clusters follows
+    (:func:`winrate.diagnostics.effective_clusters`); and ``fourth = sum_g t_g^4`` per
+    column, the spread of the clusters' contributions to the variance
+    (:func:`pan_wall_df`)."""
+
+    meat: np.ndarray
+    n_groups: int
+    largest: np.ndarray
+    argmax: np.ndarray
+    row_squares: np.ndarray
+    spread: np.ndarray
+    fourth: np.ndarray
+
+    def merged(self, other: GroupMeat) -> GroupMeat:
+        """The meat of two disjoint sets of clusters (two buckets): sums add; the largest
+        total is the larger of the two (this one's on ties)."""
+        later = other.largest > self.largest
+        return GroupMeat(self.meat + other.meat, self.n_groups + other.n_groups,
+                         np.maximum(self.largest, other.largest),
+                         np.where(later, other.argmax, self.argmax),
+                         self.row_squares + other.row_squares, self.spread + other.spread,
+                         self.fourth + other.fourth)
+
+
+def meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
+    """:class:`GroupMeat` of influence rows (CSR or dense, :func:`as_rows`) for integer
+    codes in ``[0, n_range)`` (codes need not be dense)."""
+    if codes.shape[0] != infl.shape[0]:
+        raise ValueError(
+            f"groups has {codes.shape[0]} entries but influence has {infl.shape[0]} rows"
+        )
+    if sp.issparse(infl):
+        buckets, shift = _buckets(infl, codes, n_range)
+        kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
+        return _level_meats(kernel(*buckets, shift, 0, 1, 1, 1, 0, infl.shape[1],
+                                   n_chunks))[0]
+    return meat_of_parts(infl, infl**2, codes, n_range)
+
+
+def meat_of_parts(totals, within, codes: np.ndarray, n_range: int) -> GroupMeat:
+    """:class:`GroupMeat` from per-part influence sums and sums of squares (rows of a dense
+    influence, or cells), each part's cluster given by ``codes``: a cluster's total is the
+    sum of its parts' totals, its sum of squared rows the sum of theirs."""
+    indicator = sp.csr_array(
+        (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
+        shape=(n_range, codes.shape[0]),
+    )
+    totals = indicator @ totals
+    squared = totals**2
+    touched = squared.max(axis=0, initial=0.0) > 0
+    within = indicator @ within
+    return GroupMeat(totals.T @ totals,
+                     int(np.count_nonzero(np.bincount(codes, minlength=n_range))),
+                     squared.max(axis=0, initial=0.0),
+                     np.where(touched, squared.argmax(axis=0), -1),
+                     within.sum(axis=0), (within**2).sum(axis=0), (squared**2).sum(axis=0))
+
+
+#: Largest (inner clusters x columns) whose totals a two-way pass keeps densely per thread.
+DENSE_INNER_LIMIT = 1 << 21
+
+
+def nested_meats(infl, codes: list[np.ndarray], sizes: list[int]) -> list[GroupMeat]:
+    """:class:`GroupMeat` of both axes and of their intersection (in that order) from one
+    radix pass over a CSR influence (:func:`nested_sums`)."""
+    outer_dim = int(sizes[1] > sizes[0])
+    outer, cells, totals, squares, nonempty = nested_sums(infl, codes, sizes)
+    largest = (totals**2).max(axis=0)
+    inner_meat = GroupMeat(totals.T @ totals, int(nonempty.sum()), largest,
+                           np.where(largest > 0, (totals**2).argmax(axis=0), -1),
+                           squares.sum(axis=0), (squares**2).sum(axis=0),
+                           (totals**4).sum(axis=0))
+    by_axis = [outer, inner_meat] if outer_dim == 0 else [inner_meat, outer]
+    return [*by_axis, cells]
+
+
+def nested_sums(infl, codes: list[np.ndarray], sizes: list[int]):
+    """One radix pass over a CSR influence clustered two ways: the :class:`GroupMeat` of
+    the axis with more clusters (the outer axis) and of the intersection cells, and the
+    inner axis' cluster totals and sums of squared rows (G_inner, q) with a mask of its
+    non-empty clusters. Every intersection cell lies inside one outer cluster, so sorting
+    the cells by (outer, inner) gives each outer total as the sum of its contiguous cells,
+    and the inner axis, which has few clusters, is summed densely from the cells. No
+    intersection codes are factorised. Cells are coded ``c_0 * G_1 + c_1``
+    (:func:`intersect_codes` before any compaction)."""
+    outer_dim = int(sizes[1] > sizes[0])
+    outer, inner = codes[outer_dim], codes[1 - outer_dim]
+    n_outer, n_inner = sizes[outer_dim], sizes[1 - outer_dim]
+    inner_bits = max(1, (n_inner - 1).bit_length())
+    key = (outer.astype(np.int64) << inner_bits) | inner
+    buckets, shift = _buckets(infl, key, n_outer << inner_bits, min_shift=inner_bits)
+    scales = (n_inner, 1) if outer_dim == 0 else (1, n_outer)
+    kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
+    sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], n_chunks)
+    cells, outer_meat = _level_meats(sums)
+    return (outer_meat, cells, sums[7].sum(axis=0), sums[8].sum(axis=0),
+            sums[9].any(axis=0))
+
+
+def require_two_clusters(n_groups: int, what: str = "groups") -> None:
+    """One cluster carries no between-cluster information: the variance is not identified
+    (the centred influence sums to zero within it, and CR1's G/(G-1) is infinite)."""
+    if n_groups < 2:
+        raise WinrateInputError(
+            f"{what} form a single cluster among the rows the estimator uses: a clustered "
+            "variance needs at least 2 clusters (between-cluster variation is not "
+            "identified); cluster by the other axes only")
+
+
+@dataclass(frozen=True)
+class MultiwayCovariance:
+    """Result of :func:`multiway_cluster_cov`.
+
+    Attributes
+    ----------
+    cov : (K, K) covariance after any PSD repair.
+    n_clusters : clusters per input dimension, in input order.
+    terms : ``(dimensions, G, sign)`` for every inclusion-exclusion term.
+    term_covs : ``c(G) * meat`` of every term, unsigned, in the order of ``terms``; the
+        singleton terms are the one-way covariances of each dimension.
+    correction : the small-sample correction used.
+    min_eigenvalue : smallest eigenvalue before repair (of the meat when a bread is given).
+    psd_repaired : True if negative eigenvalues were clipped to zero (CGM 2011, sec. 2.3).
+    term_meats : the :class:`GroupMeat` of every term (uncorrected, before the bread), in
+        the order of ``terms``: the dominant-cluster diagnostic reads them.
+    """
+
+    cov: np.ndarray
+    n_clusters: tuple[int, ...]
+    terms: tuple[tuple[tuple[int, ...], int, int], ...]
+    term_covs: tuple[np.ndarray, ...]
+    correction: str
+    min_eigenvalue: float
+    psd_repaired: bool
+    term_meats: tuple[GroupMeat, ...] = ()
+
+
+def repair_psd(cov: np.ndarray, scale: float | None = None) -> tuple[np.ndarray, float, bool]:
+    """Clip negative eigenvalues to zero (Cameron, Gelbach & Miller 2011, sec. 2.3).
+
+    Eigenvalues above ``-1e-10 * scale`` count as round-off and are left alone. ``scale``
+    is the size of the terms ``cov`` was summed from (default ``max|lambda|`` of ``cov``):
+    a sum that cancels to zero leaves round-off that is large relative to itself.
+    Returns ``(cov, min_eigenvalue, repaired)``.
+    """
+    eigval, eigvec = np.linalg.eigh((cov + cov.T) / 2)
+    scale = max(np.abs(eigval).max(initial=0.0), scale or 0.0, np.finfo(float).tiny)
+    min_eig = float(eigval.min(initial=0.0))
+    if min_eig >= -_PSD_TOLERANCE * scale:
+        return cov, min_eig, False
+    return (eigvec * np.clip(eigval, 0.0, None)) @ eigvec.T, min_eig, True
+
+
+def subsets(n_dims: int) -> list[tuple[int, ...]]:
+    """Non-empty subsets of ``range(n_dims)``, singletons first (inclusion-exclusion order)."""
+    return [dims for order in range(1, n_dims + 1)
+            for dims in combinations(range(n_dims), order)]
+
+
+def term_sign(dims: tuple[int, ...]) -> int:
+    """The sign ``(-1)^(|S|+1)`` of the inclusion-exclusion term of the dimensions S."""
+    return 1 if len(dims) % 2 else -1
+
+
+def combine_terms(parts):
+    """``sum_S sign_S V_S`` over ``parts`` = ``[(dims, sign, V_S, info), ...]`` in
+    inclusion-exclusion order, repaired by :func:`repair_psd` when there are two or more
+    dimensions. Returns ``(cov, min_eigenvalue, repaired)``: the caller decides whether a
+    repair is a note (a library step returns the flag)."""
+    total = sum(sign * term_cov for _, sign, term_cov, _ in parts)
+    n_dims = max(len(dims) for dims, *_ in parts)
+    if n_dims <= 1:
+        return total, np.nan, False
+    size = max(np.abs(np.diag(term_cov)).max(initial=0.0) for _, _, term_cov, _ in parts)
+    return repair_psd(total, size)
