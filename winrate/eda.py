@@ -345,7 +345,7 @@ class _Run:
     deff: np.ndarray
     cov: np.ndarray
     summaries: dict[str, AxisSummary]
-    warnings: list[str]
+    notes: list
 
 
 @dataclass(frozen=True)

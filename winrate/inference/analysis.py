@@ -30,13 +30,7 @@ from winrate import notes
 from winrate.errors import WinrateInputError
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.inference.covariance import AxisSummary, VarianceResult, estimate_variance
-from winrate.inference.intervals import (
-    bounds_frame,
-    bounds_on_scale,
-    clip_to_range,
-    simultaneous_bounds,
-    wald_bounds,
-)
+from winrate.inference.intervals import bounds_on_scale, clip_to_range
 from winrate.inference.joint import (
     DEFAULT_DRAWS,
     PairwiseDifferences,
@@ -49,6 +43,7 @@ from winrate.inference.joint import (
     wald_intervals,
 )
 from winrate.inference.plan import Fitted, fit, resolve, source_of
+from winrate.inference.results import IntervalBasis, IntervalResults
 from winrate.io.logs import ComparisonLog
 from winrate.notes import Notes
 from winrate.progress import stage
@@ -75,11 +70,12 @@ class Coefficients:
 
 
 @dataclass(frozen=True, eq=False)
-class Analysis:
+class Analysis(IntervalResults):
     """Scores, joint covariance, intervals and diagnostics of one leaderboard: the numbers
     of :func:`run_analysis`, which :class:`winrate.analysis.LeaderboardAnalysis` presents
     (``summary()``, ``to_frame()``, plots, pages). ``conf_int(alpha, joint)`` gives the
-    intervals at any level. ``==`` is identity.
+    intervals at any level (:class:`winrate.inference.results.IntervalResults`: Wald
+    intervals on the scale's link, the logit for win probabilities). ``==`` is identity.
     """
 
     leaderboard: Leaderboard
@@ -173,38 +169,30 @@ class Analysis:
         """1 - the confidence level of the intervals computed by :func:`analyze`."""
         return self.intervals.alpha
 
-    def conf_int(self, alpha: float = 0.05, joint: bool = False) -> pd.DataFrame:
-        """Confidence intervals ``lower``, ``upper`` at level 1 - ``alpha``, indexed by model
-        best score first (:attr:`ranked_models`) (NaN for a model that is not estimable).
+    def interval_basis(self, joint: bool) -> IntervalBasis:
+        """What :meth:`conf_int` builds on (:class:`winrate.inference.results.
+        IntervalResults`): the scores, their SEs and covariance with the degrees of freedom
+        the analysis used, on the estimator's scale, rows best score first
+        (:attr:`ranked_models`), joint intervals seeded with the analysis' seed."""
+        return IntervalBasis(self.models, self.scores, self.se, self.leaderboard.scale,
+                             self.cov, self.intervals.df, self.ranked_models,
+                             self.settings["seed"])
 
-        Marginal: ``score -/+ q se``, ``q`` the normal or t critical value with the
-        degrees of freedom the analysis used. ``joint=True``: intervals covering all scores
-        together, ``score -/+ c se`` with ``c`` the max-|T| critical value of the
-        covariance (:func:`winrate.inference.simultaneous_intervals`, seeded with the
-        analysis' seed); at the analysis' own alpha these are the intervals it reported.
-        The wild bootstrap's intervals are percentile-t, available at its alpha only.
-        Win-probability intervals are built on the logit scale
-        (:func:`winrate.inference.intervals.logit_bounds`; the wild bootstrap's are cut at
-        [0, 1]).
-        """
-        stored = self.joint.sim_low is not None if self.joint is not None else False
-        if joint and stored and alpha == self.alpha:
-            low, high = self.joint.sim_low, self.joint.sim_high
-        elif self.method == "wild bootstrap":
-            if alpha != self.alpha or joint:
-                raise WinrateInputError(
-                    f"the wild bootstrap's intervals are percentile-t from its draws: rerun "
-                    f"analyze(..., alpha={alpha}"
-                    f"{', joint=Joint(simultaneous=True)' if joint else ''})")
-            low, high = self.intervals.low, self.intervals.high
-        else:  # Wald bounds, on the logit scale for win probabilities (as analyze's)
-            low, high = (simultaneous_bounds(self.scores, self.cov, alpha, self.intervals.df,
-                                             keep=~np.isnan(self.se),
-                                             seed=self.settings["seed"]) if joint
-                         else wald_bounds(self.scores, self.se, alpha, self.intervals.df))
-            low, high, _ = bounds_on_scale(self.scores, low, high, self.leaderboard.scale)
-        low, high, _ = clip_to_range(low, high, self.leaderboard.scale)
-        return bounds_frame(self.models, low, high, self.ranked_models)
+    def reported_bounds(self, alpha: float, joint: bool, basis: IntervalBasis):
+        """The simultaneous intervals the analysis reported, at its own alpha; the wild
+        bootstrap's percentile-t intervals, at its alpha only (an error naming the call
+        that gives them at another level)."""
+        if joint and self.joint is not None and self.joint.sim_low is not None \
+                and alpha == self.alpha:
+            return self.joint.sim_low, self.joint.sim_high
+        if self.method != "wild bootstrap":
+            return None
+        if alpha != self.alpha or joint:
+            raise WinrateInputError(
+                f"the wild bootstrap's intervals are percentile-t from its draws: rerun "
+                f"analyze(..., alpha={alpha}"
+                f"{', joint=Joint(simultaneous=True)' if joint else ''})")
+        return self.intervals.low, self.intervals.high
 
     def __repr__(self) -> str:
         s = self.settings
