@@ -328,3 +328,51 @@ def test_the_cli_json_carries_the_default_clustering_and_loader_notes(tmp_path, 
     codes = [n["code"] for n in json.loads(out.read_text())["notes"]]
     assert codes[0] == "default-clustering"
     assert "note [default-clustering]" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ what the protocol declares
+
+
+def test_every_estimator_declares_its_scale_and_the_json_carries_it():
+    from winrate.estimators.base import ELO, PROBABILITY, Estimator, Scale
+
+    declared = {name: est.scale for name, est in estimators.REGISTRY.items()}
+    assert declared == {"winrate": PROBABILITY, "bt": ELO, "rao-kupper": ELO, "lc": PROBABILITY}
+    assert all(isinstance(est, Estimator) for est in estimators.REGISTRY.values())
+    for scale in (PROBABILITY, ELO):
+        assert Scale.of(json.loads(json.dumps(scale.to_dict()))) == scale
+        assert Scale.of(scale.name) is scale  # documents written with the name alone
+    assert (PROBABILITY.link, PROBABILITY.range) == ("logit", (0.0, 1.0))
+    assert (ELO.link, ELO.bounded) == ("identity", False)
+    log = rao_kupper_log(1)
+    result = _quiet(winrate.analyze, log, "prompt", "bt")
+    assert result.leaderboard.scale is ELO
+    assert to_dict(result)["settings"]["scale"] == ELO.to_dict()
+
+
+def test_fixed_models_are_the_anchor_only():
+    log = rao_kupper_log(2)
+    for model in ("bt", "rao-kupper"):
+        board = estimators.fit(log, model, anchor="m1=1200")
+        fixed = estimators.of(board).fixed_models(board)
+        assert board.models[fixed].tolist() == ["m1"]
+        free = estimators.fit(log, model)
+        assert not estimators.of(free).fixed_models(free).any()
+    board = estimators.fit(log)
+    assert not estimators.of(board).fixed_models(board).any()
+
+
+def test_refits_read_rows_or_pair_totals_as_the_estimator_declares():
+    from winrate.estimators.base import RowRefit
+
+    log = rao_kupper_log(3)
+    win_rate, bt = estimators.get("winrate"), estimators.get("bt")
+    assert not win_rate.refits_rows(win_rate.settle({}))
+    assert not bt.refits_rows(bt.settle({}))
+    assert bt.refits_rows(bt.settle({"ties": "davidson"}))
+    assert estimators.get("rao-kupper").refits_rows({}) and estimators.get("lc").refits_rows({})
+    board = estimators.fit(log)
+    unit, n_units = win_rate.resampling_units(board)
+    assert n_units == len(board.pairs) and (unit == board.pair).all()
+    with pytest.raises(TypeError, match="'winrate' refits from pair totals"):
+        RowRefit(win_rate, board, log)

@@ -183,16 +183,16 @@ def test_the_flag_rule_catches_a_flag(tmp_path):
 
 def _estimator_words() -> set[str]:
     """The estimators' names and the names of their options (``anchor``, ``baseline``,
-    ``weights``, ...), except ``winrate``, the default estimator's name and the package's."""
+    ``weights``, ...)."""
     from winrate import estimators
 
-    words = set(estimators.REGISTRY) | set(estimators.all_options())
-    return words - {"winrate"}
+    return set(estimators.REGISTRY) | set(estimators.all_options())
 
 
 def _estimator_reads(path: Path, words: set[str]) -> list[str]:
     """Where ``path`` reads an estimator by name or one of its options by name: a string
-    of ``words`` compared (``model == "bt"``) or used as a key (``options["anchor"]``,
+    of ``words`` compared (``model == "bt"``, ``model in ("bt", "lc")``) or used as a key
+    (``options["anchor"]``,
     ``options.get("baseline")``). Attributes and keywords of the same names are other
     things (a simulation's ``baseline``, numpy's ``weights=``) and are not read."""
     found = []
@@ -205,6 +205,8 @@ def _estimator_reads(path: Path, words: set[str]) -> list[str]:
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and node.func.attr in ("get", "pop")):
             keys = node.args[:1]
+        keys = [e for k in keys
+                for e in (k.elts if isinstance(k, (ast.Tuple, ast.List, ast.Set)) else [k])]
         names = [k.value for k in keys if isinstance(k, ast.Constant)]
         found.extend(f"{module_name(path)}:{node.lineno} {name}" for name in names
                      if isinstance(name, str) and name in words)
@@ -234,7 +236,9 @@ def test_no_estimator_or_its_options_are_read_by_name_outside_the_estimators():
 def test_the_estimator_rule_catches_an_option_read_by_name():
     probe = PACKAGE / "_probe_estimator_read.py"
     try:
-        probe.write_text('def f(board):\n    return board.options.get("anchor")\n')
-        assert _estimator_reads(probe, {"anchor"}) == ["winrate._probe_estimator_read:2 anchor"]
+        probe.write_text('def f(board):\n    return board.options.get("anchor")\n\n\n'
+                         'def g(board):\n    return board.estimator in ("bt", "x")\n')
+        assert _estimator_reads(probe, {"anchor", "bt"}) == [
+            "winrate._probe_estimator_read:2 anchor", "winrate._probe_estimator_read:6 bt"]
     finally:
         probe.unlink()
