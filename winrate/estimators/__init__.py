@@ -15,7 +15,8 @@ it (:func:`of`) for what it needs. :data:`REGISTRY` lists them:
 * ``"lc"``: AlpacaEval's length-controlled win rate against a baseline, in [0, 1]
   (:mod:`winrate.estimators.length_controlled`).
 
-Adding an estimator is one module plus one line below. This package is light to import
+Adding an estimator is one module (a subclass of the abstract :class:`Estimator` declaring
+its :class:`Scale`) plus one line below. This package is light to import
 (its modules load numpy and the kernels on first use), so the command line builds its
 estimator flags from :func:`all_options` without loading a numerical library.
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from winrate.errors import WinrateInputError, one_of
 from winrate.estimators import bradley_terry, length_controlled, rao_kupper, win_rate
-from winrate.estimators.base import Estimator, Option, SufficientData
+from winrate.estimators.base import Estimator, Option, Scale, SufficientData
 
 REGISTRY: dict[str, Estimator] = {
     win_rate.ESTIMATOR.name: win_rate.ESTIMATOR,
@@ -109,5 +110,5 @@ def fit_settled(estimator: Estimator, log, options: dict):
     return estimator.fit(SufficientData(log), options), log
 
 
-__all__ = ["ESTIMATORS", "REGISTRY", "Estimator", "Option", "SufficientData", "all_options",
-           "fit", "fit_settled", "get", "of", "owners", "settle", "used_rows"]
+__all__ = ["ESTIMATORS", "REGISTRY", "Estimator", "Option", "Scale", "SufficientData",
+           "all_options", "fit", "fit_settled", "get", "of", "owners", "settle", "used_rows"]
