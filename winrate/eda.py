@@ -177,8 +177,9 @@ class EdaReport(IntervalResults):
     ``to_frame()`` is the per-model table, ``summary()`` the printed report, ``conf_int(
     alpha, joint, clustering=None, reference="normal")`` the intervals under one
     clustering (default: the main one, ``main``), rows in the order of :meth:`to_frame`,
-    from the report's CR1 sandwich (:meth:`winrate.inference.results.IntervalResults.
-    conf_int`): ``score -/+ q se`` with ``q`` the normal quantile (``reference="normal"``,
+    from the report's CR1 sandwich
+    (:meth:`winrate.inference.results.IntervalResults.conf_int`): ``score -/+ q se`` with
+    ``q`` the normal quantile (``reference="normal"``,
     the report's) or that of t(G - 1), G the smallest cluster count of the clustering
     (``"t"``), or with ``joint=True`` the simultaneous ``score -/+ c se`` from that
     clustering's covariance (seed 0); on the logit scale for win probabilities. These

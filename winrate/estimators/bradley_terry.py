@@ -100,8 +100,8 @@ class BradleyTerry(Estimator):
 
     def refits_rows(self, options: dict) -> bool:
         """Style covariates and Davidson's tie parameter read the rows; otherwise the pair
-        totals determine the fit (:class:`winrate.estimators.bradley_terry_kernels.
-        PairRefit`)."""
+        totals determine the fit
+        (:class:`winrate.estimators.bradley_terry_kernels.PairRefit`)."""
         return bool(options["covariates"]) or options["ties"] == "davidson"
 
     def fixed_models(self, board):

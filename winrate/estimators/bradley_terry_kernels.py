@@ -708,9 +708,9 @@ def _fit_davidson(log, table, precision, centred):
 
 
 def data_centred(log, table, lo, hi, s_lo):
-    """Each row's pair index into the pair ``table`` (:func:`winrate.estimators.
-    win_rate_kernels.pairwise_table`) and its pair-centred score ``s_lo - psi_lo,hi``
-    (rows as :func:`low_orientation` gives them)."""
+    """Each row's pair index into the pair ``table``
+    (:func:`winrate.estimators.win_rate_kernels.pairwise_table`) and its pair-centred score
+    ``s_lo - psi_lo,hi`` (rows as :func:`low_orientation` gives them)."""
     psi, _, pair_of_key, _ = table
     pair = pair_of_key[lo * log.n_models + hi]
     return pair, s_lo - psi[lo, hi]

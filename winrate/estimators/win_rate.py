@@ -65,8 +65,8 @@ class WinRate(Estimator):
         return fit_scores(table, options["weights"], baseline=options["baseline"])
 
     def refits_rows(self, options: dict) -> bool:
-        """Refits need only the pair totals (:class:`winrate.estimators.win_rate_kernels.
-        PairScorer`)."""
+        """Refits need only the pair totals
+        (:class:`winrate.estimators.win_rate_kernels.PairScorer`)."""
         return False
 
     def replicate_scorer(self, board, total_counts, log):

@@ -18,8 +18,9 @@ matrices:
       sum_{b answered q} M_ab (s_qab - psi_ab)^p      (s_qab: a's score against b)
 
   gives the influence totals ``t_qa`` (``M = w / N``, p = 1: the influence of a row on
-  ``S_a`` is ``u_r^(a) = w_ab (s_r - psi_ab) / N_ab``, :mod:`winrate.estimators.
-  win_rate_kernels`), their sums of squared rows (``M = (w / N)^2``, p = 2), a's own
+  ``S_a`` is ``u_r^(a) = w_ab (s_r - psi_ab) / N_ab``,
+  :mod:`winrate.estimators.win_rate_kernels`), their sums of squared rows
+  (``M = (w / N)^2``, p = 2), a's own
   centred scores (``M = 1`` on observed pairs) and, summed over a, the lower model's
   (``M_ab = [a < b]``). With 0/1 scores the opponents of a right answer are right
   (s = 1/2) or wrong (s = 1) and those of a wrong one right (0) or wrong (1/2), so with
@@ -38,8 +39,8 @@ matrices:
   psi_ab)^2 + X_ba psi_ab^2`` (the score takes only these three values), and the naive
   meat ``sum_r u_r u_r^T = sum_{a<b} SS_ab v_ab v_ab^T`` with ``v_ab = V_ab e_a - V_ba e_b``
   and ``V = w / N``: ``diag(sum_b SS_ab V_ab^2) - SS * V * V^T``; Cochran's per-pair
-  ``N / (N - 1)`` on ``SS`` gives the stratified one (:func:`winrate.variance.sandwich.
-  naive_cov`).
+  ``N / (N - 1)`` on ``SS`` gives the stratified one
+  (:func:`winrate.variance.sandwich.naive_cov`).
 
 Checked against the analysis of the explicit pairwise log (``tests/test_scores.py``, to
 1e-12 of the largest value, on MMLU-Pro and on random tables with missing answers).

@@ -7,8 +7,9 @@ the :class:`winrate.estimators.base.Scale`, the row order) and which bounds it r
 that are not Wald bounds (:meth:`IntervalResults.reported_bounds`: stored simultaneous
 intervals, percentile-t, the evals' own interval methods). Everything else is the same for
 all: marginal ``estimate -/+ q se`` or simultaneous ``estimate -/+ c se`` (max-|T|), built
-on the scale's link (the logit for a probability: :func:`winrate.inference.intervals.
-bounds_on_scale`), cut at its range, as a ``lower``/``upper`` frame indexed by model.
+on the scale's link (the logit for a probability:
+:func:`winrate.inference.intervals.bounds_on_scale`), cut at its range, as a
+``lower``/``upper`` frame indexed by model.
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ class IntervalResults:
         Marginal: ``estimate -/+ q se``, ``q`` the normal or t(df) critical value
         (:func:`winrate.inference.intervals.wald_bounds`). ``joint=True``: intervals
         covering all estimates together, ``estimate -/+ c se`` with ``c`` the max-|T|
-        critical value of the covariance (:func:`winrate.inference.intervals.
-        simultaneous_bounds`). Both are built on the scale's link, the logit scale for
+        critical value of the covariance
+        (:func:`winrate.inference.intervals.simultaneous_bounds`). Both are built on the
+        scale's link, the logit scale for
         probabilities (:func:`winrate.inference.intervals.logit_bounds`), and cut at its
         range. Bounds the result reported in another way (percentile-t, an evals
         interval method, stored simultaneous intervals) are given as reported
