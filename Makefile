@@ -42,7 +42,15 @@ $(BIN)/.installed-spark: $(BIN)/.installed
 	$(PIP_PINNED) -e '.[dev,spark]'
 	touch $@
 
-demo: $(BIN)/.installed
+# numba compiles a kernel at its first call and caches it beside its module; compiling a
+# leaderboard's kernels took minutes under load at a user's first run. scripts/warm_kernels.py
+# compiles them here (each estimator, serial and threaded, one- and two-way clustering),
+# again whenever winrate's code changes (numba's cache is keyed to each module's source).
+$(BIN)/.kernels-cached: $(BIN)/.installed $(shell find winrate -name '*.py')
+	$(BIN)/python scripts/warm_kernels.py
+	touch $@
+
+demo: $(BIN)/.kernels-cached
 	$(BIN)/winrate demo
 
 # Two pytest workers on two cores: BLAS threads would spin against the other worker
