@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from winrate.errors import WinrateInputError
-from winrate.estimators.cells import CellTotals, require_rows
+from winrate.estimators.cells import CellTotals, keeps_rows, require_rows
 from winrate.variance import diagnostics
 from winrate.variance.meats import (
     DENSE_INNER_LIMIT,
@@ -321,7 +321,7 @@ def influence_sums(influence, groups: list, *, bread=None, strata=None, frequenc
     read the fit ``board`` and its ``log`` when given."""
     coded = [group_codes(g) for g in groups]
     codes, sizes = [c for c, _ in coded], [s for _, s in coded]
-    if isinstance(influence, CellTotals):
+    if not keeps_rows(influence):  # cell totals
         return CellSums(influence, codes, sizes, bread,
                         *((board.pairs, board.counts) if board is not None else ()))
     rows = None
