@@ -12,12 +12,12 @@ import warnings
 from contextlib import contextmanager
 
 from winrate.errors import WinrateWarning
-from winrate.notes import CODES, Notes, from_warning
+from winrate.notes import CODES, Notes, as_note
 
 
 def notes_of(caught) -> Notes:
     """The WinrateWarnings among recorded warnings, as coded notes (plain text: ``uncoded``)."""
-    return Notes(from_warning(w.message) for w in caught
+    return Notes(as_note(w.message.args[0]) for w in caught
                  if issubclass(w.category, WinrateWarning))
 
 

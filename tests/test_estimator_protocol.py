@@ -246,16 +246,15 @@ def test_prior_note_reaches_every_output():
     assert "prior-dominates" in result.notes.codes
 
 
-def test_analyze_signature_option_objects_and_deprecated_keywords():
+def test_analyze_signature_option_objects_and_no_flat_keywords():
     assert len(inspect.signature(winrate.analyze).parameters) <= 10
     log = _weights_log()
     new = _quiet(winrate.analyze, log, "prompt", variance=Variance("jackknife"),
                  monte_carlo=MonteCarlo(seed=3))
-    old = _quiet(winrate.analyze, log, "prompt", method="jackknife", seed=3)
-    np.testing.assert_array_equal(new.cov, old.cov)
-    assert "deprecated" in old.notes.codes and "deprecated" not in new.notes.codes
-    with pytest.raises(WinrateInputError, match="inside variance=Variance"):
-        winrate.analyze(log, "prompt", method="jackknife", variance=Variance())
+    assert new.method == "jackknife" and new.settings["seed"] == 3
+    for flat in ({"method": "jackknife"}, {"seed": 3}, {"ranks": True}):
+        with pytest.raises(WinrateInputError, match="applies to no estimator"):
+            winrate.analyze(log, "prompt", **flat)
     with pytest.raises(WinrateInputError, match="method must be one of"):
         Variance("bootstrapp")
     assert new.settings.method == new.settings["method"] == "jackknife"

@@ -58,7 +58,6 @@ CODES = {
     "zero-variance-contrast": "contrasts with zero variance left out of a maximum",
     "monte-carlo-precision": "a Monte-Carlo critical value short of its target precision",
     # reading data and options
-    "deprecated": "an argument kept for compatibility; the note names its replacement",
     # fidelity branch (issue 26): upstream conventions and edge cases of the readers
     "outcome-labels": "model names that are also outcome labels, read by the column's content",
     "similar-names": "model names that differ only by surrounding whitespace or Unicode form",
@@ -143,11 +142,6 @@ def _rebuild(code, text, severity, axis, models) -> Note:
 def as_note(message, code: str = "uncoded") -> Note:
     """``message`` as a :class:`Note` (a note passes through; plain text gets ``code``)."""
     return message if isinstance(message, Note) else Note(code, str(message))
-
-
-def from_warning(message: Warning, code: str = "uncoded") -> Note:
-    """The note a WinrateWarning carries (``caught.message``); plain text gets ``code``."""
-    return as_note(message.args[0] if message.args else str(message), code)
 
 
 class Notes(list):
@@ -489,11 +483,6 @@ def zero_variance(count: int, what: str) -> Note:
     return Note("zero-variance-contrast",
                 f"{count} {what} have zero variance: they are left out of the "
                 "simultaneous critical value and their estimates are treated as exact")
-
-
-def deprecated(old: str, new: str) -> Note:
-    return Note("deprecated", f"analyze(..., {old}) is deprecated: use {new}",
-                severity="note")
 
 
 def off_baseline_rows(dropped: int, n_rows: int, baseline: str) -> Note:

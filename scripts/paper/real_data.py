@@ -24,7 +24,6 @@ coverage is implied where the SE is weakly identified (:func:`weakly_identified`
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import cache
 
@@ -35,10 +34,9 @@ from scipy.stats import norm
 
 from winrate.constants import FEW_CLUSTERS
 from winrate.eda import DATASET_CLUSTERINGS, DEFAULT_CLUSTERINGS, EdaReport, explore
-from winrate.errors import WinrateWarning
 from winrate.estimators import fit
 from winrate.io.datasets import read_dataset
-from winrate.notes import from_warning
+from winrate.notes import gathered
 from winrate.variance.diagnostics import DOMINANT_SHARE, largest_cluster_share, single_cluster_pairs
 
 Z = float(norm.isf(0.025))
@@ -79,10 +77,9 @@ def implied_naive_coverage(inflation) -> np.ndarray:
 
 
 def _quiet_read(name: str, models=None):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", WinrateWarning)
+    with gathered() as found:
         log = read_dataset(name, models=models, progress=False)
-    return log, tuple(dict.fromkeys(from_warning(w.message) for w in caught))
+    return log, tuple(found)
 
 
 @cache

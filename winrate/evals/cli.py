@@ -24,6 +24,7 @@ import math
 import sys
 import warnings
 
+from winrate import notes
 from winrate.commands import Parser, add_commands, check_output_flags, run_parsed, section
 from winrate.constants import (
     DEFAULT_CORRECTION,
@@ -33,7 +34,7 @@ from winrate.constants import (
     SCALES,
     SCORE_DATASET_NAMES,
 )
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError
 
 
 def _add_eval_input(parser: argparse.ArgumentParser) -> None:
@@ -164,7 +165,7 @@ def run_eval(args: argparse.Namespace) -> int:
     check_output_flags(args, ("json",))
     if args.seed < 0:
         raise WinrateInputError(f"--seed must be a whole number >= 0, got {args.seed}")
-    with warnings.catch_warnings(record=True) as caught:
+    with notes.gathered() as found, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = evaluate(_eval_scores(args), correction=args.correction,
                           alpha=args.alpha, interval=args.interval,
@@ -176,7 +177,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if pairs:
         print("\n" + pairs, end="")
     _write_json(args.json, report_json(report))
-    print_warnings(caught)
+    print_warnings(found, caught)
     return 0
 
 
@@ -194,13 +195,11 @@ def _opening(sentence: str, table_format: str) -> str:
     return textwrap.fill(sentence, 88) + "\n\n"
 
 
-def print_warnings(caught) -> None:
-    """Each distinct warning once on stderr (no file paths): a WinrateWarning as its coded
-    note's line (``warning [code]: text``), another library's as ``warning: text``."""
-    from winrate.notes import from_warning
-
-    shown = (from_warning(w.message).line() if issubclass(w.category, WinrateWarning)
-             else f"warning: {w.message}" for w in caught)
+def print_warnings(found, caught) -> None:
+    """Each distinct note once on stderr (no file paths): winrate's ``found`` notes as their
+    coded lines (``warning [code]: text``), another library's ``caught`` warnings as
+    ``warning: text``."""
+    shown = [*(note.line() for note in found), *(f"warning: {w.message}" for w in caught)]
     for line in dict.fromkeys(shown):
         print(line, file=sys.stderr)
 
@@ -291,10 +290,10 @@ def run_power(args: argparse.Namespace) -> int:
     from winrate.evals.power import minimum_detectable_effect, sample_size
 
     check_output_flags(args, ("json",))
-    with warnings.catch_warnings(record=True) as caught:
+    with notes.gathered() as found, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         settings = _power_settings(args)
-    print_warnings(caught)
+    print_warnings(found, caught)
     common = dict(settings, alpha=args.alpha, power=args.power, deff=args.deff)
     if args.delta is not None:
         n = sample_size(args.delta, **common)

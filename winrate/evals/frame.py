@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import notes
-from winrate.errors import WinrateInputError, WinrateWarning, first_rows, listed
+from winrate.errors import WinrateInputError, first_rows, listed
 from winrate.estimators.base import PROBABILITY, Scale
 from winrate.evals._checks import resolve_scale
 from winrate.evals.paired import (
@@ -90,8 +90,7 @@ class QuestionScores:
         groups = [self.clusters[c].to_numpy() for c in self.clusters.columns]
         if not groups:
             return u.T @ u
-        with warnings.catch_warnings():  # a PSD repair is reported per model already
-            warnings.simplefilter("ignore", WinrateWarning)
+        with notes.gathered():  # a PSD repair is reported per model already
             return multiway_cluster_cov(u, groups, correction).cov
 
 
@@ -321,8 +320,7 @@ class EvalReport(IntervalResults):
             return ([r.summary.ci_low for r in self.models.values()],
                     [r.summary.ci_high for r in self.models.values()])
         qs = self._question_scores()
-        with warnings.catch_warnings():  # the report carries these warnings already
-            warnings.simplefilter("ignore", WinrateWarning)
+        with notes.gathered():  # the report carries these notes already
             summaries = [model_summary(qs, m, self.correction, alpha, self.interval,
                                        self.seed) for m in basis.names]
         return [s.ci_low for s in summaries], [s.ci_high for s in summaries]
@@ -436,10 +434,9 @@ def evaluate(
 
 
 def _recording(call, *args):
-    """``call(*args)`` and the warnings it raised (not shown), each its message: a note
-    for a :class:`WinrateWarning`, else its text."""
-    with warnings.catch_warnings(record=True) as caught:
+    """``call(*args)`` and what it noted (not shown): winrate's notes, and the text of
+    another library's warnings."""
+    with notes.gathered() as found, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = call(*args)
-    return result, [notes.from_warning(w.message) if issubclass(w.category, WinrateWarning)
-                    else str(w.message) for w in caught]
+    return result, [*found, *(str(w.message) for w in caught)]

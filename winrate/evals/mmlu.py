@@ -8,10 +8,9 @@ original source subject ``src`` (91 clusters) and by ``category`` (14 clusters, 
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, replace
 
-from winrate.errors import WinrateWarning
+from winrate import notes
 from winrate.evals.frame import EvalReport, evaluate, question_scores_from_wide
 from winrate.evals.report import _number, pct, render
 
@@ -72,8 +71,9 @@ def mmlu_pro_clustered(
 ) -> ClusteringComparison:
     """Evaluate the MMLU-Pro correctness matrix naive, by ``src`` and by ``category``.
 
-    ``quiet`` silences the expected WinrateWarnings (14 categories are few clusters; one
-    model did not answer every question, so its comparisons use the common questions).
+    Each report keeps its notes (14 categories are few clusters; one model did not answer
+    every question, so its comparisons use the common questions); ``quiet=False`` also
+    gives them as Python warnings (:func:`winrate.notes.give`).
     """
     from winrate.io.datasets import read_mmlu_pro
 
@@ -81,13 +81,13 @@ def mmlu_pro_clustered(
     qs = question_scores_from_wide(data.correctness, data.questions, list(CLUSTERINGS))
     variants = {"naive": replace(qs, clusters=qs.clusters[[]])}
     variants.update({col: replace(qs, clusters=qs.clusters[[col]]) for col in CLUSTERINGS})
-    with warnings.catch_warnings():
-        if quiet:
-            warnings.simplefilter("ignore", WinrateWarning)
+    with notes.gathered() as found:
         naive = evaluate(variants["naive"], correction=correction, alpha=alpha, neighbours=True)
         pairs = [(c.model_a, c.model_b) for c in naive.comparisons]
         reports = {"naive": naive}
         for col in CLUSTERINGS:
             reports[col] = evaluate(variants[col], correction=correction, alpha=alpha,
                                     pairs=pairs)
+    if not quiet:
+        notes.give(found)
     return ClusteringComparison(reports)
