@@ -32,7 +32,7 @@ from winrate.report import html_page
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "html"
-_JOINT = {"simultaneous": True, "ranks": True, "pairwise": True}
+_JOINT = {"joint": winrate.Joint(simultaneous=True, ranks=True, pairwise=True)}
 
 
 @dataclass(frozen=True)

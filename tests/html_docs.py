@@ -33,8 +33,9 @@ def _analysis(n_models: int, hostile: bool, ranks: bool, seed: int):
         frame[["model_a", "model_b"]] = frame[["model_a", "model_b"]].replace(names)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", winrate.WinrateWarning)
-        return winrate.analyze(frame, cluster="prompt+judge", simultaneous=True, ranks=ranks,
-                               pairwise=True)
+        return winrate.analyze(frame, cluster="prompt+judge",
+                               joint=winrate.Joint(simultaneous=True, ranks=ranks,
+                                                   pairwise=True))
 
 
 def hostile_analysis():

@@ -27,6 +27,7 @@ from tests.note_codes import warns_code
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.inference.joint import simultaneous_intervals
 from winrate.report.leaderboard import format_summary, format_table
+from winrate.settings import Joint, Variance
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -48,7 +49,7 @@ def log():
 
 @pytest.fixture(scope="module")
 def analysis(log):
-    return quiet(winrate.analyze, log, cluster="prompt+judge", simultaneous=True)
+    return quiet(winrate.analyze, log, cluster="prompt+judge", joint=Joint(simultaneous=True))
 
 
 def by_model(frame: pd.DataFrame, models) -> pd.DataFrame:
@@ -97,7 +98,8 @@ def test_main_names_and_py_typed_are_there():
 @pytest.mark.parametrize("reference, df", [("normal", None), ("t", 29)])
 @pytest.mark.parametrize("alpha", [0.05, 0.1, 0.32])
 def test_conf_int_is_the_logit_interval_of_quantile_times_se(log, reference, df, alpha):
-    result = quiet(winrate.analyze, log, cluster="prompt+judge", reference=reference)
+    result = quiet(winrate.analyze, log, cluster="prompt+judge",
+                   variance=Variance(reference=reference))
     assert result.settings["df"] == df  # t(G - 1) with the 30 judges
     q = stats.norm.ppf(1 - alpha / 2) if df is None else stats.t.ppf(1 - alpha / 2, df)
     ci = result.conf_int(alpha)
@@ -116,7 +118,7 @@ def test_conf_int_at_the_fit_alpha_is_the_table_interval(analysis):
 
 
 def test_jackknife_conf_int_uses_its_t_degrees_of_freedom(log):
-    result = quiet(winrate.analyze, log, cluster="prompt", method="jackknife")
+    result = quiet(winrate.analyze, log, cluster="prompt", variance=Variance("jackknife"))
     assert result.intervals.df == 119
     q = stats.t.ppf(1 - 0.2 / 2, 119)
     got = by_model(result.conf_int(0.2), result.models)
@@ -126,8 +128,8 @@ def test_jackknife_conf_int_uses_its_t_degrees_of_freedom(log):
 
 @pytest.mark.parametrize("reference, df", [("normal", None), ("t", 29)])
 def test_joint_conf_int_is_the_max_t_interval_of_the_covariance(log, reference, df):
-    result = quiet(winrate.analyze, log, cluster="prompt+judge", reference=reference,
-                   simultaneous=True)
+    result = quiet(winrate.analyze, log, cluster="prompt+judge",
+                   variance=Variance(reference=reference), joint=Joint(simultaneous=True))
     stored = result.conf_int(0.05, joint=True)
     np.testing.assert_allclose(by_model(stored, result.models)["lower"], result.joint.sim_low)
     for alpha in (0.05, 0.1):
@@ -141,8 +143,8 @@ def test_joint_conf_int_is_the_max_t_interval_of_the_covariance(log, reference, 
 
 
 def test_wild_bootstrap_intervals_only_at_their_alpha(log):
-    result = quiet(winrate.analyze, log, cluster="judge", method="bootstrap",
-                   bootstrap_reps=199)
+    result = quiet(winrate.analyze, log, cluster="judge",
+                   variance=Variance("bootstrap", bootstrap_reps=199))
     assert result.method == "wild bootstrap"
     got = by_model(result.conf_int(0.05), result.models)
     np.testing.assert_array_equal(got["lower"], result.intervals.low)
@@ -193,7 +195,7 @@ def test_summary_repr_and_equality(log, analysis):
     shown = repr(analysis)
     assert "\n" not in shown and len(shown) < 200 and "array" not in shown
     assert "models=5" in shown and "'prompt+judge'" in shown
-    again = quiet(winrate.analyze, log, cluster="prompt+judge", simultaneous=True)
+    again = quiet(winrate.analyze, log, cluster="prompt+judge", joint=Joint(simultaneous=True))
     assert analysis == analysis and analysis != again and len({analysis, again}) == 2
 
 
@@ -478,7 +480,7 @@ def test_win_probability_intervals_stay_in_0_1_and_estimates_at_a_bound_are_cut(
     bound and the note names it (the oracle: log-odds by hand, the cut normal interval)."""
     log = _log_with_a_loser()
     with warns_code("interval-cut") as found:
-        result = winrate.analyze(log, cluster=cluster, simultaneous=True)
+        result = winrate.analyze(log, cluster=cluster, joint=Joint(simultaneous=True))
     frame = result.to_frame()
     p, se, q = result.scores, result.se, result.intervals.critical_value
     raw_low, raw_high = p - q * se, p + q * se
@@ -509,7 +511,7 @@ def test_elo_intervals_are_not_cut(log):
 
 
 def test_pairwise_frame_is_the_pairwise_result_or_a_clear_error(log):
-    result = quiet(winrate.analyze, log, cluster="prompt", pairwise=True)
+    result = quiet(winrate.analyze, log, cluster="prompt", joint=Joint(pairwise=True))
     pw = result.joint.pairwise
     frame = result.pairwise_frame()
     assert len(frame) == 10 and list(frame["model_i"]) == list(result.models[pw.i])
@@ -538,7 +540,7 @@ def test_summary_rules_stay_narrow_under_a_wide_table(analysis):
     ({}, "prompt", r"prompt_col, 'prompt_id' by default.*or cluster by none"),
     ({"judge": [0, 1] * 30}, "prompt", r"or cluster by 'judge' or none"),
     ({"prompt": np.arange(60)}, "judge", r"judge_col, 'judge_id' by default"),
-    ({"prompt": np.arange(60)}, "topic", r"extra_cols"),
+    ({"prompt": np.arange(60)}, "topic", r"cluster_cols"),
 ])
 def test_a_missing_cluster_axis_says_what_to_pass_instead(axes, cluster, hint):
     """The error names where the axis' ids come from and the axes the log has, in words:

@@ -17,6 +17,7 @@ from winrate.cli import main
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io.datasets import read_dataset
 from winrate.io.logs import ComparisonLog
+from winrate.settings import Joint, MonteCarlo, Variance
 
 REAL = os.environ.get("WINRATE_DATA")
 needs_real = pytest.mark.skipif(not REAL or not Path(REAL).is_dir(),
@@ -61,7 +62,7 @@ def test_baseline_differences_are_narrower_under_a_shared_baseline_answer():
     """Both models face the same baseline answer on a prompt, so their errors are positively
     correlated and the difference is more precise than independent errors would say."""
     result = quiet_analyze(baseline_log(shared=1.5), baseline="base", cluster="prompt",
-                           pairwise=True)
+                           joint=Joint(pairwise=True))
     cov = result.cov
     var_diff = cov[0, 0] + cov[1, 1] - 2 * cov[0, 1]
     naive = result.cov_naive
@@ -198,8 +199,9 @@ def test_bt_prompt_clustered_intervals_agree_with_a_cluster_bootstrap(name):
     2.2%) plus the sandwich's own O(1/G) bias with G = 80 prompts (CR1 vs bootstrap)."""
     log = quiet_dataset(name)
     sandwich = quiet_analyze(log, model="bt", cluster="prompt")
-    boot = quiet_analyze(log, model="bt", cluster="prompt", method="bootstrap",
-                         bootstrap_reps=999, seed=11, progress=False)
+    boot = quiet_analyze(log, model="bt", cluster="prompt", progress=False,
+                         variance=Variance("bootstrap", bootstrap_reps=999),
+                         monte_carlo=MonteCarlo(seed=11))
     ratio = boot.se / sandwich.se
     assert boot.method == "cluster bootstrap"
     assert np.all(np.abs(ratio - 1) < 0.12), ratio

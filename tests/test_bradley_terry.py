@@ -44,6 +44,7 @@ from winrate.analysis import analyze
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators import bradley_terry_kernels as bradley_terry
 from winrate.io.logs import ComparisonLog
+from winrate.settings import Variance
 from winrate.variance import resampling
 from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
@@ -249,7 +250,8 @@ def test_clustered_covariance_equals_statsmodels(case, correction):
     if not two_way.psd_repaired:
         assert_cov_close(two_way.cov, expected)
     # the end-to-end analysis reports the same ratings block and coefficient block
-    result = analyze(log, "prompt", correction=correction, model="bt", covariates=covariates)
+    result = analyze(log, "prompt", model="bt", covariates=covariates,
+                     variance=Variance(correction=correction))
     k = log.n_models
     assert_cov_close(result.cov, oracle.cluster(prompt, correction)[:k, :k])
     if covariates:
@@ -276,7 +278,8 @@ def test_naive_covariance_equals_statsmodels_hc0(case, correction):
         expected *= n / (n - 1)
     assert_cov_close(naive_cov(board.influence, correction, log.frequency, bread=board.bread),
                      expected)
-    result = analyze(log, "none", correction=correction, model="bt", covariates=covariates)
+    result = analyze(log, "none", model="bt", covariates=covariates,
+                     variance=Variance(correction=correction))
     assert_cov_close(result.cov_naive, expected[:log.n_models, :log.n_models])
 
 
@@ -475,7 +478,7 @@ def test_contrast_covariance_does_not_depend_on_anchor_or_baseline(ties, method)
     for options in settings_list:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", WinrateWarning)
-            result = analyze(log, "prompt+judge", model="bt", ties=ties, method=method,
+            result = analyze(log, "prompt+judge", model="bt", ties=ties, variance=Variance(method),
                              **options)
         assert result.psd_repaired
         contrasts = _contrast_variances(result.models, result.cov, log.models)
@@ -588,7 +591,7 @@ def test_jackknife_equals_brute_force_delete_one_cluster(axis):
     got = resampling.jackknife_cov(log, codes, board=board)
     assert got.undefined_replicates == 0
     assert_cov_close(got.cov, expected)
-    result = analyze(log, axis, model="bt", method="jackknife")
+    result = analyze(log, axis, model="bt", variance=Variance("jackknife"))
     assert_cov_close(result.cov, expected)
 
 

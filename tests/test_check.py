@@ -250,7 +250,7 @@ def test_results_do_not_depend_on_the_number_of_workers():
     assert two.workers == 2
     np.testing.assert_array_equal(one.coverage.per_model, two.coverage.per_model)
     np.testing.assert_array_equal(one.coverage.sd_z, two.coverage.sd_z)
-    assert one.simultaneous == two.simultaneous
+    assert one.coverage.simultaneous == two.coverage.simultaneous
 
 
 def test_an_under_covering_method_is_named_with_one_that_covers():

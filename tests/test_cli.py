@@ -18,6 +18,7 @@ from winrate.analysis import analyze
 from winrate.cli import main
 from winrate.errors import WinrateWarning
 from winrate.io.logs import read_comparisons
+from winrate.settings import Variance
 
 REQUIRED_KEYS = {"models", "score", "se", "se_naive", "ci_low", "ci_high", "cov", "axes",
                  "warnings", "n_comparisons", "settings"}
@@ -42,7 +43,8 @@ def test_leaderboard_json_matches_library(log_file, tmp_path, capsys):
     assert REQUIRED_KEYS <= set(doc)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        expected = analyze(read_comparisons(log_file), "prompt+judge", correction="none")
+        expected = analyze(read_comparisons(log_file), "prompt+judge",
+                           variance=Variance(correction="none"))
     assert doc["models"] == [str(m) for m in expected.models]
     np.testing.assert_allclose(doc["score"], expected.scores)
     np.testing.assert_allclose(np.array(doc["cov"]), expected.cov)

@@ -17,6 +17,7 @@ from scipy.special import stdtrit
 from tests.logit_oracle import logit_interval
 from tests.reproducibility import assert_same_result
 from winrate.errors import WinrateWarning
+from winrate.settings import Joint, MonteCarlo, Variance
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "coverage.py"
 COVERAGE = Path(__file__).resolve().parents[1] / "paper" / "coverage"
@@ -109,13 +110,14 @@ def test_study_intervals_are_the_ones_analyze_reports(study):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         bounds = study.interval_bounds(sim.log, board, seed=5)
-        kwargs = dict(cluster="prompt+judge", simultaneous=True, n_draws=study.SIM_DRAWS,
-                      seed=5)
-        runs = {"twoway": analyze(sim.log, method="sandwich", **kwargs),
-                "twoway_t": analyze(sim.log, method="sandwich", reference="t", **kwargs),
-                "jackknife": analyze(sim.log, method="jackknife", **kwargs),
-                "pigeonhole": analyze(sim.log, method="bootstrap",
-                                      bootstrap_reps=study.PIGEONHOLE_REPS, **kwargs)}
+        kwargs = dict(cluster="prompt+judge", joint=Joint(simultaneous=True),
+                      monte_carlo=MonteCarlo(n_draws=study.SIM_DRAWS, seed=5))
+        runs = {"twoway": analyze(sim.log, variance=Variance("sandwich"), **kwargs),
+                "twoway_t": analyze(sim.log, variance=Variance("sandwich", reference="t"),
+                                    **kwargs),
+                "jackknife": analyze(sim.log, variance=Variance("jackknife"), **kwargs),
+                "pigeonhole": analyze(sim.log, variance=Variance(
+                    "bootstrap", bootstrap_reps=study.PIGEONHOLE_REPS), **kwargs)}
     for method, run in runs.items():
         _assert_bounds(bounds[method], run)
 
@@ -134,8 +136,9 @@ def test_the_grid_auto_row_is_what_analyze_runs_by_default(study, n_prompts, n_j
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
         bounds = study.interval_bounds(sim.log, fit(sim.log), seed=3)
-        run = analyze(sim.log, simultaneous=True, n_draws=study.SIM_DRAWS, seed=3,
-                      bootstrap_reps=study.PIGEONHOLE_REPS)
+        run = analyze(sim.log, variance=Variance(bootstrap_reps=study.PIGEONHOLE_REPS),
+                      joint=Joint(simultaneous=True),
+                      monte_carlo=MonteCarlo(n_draws=study.SIM_DRAWS, seed=3))
     picked = study.auto_method(sim.log, fit(sim.log))
     _assert_bounds(bounds[picked] if picked else study._auto_bounds(sim.log, fit(sim.log), 3),
                    run)
@@ -163,7 +166,8 @@ def test_grid_auto_in_cells_without_a_grid_method_is_analyze_itself(study):
     (low, high), (sim_low, sim_high) = study._auto_bounds(sim.log, board, seed=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        run = analyze(sim.log, simultaneous=True, n_draws=study.SIM_DRAWS, seed=4)
+        run = analyze(sim.log, joint=Joint(simultaneous=True),
+                      monte_carlo=MonteCarlo(n_draws=study.SIM_DRAWS, seed=4))
     assert run.settings["correction"] == "cr2" and np.ndim(run.intervals.df) == 1
     q = stdtrit(run.intervals.df, 1 - run.alpha / 2)
     blank = np.isnan(run.se)
@@ -196,7 +200,8 @@ def test_grid_auto_is_decided_per_log_as_analyze_decides(study):
                                    seed=seed).log
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", WinrateWarning)
-            run = analyze(log, bootstrap_reps=199, seed=seed)
+            run = analyze(log, variance=Variance(bootstrap_reps=199),
+                          monte_carlo=MonteCarlo(seed=seed))
         picked = study.auto_method(log, fit(log))
         seen.add(picked)
         assert (run.method.split()[-1],

@@ -77,7 +77,7 @@ def test_file_formats_round_trip(tmp_path, suffix):
     (_frame(["a", "b", "tie", "a"], ("x", "y", "z", "z")), {}, r"same model .* " + AT + "3"),
     (_frame(["a", "b", "tie", "a"], ("x", None, "z", "x")), {}, r"'model_a': missing .* 1"),
     (_frame(["a", "b", "tie", "a"]), {"judge_col": "rater"}, r"'rater' not found"),
-    (_frame(["a", "b", "tie", "a"]), {"extra_cols": ("topic",)}, r"'topic' not found"),
+    (_frame(["a", "b", "tie", "a"]), {"cluster_cols": ("topic",)}, r"'topic' not found"),
 ])
 def test_bad_input_names_the_column_and_rows(frame, kwargs, message):
     with pytest.raises(WinrateInputError, match=message):

@@ -16,6 +16,7 @@ from tests.note_codes import notes_of
 from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.io.logs import ComparisonLog
+from winrate.settings import Variance
 from winrate.variance.diagnostics import anova_icc, comparisons_per_cluster, single_cluster_pairs
 
 
@@ -75,8 +76,8 @@ def test_design_effect_of_perfectly_shared_responses():
             base.axes["judge"].codes, m))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        once = analyze(base, cluster="prompt", correction="none")
-        replicated = analyze(log, cluster="prompt", correction="none")
+        once = analyze(base, cluster="prompt", variance=Variance(correction="none"))
+        replicated = analyze(log, cluster="prompt", variance=Variance(correction="none"))
     np.testing.assert_allclose(replicated.cov, once.cov, rtol=1e-10)
     np.testing.assert_allclose(replicated.deff, m * once.deff, rtol=1e-10)
 
@@ -119,7 +120,7 @@ def test_t_reference_uses_smallest_axis():
     log = random_log(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        result = analyze(log, cluster="prompt+judge", reference="t", method="sandwich")
+        result = analyze(log, cluster="prompt+judge", variance=Variance("sandwich", reference="t"))
     assert result.settings["df"] == log.axes["judge"].n_clusters - 1
     from scipy import stats
 

@@ -22,6 +22,7 @@ from winrate import eda
 from winrate.cli import main as cli_main
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io.logs import ComparisonLog
+from winrate.settings import Variance
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = os.environ.get("WINRATE_DATA")
@@ -53,10 +54,10 @@ def _log(frame: pd.DataFrame, judge=True) -> ComparisonLog:
                                      **axes)
 
 
-def _explore(log, clusterings=eda.DEFAULT_CLUSTERINGS, **kwargs):
+def _explore(log, cluster=eda.DEFAULT_CLUSTERINGS, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        return eda.explore(log, clusterings, **kwargs)
+        return eda.explore(log, cluster, **kwargs)
 
 
 def _direct_icc(values: np.ndarray, groups: np.ndarray) -> float:
@@ -89,7 +90,7 @@ def _analyze_quietly(log, cluster):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        return analyze(log, cluster=cluster, method="sandwich")
+        return analyze(log, cluster=cluster, variance=Variance("sandwich"))
 
 
 def test_per_clustering_ses_match_brute_force():
@@ -332,7 +333,7 @@ def test_estimator_options_report_what_analyze_reports(frame, options):
     report = _explore(log, ("prompt", "judge", "prompt+judge"), **options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        runs = {spec: analyze(log, cluster=spec, method="sandwich", **options)
+        runs = {spec: analyze(log, cluster=spec, variance=Variance("sandwich"), **options)
                 for spec in ("prompt", "judge", "prompt+judge")}
     first = runs["prompt"]
     assert list(map(str, report.models)) == list(map(str, first.models))

@@ -273,7 +273,7 @@ def test_malformed_matrices_and_cluster_arrays_raise_input_errors():
         variance_components([[1.0, "x"], [0.0, 1.0]], name="answers")
     with pytest.raises(WinrateInputError, match="'answers' must be a numeric"):
         variance_components([[1.0, 0.0], [0.0]], name="answers")
-    with pytest.raises(WinrateInputError, match="'clusters' must be 1-D"):
+    with pytest.raises(WinrateInputError, match="'cluster' must be 1-D"):
         summarize_scores([1.0, 0.0, 1.0, 0.0], np.zeros((4, 2)))
     with pytest.raises(WinrateInputError, match="'src' must be 1-D"):
         summarize_scores([1.0, 0.0, 1.0, 0.0], {"src": np.zeros((4, 2))})

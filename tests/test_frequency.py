@@ -26,6 +26,7 @@ from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.estimators.win_rate_kernels import fit
 from winrate.io.logs import ComparisonLog, read_comparisons
 from winrate.notes import not_estimable_reason
+from winrate.settings import Variance
 from winrate.variance import diagnostics
 from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
@@ -157,10 +158,10 @@ def test_analysis_icc_and_design_effects(data, weights, correction):
     weighted, expanded, _ = _pair(frame, counts)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        rw = analyze(weighted, "prompt+judge", weights=weights, correction=correction,
-                     method="sandwich")
-        rx = analyze(expanded, "prompt+judge", weights=weights, correction=correction,
-                     method="sandwich")
+        rw = analyze(weighted, "prompt+judge", weights=weights, variance=Variance("sandwich",
+                                                                                  correction=correction))
+        rx = analyze(expanded, "prompt+judge", weights=weights, variance=Variance("sandwich",
+                                                                                  correction=correction))
     assert rw.n_comparisons == rx.n_comparisons == counts.sum()
     for name in ("scores", "cov", "cov_naive"):
         np.testing.assert_allclose(getattr(rw, name), getattr(rx, name), atol=ATOL,

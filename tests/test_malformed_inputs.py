@@ -214,7 +214,7 @@ LEADERBOARD_CASES = [
     Case("missing-prompt-col", good, r"'question' not found", ("--prompt-col", "question"),
          lambda path: read_comparisons(path, prompt_col="question")),
     Case("missing-cluster-axis", good, r"'topic' not found", ("--cluster", "topic"),
-         lambda path: read_comparisons(path, extra_cols=("topic",))),
+         lambda path: read_comparisons(path, cluster_cols=("topic",))),
     Case("axis-twice", good, r"names an axis twice", ("--cluster", "prompt+prompt"),
          _analyze("prompt+prompt")),
     Case("explicit-single-judge", one_judge, r"cannot cluster by judge: every comparison has "

@@ -20,6 +20,7 @@ from winrate import progress
 from winrate.cli import main
 from winrate.errors import WinrateWarning
 from winrate.examples import write_examples
+from winrate.settings import Joint
 
 #: Model names with every character that is special in LaTeX or Markdown tables.
 SPECIAL = {"model-00": "a_b & c", "model-01": "x|y", "model-02": r"back\slash {b}",
@@ -327,7 +328,7 @@ def test_pairwise_table_of_many_models_shows_neighbours_in_rank(monkeypatch):
 
     monkeypatch.setattr(report, "PAIRWISE_SHOWN", 5)
     result = quiet_analyze(simulate_comparisons(SimulationDesign(n_models=5, n_prompts=60),
-                                                seed=2).log, pairwise=True)
+                                                seed=2).log, joint=Joint(pairwise=True))
     text = report.format_pairwise(result)
     assert "4 of 10 pairs shown (neighbours in rank); all pairs with --json" in text
     order = list(result.to_frame().index)

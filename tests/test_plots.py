@@ -23,6 +23,7 @@ from winrate.report.plots import (
     plot_leaderboard,
     rank_plot,
 )
+from winrate.settings import Joint, MonteCarlo, Variance
 from winrate.variance.reference import critical_value
 
 
@@ -31,7 +32,8 @@ def analysis():
     sim = simulate_comparisons(SimulationDesign(n_models=6, n_prompts=80, n_judges=12), 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        return analyze(sim.log, "prompt+judge", simultaneous=True, ranks=True, n_draws=20_000)
+        return analyze(sim.log, "prompt+judge", joint=Joint(simultaneous=True, ranks=True),
+                       monte_carlo=MonteCarlo(n_draws=20_000))
 
 
 def _segments(ax) -> dict[str, np.ndarray]:
@@ -77,7 +79,7 @@ def test_figure_computes_missing_joint_inference_and_writes_png(tmp_path):
     sim = simulate_comparisons(SimulationDesign(n_models=4, n_prompts=40, n_judges=5), 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        plain = analyze(sim.log, "prompt", method="sandwich")
+        plain = analyze(sim.log, "prompt", variance=Variance("sandwich"))
     fig = leaderboard_figure(plain)
     assert len(fig.axes) == 2 and fig._suptitle.get_text() == "Win rates of 4 models"
     captions = [t.get_text() for t in fig.texts if t is not fig._suptitle]
@@ -99,7 +101,8 @@ def test_150_models_fit_a_bounded_figure_in_columns_with_readable_labels():
     sim = simulate_comparisons(SimulationDesign(n_models=150, n_prompts=60, n_judges=5), 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        big = analyze(sim.log, "prompt", simultaneous=True, ranks=True, n_draws=1000)
+        big = analyze(sim.log, "prompt", joint=Joint(simultaneous=True, ranks=True),
+                      monte_carlo=MonteCarlo(n_draws=1000))
     fig = leaderboard_figure(big)
     assert column_blocks(150) == [slice(0, 50), slice(50, 100), slice(100, 150)]
     width, height = fig.get_size_inches() * DPI

@@ -74,7 +74,7 @@ def pairwise_log(frame: pd.DataFrame):
                        np.where(pairs["score_a"] < pairs["score_b"], 0.0, 0.5))
     pairs = pairs.assign(outcome=outcome)
     return read_comparisons(pairs, prompt_col="question", judge_col=None,
-                            extra_cols=("subject",))
+                            cluster_cols=("subject",))
 
 
 def table_of(frame: pd.DataFrame):

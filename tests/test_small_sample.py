@@ -22,7 +22,7 @@ from winrate.estimators.bradley_terry_kernels import (
 from winrate.estimators.small_sample import beta_binomial_floor, wilson_floor
 from winrate.estimators.win_rate_kernels import pairwise_table
 from winrate.io.logs import ComparisonLog
-from winrate.settings import Variance
+from winrate.settings import Joint, Variance
 
 Z = stats.norm.ppf(0.975)
 
@@ -152,7 +152,7 @@ def test_a_fully_ordered_log_never_yields_certain_ranks():
     log = ComparisonLog.from_arrays(a, b, np.ones(a.size), prompt=np.arange(a.size))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        result = analyze(log, cluster="prompt", ranks=True)
+        result = analyze(log, cluster="prompt", joint=Joint(ranks=True))
     assert (result.se > 0.1).all()
     assert (result.joint.rank_low < result.joint.rank_high).all()
     assert "far Wilson bound" in result.notes.only("small-sample-floor")[0]  # the floor's kind
@@ -200,14 +200,14 @@ def test_analyze_carries_the_floor_it_added():
                                     prompt=np.arange(a.size + 1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        run = analyze(log, cluster="prompt", method="sandwich")
+        run = analyze(log, cluster="prompt", variance=Variance("sandwich"))
     pi, _ = empirical_bayes_probabilities(*pairwise_table(log)[:2])
     expected = beta_binomial_floor(pi[4, 0], 1.0, 1.0)
     floor = run.small_sample_floor
     assert floor[4, 4] == pytest.approx(expected, rel=1e-12)
     assert run.cov[4, 4] == pytest.approx(expected, rel=1e-12)
     assert run.cov_naive[4, 4] == pytest.approx(expected, rel=1e-12)
-    bt = analyze(log, cluster="prompt", model="bt", prior=1.0, method="sandwich")
+    bt = analyze(log, cluster="prompt", model="bt", prior=1.0, variance=Variance("sandwich"))
     assert not bt.small_sample_floor.any()
 
 
