@@ -10,7 +10,7 @@ one :class:`Settings` with one entry per input.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 from winrate.constants import CORRECTIONS, DEFAULT_DRAWS, RANK_METHODS, VARIANCE_METHODS
 from winrate.errors import WinrateInputError
@@ -67,12 +67,6 @@ class MonteCarlo:
 
     n_draws: int = DEFAULT_DRAWS
     seed: int | None = 0
-
-
-#: analyze()'s keywords before the option objects, by the object that now holds each.
-LEGACY_KEYWORDS = {**{f.name: Variance for f in fields(Variance)},
-                   **{f.name: Joint for f in fields(Joint)},
-                   **{f.name: MonteCarlo for f in fields(MonteCarlo)}}
 
 
 @dataclass(frozen=True)
