@@ -725,7 +725,7 @@ def test_t_reference_quantiles_equal_a_plain_bisection_per_family(df):
     the plain per-family bisection's value exactly, and its MC SE to round-off; a family
     with no contrast gets NaN."""
     from winrate.inference.joint import _chi_scale_nodes, _quantiles
-    from winrate.variance.reference import _EMPTY
+    from winrate.variance.reference import EMPTY_FAMILY
 
     rng = np.random.default_rng(int(df * 10))
     draws = np.abs(rng.standard_normal((3_000, 12)) * rng.uniform(0.5, 3, 12)).astype(np.float32)
@@ -733,7 +733,7 @@ def test_t_reference_quantiles_equal_a_plain_bisection_per_family(df):
     crit, se = _quantiles(draws, 0.05, df)
     nodes = _chi_scale_nodes(df)
     for g in range(draws.shape[1]):
-        if draws[:, g].max() < _EMPTY:
+        if draws[:, g].max() < EMPTY_FAMILY:
             assert np.isnan(crit[g]) and np.isnan(se[g])
             continue
         want_crit, want_se = _plain_t_quantile(draws[:, g].astype(float), 0.05, nodes)

@@ -44,7 +44,9 @@ class BinomialInterval:
     prior: tuple[float, float] | None
 
 
-def _check_counts(k, n) -> tuple[np.ndarray, np.ndarray]:
+def check_counts(k, n) -> tuple[np.ndarray, np.ndarray]:
+    """``k`` successes of ``n`` trials as float arrays; an error unless ``n`` is a whole
+    number >= 1 and ``k`` a whole number in [0, n]."""
     k, n = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
     if np.any(n < 1) or np.any(n != np.round(n)):
         raise WinrateInputError("n (number of questions) must be a positive integer")
@@ -99,7 +101,8 @@ _METHODS = {
 }
 
 
-def _check_prior(prior) -> tuple[float, float]:
+def check_prior(prior) -> tuple[float, float]:
+    """The Beta prior ``(a, b)`` as floats; an error unless both are positive."""
     a, b = (float(v) for v in prior)
     if not (a > 0 and b > 0):
         raise WinrateInputError(f"Beta prior parameters must be positive, got {prior}")
@@ -118,8 +121,8 @@ def binomial_interval(
     if method not in _METHODS:
         raise WinrateInputError(f"method must be one of {one_of(BINOMIAL_METHODS)}, got {method!r}")
     alpha = check_alpha(alpha)
-    k, n = _check_counts(k, n)
-    prior = _check_prior(prior)
+    k, n = check_counts(k, n)
+    prior = check_prior(prior)
     low, high = _METHODS[method](k, n, alpha, prior)
     return BinomialInterval(
         low=np.asarray(low, dtype=float), high=np.asarray(high, dtype=float), estimate=k / n,
@@ -251,10 +254,10 @@ def clustered_bayes_interval(
         )
     if y.size < 2:
         raise WinrateInputError(f"the clustered Bayes interval needs >= 2 clusters, got {y.size}")
-    _check_counts(y, m)
+    check_counts(y, m)
     alpha = check_alpha(alpha)
-    a, b = _check_prior(prior)
-    shape, scale = _check_prior(dispersion_prior)
+    a, b = check_prior(prior)
+    shape, scale = check_prior(dispersion_prior)
 
     def log_prior(z):
         return logit_beta_logpdf(z[:, 0], a, b) + log_gamma_logpdf(z[:, 1], shape, scale)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from winrate import notes
 from winrate.evals.frame import EvalReport, evaluate, question_scores_from_wide
-from winrate.evals.report import _number, pct, render
+from winrate.evals.report import number_cell, pct, render
 
 CLUSTERINGS = ("src", "category")
 
@@ -37,7 +37,7 @@ class ClusteringComparison:
                 if label != "naive":
                     c = report.models[model].summary
                     row[f"SE by {label} (G={c.n_clusters[0]})"] = pct(c.se, digits)
-                    row[f"DEFF {label}"] = _number(c.deff, 1)
+                    row[f"DEFF {label}"] = number_cell(c.deff, 1)
             rows.append(row)
         return rows
 

@@ -22,7 +22,7 @@ from winrate.evals._checks import (
     same_length,
 )
 from winrate.evals._importance import importance_sample, logit_beta_logpdf
-from winrate.evals.intervals import _check_counts, _check_prior, warn_low_ess, weighted_quantiles
+from winrate.evals.intervals import check_counts, check_prior, warn_low_ess, weighted_quantiles
 from winrate.evals.summary import clt_se, clustered_mean_ses, is_binary
 from winrate.variance.reference import check_alpha, critical_value
 from winrate.variance.sandwich import DEFAULT_CORRECTION, group_codes
@@ -191,8 +191,8 @@ def prob_a_beats_b(k_a, n_a, k_b, n_b, prior=(1.0, 1.0)) -> float:
     ``theta_M ~ Beta(a + k_M, b + n_M - k_M)`` (Bowyer et al. 2025, unpaired comparison);
     ``P = int_0^1 f_A(t) F_B(t) dt``, by adaptive quadrature (no Monte-Carlo noise).
     """
-    _check_counts([k_a, k_b], [n_a, n_b])
-    pa, pb = _check_prior(prior)
+    check_counts([k_a, k_b], [n_a, n_b])
+    pa, pb = check_prior(prior)
     post_a = stats.beta(pa + k_a, pb + n_a - k_a)
     post_b = stats.beta(pa + k_b, pb + n_b - k_b)
     lo, hi = post_a.ppf(1e-15), post_a.isf(1e-15)
@@ -282,7 +282,7 @@ def paired_bayes(
     alpha = check_alpha(alpha)
     counts = np.array([np.sum(a * b), np.sum(a * (1 - b)), np.sum((1 - a) * b),
                        np.sum((1 - a) * (1 - b))])
-    ra, rb = _check_prior(rho_prior)
+    ra, rb = check_prior(rho_prior)
 
     def log_prior(z):
         return (logit_beta_logpdf(z[:, 0], 1, 1) + logit_beta_logpdf(z[:, 1], 1, 1)

@@ -15,7 +15,7 @@ from functools import partial
 
 import pandas as pd
 
-from winrate.constants import EVAL_FORMATS as FORMATS
+from winrate.constants import EVAL_FORMATS
 from winrate.errors import WinrateInputError, one_of
 from winrate.evals.results import Comparison, ModelResult
 from winrate.report.leaderboard import json_safe
@@ -40,7 +40,8 @@ def on_scale(value: float | None, digits: int = 1, sign: bool = False,
     return f"{value:{'+' if sign else ''}.{digits + 2}f}"
 
 
-def _number(value: float | None, digits: int = 2) -> str:
+def number_cell(value: float | None, digits: int = 2) -> str:
+    """A table cell: ``value`` to ``digits`` decimals, ``-`` when it is missing."""
     return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
@@ -63,7 +64,7 @@ def score_rows(models: Mapping[str, ModelResult], digits: int = 1,
             "Naive SE": fmt(s.se_naive),
             "Questions": f"{s.n:,}",
             "Clusters": _clusters_text(result),
-            "DEFF": _number(s.deff),
+            "DEFF": number_cell(s.deff),
         })
     return rows
 
@@ -95,7 +96,7 @@ def pairwise_rows(comparisons: Sequence[Comparison], digits: int = 1,
             "Baseline": c.model_b,
             "Model - Baseline (SE)": f"{fmt(t.estimate)} ({fmt(t.se, sign=False)})",
             f"{100 * (1 - t.alpha):g}% CI": f"({fmt(t.ci_low)}, {fmt(t.ci_high)})",
-            "Correlation": _number(c.paired.correlation),
+            "Correlation": number_cell(c.paired.correlation),
             "p": f"{t.p_value:.2g}",
             "Questions": f"{c.paired.n:,}",
         })
@@ -112,8 +113,8 @@ def pairwise_records(comparisons: Sequence[Comparison]) -> list[dict]:
 def render(rows: list[dict], fmt: str) -> str:
     """Render rows (dicts; a key missing from a row shows as ``-``) as an aligned text,
     markdown, LaTeX (tabular) or CSV table (:func:`winrate.report.tables.render_table`)."""
-    if fmt not in FORMATS:
-        raise WinrateInputError(f"format must be one of {one_of(FORMATS)}, got {fmt!r}")
+    if fmt not in EVAL_FORMATS:
+        raise WinrateInputError(f"format must be one of {one_of(EVAL_FORMATS)}, got {fmt!r}")
     if fmt == "csv":
         return pd.DataFrame(rows).to_csv(index=False)
     if not rows:

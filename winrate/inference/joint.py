@@ -87,11 +87,11 @@ from winrate.constants import DEFAULT_DRAWS, RANK_METHODS
 from winrate.errors import WinrateInputError, one_of
 from winrate.parallel import sized_kernel
 from winrate.variance.reference import (
-    _EMPTY,
-    _quantile_with_se,
+    EMPTY_FAMILY,
     check_alpha,
     check_df,
     critical_value,
+    quantile_with_se,
 )
 
 #: Default Monte-Carlo tolerance: draws are added until the MC SE of every critical value is
@@ -163,7 +163,7 @@ def _warn_zero(zero: np.ndarray, what: str) -> None:
 
 
 _NO_HYPOTHESIS = -1e30  # start of every maximum: finite, so the kernel never meets inf;
-# any maximum below _EMPTY means an empty family
+# any maximum below EMPTY_FAMILY means an empty family
 _TILE = 256  # draws per tile: a tile's rows of Z stay in cache across a block's columns
 
 
@@ -333,13 +333,14 @@ def _t_cdf(sorted_max, c, nodes):  # pragma: no cover - numba
 def _per_draw_sd(m, c, nodes):  # pragma: no cover - numba
     """SD of the per-draw probabilities ``P(S >= M_i / c) = 1 - #{j: s_j < M_i / c} / m``
     over one family's ascending maxima, in one pass (Welford 1962, Technometrics 4(3))."""
+    above = 1 - np.arange(nodes.size + 1) / nodes.size  # P(S >= M_i / c) with k nodes below
     k, mean, squares = 0, 0.0, 0.0
     for i in range(m.size):
         while k < nodes.size and nodes[k] < m[i] / c:
             k += 1
-        step = 1 - k / nodes.size - mean
+        step = above[k] - mean
         mean += step / (i + 1)
-        squares += step * (1 - k / nodes.size - mean)
+        squares += step * (above[k] - mean)
     return np.sqrt(squares / m.size)
 
 
@@ -353,7 +354,7 @@ def _t_bisection(sorted_max, alpha, nodes, out):  # pragma: no cover - numba
     (:func:`_t_count`), so later steps search a few draws instead of all of them."""
     for g in prange(sorted_max.shape[0]):
         m = sorted_max[g]
-        if m[-1] < _EMPTY:
+        if m[-1] < EMPTY_FAMILY:
             out[g, :] = np.nan
             continue
         lo, hi = 0.0, max(m[-1], 1.0) / nodes[0] * 2
@@ -395,9 +396,9 @@ def _quantiles(draws: np.ndarray, alpha: float, df) -> tuple[np.ndarray, np.ndar
     (normal reference), or with ``df`` the quantile of ``M / S`` with the chi scale S
     integrated out (module doc, conditional Monte Carlo)."""
     if df is None:
-        return _quantile_with_se(draws, alpha)
-    return _t_quantiles_with_se(np.sort(draws.T, axis=1).astype(float), alpha,
-                                _chi_scale_nodes(df))
+        return quantile_with_se(draws, alpha)
+    # float32 maxima: every comparison and quotient in the kernels is made in float64
+    return _t_quantiles_with_se(np.sort(draws.T, axis=1), alpha, _chi_scale_nodes(df))
 
 
 def _family(Fp, a, b, sign, group, n_groups) -> _Family:

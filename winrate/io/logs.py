@@ -332,7 +332,7 @@ def _positions(n: int) -> pd.Index:
     return pd.RangeIndex(n, name="positions from 0")
 
 
-def _file_positions(path, n: int) -> pd.Index:
+def file_positions(path, n: int) -> pd.Index:
     """Row labels that find a row in its file: the line number in a CSV / TSV (after the
     header line) or JSON Lines file, else the row's position counted from 1."""
     fmt = table_format(path)
@@ -961,7 +961,7 @@ def _read_comparisons(source, *, prompt_col, judge_col, model_a_col, model_b_col
         text = (prompt_col, judge_col, model_a_col, model_b_col, *cluster_cols)
         frame = read_table(source, text_cols=text, coded_cols=(*text, outcome_col),
                            scalar_cols=(weight_col, *feature_cols))
-        frame.index = _file_positions(source, len(frame))
+        frame.index = file_positions(source, len(frame))
         name = f"{str(source)!r}"
     if frame.empty:
         raise empty_log(name)

@@ -25,10 +25,10 @@ from winrate.errors import WinrateInputError, first_rows
 from winrate.io.logs import (
     ClusterAxis,
     ScoreTable,
-    _file_positions,
     check_rows,
     code_column,
     columns_not_found,
+    file_positions,
     read_table,
 )
 
@@ -98,7 +98,7 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
     else:
         text = (question_col, model_col, *cluster_cols)
         frame = read_table(source, text_cols=text, coded_cols=text, scalar_cols=(score_col,))
-        frame.index = _file_positions(source, len(frame))
+        frame.index = file_positions(source, len(frame))
     missing = [c for c in named if c not in frame.columns]
     if missing:
         raise columns_not_found(missing, list(frame.columns), "the score table")

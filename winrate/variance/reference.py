@@ -13,7 +13,7 @@ from scipy import special
 from winrate.errors import WinrateInputError
 
 #: Marks a family with no positive-variance contrast in the draws of a maximum.
-_EMPTY = -1e20
+EMPTY_FAMILY = -1e20
 
 
 def check_alpha(alpha: float) -> float:
@@ -76,7 +76,7 @@ def critical_value(alpha: float, df=None):
     return crit if np.ndim(df) else float(crit)
 
 
-def _quantile_with_se(draws: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def quantile_with_se(draws: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Column-wise ``1 - alpha`` quantile (order statistic ``ceil(n (1 - alpha))``) and its
     Monte-Carlo SE from the binomial order-statistic band (module docstring)."""
     n = draws.shape[0]
@@ -90,7 +90,7 @@ def _quantile_with_se(draws: np.ndarray, alpha: float) -> tuple[np.ndarray, np.n
         np.partition(draws[:, s : s + 8], kth, axis=0)[kth] for s in range(0, draws.shape[1], 8)
     ]
     at_lo, crit, at_hi = np.concatenate(blocks, axis=1).astype(float)
-    empty = crit < _EMPTY  # a family with no positive-variance contrast
+    empty = crit < EMPTY_FAMILY  # a family with no positive-variance contrast
     with np.errstate(invalid="ignore"):  # inf - inf: infinite draws (wild bootstrap)
         half_band = (at_hi - at_lo) / 2
     return np.where(empty, np.nan, crit), np.where(empty, np.nan, half_band)

@@ -47,7 +47,7 @@ from winrate.errors import WinrateInputError, one_of
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.io.logs import ComparisonLog
 from winrate.progress import bar
-from winrate.variance.reference import _quantile_with_se, check_alpha, reference_label
+from winrate.variance.reference import check_alpha, quantile_with_se, reference_label
 from winrate.variance.sandwich import (
     DEFAULT_CORRECTION,
     group_codes,
@@ -112,9 +112,10 @@ def replicate_scorer(board: Leaderboard, total_counts, log: ComparisonLog):
     return estimators.of(board).replicate_scorer(board, total_counts, log)
 
 
-def _fitted(log: ComparisonLog, board: Leaderboard | None, weights) -> Leaderboard:
-    """``board``, or the win rate with opponent ``weights`` when none is given."""
-    return estimators.fit(log, weights=weights) if board is None else board
+def _fitted(log: ComparisonLog, board: Leaderboard | None) -> Leaderboard:
+    """``board``, or the default estimator with its default options when none is given
+    (another estimator or options: pass their fit, :func:`winrate.estimators.fit`)."""
+    return estimators.fit(log) if board is None else board
 
 
 def _coded_axes(log: ComparisonLog, groups: list) -> tuple[list[np.ndarray], list[int]]:
@@ -157,12 +158,12 @@ def _jackknife_blocks(totals: PairTotals, scorer, units=None):
         yield start, scorer.scores(wins_all - wins, counts_all - counts)
 
 
-def jackknife_replicates(log: ComparisonLog, groups, weights="uniform",
+def jackknife_replicates(log: ComparisonLog, groups,
                          board: Leaderboard | None = None) -> np.ndarray:
     """(G, K) delete-one-cluster scores ``S^(-g)``: exactly ``fit`` on the log without
     cluster g (NaN for a model left without comparisons), from the sufficient statistics
     ``S^(-g) = score(W - W_g, N - N_g)`` in O(G P) instead of G refits."""
-    board = _fitted(log, board, weights)
+    board = _fitted(log, board)
     totals = pair_totals(log, board, groups)
     scorer = replicate_scorer(board, totals.total_counts, log)
     return board.reported(np.concatenate([s for _, s in _jackknife_blocks(totals, scorer)]))
@@ -214,7 +215,7 @@ def _cv3(log, board, groups, center, units=None) -> tuple[np.ndarray, int]:
     return (n_units - 1) / n_units * sum_dd, undefined
 
 
-def jackknife_cov(log: ComparisonLog, groups, weights="uniform",
+def jackknife_cov(log: ComparisonLog, groups,
                   board: Leaderboard | None = None, center: str = "mean"
                   ) -> JackknifeCovariance:
     """Delete-one-cluster jackknife variance of the scores for one clustering::
@@ -238,7 +239,7 @@ def jackknife_cov(log: ComparisonLog, groups, weights="uniform",
     comparisons by deleting a cluster keeps its full-sample score in that replicate
     (counted in ``undefined_replicates``, warned).
     """
-    return multiway_jackknife_cov(log, [groups], weights, board, center)
+    return multiway_jackknife_cov(log, [groups], board, center)
 
 
 def _warn_undefined(undefined: int) -> None:
@@ -246,7 +247,7 @@ def _warn_undefined(undefined: int) -> None:
         notes.emit(notes.undefined_replicates(undefined))
 
 
-def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
+def multiway_jackknife_cov(log: ComparisonLog, groups: list,
                            board: Leaderboard | None = None, center: str = "mean"
                            ) -> JackknifeCovariance:
     """Multiway jackknife: inclusion-exclusion of one-way jackknife terms
@@ -265,7 +266,7 @@ def multiway_jackknife_cov(log: ComparisonLog, groups: list, weights="uniform",
     codes, sizes = _coded_axes(log, groups)
     if min(sizes) < 2:
         raise WinrateInputError("the jackknife needs at least 2 clusters on every axis")
-    board = _fitted(log, board, weights)
+    board = _fitted(log, board)
 
     def term(term_codes, _n_range):
         return _cv3(log, board, term_codes, center)
@@ -288,7 +289,7 @@ def _require_whole_frequencies(log: ComparisonLog, method: str) -> np.ndarray:
     return freq
 
 
-def row_jackknife_cov(log: ComparisonLog, weights="uniform", board: Leaderboard | None = None,
+def row_jackknife_cov(log: ComparisonLog, board: Leaderboard | None = None,
                       center: str = "mean") -> JackknifeCovariance:
     """Delete-one-comparison jackknife with no clustering: that of the expanded log in
     which a row of frequency ``f_r`` is ``f_r`` identical comparisons.
@@ -305,7 +306,7 @@ def row_jackknife_cov(log: ComparisonLog, weights="uniform", board: Leaderboard 
     n_units = int(freq.sum())
     if n_units < 2:
         raise WinrateInputError("the jackknife needs at least 2 comparisons")
-    board = _fitted(log, board, weights)
+    board = _fitted(log, board)
     cov, undefined = _cv3(log, board, np.arange(log.n_rows), center, units=freq)
     _warn_undefined(undefined)
     return JackknifeCovariance(board.reported_cov(cov), (n_units,), n_units - 1, undefined,
@@ -383,7 +384,7 @@ class ProductWeightScorer:
         return self.scorer.scores(wins, counts)
 
 
-def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps: int = 999,
+def cluster_bootstrap(log: ComparisonLog, groups: list, reps: int = 999,
                       seed: int | None = 0, board: Leaderboard | None = None,
                       progress: bool | None = None) -> BootstrapResult:
     """Cluster bootstrap by one axis, or the pigeonhole bootstrap over crossed axes.
@@ -405,7 +406,7 @@ def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps:
         raise WinrateInputError(f"bootstrap reps must be an integer >= 2, got {reps}")
     if not groups:
         raise WinrateInputError("the bootstrap needs at least one clustering axis")
-    board = _fitted(log, board, weights)
+    board = _fitted(log, board)
     scorer = ProductWeightScorer(log, board, groups)
     rng = np.random.default_rng(seed)
 
@@ -418,7 +419,7 @@ def cluster_bootstrap(log: ComparisonLog, groups: list, weights="uniform", reps:
     return _bootstrap_result(board, out, method, tuple(scorer.sizes), seed)
 
 
-def row_bootstrap(log: ComparisonLog, weights="uniform", reps: int = 999,
+def row_bootstrap(log: ComparisonLog, reps: int = 999,
                   seed: int | None = 0, board: Leaderboard | None = None,
                   progress: bool | None = None) -> BootstrapResult:
     """Bootstrap of comparisons with no clustering: that of the expanded log in which a
@@ -433,7 +434,7 @@ def row_bootstrap(log: ComparisonLog, weights="uniform", reps: int = 999,
         raise WinrateInputError(f"bootstrap reps must be an integer >= 2, got {reps}")
     freq = _require_whole_frequencies(log, "bootstrap")
     n_units = int(freq.sum())
-    board = _fitted(log, board, weights)
+    board = _fitted(log, board)
     scorer = ProductWeightScorer(log, board, [np.arange(log.n_rows)])
     rng = np.random.default_rng(seed)
     inv = np.divide(1.0, freq, out=np.zeros(freq.shape), where=freq > 0)
@@ -558,8 +559,8 @@ class WildDraws:
         weights' support is too coarse for this level."""
         alpha = check_alpha(alpha)
         _warn_coarse_support(self.distribution, self.n_clusters, alpha)
-        crit = _quantile_with_se(self.statistics, alpha)[0]
-        sim_crit = float(_quantile_with_se(self.statistics.max(axis=1, keepdims=True),
+        crit = quantile_with_se(self.statistics, alpha)[0]
+        sim_crit = float(quantile_with_se(self.statistics.max(axis=1, keepdims=True),
                                            alpha)[0][0])
         est, se = self.estimate, self.se
         half = np.where(se > 0, crit * se, 0.0)  # crit may be inf (see _wild_statistics)
@@ -570,7 +571,7 @@ class WildDraws:
             self.enumerated, alpha)
 
 
-def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha: float = 0.05,
+def wild_cluster_bootstrap(log: ComparisonLog, groups, alpha: float = 0.05,
                            reps: int = 9999, distribution: str = "webb", seed: int | None = 0,
                            correction: str = DEFAULT_CORRECTION,
                            board: Leaderboard | None = None,
@@ -601,17 +602,17 @@ def wild_cluster_bootstrap(log: ComparisonLog, groups, weights="uniform", alpha:
     set by the largest draw (a warning says so); Webb's six points give 6^G vectors.
     """
     alpha = check_alpha(alpha)
-    return wild_draws(log, groups, weights, reps, distribution, seed, correction, board,
+    return wild_draws(log, groups, reps, distribution, seed, correction, board,
                       progress).at(alpha)
 
 
-def wild_draws(log: ComparisonLog, groups, weights="uniform", reps: int = 9999,
+def wild_draws(log: ComparisonLog, groups, reps: int = 9999,
                distribution: str = "webb", seed: int | None = 0,
                correction: str = DEFAULT_CORRECTION, board: Leaderboard | None = None,
                progress: bool | None = None) -> WildDraws:
     """The draws of :func:`wild_cluster_bootstrap` (its doc), at no level yet."""
     factor = small_sample_factor(2, correction)  # validates correction before any work
-    board = _fitted(log, board, weights)
+    board = _fitted(log, board)
     totals = pair_totals(log, board, groups)
     n_groups = totals.n_clusters
     if n_groups < 2:
@@ -680,7 +681,8 @@ class VarianceChoice:
     ``"cluster bootstrap"``, ``"pigeonhole bootstrap"``); ``cov`` and ``df`` (t degrees of
     freedom, None for normal) feed Wald, simultaneous, pairwise and rank inference;
     ``wild`` holds the wild bootstrap's draws when it was used (its percentile-t intervals,
-    :meth:`WildDraws.at`, replace the Wald intervals); ``note``: one line saying what was used and why.
+    :meth:`WildDraws.at`, replace the Wald intervals); ``note``: one line saying what was
+    used and why.
     """
 
     method: str
@@ -759,7 +761,7 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
     if (len(groups) == 1 and sizes[0] <= WILD_MAX_CLUSTERS
             and estimator.supports("wild bootstrap")):
         dist = "webb" if sizes[0] <= WEBB_MAX_CLUSTERS else "rademacher"
-        wild = wild_draws(log, groups[0], "uniform", reps, dist, seed, correction,
+        wild = wild_draws(log, groups[0], reps, dist, seed, correction,
                           board=board, progress=progress)
         why = ("Webb 6-point weights since Rademacher has only 2^G draws" if dist == "webb"
                else "Rademacher weights")
@@ -769,12 +771,12 @@ def resampled_variance(log: ComparisonLog, board: Leaderboard, names: tuple[str,
                 f"inference use its {correction} covariance with t({sizes[0] - 1})")
         return VarianceChoice("wild bootstrap", wild.cov, sizes[0] - 1, note, wild=wild)
     if not names:
-        boot = row_bootstrap(log, "uniform", reps, seed, board, progress)
+        boot = row_bootstrap(log, reps, seed, board, progress)
         note = (f"bootstrap of comparisons ({len(boot.replicates):,} replicates), normal "
                 "intervals from the bootstrap covariance: no clustering requested, "
                 "comparisons are resampled")
         return VarianceChoice("cluster bootstrap", boot.cov, None, note, bootstrap=boot)
-    boot = cluster_bootstrap(log, groups, "uniform", reps, seed, board, progress)
+    boot = cluster_bootstrap(log, groups, reps, seed, board, progress)
     kind = "pigeonhole bootstrap" if len(groups) > 1 else "cluster bootstrap"
     why = ("crossed axes: Owen's (2007) pigeonhole bootstrap resamples each axis "
            "independently; it is conservative (counts the cell variance twice)"
