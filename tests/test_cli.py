@@ -244,13 +244,13 @@ def test_coefficient_block_columns_line_up(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", ["leaderboard", "eda"])
 def test_dataset_help_names_every_bundled_dataset(command, capsys):
-    from winrate.io.datasets import NAMES
+    from winrate.io.datasets import DATASET_NAMES
 
     with pytest.raises(SystemExit):
         main([command, "--help"])
     options = " ".join(capsys.readouterr().out.split("options:")[1].split())
     listed = re.search(r"--dataset DATASET (.*?) --", options).group(1)
-    assert all(name in listed for name in NAMES), listed
+    assert all(name in listed for name in DATASET_NAMES), listed
 
 
 # ------------------------------------------------ the data directory, inside and outside make

@@ -74,9 +74,9 @@ def _outcome(a_right: bool, b_right: bool) -> str:
 
 
 def test_names_and_describe():
-    assert datasets.NAMES == ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena",
+    assert datasets.DATASET_NAMES == ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena",
                               "alpaca_eval", "qlora", "prd")
-    for name in datasets.NAMES:
+    for name in datasets.DATASET_NAMES:
         text = datasets.describe(name)
         assert "license" in text.lower() or "apache" in text.lower() or "bsd" in text.lower()
         assert len(text) > 100

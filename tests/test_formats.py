@@ -21,7 +21,13 @@ from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io import datasets
 from winrate.io.datasets import read_dataset
 from winrate.io.download import DataUnavailableError
-from winrate.io.formats import FORMATS, clean_model_name, read_format, read_log, style_difference
+from winrate.io.formats import (
+    LOG_FORMATS,
+    clean_model_name,
+    read_format,
+    read_log,
+    style_difference,
+)
 
 REAL = os.environ.get("WINRATE_DATA")
 needs_real = pytest.mark.skipif(not REAL or not Path(REAL).is_dir(),
@@ -46,7 +52,7 @@ def rows(frame: pd.DataFrame, *cols) -> list[tuple]:
 
 
 def test_format_names():
-    assert FORMATS == ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard")
+    assert LOG_FORMATS == ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard")
     with pytest.raises(WinrateInputError, match="unknown format 'nope'; available: alpaca"):
         read_format(".", "nope")
 

@@ -2,8 +2,8 @@
 
 Plain tuples in a module that imports nothing, so that the command line can offer them as
 ``choices`` without loading numpy, pandas, scipy or numba (``winrate --help`` stays
-instant). The module that implements each option re-exports its tuple under its
-historical name (``winrate.variance.sandwich.CORRECTIONS``, ``winrate.io.formats.FORMATS``, ...).
+instant). The module that implements an option imports its tuple from here under the same
+name (``winrate.variance.sandwich.CORRECTIONS``, ``winrate.io.formats.LOG_FORMATS``, ...).
 """
 
 #: Bradley-Terry tie models: ties as half wins, or Davidson's tie parameter.

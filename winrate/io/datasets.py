@@ -45,8 +45,7 @@ import numpy as np
 import pandas as pd
 
 from winrate import notes
-from winrate.constants import DATASET_NAMES as NAMES
-from winrate.constants import DEFAULT_COLUMNS
+from winrate.constants import DATASET_NAMES, DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError, first_rows
 from winrate.io.download import (
     MMLU_PRO_MODELS,
@@ -65,7 +64,7 @@ from winrate.io.logs import ComparisonLog, ScoreTable, columns_not_found, read_c
 from winrate.io.scores import score_table
 
 __all__ = [
-    "NAMES",
+    "DATASET_NAMES",
     "OUTCOMES",
     "ChecksumError",
     "DataUnavailableError",
@@ -168,18 +167,18 @@ def describe(name: str) -> str:
 
 
 def _check_name(name: str) -> None:
-    if name not in NAMES:
-        raise WinrateInputError(f"unknown dataset {name!r}; available: {', '.join(NAMES)}")
+    if name not in DATASET_NAMES:
+        raise WinrateInputError(f"unknown dataset {name!r}; available: {', '.join(DATASET_NAMES)}")
 
 
 def load(name: str, *, data_dir=None, models: Sequence[str] | None = None,
          download: bool = True, mirror: str | None = None, progress: bool | None = None,
          **options) -> pd.DataFrame:
-    """Load dataset ``name`` (one of :data:`NAMES`) as a pairwise comparison log.
+    """Load dataset ``name`` (one of :data:`DATASET_NAMES`) as a pairwise comparison log.
 
     Parameters
     ----------
-    name : one of :data:`NAMES`.
+    name : one of :data:`DATASET_NAMES`.
     data_dir : directory holding ``<name>/<files>``; default ``$WINRATE_DATA``, then the
         user cache directory (see :mod:`winrate.io.download`).
     models : keep only comparisons between these models (an unknown name is an error

@@ -26,7 +26,7 @@ that compare a model with itself carry no information and are dropped with a
 :class:`~winrate.errors.WinrateWarning` (AlpacaEval's baseline-vs-baseline file).
 :func:`read_log` turns the frame into a :class:`~winrate.io.logs.ComparisonLog`.
 
-Formats (:data:`FORMATS`)
+Formats (:data:`LOG_FORMATS`)
 -------------------------
 ``alpaca_eval``
     AlpacaEval ``results/<model>/<annotator>/annotations.json`` (github.com/tatsu-lab/
@@ -127,12 +127,12 @@ import numpy as np
 import pandas as pd
 
 from winrate import notes
-from winrate.constants import LOG_FORMATS as FORMATS
+from winrate.constants import LOG_FORMATS
 from winrate.errors import WinrateInputError, first_rows
 from winrate.io.logs import ComparisonLog, read_comparisons, value_counts
 from winrate.progress import bar
 
-__all__ = ["ARENA_HARD_BASELINE", "ARENA_HARD_STRONG_WEIGHT", "FORMATS", "STYLE_PREFIX",
+__all__ = ["ARENA_HARD_BASELINE", "ARENA_HARD_STRONG_WEIGHT", "LOG_FORMATS", "STYLE_PREFIX",
            "clean_model_name", "find_files", "read_format", "read_log", "style_difference"]
 
 #: Prefix of the style feature columns.
@@ -155,12 +155,12 @@ def read_format(path, name: str, **options) -> pd.DataFrame:
     """Read ``path`` (a file or a folder searched recursively, or a list of them) in
     format ``name``.
 
-    ``name`` is one of :data:`FORMATS`; ``options`` are the format's keywords (see the
+    ``name`` is one of :data:`LOG_FORMATS`; ``options`` are the format's keywords (see the
     module docstring). Files are read in sorted path order. Returns the comparison frame
     described in the module docstring.
     """
-    if name not in FORMATS:
-        raise WinrateInputError(f"unknown format {name!r}; available: {', '.join(FORMATS)}")
+    if name not in LOG_FORMATS:
+        raise WinrateInputError(f"unknown format {name!r}; available: {', '.join(LOG_FORMATS)}")
     reader = _READERS[name]
     allowed = [p for p in inspect.signature(reader).parameters if p != "files"]
     unknown = sorted(set(options) - set(allowed))
