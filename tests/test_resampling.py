@@ -59,7 +59,7 @@ def _lonely_log() -> ComparisonLog:
 def test_jackknife_replicates_equal_brute_force_refits(weights, axis):
     for log in (random_log(0), random_log(1, n_judges=3), _lonely_log()):
         codes = log.axes[axis].codes
-        reps = jackknife_replicates(log, codes, weights)
+        reps = jackknife_replicates(log, codes, board=fit(log, weights))
         for g in range(log.axes[axis].n_clusters):
             refit = fit(_subset(log, codes != g), weights).scores
             np.testing.assert_array_equal(np.isnan(refit), np.isnan(reps[g]))
@@ -294,7 +294,7 @@ def test_weighted_row_jackknife_is_delete_one_comparison_of_expanded_log(weights
                        for i in range(n)])
     ref = refits.mean(axis=0) if center == "mean" else fit(expanded, weights).scores
     expected = (n - 1) / n * (refits - ref).T @ (refits - ref)
-    got = row_jackknife_cov(log, weights, center=center)
+    got = row_jackknife_cov(log, board=fit(log, weights), center=center)
     np.testing.assert_allclose(got.cov, expected, rtol=1e-9, atol=1e-15)
     assert got.df == n - 1 and got.n_clusters == (n,)
     if center == "mean":  # the reachable path: --weight-col w --cluster none --method jackknife
