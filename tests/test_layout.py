@@ -225,12 +225,7 @@ def test_no_estimator_or_its_options_are_read_by_name_outside_the_estimators():
     above = [p for p in PACKAGE.rglob("*.py")
              if (layer(module_name(p)) or 0) > estimators_layer
              and layer(module_name(p)) != len(LAYERS) - 1]
-    found = [hit.split(":")[0] + " " + hit.split()[-1]
-             for path in above for hit in _estimator_reads(path, words)]
-    # TODO(issue 35): eda._per_question still reads option 'baseline' by name to choose a
-    # score table for a dataset; the estimator protocol should say whether a fit of score
-    # tables accepts these options. Remove this entry when it does.
-    assert found == ["winrate.eda baseline"]
+    assert [hit for path in above for hit in _estimator_reads(path, words)] == []
 
 
 def test_the_estimator_rule_catches_an_option_read_by_name():

@@ -565,11 +565,13 @@ def explore_dataset(name: str, models=None, cluster=None, **kwargs) -> EdaReport
 
 def _per_question(name: str, options: dict) -> bool:
     """Whether dataset ``name`` is read as a score table for these :func:`explore` options:
-    a per-question eval, with an estimator that fits score tables (without a baseline)
-    and a correction that cell totals give (:mod:`winrate.estimators.cells`)."""
+    a per-question eval, with an estimator that fits score tables with its options
+    (:meth:`winrate.estimators.base.Estimator.fits_score_tables`) and a correction that
+    cell totals give (:mod:`winrate.estimators.cells`)."""
     estimator = estimators.get(options.get("model") or estimators.DEFAULT_ESTIMATOR)
-    return (name in SCORE_DATASETS and estimator.supports("per-question scores")
-            and options.get("baseline") is None and options.get("correction") != "cr2")
+    given = {key: value for key, value in options.items() if key in estimator.option_names}
+    return (name in SCORE_DATASETS and estimator.fits_score_tables(estimator.settle(given))
+            and options.get("correction") != "cr2")
 
 
 # --------------------------------------------------------------------------- output

@@ -187,6 +187,11 @@ class Estimator(ABC):
         default (:meth:`supports`)."""
         raise NotImplementedError
 
+    def fits_score_tables(self, options: dict) -> bool:
+        """Whether :meth:`fit_scores` fits a per-question score table with these settled
+        ``options`` (default: whenever it is defined)."""
+        return self.supports("per-question scores")
+
     def fixed_models(self, board):
         """(K,) mask of the reported models whose score is fixed by definition (an
         anchor's rating): no variance, and never "not estimable". Default: none."""

@@ -64,6 +64,11 @@ class WinRate(Estimator):
 
         return fit_scores(table, options["weights"], baseline=options["baseline"])
 
+    def fits_score_tables(self, options: dict) -> bool:
+        """Score tables have no baseline rows
+        (:func:`winrate.estimators.win_rate_scores.fit_scores`)."""
+        return options["baseline"] is None
+
     def refits_rows(self, options: dict) -> bool:
         """Refits need only the pair totals
         (:class:`winrate.estimators.win_rate_kernels.PairScorer`)."""
