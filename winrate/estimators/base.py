@@ -89,18 +89,14 @@ class SufficientData:
     log too large for memory answers the same sums from an engine.
     """
 
-    log: Any
+    rows: Any
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def rows(self):
-        return self.log
 
     def pair_table(self):
         if "pairs" not in self._cache:
             from winrate.estimators.win_rate_kernels import pairwise_table
 
-            self._cache["pairs"] = pairwise_table(self.log)
+            self._cache["pairs"] = pairwise_table(self.rows)
         return self._cache["pairs"]
 
     def outcome_counts(self, model: str) -> tuple:
@@ -110,7 +106,7 @@ class SufficientData:
         if "outcomes" not in self._cache:
             from winrate.estimators.win_rate_kernels import outcome_counts
 
-            self._cache["outcomes"] = outcome_counts(self.log, self.pair_table(), model)
+            self._cache["outcomes"] = outcome_counts(self.rows, self.pair_table(), model)
         return self._cache["outcomes"]
 
 
