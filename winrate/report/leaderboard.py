@@ -191,14 +191,16 @@ def _pairs_by_rank(analysis: Analysis) -> pd.DataFrame:
     >= 0: estimate and bounds negated, bounds swapped where a pair is turned round), its
     two models' ranks as ``rank_i`` < ``rank_j``, sorted by them."""
     frame = analysis.pairwise_frame()
-    order = {str(m): r for r, m in enumerate(leaderboard_table(analysis)["model"])}
-    flip = frame["model_i"].map(order).to_numpy() > frame["model_j"].map(order).to_numpy()
-    pairs = frame.copy()
-    pairs.loc[flip, ["model_i", "model_j"]] = frame.loc[flip, ["model_j", "model_i"]].to_numpy()
-    pairs.loc[flip, "estimate"] = -frame.loc[flip, "estimate"]
-    pairs.loc[flip, ["sim_low", "sim_high"]] = -frame.loc[flip, ["sim_high", "sim_low"]].to_numpy()
-    return pairs.assign(rank_i=pairs["model_i"].map(order), rank_j=pairs["model_j"].map(order)
-                        ).sort_values(["rank_i", "rank_j"])
+    ranked = pd.Index([str(m) for m in leaderboard_table(analysis)["model"]])
+    rank_i, rank_j = (ranked.get_indexer(frame[c]) for c in ("model_i", "model_j"))
+    flip = rank_i > rank_j
+    i, j, low, high = (frame[c].to_numpy() for c in ("model_i", "model_j", "sim_low",
+                                                      "sim_high"))
+    pairs = frame.assign(model_i=np.where(flip, j, i), model_j=np.where(flip, i, j),
+                         estimate=np.where(flip, -frame["estimate"], frame["estimate"]),
+                         sim_low=np.where(flip, -high, low), sim_high=np.where(flip, -low, high),
+                         rank_i=np.minimum(rank_i, rank_j), rank_j=np.maximum(rank_i, rank_j))
+    return pairs.sort_values(["rank_i", "rank_j"])
 
 
 def format_pairwise(analysis: Analysis, table_format: str = "text") -> str:
