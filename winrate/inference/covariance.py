@@ -155,7 +155,7 @@ def _axis_summary(design, board: Leaderboard, name: str, cov: np.ndarray,
                   cov_naive: np.ndarray, group: GroupMeat, shape: tuple) -> AxisSummary:
     """One axis' diagnostics from its one-way term of the multiway call (``cov`` and the
     ``group`` meat with its largest cluster totals) and its ``shape`` (m, single-cluster
-    pairs, ICC: :func:`winrate.variance.diagnostics.axis_design`), so nothing is
+    pairs, ICC: :class:`winrate.variance.cluster_sums.AxisDesign`), so nothing is
     recomputed.
 
     A model's variance on the axis is not identified when its own column of the meat is
