@@ -314,8 +314,9 @@ def _t_count(sorted_max, c, nodes, low, high, at):  # pragma: no cover - numba
     (the counts at a smaller and a larger c: ``c s_j`` grows with c)."""
     inside = 0
     for j in range(nodes.size):
-        window = sorted_max[low[j]:high[j]]
-        at[j] = low[j] + np.searchsorted(window, c * nodes[j], side="right")
+        at[j] = low[j]
+        if high[j] > low[j]:  # else the count is known: no search
+            at[j] += np.searchsorted(sorted_max[low[j]:high[j]], c * nodes[j], side="right")
         inside += at[j]
     return inside
 
