@@ -41,7 +41,6 @@ import sys
 import tarfile
 import tempfile
 import urllib.error
-import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -307,6 +306,8 @@ def _pip_download(url: str, out, timeout: float) -> str:
 def _stream(url: str, out, label: str, progress: bool | None, timeout: float) -> str:
     """Copy ``url`` into the open binary file ``out``; return the SHA-256 of the bytes. The
     bar follows :func:`winrate.progress.wanted` (None: on a terminal)."""
+    import urllib.request  # HTTP and TLS load here, not in every command that reads a file
+
     from winrate.progress import bar
 
     if url.startswith(_PIP_SCHEME):
