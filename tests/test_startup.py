@@ -61,3 +61,17 @@ def test_every_command_is_listed_in_help():
     _, printed = _loaded_after(_cli(["--help"]))
     for command in ("leaderboard", "demo", "eda", "eval", "power"):
         assert command in printed
+
+
+def test_a_leaderboard_on_a_file_loads_no_network_plotting_or_engine_library(tmp_path):
+    """``winrate leaderboard FILE`` needs the numerical libraries, not HTTP (the data
+    downloader loads it when it downloads), plotting, progress bars or a query engine."""
+    log = tmp_path / "log.csv"
+    log.write_text("prompt_id,judge_id,model_a,model_b,outcome\np1,j1,x,y,model_a\n"
+                   "p2,j1,y,z,tie\np3,j2,x,z,model_b\np4,j2,z,x,model_a\n")
+    code = (_cli(["leaderboard", str(log)])
+            + "print('EXTRA', *sorted(m for m in ('http.client', 'matplotlib', 'tqdm', "
+              "'duckdb', 'pyspark') if m in sys.modules))")
+    loaded, printed = _loaded_after(code)
+    assert {"numpy", "pandas", "numba"} <= set(loaded)
+    assert printed.rpartition("EXTRA")[2].split() == []
