@@ -126,7 +126,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from winrate import estimators, notes
-from winrate.errors import WinrateInputError, WinrateWarning
+from winrate.errors import WinrateInputError
 from winrate.estimators.base import Scale
 from winrate.estimators.rao_kupper import abilities_and_threshold
 from winrate.io.logs import ClusterAxis, ComparisonLog
@@ -391,8 +391,7 @@ class _Design:
         prior when the MLE is not finite and none was given)."""
         log = self.log
         sub = ComparisonLog(log.model_a[rows], log.model_b[rows], score, log.models, {}, freq)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", WinrateWarning)
+        with notes.gathered():  # a simulation model's fit: its notes are not the user's
             try:
                 theta, kappa = abilities_and_threshold(sub, prior)
             except WinrateInputError:
@@ -549,8 +548,7 @@ def pseudo_truth(result, model: SimulationModel) -> np.ndarray:
         models=log.models, frequency=log.weight[rows] * probs[:, inverse].ravel(),
         features={name: values[rows] for name, values in log.features.items()})
     board = result.leaderboard
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
+    with notes.gathered():  # the pseudo-truth's fit: its notes are not the user's
         return estimators.fit(expected, board.estimator, **board.options).scores
 
 
@@ -604,11 +602,17 @@ def replicate(spec: _Spec, rep: int) -> list[_Outcome | None]:
     :func:`winrate.inference.analysis.run_analysis`, the numbers of :func:`winrate.analyze`;
     the others reusing its fit), compare with the truth. None for a method whose analysis
     raised an input error (every method, if the fit did)."""
-    from winrate.inference.analysis import run_analysis
-
     draw_seq, analysis_seq = np.random.SeedSequence([SEED_TAG, spec.seed, rep]).spawn(2)
     log = spec.design.log_of(*spec.design.draw(spec.model, np.random.default_rng(draw_seq)))
     monte_carlo = MonteCarlo(n_draws=spec.n_draws, seed=int(analysis_seq.generate_state(1)[0]))
+    with notes.gathered():  # a replication's notes are not the user's: its outcome is kept
+        return _outcomes(spec, log, monte_carlo)
+
+
+def _outcomes(spec: _Spec, log, monte_carlo) -> list[_Outcome | None]:
+    """Each of ``spec.variances``' outcome on the replicated ``log`` (:func:`replicate`)."""
+    from winrate.inference.analysis import run_analysis
+
     found, run = [], None
     for variance in spec.variances:
         try:
@@ -630,12 +634,11 @@ _WORKER_SPEC: _Spec | None = None
 
 
 def _start_worker(spec: _Spec) -> None:
-    """A pool worker: single-threaded numba, winrate's notes silenced, the spec kept."""
+    """A pool worker: single-threaded numba, the spec kept."""
     global _WORKER_SPEC
     import numba
 
     numba.set_num_threads(1)
-    warnings.simplefilter("ignore", WinrateWarning)
     _WORKER_SPEC = spec
 
 
@@ -646,15 +649,13 @@ def _replicate_chunk(reps: range) -> list[tuple[int, list]]:
 @contextmanager
 def _single_threaded():
     """numba single-threaded (as in the workers, so results do not depend on the number
-    of workers), winrate's notes silenced."""
+    of workers)."""
     import numba
 
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", WinrateWarning)
-            yield
+        yield
     finally:
         numba.set_num_threads(threads)
 
@@ -1074,8 +1075,7 @@ def _check_arguments(reps, seed, workers) -> None:
 def _spec_of(result, seed: int) -> _Spec:
     """The fitted simulation model, its truth and the analysis to rerun."""
     design = _Design.of(result.log)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", WinrateWarning)
+    with notes.gathered():  # the simulation model's fit: its notes are not the user's
         model = _fit(design, CALIBRATION_ROUNDS, CALIBRATION_DRAWS)
     variance, _, monte_carlo = result.requested or (Variance(), None, MonteCarlo())
     board = result.leaderboard

@@ -286,11 +286,9 @@ class RowRefit:
         return out
 
     def _refit(self, freq):
-        import warnings
-
         import numpy as np
 
-        from winrate.errors import WinrateWarning
+        from winrate import notes
         from winrate.io.logs import ClusterAxis, ComparisonLog
 
         keep = freq > 1e-12 * freq.max(initial=0.0)
@@ -303,8 +301,7 @@ class RowRefit:
         sub = ComparisonLog(log.model_a[keep], log.model_b[keep], log.score[keep], log.models,
                             axes, freq[keep], {k: v[keep] for k, v in log.features.items()})
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", WinrateWarning)
+            with notes.gathered():  # a replicate's fit: its notes are not the analysis'
                 refit = self._fit(sub, keep)
         except WinrateInputError:  # not identified in this replicate
             return np.nan
