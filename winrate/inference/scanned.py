@@ -22,7 +22,7 @@ from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.io.scan import KEY, Scan
 from winrate.progress import bar
 from winrate.variance.buckets import BucketSums, KeyFit
-from winrate.variance.cluster_sums import ClusterSums, clustered, memory_sums
+from winrate.variance.cluster_sums import ClusterSums, memory_sums
 
 #: Bytes a bucket's row takes in pass 2 (its codes, its influence row and the kernels'
 #: buffers), so that ``budget / BUCKET_ROW_BYTES`` rows make one bucket.
@@ -71,15 +71,6 @@ class ScanDesign:
 
         return BucketSums(_key_fit(log, board, strata, self.n_keys), sweep, sizes, bucket_dim,
                           board.bread, naive, shown)
-
-    def covariance(self, log: ComparisonLog, board, clustering: tuple[str, ...],
-                   correction: str, strata, progress):
-        """(:class:`winrate.variance.meats.MultiwayCovariance`, each axis' (m,
-        single-cluster pairs, ICC)) of ``board`` fitted to the key ``log``
-        (:meth:`cluster_sums` combined by :func:`winrate.variance.cluster_sums.clustered`)."""
-        result = clustered(self.cluster_sums(log, board, clustering, strata, progress),
-                           correction)
-        return result.covariance, list(result.designs)
 
     def _n_buckets(self, axis: str) -> int:
         """The scan's forced number of buckets, or the fewest whose rows fit the budget

@@ -129,11 +129,13 @@ def _bit_table(n_models: int, n_clusters: int) -> np.ndarray:
 
 @njit(inline="always")
 def _mark(seen, count, key, m):  # pragma: no cover - numba
-    """Count model m in a cluster the first time its (cluster, model) bit ``key`` is set."""
+    """Count model m in a cluster the first time its (cluster, model) bit ``key`` is set;
+    branch-free (whether a bit is new is unpredictable, a branch on it costs a quarter)."""
+    i = key >> 3
     bit = np.uint8(1 << (key & 7))
-    if seen[key >> 3] & bit == 0:
-        seen[key >> 3] |= bit
-        count[m] += 1
+    old = seen[i]
+    seen[i] = old | bit
+    count[m] += (old & bit) == 0
 
 
 @njit(cache=True)
@@ -222,42 +224,54 @@ class DesignState:
         self.count = np.zeros(n_models, np.int64)
         self.first = np.full(n_pairs, -1, np.int64)
         self.single = np.ones(n_pairs, bool)
-        self.size = np.zeros(n_clusters)
-        self.centred_sum = np.zeros(n_clusters)
+        #: per cluster (frequency, sum of frequency x deviation), side by side so that a
+        #: row's two sums share a cache line
+        self.sums = np.zeros((n_clusters, 2))
 
     @property
     def counts_models(self) -> bool:
         return self.seen.shape[0] > 0
 
+    @property
+    def size(self) -> np.ndarray:
+        """Each cluster's comparisons (frequency-weighted)."""
+        return self.sums[:, 0]
+
+    @property
+    def centred_sum(self) -> np.ndarray:
+        """Each cluster's sum of the centred scores (frequency-weighted)."""
+        return self.sums[:, 1]
+
     def add(self, codes, model_a, model_b, pair, frequency, deviation) -> None:
         """Add rows (their cluster codes, models, pairs, frequencies (None: 1) and
-        deviations from the grand mean)."""
+        deviations from the grand mean): three simple passes, each with one stream of
+        random accesses (a fused pass ran slower on this machine's caches)."""
+        if self.counts_models:
+            _count_by_bits(codes, model_a, model_b, self.seen, self.count)
+        _first_clusters(pair, codes, self.first, self.single)
         freq = np.ones(codes.shape[0]) if frequency is None else frequency
-        _design_pass(codes, model_a, model_b, pair, freq, deviation, self.seen, self.count,
-                     self.first, self.single, self.size, self.centred_sum)
+        _add_by_cluster(codes, freq, deviation, self.sums)
 
 
 @njit(cache=True)
-def _design_pass(codes, model_a, model_b, pair, freq, deviation, seen, count, first, single,
-                 size, centred_sum):  # pragma: no cover - numba
-    """:class:`DesignState` in one pass over rows: a model counted in a cluster the first
-    time its (cluster, model) bit is set (when ``seen`` has room), each pair's first
-    cluster and whether a later row leaves it, and per cluster the sums of ``freq`` and
-    ``freq * deviation`` (in row order, as ``np.bincount`` adds them)."""
-    n_models = count.shape[0]
-    counting = seen.shape[0] > 0
-    for r in range(codes.shape[0]):
-        g = codes[r]
-        if counting:
-            _mark(seen, count, g * n_models + model_a[r], model_a[r])
-            _mark(seen, count, g * n_models + model_b[r], model_b[r])
+def _first_clusters(pair, codes, first, single):  # pragma: no cover - numba
+    """Each pair's first cluster, and whether a later row leaves it (over every call so
+    far, so parts of the rows merge as one pass would)."""
+    for r in range(pair.shape[0]):
         p = pair[r]
         if first[p] < 0:
-            first[p] = g
-        elif first[p] != g:
+            first[p] = codes[r]
+        elif first[p] != codes[r]:
             single[p] = False
-        size[g] += freq[r]
-        centred_sum[g] += freq[r] * deviation[r]
+
+
+@njit(cache=True)
+def _add_by_cluster(codes, freq, deviation, sums):  # pragma: no cover - numba
+    """Add ``freq`` and ``freq * deviation`` to each row's cluster (in row order, as
+    ``np.bincount`` adds them)."""
+    for r in range(codes.shape[0]):
+        sums[codes[r], 0] += freq[r]
+        sums[codes[r], 1] += freq[r] * deviation[r]
 
 
 def cell_design_sums(cells: CellTotals, pairs: np.ndarray, counts: np.ndarray,
@@ -291,23 +305,6 @@ def cells_per_cluster(cells: CellTotals, codes: np.ndarray,
 def _cell_clusters_of_model(cells: CellTotals, codes: np.ndarray) -> np.ndarray:
     """The clusters each model appears in: those holding a cell where it has comparisons."""
     return (_by_cluster(codes, cells.model_rows) > 0).sum(axis=0)
-
-
-def axis_design(log, board, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """The design of one clustering axis (cluster ``codes`` of the log's rows, or of the
-    cells of a fit held as cell totals): ``m_a`` over the log's models, the (P,) mask of
-    single-cluster pairs and the pair-level ICC of the pair-centred scores
-    (:meth:`winrate.variance.cluster_sums.ClusterSums.design` of one axis)."""
-    if board.pair is None:  # no rows: the fit's cell totals
-        clusters, single, size, centred_sum, squares = cell_design_sums(
-            board.influence, board.pairs, board.counts, codes)
-    else:
-        deviation, squares = centred_scores(board.centered, log.frequency)
-        clusters, single, size, centred_sum = row_design_sums(
-            codes, int(codes.max()) + 1 if codes.size else 0, log.model_a, log.model_b,
-            log.n_models, board.pair, len(board.pairs), log.frequency, deviation)
-    return (per_cluster(board.counts.sum(axis=1), clusters), single,
-            icc_of_sums(size, centred_sum, squares))
 
 
 def cells_shared_icc(cells: CellTotals, pairs: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -369,19 +366,9 @@ def single_cluster_pairs(pair: np.ndarray, codes: np.ndarray, n_pairs: int) -> n
     For such a pair the centred scores sum to zero within that cluster, so the axis'
     variance gets no information about the pair: its contribution is not identified.
     """
-    return _single_cluster(pair, codes, n_pairs)
-
-
-@njit(cache=True)
-def _single_cluster(pair, codes, n_pairs):  # pragma: no cover - numba
-    """One pass: each pair's first cluster, and whether any later row leaves it."""
     first = np.full(n_pairs, -1, np.int64)
-    single = np.ones(n_pairs, np.bool_)
-    for r in range(pair.shape[0]):
-        if first[pair[r]] < 0:
-            first[pair[r]] = codes[r]
-        elif first[pair[r]] != codes[r]:
-            single[pair[r]] = False
+    single = np.ones(n_pairs, bool)
+    _first_clusters(pair, codes, first, single)
     return single
 
 
