@@ -733,10 +733,11 @@ def check_separator(source, names) -> None:
 
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Codes (-1 for missing) and uniques; categoricals reuse their codes, with unused
-    categories dropped (they are not clusters) by a bincount, in category order."""
+    """Codes (-1 for missing; a signed integer type, as narrow as a categorical's) and
+    uniques; categoricals reuse their codes, with unused categories dropped (they are not
+    clusters) by a bincount, in category order."""
     if isinstance(series.dtype, pd.CategoricalDtype):
-        codes = series.cat.codes.to_numpy().astype(np.int64, copy=False)
+        codes = series.cat.codes.to_numpy()
         categories = np.asarray(series.cat.categories)
         present = codes if codes.min(initial=0) >= 0 else codes[codes >= 0]
         used = np.bincount(present, minlength=categories.size) > 0
@@ -757,7 +758,7 @@ def code_column(frame: pd.DataFrame, column: str, rows) -> ClusterAxis:
     if pd.api.types.infer_dtype(uniques, skipna=True).startswith("mixed"):
         merged, uniques = pd.factorize(_texts(uniques))
         codes = merged[codes]
-    return ClusterAxis(codes, uniques)
+    return ClusterAxis(codes.astype(np.int64, copy=False), uniques)
 
 
 def _texts(values: np.ndarray) -> np.ndarray:
@@ -776,10 +777,12 @@ def _code_models(frame: pd.DataFrame, col_a: str, col_b: str, rows):
     a_names, b_names = _texts(a_names), _texts(b_names)
     models = np.array(sorted(set(a_names.tolist()) | set(b_names.tolist())), dtype=object)
     index = pd.Index(models)
-    a = index.get_indexer(a_names)[a_codes].astype(np.int32)
-    b = index.get_indexer(b_names)[b_codes].astype(np.int32)
-    check_rows(a == b, col_a, f"the same model in {col_a!r} and {col_b!r}", rows,
-                values=models[a])
+    a = index.get_indexer(a_names).astype(np.int32)[a_codes]
+    b = index.get_indexer(b_names).astype(np.int32)[b_codes]
+    same = a == b
+    if same.any():  # the names of every row only then
+        check_rows(same, col_a, f"the same model in {col_a!r} and {col_b!r}", rows,
+                    values=models[a])
     _flag_similar_names(models)
     return a, b, models
 
