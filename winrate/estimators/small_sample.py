@@ -51,7 +51,7 @@ Either floor is pushed onto the scores through the influence of psi_ab (``w_ab``
 as it is. The Wilson floor is never zero; the empirical-Bayes one is zero only if the fit
 puts a pair's pi at 0 or 1 in double precision (a rating gap above about 37), and a model
 whose SE then rounds to zero is reported as not estimable
-(:func:`winrate.analysis.not_estimable_models`), never as certain.
+(:func:`winrate.inference.covariance.not_estimable_models`), never as certain.
 """
 
 from __future__ import annotations

@@ -157,9 +157,9 @@ def clustered(sums: ClusterSums, correction: str, designs: bool = True) -> Clust
     ``V = sum_{S non-empty} (-1)^(|S|+1) c(G_S) B M_S B^T`` over subsets S of the axes
     (Cameron, Gelbach & Miller 2011, eq. 2.11), ``G_S`` the non-empty clusters of the
     term, ``c`` :func:`small_sample_factor`. With two or more axes a non-PSD sum is
-    clipped (:func:`repair_psd`) on the combined meat before the bread, so the repaired
-    covariance transforms with the bread (``T B`` gives ``T V T^T``); the repair is
-    returned as ``psd_repaired``, not emitted.
+    clipped (:func:`~winrate.variance.meats.repair_psd`) on the combined meat before the
+    bread, so the repaired covariance transforms with the bread (``T B`` gives
+    ``T V T^T``); the repair is returned as ``psd_repaired``, not emitted.
     """
     check_correction(correction)
     naive = sandwich(sums.naive_meat(correction), sums.bread)
@@ -333,9 +333,10 @@ def influence_sums(influence, groups: list, *, bread=None, strata=None, frequenc
 
 
 def memory_sums(log, board, clustering: tuple[str, ...], strata) -> ClusterSums:
-    """The :class:`ClusterSums` of ``board`` fitted to ``log`` in memory, by the ``clustering``
-    axes of the log; ``strata`` the estimator's (:meth:`cr2_strata`): the naive meat's
-    per-stratum factor, and CR2's leverage."""
+    """The :class:`ClusterSums` of ``board`` fitted to ``log`` in memory, by the
+    ``clustering`` axes of the log; ``strata`` the estimator's
+    (:meth:`winrate.estimators.base.Estimator.cr2_strata`): the naive meat's per-stratum
+    factor, and CR2's leverage."""
     return influence_sums(board.influence, [log.axes[name].codes for name in clustering],
                           bread=board.bread, strata=strata, frequency=log.frequency,
                           log=log, board=board)

@@ -12,7 +12,8 @@
 
   here of the pair-centred scores ``s_r - psi_ab`` (the "pair-level ICC").
 * Connectivity: scores of models in different components of the comparison graph share no
-  comparison, so no estimator puts them on one scale; :func:`check_connected` refuses them.
+  comparison, so no estimator puts them on one scale;
+  :func:`winrate.estimators.graph.check_connected` refuses them.
 * Dominant cluster (the Lindeberg condition): the largest cluster's share of a model's
   clustered variance, :func:`largest_cluster_share` (threshold in its docstring).
 """

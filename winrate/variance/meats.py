@@ -363,12 +363,12 @@ class GroupMeat:
     """``meat = sum_g t_g t_g^T`` of one clustering, its number of non-empty groups, and per
     column the largest squared group total ``largest`` with that group's code ``argmax``
     (-1 for a column no group touches): the numerator of the dominant-cluster share
-    ``largest / diag(meat)`` (:func:`winrate.diagnostics.largest_cluster_share`); and
+    ``largest / diag(meat)`` (:func:`winrate.variance.diagnostics.largest_cluster_share`); and
     ``row_squares = sum_r u_r^2`` and ``spread = sum_g (sum_{r in g} u_r^2)^2``, from which
     the effective number of clusters follows
-    (:func:`winrate.diagnostics.effective_clusters`); and ``fourth = sum_g t_g^4`` per
+    (:func:`winrate.variance.diagnostics.effective_clusters`); and ``fourth = sum_g t_g^4`` per
     column, the spread of the clusters' contributions to the variance
-    (:func:`pan_wall_df`)."""
+    (:func:`winrate.variance.sandwich.pan_wall_df`)."""
 
     meat: np.ndarray
     n_groups: int
@@ -476,7 +476,7 @@ def require_two_clusters(n_groups: int, what: str = "groups") -> None:
 
 @dataclass(frozen=True)
 class MultiwayCovariance:
-    """Result of :func:`multiway_cluster_cov`.
+    """Result of :func:`winrate.variance.sandwich.multiway_cluster_cov`.
 
     Attributes
     ----------
