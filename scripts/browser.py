@@ -162,10 +162,11 @@ def _parse_interval(shown: str) -> tuple[float | None, float | None]:
 def table_problems(doc: dict, header: list[str], rows: list[list[str]]) -> list[str]:
     """What the shown leaderboard table misses or misstates against the JSON document
     ``doc``: each model on one row, with its score, clustered interval, simultaneous
-    interval and rank set as the document has them, to the shown precision (Elo points to
-    0.1, percentages to 0.01); a dash exactly where the document has null."""
-    elo = doc["settings"].get("scale") == "elo"
-    factor, tolerance = (1.0, 0.05) if elo else (100.0, 0.005)
+    interval and rank set as the document has them, to the shown precision (the scale's
+    ``decimals`` of its unit: Elo points to 0.1, percentages to 0.01); a dash exactly where
+    the document has null."""
+    scale = doc["settings"]["scale"]
+    factor, tolerance = scale["factor"], 0.5 * 10.0 ** -scale["decimals"]
     col = {label: j for j, label in enumerate(header)}
     ci = next(j for label, j in col.items() if label.endswith(" CI"))
     sim = next((j for label, j in col.items() if label.endswith(" simult.")), None)
