@@ -374,7 +374,7 @@ def _assembled(into: type[Analysis], source, fitted: Fitted, plan, variance: Var
         settings=_settings(fitted, plan, variance, inference.intervals.alpha), notes=found,
         method=variance.method, method_note=variance.method_note, joint=inference.joint,
         coefficients=inference.coefficients, not_estimable=variance.not_estimable,
-        small_sample_floor=variance.floor, log=source.kept,
+        small_sample_floor=variance.floor, log=source.kept(fitted.log),
         requested=(plan.variance, joint, plan.monte_carlo))
 
 

@@ -51,10 +51,10 @@ class InMemory:
         """The axes and sizes of the full log (here the log itself)."""
         return self.log
 
-    @property
-    def kept(self) -> ComparisonLog:
-        """What a result keeps for re-inference under another clustering."""
-        return self.log
+    def kept(self, used: ComparisonLog) -> ComparisonLog:
+        """What a result keeps for re-inference under another clustering: the rows the
+        estimator ``used`` (a baseline score leaves out the rows without it)."""
+        return used
 
     def refuse(self, estimator, options: dict, method: str) -> None:
         """Nothing a log in memory cannot do."""
@@ -81,8 +81,8 @@ class Scanned:
     def design(self) -> ScanDesign:
         return self.scan_design
 
-    @property
-    def kept(self) -> Scan:
+    def kept(self, used: ComparisonLog) -> Scan:
+        """The scan itself: its key log is read again from the engine."""
         return self.scan
 
     def refuse(self, estimator, options: dict, method: str) -> None:
