@@ -115,7 +115,7 @@ def analyze(log, cluster=None, model: str | None = None, *, variance: Variance |
     question, the pairs never built; the sandwich only).
     ``cluster`` names the axes (``"none"``, ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or
     any extra axis of the log); None (default): ``prompt+judge``, or those of the two the
-    log can be clustered by, with a note saying which and why (:func:`default_clustering`).
+    log can be clustered by, with a note saying which and why (:func:`winrate.inference.plan.default_clustering`).
     ``model`` names the estimator (:data:`winrate.estimators.REGISTRY`; default the win
     rate) and ``options`` are its options (``weights``, ``baseline``, ``anchor``,
     ``covariates``, ``prior``, ``ties``, as it declares them). Everything below reads only
@@ -128,7 +128,7 @@ def analyze(log, cluster=None, model: str | None = None, *, variance: Variance |
     (:func:`winrate.variance.resampling.resampled_variance`); a correction or reference given there
     is kept; ``method_note`` says which and why. ``joint``
     (:class:`winrate.settings.Joint`) adds simultaneous intervals, rank sets and pairwise
-    differences (:class:`JointInference`) with the draws and seed of ``monte_carlo``
+    differences (:class:`winrate.inference.analysis.JointInference`) with the draws and seed of ``monte_carlo``
     (:class:`winrate.settings.MonteCarlo`, which also seeds the bootstraps).
     ``board``: a fit of this log (:func:`winrate.estimators.fit`) to analyse under several
     clusterings without refitting; an option given here that differs from the fit's is an

@@ -1,7 +1,7 @@
 """Exploratory report: how much does clustering inflate the error bars of a comparison log?
 
 :func:`explore` runs :func:`winrate.analysis.analyze` once per clustering of interest and
-collects, for one log (usually a bundled dataset, :func:`winrate.io.logs.read_dataset`):
+collects, for one log (usually a bundled dataset, :func:`winrate.io.datasets.read_dataset`):
 
 * **structure**: comparisons, rows, models, observed pairs, prompts, judges, tie share,
   comparisons per prompt per model ``m_a`` (median and range), the clusters of every axis
@@ -306,7 +306,7 @@ def shared_response_icc(log: ComparisonLog, analysis: LeaderboardAnalysis, codes
 
     Each comparison enters twice, once per model (``+centred`` for the lower-coded model,
     ``-centred`` for the other); the ICC of each model's block is
-    :func:`winrate.diagnostics.anova_icc` (frequency weighted). ``layout`` reuses the
+    :func:`winrate.variance.diagnostics.anova_icc` (frequency weighted). ``layout`` reuses the
     sorted layout across axes.
     """
     layout = layout or _ByModel.of(log, analysis)
@@ -679,7 +679,7 @@ def _estimator(report: EdaReport):
 def model_table(report: EdaReport, scale: float | None = None) -> pd.DataFrame:
     """Per model (best score first): score and SEs in percent (Elo points for
     Bradley-Terry; times ``scale`` when given), inflations, the effective number of
-    clusters G* of each single axis (:func:`winrate.diagnostics.effective_clusters`) and
+    clusters G* of each single axis (:func:`winrate.variance.diagnostics.effective_clusters`) and
     the effective n."""
     factor = _unit(report)[0] if scale is None else scale
     table = {"model": [str(m) for m in report.models], "n": report.n,

@@ -240,7 +240,7 @@ def _listed(names, limit: int = 5) -> str:
 
 def default_clustering(used: tuple[str, ...], reasons: list[str]) -> Note:
     """The axes of the default prompt+judge clustering that were ``used``, and the
-    ``reasons`` the others could not be (:func:`winrate.inference.analysis.default_clustering`)."""
+    ``reasons`` the others could not be (:func:`winrate.inference.plan.default_clustering`)."""
     chosen = " + ".join(used) if used else "none (rows treated as independent)"
     return Note("default-clustering", f"default clustering prompt+judge: clustered by {chosen}, "
                 f"because {'; '.join(reasons)}", severity="note")

@@ -1,6 +1,6 @@
 """The estimators, one module each behind one protocol (:mod:`winrate.estimators.base`).
 
-Every estimator returns a :class:`winrate.leaderboard.Leaderboard` (estimates, sparse score
+Every estimator returns a :class:`winrate.estimators.leaderboard.Leaderboard` (estimates, sparse score
 or influence rows and a bread), and everything downstream -- variance, resampling,
 inference, diagnostics, reports -- reads only that object and asks the estimator that made
 it (:func:`of`) for what it needs. :data:`REGISTRY` lists them:

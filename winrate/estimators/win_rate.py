@@ -2,10 +2,10 @@
 
 ``S_a = sum_b w_ab psi_ab`` with opponent weights ``w`` (``"uniform"``, ``"count"`` or a
 (K, K) matrix) or, with a baseline, each model's win rate against it; its influence rows
-and the kernels are in :mod:`winrate.leaderboard`. What this module adds is what the
+and the kernels are in :mod:`winrate.estimators.win_rate_kernels`. What this module adds is what the
 variance step needs from the win rate:
 
-* exact replicate scores from pair totals (:class:`winrate.leaderboard.PairScorer`):
+* exact replicate scores from pair totals (:class:`winrate.estimators.win_rate_kernels.PairScorer`):
   ``psi*_p = W*_p / N*_p`` with the opponent weights recomputed on the replicate's
   observed pairs (module doc of :mod:`winrate.variance.resampling`);
 * the CR2 strata (each row's pair: the win rate is a set of pair means), the small-sample

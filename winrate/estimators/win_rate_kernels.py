@@ -25,7 +25,7 @@ Pairs whose comparisons all had the same outcome get a small-sample floor on the
 variance (:mod:`winrate.estimators.small_sample`).
 
 A disconnected comparison graph is an error naming its components
-(:func:`winrate.diagnostics.check_connected`): no comparison links the components' scores.
+(:func:`winrate.estimators.graph.check_connected`): no comparison links the components' scores.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ class PairScorer:
     """Win-rate scores from pair totals, for a block of replicates at once.
 
     ``scores(W, N)`` maps (B, P) pair totals to (B, C) canonical scores by the rules of
-    :func:`winrate.leaderboard.fit`: a pair whose replicate count is 0 is dropped and each
+    :func:`winrate.estimators.win_rate_kernels.fit`: a pair whose replicate count is 0 is dropped and each
     model's weights are renormalised over its remaining opponents (``"uniform"``: 1 / number
     of observed opponents; ``"count"``: ``N*_ab / N*_a``); a user matrix is held fixed on
     the remaining pairs, each row rescaled to its original row sum. With the log's own

@@ -78,7 +78,7 @@ def is_binary(x: np.ndarray) -> bool:
 
 def icc_anova(scores, cluster) -> float | None:
     """One-way ANOVA estimator of the intra-cluster correlation (Snedecor & Cochran), by
-    :func:`winrate.diagnostics.anova_icc`.
+    :func:`winrate.variance.diagnostics.anova_icc`.
 
     ``MSB = sum_g n_g (ybar_g - ybar)^2 / (G - 1)``, ``MSW = sum_g sum_i (y_gi - ybar_g)^2 /
     (n - G)``, ``m0 = (n - sum_g n_g^2 / n) / (G - 1)`` and

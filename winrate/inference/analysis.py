@@ -149,7 +149,7 @@ class Analysis(IntervalResults):
     @property
     def effective_clusters(self) -> np.ndarray:
         """Each model's effective number of clusters G*, the smallest over the clustering
-        axes (:func:`winrate.diagnostics.effective_clusters`); NaN when unclustered or not
+        axes (:func:`winrate.variance.diagnostics.effective_clusters`); NaN when unclustered or not
         identified."""
         per_axis = [a.effective_clusters for a in self.axes.values()
                     if a.effective_clusters is not None]
@@ -170,8 +170,7 @@ class Analysis(IntervalResults):
         return self.intervals.alpha
 
     def interval_basis(self, joint: bool) -> IntervalBasis:
-        """What :meth:`conf_int` builds on (:class:`winrate.inference.results.
-        IntervalResults`): the scores, their SEs and covariance with the degrees of freedom
+        """What :meth:`conf_int` builds on (:class:`winrate.inference.results.IntervalResults`): the scores, their SEs and covariance with the degrees of freedom
         the analysis used, on the estimator's scale, rows best score first
         (:attr:`ranked_models`), joint intervals seeded with the analysis' seed."""
         return IntervalBasis(self.models, self.scores, self.se, self.leaderboard.scale,
@@ -205,13 +204,13 @@ class JointInference:
     """Joint inference from the analysis covariance (each part None unless requested).
 
     ``simultaneous_critical_value``, ``sim_low``, ``sim_high``: intervals covering all
-    scores jointly (max-|T| from :func:`winrate.inference.simultaneous_intervals`, or the
+    scores jointly (max-|T| from :func:`winrate.inference.joint.simultaneous_intervals`, or the
     wild bootstrap's max-|t*| quantile when that method was used); ``ranks``: rank
     confidence sets (Mogstad et al. 2024) of the ``kept`` models; ``pairwise``: all
     differences ``S_i - S_j`` among the ``kept`` models. Models without comparisons are
     left out (NaN bounds); ``rank_low``/``rank_high`` give every model's rank set, the
     whole range for a model that is not estimable. ``simultaneous`` is the
-    :class:`winrate.inference.SimultaneousIntervals` behind the simultaneous intervals (its
+    :class:`winrate.inference.joint.SimultaneousIntervals` behind the simultaneous intervals (its
     Monte-Carlo SE and draws; None for the wild bootstrap's).
     """
 

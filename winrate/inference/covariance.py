@@ -38,9 +38,9 @@ class AxisSummary:
     ``single_cluster_pairs`` the number of model pairs observed within a single cluster;
     ``largest_share`` each model's largest cluster share of its variance on this axis (of
     its score component for Bradley-Terry) and
-    ``largest_cluster`` that cluster's label (:func:`winrate.diagnostics.largest_cluster_share`);
+    ``largest_cluster`` that cluster's label (:func:`winrate.variance.diagnostics.largest_cluster_share`);
     ``effective_clusters`` each model's effective number of clusters G* on this axis
-    (:func:`winrate.diagnostics.effective_clusters`).
+    (:func:`winrate.variance.diagnostics.effective_clusters`).
     """
 
     name: str
@@ -301,7 +301,7 @@ def _design_notes(plan, source, board: Leaderboard, axes: dict[str, AxisSummary]
 def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary):
     """The Lindeberg warning (:func:`winrate.notes.dominant_cluster`): a cluster carrying
     more of a model's variance on an axis with enough clusters than
-    :data:`winrate.diagnostics.DOMINANT_SHARE`."""
+    :data:`winrate.variance.diagnostics.DOMINANT_SHARE`."""
     if axis.largest_share is None or axis.n_clusters < FEW_CLUSTERS:
         return None  # few clusters have their own warning
     limit = diagnostics.DOMINANT_SHARE

@@ -81,7 +81,7 @@ def bounds_on_scale(estimate, low, high, scale: Scale
 
 def wald_bounds(estimate, se, alpha: float, df=None) -> tuple[np.ndarray, np.ndarray]:
     """Marginal ``estimate -/+ q se`` with ``q`` the normal or t(df) critical value
-    (:func:`winrate.inference.critical_value`); NaN where the SE is undefined."""
+    (:func:`winrate.variance.reference.critical_value`); NaN where the SE is undefined."""
     q = critical_value(alpha, df)
     estimate, se = np.asarray(estimate, float), np.asarray(se, float)
     return estimate - q * se, estimate + q * se
@@ -91,8 +91,8 @@ def simultaneous_bounds(estimate, cov, alpha: float, df=None, *, keep=None,
                         seed=0) -> tuple[np.ndarray, np.ndarray]:
     """Intervals covering the ``keep`` estimates jointly (default: every finite one):
     ``estimate -/+ c se``, ``c`` the max-|T| critical value of their covariance
-    (:func:`winrate.inference.simultaneous_intervals`; per-estimate df reduced by
-    :func:`winrate.inference.joint_df`); NaN for the others."""
+    (:func:`winrate.inference.joint.simultaneous_intervals`; per-estimate df reduced by
+    :func:`winrate.variance.reference.joint_df`); NaN for the others."""
     estimate, cov = np.asarray(estimate, float), np.asarray(cov, float)
     keep = np.isfinite(estimate) & (True if keep is None else np.asarray(keep, bool))
     low, high = np.full(estimate.shape, np.nan), np.full(estimate.shape, np.nan)

@@ -250,7 +250,7 @@ class _GaussianDraws:
 
     def blocks(self, start: int, stop: int):
         """Draws ``start .. stop - 1`` as consecutive blocks: the kept ones, then new ones.
-        Without ``keep`` only new draws can be read (``start`` = :attr:`made`)."""
+        Without ``keep`` only new draws can be read (``start`` = ``made``)."""
         offset = 0
         for block in self._kept:
             lo, hi = max(start, offset), min(stop, offset + block.shape[1])

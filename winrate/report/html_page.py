@@ -132,7 +132,7 @@ def best_first(scores: list) -> list[int]:
 def naive_bounds(doc: dict) -> tuple[list, list]:
     """The naive interval ``S_a -/+ z_{1-alpha/2} SE_naive`` (rows independent, normal
     reference, as :mod:`winrate.report.plots` draws it), cut at [0, 1] for win probabilities
-    (:func:`winrate.results.clip_to_range`); null where the naive SE is."""
+    (:func:`winrate.inference.intervals.clip_to_range`); null where the naive SE is."""
     z = NormalDist().inv_cdf(1 - doc["settings"]["alpha"] / 2)
     low, high = ScoreScale.of(doc["settings"]["scale"]).range
 

@@ -9,10 +9,10 @@ cluster g and observed pair p = (lo, hi) (``Leaderboard.pairs``)::
 with ``s_r`` the half-tie score of the lower-coded model and ``f_r`` the row frequency. Any
 re-weighting of whole clusters (deleting one, resampling them) changes the pair totals to
 ``W*_p = sum_g c_g W_gp`` and ``N*_p = sum_g c_g N_gp``, from which the scores follow
-exactly (:func:`scores_from_totals`), without re-reading rows: a (B, G) matrix of cluster
+exactly (:func:`replicate_scorer`), without re-reading rows: a (B, G) matrix of cluster
 weights times the (G, P) sparse totals gives B replicates at once.
 
-Replicate scores follow :func:`winrate.leaderboard.fit` exactly: ``psi*_p = W*_p / N*_p``,
+Replicate scores follow :func:`winrate.estimators.win_rate_kernels.fit` exactly: ``psi*_p = W*_p / N*_p``,
 opponent weights recomputed on the replicate's observed pairs (``"uniform"``: 1 / number
 of observed opponents; ``"count"``: ``N*_ab / N*_a``). A pair whose replicate count is 0
 (it lived only in deleted / undrawn clusters) is *dropped* and the model's weights are
@@ -194,7 +194,7 @@ def _cv3(log, board, groups, center, units=None) -> tuple[np.ndarray, int]:
     kept). ``units`` (see ``_jackknife_blocks``): cluster g stands for ``m_g`` identical
     units, each deleted in turn, so its replicate counts ``m_g`` times among
     ``n = sum_g m_g`` replicates. Computed in the canonical parameterisation
-    (:class:`winrate.leaderboard.Leaderboard`)."""
+    (:class:`winrate.estimators.leaderboard.Leaderboard`)."""
     totals = pair_totals(log, board, groups)
     scorer = replicate_scorer(board, totals.total_counts, log)
     estimate = board.canonical_scores
@@ -459,7 +459,7 @@ def _run_bootstrap(scorer: ProductWeightScorer, draw, reps: int, k: int, method:
 
 
 def _bootstrap_result(board, reps, method, sizes, seed) -> BootstrapResult:
-    """Replicates (canonical, :class:`winrate.leaderboard.Leaderboard`) to the result on
+    """Replicates (canonical, :class:`winrate.estimators.leaderboard.Leaderboard`) to the result on
     the reported scale; the covariance is mapped from the canonical one."""
     estimate = board.canonical_scores
     defined = ~np.isnan(estimate)
