@@ -115,11 +115,12 @@ def analyze(log, cluster=None, model: str | None = None, *, variance: Variance |
     question, the pairs never built; the sandwich only).
     ``cluster`` names the axes (``"none"``, ``"prompt"``, ``"judge"``, ``"prompt+judge"`` or
     any extra axis of the log); None (default): ``prompt+judge``, or those of the two the
-    log can be clustered by, with a note saying which and why (:func:`winrate.inference.plan.default_clustering`).
-    ``model`` names the estimator (:data:`winrate.estimators.REGISTRY`; default the win
-    rate) and ``options`` are its options (``weights``, ``baseline``, ``anchor``,
-    ``covariates``, ``prior``, ``ties``, as it declares them). Everything below reads only
-    the estimator's influence and asks the estimator what it supports.
+    log can be clustered by, with a note saying which and why
+    (:func:`winrate.inference.plan.default_clustering`). ``model`` names the estimator
+    (:data:`winrate.estimators.REGISTRY`; default the win rate) and ``options`` are its options
+    (``weights``, ``baseline``, ``anchor``, ``covariates``, ``prior``, ``ties``, as it declares
+    them). Everything below reads only the estimator's influence and asks the estimator what it
+    supports.
 
     ``variance`` (:class:`winrate.settings.Variance`): the method, ``"auto"`` by default
     (method, correction and reference chosen from the design by
@@ -128,13 +129,13 @@ def analyze(log, cluster=None, model: str | None = None, *, variance: Variance |
     (:func:`winrate.variance.resampling.resampled_variance`); a correction or reference given there
     is kept; ``method_note`` says which and why. ``joint``
     (:class:`winrate.settings.Joint`) adds simultaneous intervals, rank sets and pairwise
-    differences (:class:`winrate.inference.analysis.JointInference`) with the draws and seed of ``monte_carlo``
-    (:class:`winrate.settings.MonteCarlo`, which also seeds the bootstraps).
+    differences (:class:`winrate.inference.analysis.JointInference`) with the draws and seed of
+    ``monte_carlo`` (:class:`winrate.settings.MonteCarlo`, which also seeds the bootstraps).
     ``board``: a fit of this log (:func:`winrate.estimators.fit`) to analyse under several
-    clusterings without refitting; an option given here that differs from the fit's is an
-    error naming both. ``progress``: progress bars (:mod:`winrate.progress`; None: on a
-    terminal). Every note is kept on the result (``notes``, each with a code) and given
-    once as a :class:`WinrateWarning` (:func:`winrate.notes.give`).
+    clusterings without refitting; an option given here that differs from the fit's is an error
+    naming both. ``progress``: progress bars (:mod:`winrate.progress`; None: on a terminal). Every
+    note is kept on the result (``notes``, each with a code) and given once as a
+    :class:`WinrateWarning` (:func:`winrate.notes.give`).
     """
     return run_analysis(log, cluster, model, variance=variance, joint=joint,
                         monte_carlo=monte_carlo, alpha=alpha, board=board, progress=progress,

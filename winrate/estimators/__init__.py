@@ -1,9 +1,9 @@
 """The estimators, one module each behind one protocol (:mod:`winrate.estimators.base`).
 
-Every estimator returns a :class:`winrate.estimators.leaderboard.Leaderboard` (estimates, sparse score
-or influence rows and a bread), and everything downstream -- variance, resampling,
-inference, diagnostics, reports -- reads only that object and asks the estimator that made
-it (:func:`of`) for what it needs. :data:`REGISTRY` lists them:
+Every estimator returns a :class:`winrate.estimators.leaderboard.Leaderboard` (estimates, sparse
+score or influence rows and a bread), and everything downstream -- variance, resampling, inference,
+diagnostics, reports -- reads only that object and asks the estimator that made it (:func:`of`) for
+what it needs. :data:`REGISTRY` lists them:
 
 * ``"winrate"`` (default): the half-tie win rate ``S_a = sum_b w_ab psi_ab``
   (:mod:`winrate.estimators.win_rate`), in [0, 1]; with a baseline, each model's win rate

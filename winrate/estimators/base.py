@@ -83,10 +83,10 @@ class SufficientData:
     ``pair_table()``: per unordered pair of model codes (lo < hi), the frequency-weighted
     comparisons ``N = sum f``, the lower model's score ``W = sum f s`` (half-tie kernel),
     as (L, L) arrays ``psi`` and ``counts`` with each observed pair's index and the (P, 2)
-    pairs (:func:`winrate.estimators.win_rate_kernels.pairwise_table`). ``outcome_counts()``: per pair the
-    frequency-weighted wins, losses and ties of the lower-coded model. ``rows``: the log, for
-    row-level terms (score rows; per-row likelihood terms of a Newton step). A scan of a
-    log too large for memory answers the same sums from an engine.
+    pairs (:func:`winrate.estimators.win_rate_kernels.pairwise_table`). ``outcome_counts()``: per
+    pair the frequency-weighted wins, losses and ties of the lower-coded model. ``rows``: the log,
+    for row-level terms (score rows; per-row likelihood terms of a Newton step). A scan of a log too
+    large for memory answers the same sums from an engine.
     """
 
     rows: Any

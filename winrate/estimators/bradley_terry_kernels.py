@@ -626,7 +626,8 @@ def fit(log: ComparisonLog, *, ties: str = "half", prior: float | None = None, a
     ``anchor``: ``"MODEL=RATING"``; default: mean rating 1000, or the baseline at 1000 when
     ``baseline`` is given (the baseline is then the reference and is not reported).
     ``covariates``: names of ``log.features`` to control for (style control).
-    ``table``: the log's :func:`winrate.estimators.win_rate_kernels.pairwise_table`, when already computed.
+    ``table``: the log's :func:`winrate.estimators.win_rate_kernels.pairwise_table`, when already
+    computed.
     """
     if ties not in TIE_MODELS:
         raise WinrateInputError(f"ties must be one of {one_of(TIE_MODELS)}, got {ties!r}")

@@ -254,12 +254,12 @@ class PairScorer:
     """Win-rate scores from pair totals, for a block of replicates at once.
 
     ``scores(W, N)`` maps (B, P) pair totals to (B, C) canonical scores by the rules of
-    :func:`winrate.estimators.win_rate_kernels.fit`: a pair whose replicate count is 0 is dropped and each
-    model's weights are renormalised over its remaining opponents (``"uniform"``: 1 / number
-    of observed opponents; ``"count"``: ``N*_ab / N*_a``); a user matrix is held fixed on
-    the remaining pairs, each row rescaled to its original row sum. With the log's own
-    totals it reproduces ``board.scores`` (tested to 1e-12). The weight scheme is the fit's
-    own (``board.options``), never the caller's.
+    :func:`winrate.estimators.win_rate_kernels.fit`: a pair whose replicate count is 0 is dropped
+    and each model's weights are renormalised over its remaining opponents (``"uniform"``: 1 /
+    number of observed opponents; ``"count"``: ``N*_ab / N*_a``); a user matrix is held fixed on the
+    remaining pairs, each row rescaled to its original row sum. With the log's own totals it
+    reproduces ``board.scores`` (tested to 1e-12). The weight scheme is the fit's own
+    (``board.options``), never the caller's.
     """
 
     def __init__(self, board, total_counts=None):

@@ -170,9 +170,10 @@ class Analysis(IntervalResults):
         return self.intervals.alpha
 
     def interval_basis(self, joint: bool) -> IntervalBasis:
-        """What :meth:`conf_int` builds on (:class:`winrate.inference.results.IntervalResults`): the scores, their SEs and covariance with the degrees of freedom
-        the analysis used, on the estimator's scale, rows best score first
-        (:attr:`ranked_models`), joint intervals seeded with the analysis' seed."""
+        """What :meth:`conf_int` builds on (:class:`winrate.inference.results.IntervalResults`): the
+        scores, their SEs and covariance with the degrees of freedom the analysis used, on the
+        estimator's scale, rows best score first (:attr:`ranked_models`), joint intervals seeded
+        with the analysis' seed."""
         return IntervalBasis(self.models, self.scores, self.se, self.leaderboard.scale,
                              self.cov, self.intervals.df, self.ranked_models,
                              self.settings["seed"])

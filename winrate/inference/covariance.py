@@ -38,8 +38,9 @@ class AxisSummary:
     ``single_cluster_pairs`` the number of model pairs observed within a single cluster;
     ``largest_share`` each model's largest cluster share of its variance on this axis (of
     its score component for Bradley-Terry) and
-    ``largest_cluster`` that cluster's label (:func:`winrate.variance.diagnostics.largest_cluster_share`);
-    ``effective_clusters`` each model's effective number of clusters G* on this axis
+    ``largest_cluster`` that cluster's label
+    (:func:`winrate.variance.diagnostics.largest_cluster_share`); ``effective_clusters`` each
+    model's effective number of clusters G* on this axis
     (:func:`winrate.variance.diagnostics.effective_clusters`).
     """
 

@@ -12,14 +12,13 @@ re-weighting of whole clusters (deleting one, resampling them) changes the pair 
 exactly (:func:`replicate_scorer`), without re-reading rows: a (B, G) matrix of cluster
 weights times the (G, P) sparse totals gives B replicates at once.
 
-Replicate scores follow :func:`winrate.estimators.win_rate_kernels.fit` exactly: ``psi*_p = W*_p / N*_p``,
-opponent weights recomputed on the replicate's observed pairs (``"uniform"``: 1 / number
-of observed opponents; ``"count"``: ``N*_ab / N*_a``). A pair whose replicate count is 0
-(it lived only in deleted / undrawn clusters) is *dropped* and the model's weights are
-renormalised over its remaining opponents -- the convention of refitting the reduced log.
-A user weight matrix is held fixed on the remaining pairs and each model's row is rescaled
-to its original row sum. A model left with no comparisons in a replicate has an undefined
-score; see each method for how that is handled.
+Replicate scores follow :func:`winrate.estimators.win_rate_kernels.fit` exactly: ``psi*_p = W*_p /
+N*_p``, opponent weights recomputed on the replicate's observed pairs (``"uniform"``: 1 / number of
+observed opponents; ``"count"``: ``N*_ab / N*_a``). A pair whose replicate count is 0 (it lived only
+in deleted / undrawn clusters) is *dropped* and the model's weights are renormalised over its
+remaining opponents -- the convention of refitting the reduced log. A user weight matrix is held
+fixed on the remaining pairs and each model's row is rescaled to its original row sum. A model left
+with no comparisons in a replicate has an undefined score; see each method for how that is handled.
 
 Methods
 -------
