@@ -12,9 +12,11 @@ Sections (``--only`` runs one):
   clustering and method, diagnostics included), with a per-stage breakdown.
 * ``joint``: ``winrate leaderboard FILE --simultaneous --ranks --pairwise`` on a Parquet
   log of 1,000,000 comparisons among 100 models (string ids), run as a user runs it (a
-  fresh process), against a FastChat-style Bradley-Terry bootstrap of 100 resamples of
-  the same log (FastChat's ``elo_analysis.get_bootstrap_result``: resample the rows,
-  aggregate, refit; here the refit is a logistic MLE on the pair totals).
+  fresh process) and in this process, each against the core (the same command without
+  the joint flags; issue 35's target: joint <= 1.4 x core), and against a FastChat-style
+  Bradley-Terry bootstrap of 100 resamples of the same log (FastChat's
+  ``elo_analysis.get_bootstrap_result``: resample the rows, aggregate, refit; here the
+  refit is a logistic MLE on the pair totals).
 * ``cli``: the end-to-end case: write a Parquet log of 5,000,000 comparisons (100 models,
   500,000 prompts, 10 judges; string ids), run ``winrate leaderboard FILE --cluster
   prompt+judge`` in a fresh process, and as the physical floor a fresh process that runs
@@ -163,51 +165,84 @@ def run_stages(log: ComparisonLog, model: str) -> dict[str, float]:
 # --------------------------------------------------------------------- stage timing
 
 
-#: Stages of a leaderboard run and the functions whose time they collect; a stage's time
-#: excludes the stages nested inside it (coding a log includes reading it).
+#: Stages of a leaderboard run and the functions whose time they collect, as
+#: ``"module:qualified.name"`` (a method as ``Class.method``), on the call path of
+#: :func:`winrate.inference.analysis.run_analysis` (fit -> resolve -> estimate_variance ->
+#: infer) and of the command line; a stage's time excludes the stages nested inside it
+#: (coding a log includes reading it, the variance step the axis diagnostics).
+#: :class:`StageTimer` refuses a name that no longer resolves, so a renamed step fails
+#: here instead of printing 0.000 s.
 STAGES = {
-    "read": ("winrate.io.logs", "read_table"),
-    "code": ("winrate.io.logs", "read_comparisons"),
-    "fit": ("winrate.estimators.win_rate_kernels", "fit",
-            "winrate.estimators.bradley_terry_kernels", "fit"),
-    "covariance": ("winrate.variance.sandwich", "naive_cov",
-                   "winrate.inference.analysis", "_clustered_cov"),
-    "diagnostics": ("winrate.inference.analysis", "_axis_summary"),
-    "inference": ("winrate.inference.joint", "wald_intervals",
-                  "winrate.inference.analysis", "joint_inference"),
-    "report": ("winrate.report.leaderboard", "format_summary",
-               "winrate.report.leaderboard", "format_table",
-               "winrate.report.leaderboard", "write_json"),
+    "read": ("winrate.io.logs:read_table",),
+    "code": ("winrate.io.logs:read_comparisons",),
+    "fit": ("winrate.inference.plan:fit",),
+    "covariance": ("winrate.inference.covariance:estimate_variance",),
+    "diagnostics": ("winrate.variance.cluster_sums:ClusterSums.design",
+                    "winrate.inference.covariance:_axis_summaries"),
+    "inference": ("winrate.inference.analysis:infer",),
+    "report": ("winrate.report.leaderboard:format_report",
+               "winrate.report.leaderboard:format_pairwise",
+               "winrate.report.leaderboard:write_json"),
 }
+
+
+def resolve_stage_function(spec: str) -> tuple[object, str, object]:
+    """``(owner, attribute, function)`` of a :data:`STAGES` entry: the module (or class)
+    that holds it under ``attribute``; an error naming the entry if it does not resolve."""
+    import importlib
+
+    module_name, _, qualname = spec.partition(":")
+    owner = importlib.import_module(module_name)
+    *path, attribute = qualname.split(".")
+    try:
+        for name in path:
+            owner = getattr(owner, name)
+        return owner, attribute, getattr(owner, attribute)
+    except AttributeError:
+        raise SystemExit(f"bench.STAGES names {spec!r}, which no longer exists: update the "
+                         "stage table to the current call path") from None
 
 
 class StageTimer:
     """Within ``with StageTimer() as timer:``, every function of :data:`STAGES` is wrapped
-    (under every name a loaded module holds it by), and ``timer.seconds`` collects each
-    stage's own time."""
+    (a function under every name a loaded winrate module holds it by, a method on its
+    class), and ``timer.seconds`` collects each stage's own time. On exit every name is
+    given its function back, also in modules the run imported (whose ``from ... import``
+    took the wrapper), so a later timer finds the functions, not a stale wrapper."""
 
     def __init__(self):
         self.seconds = dict.fromkeys(STAGES, 0.0)
         self._stack: list[list[float]] = []
         self._patched: list[tuple[object, str, object]] = []
+        self._originals: dict[int, tuple[object, object]] = {}  # id -> (wrapper, function)
 
     def __enter__(self):
-        import importlib
-
-        for stage, spec in STAGES.items():
-            for module_name, attr in zip(spec[::2], spec[1::2], strict=True):
-                original = getattr(importlib.import_module(module_name), attr)
+        for stage, specs in STAGES.items():
+            for spec in specs:
+                owner, attribute, original = resolve_stage_function(spec)
                 wrapper = self._wrap(stage, original)
-                for module in list(sys.modules.values()):
-                    for name, value in list(getattr(module, "__dict__", {}).items()):
-                        if value is original and module.__name__.startswith("winrate"):
-                            self._patched.append((module, name, original))
-                            setattr(module, name, wrapper)
+                self._originals[id(wrapper)] = (wrapper, original)
+                if isinstance(owner, type):
+                    self._patch(owner, attribute, wrapper)
+                    continue
+                for module in _winrate_modules():
+                    for name, value in list(vars(module).items()):
+                        if value is original:
+                            self._patch(module, name, wrapper)
         return self
 
+    def _patch(self, owner, name: str, wrapper) -> None:
+        self._patched.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, wrapper)
+
     def __exit__(self, *exc):
-        for module, name, original in reversed(self._patched):
-            setattr(module, name, original)
+        for owner, name, original in reversed(self._patched):
+            setattr(owner, name, original)
+        for module in _winrate_modules():
+            for name, value in list(vars(module).items()):
+                wrapper, original = self._originals.get(id(value), (None, None))
+                if value is wrapper:
+                    setattr(module, name, original)
 
     def _wrap(self, stage: str, func):
         def timed(*args, **kwargs):
@@ -222,6 +257,11 @@ class StageTimer:
                 if self._stack:
                     self._stack[-1][0] += elapsed
         return timed
+
+
+def _winrate_modules() -> list:
+    return [module for module in list(sys.modules.values())
+            if getattr(module, "__name__", "").startswith("winrate")]
 
 
 def _cli_in_process(argv: list[str]) -> tuple[float, dict[str, float]]:
@@ -309,17 +349,25 @@ def bench_joint(args, workdir: Path) -> None:
     path = workdir / f"joint_{args.joint_n}.parquet"
     if not path.exists():
         write_parquet_log(path, args.joint_n, args.models, args.joint_n // 10, args.judges)
-    argv = ["leaderboard", str(path), "--simultaneous", "--ranks", "--pairwise"]
+    core = ["leaderboard", str(path)]
+    argv = [*core, "--simultaneous", "--ranks", "--pairwise"]
     _cli_in_process(argv)  # warm-up
-    total, stages = min((_cli_in_process(argv) for _ in range(args.repeat)),
-                        key=lambda run: run[0])
+    runs = {"core": [], "joint": []}
+    for _ in range(args.repeat):  # alternate, so both see the same machine
+        runs["core"].append(_cli_in_process(core))
+        runs["joint"].append(_cli_in_process(argv))
+    (core_total, _), (total, stages) = (min(runs[kind], key=lambda run: run[0])
+                                        for kind in ("core", "joint"))
     fresh = _fresh_process([*_winrate_command(), *argv], args.repeat)
+    fresh_core = _fresh_process([*_winrate_command(), *core], args.repeat)
     bootstrap = min(_timed(lambda: fastchat_style_bootstrap(path, 100))
                     for _ in range(args.repeat))
     print(f"joint inference: winrate leaderboard --simultaneous --ranks --pairwise, "
           f"{args.joint_n:,} rows, {args.models} models")
-    print(f"  fresh process        {fresh:7.3f} s")
-    print(f"  in process           {total:7.3f} s")
+    print(f"  fresh process        {fresh:7.3f} s   (core, without the joint flags: "
+          f"{fresh_core:.3f} s; joint / core = {fresh / fresh_core:.2f})")
+    print(f"  in process           {total:7.3f} s   (core: {core_total:.3f} s; joint / core = "
+          f"{total / core_total:.2f})")
     _print_stages(total, stages, fresh)
     print(f"  FastChat-style BT bootstrap, 100 resamples: {bootstrap:.3f} s   "
           f"(winrate / bootstrap = {fresh / bootstrap:.2f})")
