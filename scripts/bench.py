@@ -217,18 +217,18 @@ class StageTimer:
         self._originals: dict[int, tuple[object, object]] = {}  # id -> (wrapper, function)
 
     def __enter__(self):
-        for stage, specs in STAGES.items():
-            for spec in specs:
-                owner, attribute, original = resolve_stage_function(spec)
-                wrapper = self._wrap(stage, original)
-                self._originals[id(wrapper)] = (wrapper, original)
-                if isinstance(owner, type):
-                    self._patch(owner, attribute, wrapper)
-                    continue
-                for module in _winrate_modules():
-                    for name, value in list(vars(module).items()):
-                        if value is original:
-                            self._patch(module, name, wrapper)
+        resolved = [(stage, resolve_stage_function(spec))  # every name, before any patch
+                    for stage, specs in STAGES.items() for spec in specs]
+        for stage, (owner, attribute, original) in resolved:
+            wrapper = self._wrap(stage, original)
+            self._originals[id(wrapper)] = (wrapper, original)
+            if isinstance(owner, type):
+                self._patch(owner, attribute, wrapper)
+                continue
+            for module in _winrate_modules():
+                for name, value in list(vars(module).items()):
+                    if value is original:
+                        self._patch(module, name, wrapper)
         return self
 
     def _patch(self, owner, name: str, wrapper) -> None:

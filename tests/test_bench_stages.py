@@ -27,9 +27,13 @@ def test_every_function_of_the_stage_table_exists(bench):
 
 
 def test_a_renamed_function_is_refused_not_timed_as_zero(bench, monkeypatch):
+    import winrate
+
+    reader = winrate.io.logs.read_comparisons
     monkeypatch.setitem(bench.STAGES, "fit", ("winrate.inference.plan:no_such_step",))
     with pytest.raises(SystemExit, match="no_such_step"), bench.StageTimer():
         pass
+    assert winrate.io.logs.read_comparisons is reader  # refused before anything is patched
 
 
 def test_a_small_run_gives_every_stage_time_and_restores_the_functions(bench, tmp_path):
