@@ -537,6 +537,33 @@ def _make_engine(name: str, source, budget: int, connection=None,
     return DuckDBEngine(memory_limit=max(budget // 3, MIN_ENGINE_MEMORY), connection=connection)
 
 
+def _check_scan_options(engine: str, columns: dict | None) -> None:
+    """An error for an unknown engine or column role."""
+    if engine not in ENGINES:
+        raise WinrateInputError(f"engine must be one of {ENGINES}, got {engine!r}")
+    unknown = set(columns or {}) - {"model_a", "model_b", "outcome", "prompt", "judge"}
+    if unknown:
+        raise WinrateInputError(f"columns: unknown role(s) {sorted(unknown)}; roles are "
+                                "model_a, model_b, outcome, prompt, judge")
+
+
+def _budget(memory) -> int:
+    """The memory budget in bytes: ``memory``, or half the machine's; an error naming the
+    value unless it is a positive number of bytes of at least :data:`MIN_BUDGET`."""
+    try:
+        budget = int(memory) if memory is not None else machine_memory() // 2
+    except (TypeError, ValueError):
+        budget = 0
+    if budget <= 0:
+        raise WinrateInputError(f"memory must be a positive number of bytes (4 GiB: "
+                                f"4 << 30), got {memory!r}")
+    if budget < MIN_BUDGET:
+        raise WinrateInputError(f"memory budget of {budget:,} bytes is below the floor of "
+                                f"{MIN_BUDGET:,} bytes ({MIN_BUDGET >> 20} MiB): a smaller "
+                                "budget would read the log once per cluster")
+    return budget
+
+
 def scan(source, engine: str = "auto", *, columns: dict | None = None,
          weight_col: str | None = None, feature_cols: tuple[str, ...] = (),
          cluster_cols: tuple[str, ...] = (), memory: int | None = None,
@@ -552,23 +579,8 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     ``memory`` (bytes; default half the machine's memory), DuckDB otherwise. ``buckets``
     forces the number of pass-2 buckets (for tests and benchmarks). ``connection``: a
     DuckDB connection to run on (the one holding the tables a DuckDB relation reads)."""
-    if engine not in ENGINES:
-        raise WinrateInputError(f"engine must be one of {ENGINES}, got {engine!r}")
-    unknown = set(columns or {}) - {"model_a", "model_b", "outcome", "prompt", "judge"}
-    if unknown:
-        raise WinrateInputError(f"columns: unknown role(s) {sorted(unknown)}; roles are "
-                                "model_a, model_b, outcome, prompt, judge")
-    try:
-        budget = int(memory) if memory is not None else machine_memory() // 2
-    except (TypeError, ValueError):
-        budget = 0
-    if budget <= 0:
-        raise WinrateInputError(f"memory must be a positive number of bytes (4 GiB: "
-                                f"4 << 30), got {memory!r}")
-    if budget < MIN_BUDGET:
-        raise WinrateInputError(f"memory budget of {budget:,} bytes is below the floor of "
-                                f"{MIN_BUDGET:,} bytes ({MIN_BUDGET >> 20} MiB): a smaller "
-                                "budget would read the log once per cluster")
+    _check_scan_options(engine, columns)
+    budget = _budget(memory)
     cols = Columns(**(columns or {}), weight=weight_col, features=tuple(feature_cols),
                    extras=tuple(cluster_cols))
     chosen = "duckdb" if engine in ("auto", "memory") else engine
