@@ -4,20 +4,14 @@ functions the run no longer calls would print 0.000 s)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench.py"
+from tests.script_modules import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("winrate_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench", "winrate_bench")
 
 
 def test_every_function_of_the_stage_table_exists(bench):

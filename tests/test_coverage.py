@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import warnings
 from dataclasses import replace
@@ -16,18 +15,16 @@ from scipy.special import stdtrit
 
 from tests.logit_oracle import logit_interval
 from tests.reproducibility import assert_same_result
+from tests.script_modules import load_script
 from winrate.errors import WinrateWarning
 from winrate.settings import Joint, MonteCarlo, Variance
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "coverage.py"
 COVERAGE = Path(__file__).resolve().parents[1] / "paper" / "coverage"
 
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("coverage_study", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("coverage", "coverage_study")
     threads = numba.get_num_threads()
     numba.set_num_threads(1)  # tiny logs: numba's thread start-up dominates
     yield module

@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from winrate.errors import WinrateInputError
-from winrate.estimators.cells import CellTotals, keeps_rows, require_rows
+from winrate.estimators.cells import CellTotals, keeps_rows
 from winrate.variance import diagnostics
 from winrate.variance.meats import (
     DENSE_INNER_LIMIT,
@@ -126,11 +126,6 @@ class ClusterSums(ABC):
         m = diagnostics.per_cluster(self.n_per_model, sums.clusters_of_model)
         return AxisDesign(m, sums.single,
                           diagnostics.icc_of_sums(sums.size, sums.centred_sum, sums.squares))
-
-    def require_rows(self, method: str) -> None:
-        """An error when a variance ``method`` needs rows these sums do not keep
-        (:func:`winrate.estimators.cells.require_rows`)."""
-        require_rows(self, method)
 
 
 @dataclass(frozen=True)
