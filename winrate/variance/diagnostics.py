@@ -80,17 +80,25 @@ def anova_icc(values: np.ndarray, codes: np.ndarray, weight: np.ndarray | None =
 def icc_of_sums(size: np.ndarray, group_sum: np.ndarray, squares: float) -> float:
     """:func:`anova_icc` from each group's size and sum of the values centred at their
     grand mean, and the total sum of their squares (NaN when not identified)."""
-    total = size.sum()
     present = size > 0
     size_present = size[present]
-    g = size_present.size
-    if g < 2 or total - g <= 0:
+    return icc_of_moments(size_present.size, float(size_present.sum()),
+                          float((size_present**2).sum()),
+                          float((group_sum[present]**2 / size_present).sum()), squares)
+
+
+def icc_of_moments(n_groups: int, total: float, size_squares: float, between: float,
+                   squares: float) -> float:
+    """:func:`anova_icc` from the non-empty groups' number ``G``, total size ``N``, sum of
+    squared sizes ``sum_g n_g^2``, between sum of squares ``sum_g S_g^2 / n_g`` (``S_g``
+    the group's sum of the centred values) and the total sum of squares: all an engine
+    has to return (:mod:`winrate.variance.buckets`). NaN when not identified."""
+    if n_groups < 2 or total - n_groups <= 0:
         return float("nan")
-    ss_between = float((group_sum[present]**2 / size_present).sum())
-    ss_within = max(squares - ss_between, 0.0)
-    ms_between = ss_between / (g - 1)
-    ms_within = ss_within / (total - g)
-    n0 = (total - (size_present**2).sum() / total) / (g - 1)
+    ss_within = max(squares - between, 0.0)
+    ms_between = between / (n_groups - 1)
+    ms_within = ss_within / (total - n_groups)
+    n0 = (total - size_squares / total) / (n_groups - 1)
     denominator = ms_between + (n0 - 1) * ms_within
     return float((ms_between - ms_within) / denominator) if denominator > 0 else float("nan")
 
