@@ -129,6 +129,7 @@ import pandas as pd
 from winrate import notes
 from winrate.constants import LOG_FORMATS
 from winrate.errors import WinrateInputError, first_rows
+from winrate.io.arena_layouts import arena_parts, mt_bench_parts
 from winrate.io.logs import ComparisonLog, read_comparisons, value_counts
 from winrate.progress import bar
 
@@ -138,6 +139,8 @@ __all__ = ["ARENA_HARD_BASELINE", "ARENA_HARD_STRONG_WEIGHT", "LOG_FORMATS", "ST
 #: Prefix of the style feature columns.
 STYLE_PREFIX = "style_"
 _SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz")
+#: Formats whose folders hold other files than JSON.
+_FORMAT_SUFFIXES = {"arena": (".csv", ".csv.gz", ".parquet", *_SUFFIXES)}
 _OUT = ("prompt_id", "judge_id", "model_a", "model_b", "outcome")
 _SHOW_FILES = 5
 
@@ -168,7 +171,8 @@ def read_format(path, name: str, **options) -> pd.DataFrame:
         raise WinrateInputError(f"format {name!r}: unknown option(s) {unknown}; it takes "
                                 f"{allowed or 'none'}")
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    files = sorted({file for p in paths for file in find_files(p)})
+    suffixes = _FORMAT_SUFFIXES.get(name, _SUFFIXES)
+    files = sorted({file for p in paths for file in find_files(p, suffixes)})
     return reader(files, **options)
 
 
@@ -176,23 +180,25 @@ def read_log(path, name: str, **options) -> ComparisonLog:
     """:func:`read_format`, coded as a log: ``count`` is the frequency weight and the
     ``style_*`` columns are the features."""
     frame = read_format(path, name, **options)
+    features = tuple(c for c in frame.columns if c.startswith(STYLE_PREFIX))
+    extra = tuple(c for c in frame.columns if c not in (*_OUT, "count", *features))
     return read_comparisons(
         frame, weight_col="count" if "count" in frame.columns else None,
-        feature_cols=tuple(c for c in frame.columns if c.startswith(STYLE_PREFIX)))
+        feature_cols=features, cluster_cols=extra)
 
 
-def find_files(path) -> list[Path]:
-    """``path`` itself, or every JSON / JSONL file (optionally gzipped) under the folder
-    ``path``, sorted by path."""
+def find_files(path, suffixes: Sequence[str] = _SUFFIXES) -> list[Path]:
+    """``path`` itself, or every file under the folder ``path`` whose name ends with one
+    of ``suffixes`` (JSON / JSONL, optionally gzipped, by default), sorted by path."""
     path = Path(path).expanduser()
     if path.is_file():
         return [path]
     if not path.is_dir():
         raise WinrateInputError(f"no such file or folder: {str(path)!r}")
     found = sorted(p for p in path.rglob("*")
-                   if p.is_file() and p.name.lower().endswith(_SUFFIXES))
+                   if p.is_file() and p.name.lower().endswith(tuple(suffixes)))
     if not found:
-        raise WinrateInputError(f"{path}: no {', '.join(_SUFFIXES)} file in this folder or "
+        raise WinrateInputError(f"{path}: no {', '.join(suffixes)} file in this folder or "
                                 "below")
     return found
 
@@ -956,10 +962,31 @@ def _with_answer_style(frame: pd.DataFrame, answers) -> pd.DataFrame:
     return frame.assign(**style)
 
 
+# --------------------------------------------------------------------------- arena, mt_bench
+
+
+def _read_arena(files: Sequence[Path], *, layout: str | None = None, both_bad: str = "tie",
+                include_named: bool = False, dedup: bool = True) -> pd.DataFrame:
+    """LMArena's public battle tables (:mod:`winrate.io.arena_layouts`)."""
+    parts = arena_parts(files, layout=layout, both_bad=both_bad,
+                        include_named=include_named, dedup=dedup)
+    _check_same_columns(parts, files)
+    return _assemble(parts, "arena")
+
+
+def _read_mt_bench(files: Sequence[Path], *, games: str = "combined") -> pd.DataFrame:
+    """MT-Bench pairwise judgment files (:mod:`winrate.io.arena_layouts`)."""
+    parts = mt_bench_parts(files, games=games)
+    _check_same_columns(parts, files)
+    return _assemble(parts, "mt_bench")
+
+
 _READERS: dict[str, Callable[..., pd.DataFrame]] = {
     "alpaca_eval": _read_alpaca_eval,
     "qlora": _read_qlora,
     "prd": _read_prd,
     "clean_battle": _read_clean_battle,
     "arena_hard": _read_arena_hard,
+    "arena": _read_arena,
+    "mt_bench": _read_mt_bench,
 }

@@ -1,0 +1,115 @@
+"""Small seeded files in the layouts upstream publishes, for the reader tests.
+
+Each builder writes a file the way its upstream writes it (the columns, value spellings and
+nesting named in the docstring of :mod:`winrate.io.arena_layouts`) and returns the raw
+records, so that a test can count from them with a plain loop, independently of the reader.
+None of the content is upstream's: texts, models and votes are synthetic.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+MODELS = ("gpt-4-0613", "claude-2.1", "llama-2-70b-chat", "mixtral-8x7b")
+LANGUAGES = ("English", "Chinese", "German")
+WINNERS_100K = ("model_a", "model_b", "tie", "tie (bothbad)")
+WINNERS_140K = ("model_a", "model_b", "tie", "both_bad")
+CRITERIA = ("specificity", "domain_knowledge", "complexity", "problem_solving",
+            "creativity", "technical_accuracy", "real_world")
+
+
+def _pairs(rng: np.random.Generator, n: int) -> list[tuple[str, str]]:
+    picks = [rng.choice(len(MODELS), size=2, replace=False) for _ in range(n)]
+    return [(MODELS[i], MODELS[j]) for i, j in picks]
+
+
+def _category_tag(rng: np.random.Generator) -> dict:
+    """LMArena's tag structure (FastChat ``classify/category.py``)."""
+    return {"criteria_v0.1": {c: bool(rng.random() < 0.7) for c in CRITERIA},
+            "math_v0.1": {"math": bool(rng.random() < 0.3)},
+            "if_v0.1": {"if": bool(rng.random() < 0.4), "score": int(rng.integers(0, 5))},
+            "creative_writing_v0.1": {"creative_writing": bool(rng.random() < 0.2),
+                                      "score": "no"}}
+
+
+def arena_55k(path: Path, n: int = 60, seed: int = 0) -> pd.DataFrame:
+    """The 55k ``train.csv``: one-hot winner columns, a JSON-list prompt text."""
+    rng = np.random.default_rng(seed)
+    prompts = [json.dumps([f"question {k} about topic {k % 7}"]) for k in range(n // 3)]
+    verdict = rng.integers(0, 3, size=n)
+    pairs = _pairs(rng, n)
+    frame = pd.DataFrame({
+        "id": np.arange(30192, 30192 + n),
+        "model_a": [a for a, _ in pairs], "model_b": [b for _, b in pairs],
+        "prompt": [prompts[k] for k in rng.integers(0, len(prompts), size=n)],
+        "response_a": ['["an answer"]'] * n, "response_b": ['["another answer"]'] * n,
+        "winner_model_a": (verdict == 0).astype(int),
+        "winner_model_b": (verdict == 1).astype(int),
+        "winner_tie": (verdict == 2).astype(int)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)
+    return frame
+
+
+def arena_100k(path: Path, n: int = 80, seed: int = 1) -> pd.DataFrame:
+    """The 100k Parquet: ``winner`` labels, ``judge_hash``, nested tags and flags."""
+    rng = np.random.default_rng(seed)
+    pairs = _pairs(rng, n)
+    frame = pd.DataFrame({
+        "question_id": [f"{k % 25:032x}" for k in range(n)],
+        "model_a": [a for a, _ in pairs], "model_b": [b for _, b in pairs],
+        "winner": [WINNERS_100K[k] for k in rng.integers(0, 4, size=n)],
+        "judge_hash": [f"{k:064x}" for k in rng.integers(0, 12, size=n)],
+        "conversation_a": [[{"role": "user", "content": "hi"}]] * n,
+        "conversation_b": [[{"role": "user", "content": "hi"}]] * n,
+        "turn": rng.integers(1, 3, size=n),
+        "anony": rng.random(n) < 0.9,
+        "language": [LANGUAGES[k] for k in rng.integers(0, 3, size=n)],
+        "tstamp": 1.72e9 + np.arange(n),
+        "is_code": rng.random(n) < 0.3,
+        "is_refusal": np.zeros(n, bool),
+        "dedup_tag": [{"high_freq": False, "sampled": bool(s)} for s in rng.random(n) < 0.9],
+        "category_tag": [_category_tag(rng) for _ in range(n)]})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(path, index=False)
+    return frame
+
+
+def arena_140k(path: Path, n: int = 90, seed: int = 2) -> pd.DataFrame:
+    """The 140k Parquet: sessions, ``both_bad``, no judge column."""
+    rng = np.random.default_rng(seed)
+    pairs = _pairs(rng, n)
+    session = rng.integers(0, 30, size=n)
+    frame = pd.DataFrame({
+        "id": [f"{k:08x}-vote" for k in range(n)],
+        "model_a": [a for a, _ in pairs], "model_b": [b for _, b in pairs],
+        "winner": [WINNERS_140K[k] for k in rng.integers(0, 4, size=n)],
+        "evaluation_session_id": [f"{s:08x}-session" for s in session],
+        "evaluation_order": rng.integers(1, 4, size=n),
+        "conv_metadata": [{"sum_assistant_a_tokens": 10, "sum_assistant_b_tokens": 12}] * n,
+        "category_tag": [_category_tag(rng) for _ in range(n)],
+        "language": [LANGUAGES[s % 3] for s in session],
+        "is_code": session % 4 == 0,
+        "timestamp": pd.Timestamp("2025-06-01") + pd.to_timedelta(np.arange(n), "min")})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(path, index=False)
+    return frame
+
+
+def mt_bench_pair(path: Path, records: list[tuple]) -> list[dict]:
+    """``<judge>_pair.jsonl`` as FastChat's ``play_a_match_pair`` writes it; ``records``:
+    (question_id, model_1, model_2, g1_winner, g2_winner, turn)."""
+    out = [{"question_id": q, "model_1": m1, "model_2": m2, "g1_winner": g1,
+            "g2_winner": g2, "judge": ["gpt-4", "pair-v2" if turn == 1 else
+                                        "pair-v2-multi-turn"],
+            "g1_user_prompt": "[User Question] ...", "g1_judgment": "... [[A]]",
+            "g2_user_prompt": "[User Question] ...", "g2_judgment": "... [[B]]",
+            "turn": turn, "tstamp": 1687221890.0 + k}
+           for k, (q, m1, m2, g1, g2, turn) in enumerate(records)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in out))
+    return out
