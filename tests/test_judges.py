@@ -182,3 +182,41 @@ def test_tie_shares_equal_a_pandas_count_and_the_json_names():
     assert doc["position_bias"][0]["probability"] == pytest.approx(
         1 / (1 + np.exp(-audit.position_bias[0].logit)))
     assert "Position bias" in str(audit.summary())
+
+
+def test_judges_command_prints_the_audit_and_writes_the_json(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from winrate.cli import main
+
+    log = simulated(7, both_orders=True, n_prompts=20)
+    judge = log.axes["judge"]
+    frame = pd.DataFrame({"prompt_id": log.axes["prompt"].codes,
+                          "judge_id": judge.labels[judge.codes],
+                          "model_a": log.models[log.model_a],
+                          "model_b": log.models[log.model_b], "outcome": log.score})
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    out = tmp_path / "audit.json"
+    code = main(["judges", str(tmp_path / "log.csv"), "--cluster", "prompt",
+                 "--judge-family", "m0=zero,outsider=zero", "--json", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Position bias" in printed and "flip rate" in printed
+    doc = json.loads(out.read_text())
+    # the outsider is of m0's family now: it judges its own family's answers too
+    assert [e["judge"] for e in doc["self_preference"]] == ["all", "m0", "m3", "outsider"]
+    assert doc["order_consistency"]["pairs"] == log.n_rows // 2
+
+
+def test_judge_family_text_and_errors(tmp_path):
+    from winrate.builder_cli import judge_families
+    from winrate.errors import WinrateInputError
+
+    assert judge_families("gpt-4-0613=gpt-4, gpt-4=gpt-4") == {"gpt-4-0613": "gpt-4",
+                                                               "gpt-4": "gpt-4"}
+    (tmp_path / "f.json").write_text('{"a": "x"}')
+    assert judge_families(str(tmp_path / "f.json")) == {"a": "x"}
+    with pytest.raises(WinrateInputError, match="NAME=FAMILY"):
+        judge_families("gpt-4")

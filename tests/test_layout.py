@@ -26,8 +26,9 @@ LAYERS = (
     ("inference", ("winrate.inference",)),
     ("report", ("winrate.report",)),
     ("applications", ("winrate.analysis", "winrate.eda", "winrate.check", "winrate.examples",
-                      "winrate.evals")),
-    ("command line", ("winrate.commands", "winrate.cli", "winrate.evals.cli")),
+                      "winrate.evals", "winrate.judges", "winrate.diff")),
+    ("command line", ("winrate.commands", "winrate.cli", "winrate.evals.cli",
+                      "winrate.builder_cli")),
 )
 
 

@@ -31,7 +31,7 @@ from winrate.constants import (
 from winrate.errors import WinrateInputError
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
-_COMMAND_MODULES = ("winrate.evals.cli", "winrate.examples")
+_COMMAND_MODULES = ("winrate.evals.cli", "winrate.examples", "winrate.builder_cli")
 
 
 DATASET_HELP = " | ".join(DATASET_NAMES)

@@ -49,6 +49,7 @@ from winrate.inference.intervals import logit_bounds
 from winrate.inference.plan import default_clustering, parse_clustering
 from winrate.io.logs import ClusterAxis, ComparisonLog, read_comparisons
 from winrate.notes import Notes
+from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
 from winrate.settings import Joint, Variance
 from winrate.variance.cluster_sums import clustered, influence_sums
@@ -157,7 +158,8 @@ class JudgeAudit:
         return frame.loc[self.boards["as_judged"].ranked_models]
 
     def to_dict(self) -> dict:
-        return {
+        """The JSON document (NaN as null)."""
+        return json_safe({
             "clustering": list(self.clustering) or ["none"], "alpha": self.alpha,
             "position_bias": [e.to_dict() for e in self.position_bias],
             "self_preference": [e.to_dict() for e in self.self_preference],
@@ -167,7 +169,7 @@ class JudgeAudit:
             "boards": {name: _board_dict(board) for name, board in self.boards.items()},
             "rank_changes": self.rank_changes(),
             "notes": [note.to_dict() for note in self.notes],
-        }
+        })
 
     def summary(self) -> Summary:
         """The audit as ``winrate judges`` prints it."""
@@ -179,7 +181,9 @@ class JudgeAudit:
 
 def _rank_sets(board: LeaderboardAnalysis) -> pd.DataFrame:
     joint = board.joint
-    return pd.DataFrame({"low": joint.rank_low, "high": joint.rank_high}, index=board.params.index)
+    sets = pd.DataFrame({"low": joint.rank_low, "high": joint.rank_high},
+                        index=board.params.index)
+    return sets.fillna(0).astype(int)  # 0: a model without a score has no rank
 
 
 def _changed(before: pd.DataFrame, after: pd.DataFrame) -> list[dict]:
@@ -191,8 +195,7 @@ def _changed(before: pd.DataFrame, after: pd.DataFrame) -> list[dict]:
 
 def _board_dict(board: LeaderboardAnalysis) -> dict:
     joint = board.joint
-    return {str(m): {"rating": float(s), "se": float(se), "rank_low": int(lo),
-                     "rank_high": int(hi)}
+    return {str(m): {"rating": float(s), "se": float(se), "rank_low": lo, "rank_high": hi}
             for m, s, se, lo, hi in zip(board.models, board.scores, board.se, joint.rank_low,
                                         joint.rank_high, strict=True)}
 

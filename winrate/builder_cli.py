@@ -1,0 +1,112 @@
+"""The leaderboard builder's commands: ``winrate judges LOG`` (is the judge biased?) and
+``winrate diff OLD NEW`` (what changed since the last release?).
+
+Each is a pair ``(add_arguments(parser), run(args) -> exit code)`` in :data:`COMMANDS`,
+which :mod:`winrate.cli` registers. The runners import the numerical modules they need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from winrate import notes
+from winrate.cli import add_input_arguments, add_progress_argument, load_log
+from winrate.commands import check_output_flags, section
+from winrate.errors import WinrateInputError
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    """Clustering, level, JSON output and progress bars, shared by the commands."""
+    group = section(parser, "variance")
+    group.add_argument("--cluster", default=None,
+                       help="none | prompt | judge | prompt+judge | COL[+COL...] (default: "
+                            "prompt+judge, or those of the two axes the log has)")
+    group.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
+    section(parser, "output").add_argument("--json", metavar="PATH",
+                                           help="write the JSON report here")
+    add_progress_argument(parser)
+    parser.set_defaults(engine="memory", memory=None)
+
+
+def add_judges_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_arguments(parser)
+    group = section(parser, "judges")
+    group.add_argument("--judge-family", metavar="NAME=FAMILY[,...]|FILE",
+                       help="judge and model names of one family (e.g. every GPT-4 variant), "
+                            "as NAME=FAMILY pairs or a JSON file of them; a name not given "
+                            "is its own family")
+    group.add_argument("--first-col", metavar="COL",
+                       help="column holding 1 where model_a was shown first and 0 where "
+                            "model_b was (default: model_a is shown first)")
+    _add_common(parser)
+
+
+def judge_families(text: str | None) -> dict[str, str]:
+    """``--judge-family``: ``"a=x,b=x"`` or a JSON file of ``{name: family}``."""
+    if not text:
+        return {}
+    import json
+    from pathlib import Path
+
+    path = Path(text)
+    if path.suffix == ".json" or path.is_file():
+        try:
+            found = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise WinrateInputError(f"--judge-family {text}: {error}") from None
+        if not isinstance(found, dict):
+            raise WinrateInputError(f"--judge-family {text}: not a JSON object of "
+                                    "name: family")
+        return {str(k): str(v) for k, v in found.items()}
+    pairs = [item.partition("=") for item in text.split(",") if item.strip()]
+    bad = [name for name, sep, family in pairs if not (sep and name.strip() and family.strip())]
+    if bad:
+        raise WinrateInputError(f"--judge-family: {bad[0]!r} is not NAME=FAMILY")
+    return {name.strip(): family.strip() for name, _, family in pairs}
+
+
+def run_judges(args: argparse.Namespace) -> int:
+    """Audit the judges: position bias, self-preference, order consistency, ties.
+
+    Position bias and self-preference are Bradley-Terry covariates with clustered
+    intervals; the flip rate of pairs judged in both orders is prompt-clustered; the board
+    is shown as judged and with each adjustment (winrate.audit_judges)."""
+    from winrate.judges import audit_judges
+    from winrate.progress import preference
+
+    check_output_flags(args, ("json",))
+    families = judge_families(args.judge_family)
+    clustering = _clustering(args)
+    args.covariates = args.first_col or ""  # read the column as a feature
+    with preference(args.progress):
+        log, loaded = load_log(args, clustering or ())
+        with notes.gathered():
+            audit = audit_judges(log, cluster=clustering, alpha=args.alpha,
+                                 judge_family=families, first_shown=args.first_col)
+    _write_json(audit.to_dict(), args.json)
+    print(audit.summary())
+    for note in [*loaded, *audit.notes]:
+        print(note.line(), file=sys.stderr)
+    return 0
+
+
+def _clustering(args: argparse.Namespace):
+    from winrate.inference.plan import parse_clustering
+
+    if not 0 < args.alpha < 1:
+        raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
+    return parse_clustering(args.cluster) if args.cluster is not None else None
+
+
+def _write_json(doc: dict, path: str | None) -> None:
+    if not path:
+        return
+    import json
+
+    from winrate.report.output import write_text
+
+    write_text(path, json.dumps(doc, indent=2) + "\n")
+
+
+COMMANDS = {"judges": (add_judges_arguments, run_judges)}
