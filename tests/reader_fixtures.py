@@ -9,6 +9,7 @@ None of the content is upstream's: texts, models and votes are synthetic.
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -113,3 +114,69 @@ def mt_bench_pair(path: Path, records: list[tuple]) -> list[dict]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in out))
     return out
+
+
+# --------------------------------------------------------------------------- harness logs
+
+LM_EVAL_DATE = ("2024-11-05T10-21-33.918262", "2024-11-06T08-02-11.100030")
+
+
+def lm_eval_run(folder: Path, model: str, date: str, task: str, scores: dict,
+                filters=("none",)) -> Path:
+    """``<output>/<model_name_sanitized>/`` as lm-eval's ``EvaluationTracker`` writes it:
+    ``results_<date>.json`` (``model_name``, ``config.model_args``) and
+    ``samples_<task>_<date>.jsonl``, one line per (document, filter) holding ``doc_id``,
+    ``filter``, ``metrics`` and each metric under its name (``lm_eval/evaluator.py``).
+    ``scores``: metric -> per-document values (one list per filter, or one list for all)."""
+    run = folder / model.replace("/", "__")
+    run.mkdir(parents=True, exist_ok=True)
+    (run / f"results_{date}.json").write_text(json.dumps({
+        "results": {task: {"alias": task}}, "model_name": model,
+        "model_name_sanitized": model.replace("/", "__"),
+        "config": {"model": "hf", "model_args": f"pretrained={model},dtype=bfloat16"}}))
+    lines = []
+    n_docs = len(next(iter(scores.values())))
+    for k, name in enumerate(filters):
+        for doc in range(n_docs):
+            record = {"doc_id": doc, "doc": {"question": f"q{doc}"}, "target": "1",
+                      "arguments": {"gen_args_0": {"arg_0": f"q{doc}", "arg_1": " 1"}},
+                      "resps": [["1"]], "filtered_resps": ["1"], "filter": name,
+                      "metrics": sorted(scores), "doc_hash": f"{doc:064x}",
+                      "prompt_hash": f"{doc + 1:064x}", "target_hash": f"{doc + 2:064x}"}
+            for metric, values in scores.items():
+                value = values[doc] if len(filters) == 1 else values[doc] * (k == 0)
+                record[metric] = value
+            lines.append(json.dumps(record))
+    path = run / f"samples_{task}_{date}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def inspect_eval(path: Path, model: str, task: str, values: dict, epochs: int = 1,
+                 scorer: str = "match", older: bool = False) -> Path:
+    """An Inspect ``.eval`` zip as ``inspect_ai/log/_recorders/eval.py`` writes it: the spec
+    in ``header.json`` (``_journal/start.json`` too; ``start.json`` only in ``older``
+    logs) and ``samples/<id>_epoch_<epoch>.json`` per sample and epoch with
+    ``scores[<scorer>].value``; ``values``: sample id -> one value per epoch."""
+    spec = {"eval_id": "e1", "run_id": f"run-{path.stem}", "created": "2025-01-01T00:00:00",
+            "task": task, "task_id": "t1", "task_version": 0, "model": model,
+            "dataset": {"name": task, "samples": len(values)}, "config": {"epochs": epochs}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        if older:
+            archive.writestr("start.json", json.dumps({"version": 2, "eval": spec,
+                                                       "plan": {}}))
+        else:
+            archive.writestr("_journal/start.json", json.dumps({"version": 2, "eval": spec,
+                                                                "plan": {}}))
+            archive.writestr("header.json", json.dumps({"version": 2, "status": "success",
+                                                        "eval": spec, "plan": {},
+                                                        "results": {"scores": []}}))
+        for sample_id, per_epoch in values.items():
+            for epoch, value in enumerate(per_epoch, start=1):
+                sample = {"id": sample_id, "epoch": epoch, "input": f"question {sample_id}",
+                          "target": "A", "messages": [], "output": {"model": model},
+                          "scores": {scorer: {"value": value, "answer": "A"}},
+                          "metadata": {"subject": "x"}}
+                archive.writestr(f"samples/{sample_id}_epoch_{epoch}.json", json.dumps(sample))
+    return path

@@ -130,7 +130,8 @@ from winrate import notes
 from winrate.constants import LOG_FORMATS
 from winrate.errors import WinrateInputError, first_rows
 from winrate.io.arena_layouts import arena_parts, mt_bench_parts
-from winrate.io.logs import ComparisonLog, read_comparisons, value_counts
+from winrate.io.harness import HARNESS_FORMATS, harness_scores, read_harness
+from winrate.io.logs import ComparisonLog, ScoreTable, read_comparisons, value_counts
 from winrate.progress import bar
 
 __all__ = ["ARENA_HARD_BASELINE", "ARENA_HARD_STRONG_WEIGHT", "LOG_FORMATS", "STYLE_PREFIX",
@@ -164,6 +165,8 @@ def read_format(path, name: str, **options) -> pd.DataFrame:
     """
     if name not in LOG_FORMATS:
         raise WinrateInputError(f"unknown format {name!r}; available: {', '.join(LOG_FORMATS)}")
+    if name in HARNESS_FORMATS:
+        return read_harness(path, name, **options)
     reader = _READERS[name]
     allowed = [p for p in inspect.signature(reader).parameters if p != "files"]
     unknown = sorted(set(options) - set(allowed))
@@ -176,9 +179,13 @@ def read_format(path, name: str, **options) -> pd.DataFrame:
     return reader(files, **options)
 
 
-def read_log(path, name: str, **options) -> ComparisonLog:
-    """:func:`read_format`, coded as a log: ``count`` is the frequency weight and the
-    ``style_*`` columns are the features."""
+def read_log(path, name: str, **options) -> ComparisonLog | ScoreTable:
+    """:func:`read_format`, coded as a log: ``count`` is the frequency weight, the
+    ``style_*`` columns are the features and any further columns (an arena's
+    ``language``) further clustering axes. A harness format (:mod:`winrate.io.harness`)
+    gives its per-question scores as a :class:`~winrate.io.logs.ScoreTable`."""
+    if name in HARNESS_FORMATS:
+        return harness_scores(path, name, **options)
     frame = read_format(path, name, **options)
     features = tuple(c for c in frame.columns if c.startswith(STYLE_PREFIX))
     extra = tuple(c for c in frame.columns if c not in (*_OUT, "count", *features))

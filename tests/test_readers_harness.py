@@ -1,0 +1,156 @@
+"""lm-evaluation-harness --log_samples and Inspect AI logs as per-question scores
+(winrate.io.harness): the scores against the values written, two runs compared question by
+question (paired difference and McNemar against pandas and scipy), and the errors.
+
+Inspect AI is not installed here: the .eval fixtures follow its writer
+(inspect_ai/log/_recorders/eval.py: sample_filename, zip_write; the spec in header.json),
+and lm-eval's follow lm_eval/loggers/evaluation_tracker.py (tests/reader_fixtures.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from tests import reader_fixtures as fx
+from winrate.cli import main
+from winrate.errors import WinrateInputError
+from winrate.evals.frame import compare, question_scores
+from winrate.io.formats import read_format, read_log
+from winrate.io.harness import inspect_value
+
+RNG = np.random.default_rng(7)
+ACC_A = RNG.integers(0, 2, 40).astype(float)
+ACC_B = np.where(RNG.random(40) < 0.8, ACC_A, 1 - ACC_A)
+
+
+def two_runs(tmp_path, model_b="org/model-b"):
+    out = tmp_path / "results"
+    files = [fx.lm_eval_run(out, "org/model-a", fx.LM_EVAL_DATE[0], "arc_easy",
+                            {"acc": ACC_A, "acc_norm": ACC_A}),
+             fx.lm_eval_run(out, model_b, fx.LM_EVAL_DATE[1], "arc_easy",
+                            {"acc": ACC_B, "acc_norm": ACC_B})]
+    return out, files
+
+
+def test_lm_eval_scores_are_the_values_written(tmp_path):
+    out, _ = two_runs(tmp_path)
+    frame = read_format(out, "lm_eval", metric="acc")
+    wide = frame.pivot(index="question", columns="model", values="score")
+    questions = [f"arc_easy/{d}" for d in range(40)]
+    np.testing.assert_array_equal(wide.loc[questions, "org/model-a"], ACC_A)
+    np.testing.assert_array_equal(wide.loc[questions, "org/model-b"], ACC_B)
+    table = read_log(out, "lm_eval", metric="acc")
+    assert list(table.models) == ["org/model-a", "org/model-b"]
+    assert set(table.axes) == {"prompt", "task"}
+
+
+def test_two_runs_of_one_model_stay_two_runs(tmp_path):
+    out, _ = two_runs(tmp_path, model_b="org/model-a")
+    frame = read_format(out, "lm_eval", metric="acc")
+    assert sorted(frame["model"].unique()) == [f"org/model-a@{d}" for d in fx.LM_EVAL_DATE]
+
+
+def test_paired_comparison_equals_pandas_and_scipy(tmp_path):
+    out, _ = two_runs(tmp_path)
+    frame = read_format(out, "lm_eval", metric="acc")
+    qs = question_scores(frame, "score", "question", "model")
+    result = compare(qs, "org/model-a", "org/model-b")
+    d = pd.Series(ACC_A - ACC_B)
+    assert result.paired.test.estimate == pytest.approx(d.mean(), abs=1e-12)
+    assert result.paired.se_paired == pytest.approx(d.std(ddof=1) / np.sqrt(d.size), abs=1e-12)
+    only_a, only_b = int(((ACC_A == 1) & (ACC_B == 0)).sum()), int(((ACC_A == 0) &
+                                                                    (ACC_B == 1)).sum())
+    exact = stats.binomtest(only_a, only_a + only_b, 0.5).pvalue
+    assert result.mcnemar.p_exact == pytest.approx(exact, abs=1e-12)
+
+
+def test_filters_and_metrics_must_be_chosen(tmp_path):
+    path = fx.lm_eval_run(tmp_path, "m", fx.LM_EVAL_DATE[0], "gsm8k",
+                          {"exact_match": ACC_A}, filters=("strict-match", "flexible-extract"))
+    with pytest.raises(WinrateInputError, match=r"2 filters \['flexible-extract', "
+                                                r"'strict-match'\]: choose one \(filter=\)"):
+        read_format(path, "lm_eval")
+    frame = read_format(path, "lm_eval", filter="strict-match")
+    np.testing.assert_array_equal(frame["score"], ACC_A)
+    assert (read_format(path, "lm_eval", filter="flexible-extract")["score"] == 0).all()
+    arc = fx.lm_eval_run(tmp_path, "m", fx.LM_EVAL_DATE[0], "arc_easy",
+                         {"acc": ACC_A, "acc_norm": ACC_A})
+    with pytest.raises(WinrateInputError, match=r"2 metrics \['acc', 'acc_norm'\]"):
+        read_format(arc, "lm_eval")
+    with pytest.raises(WinrateInputError, match=r"no metric 'f1' \(it has"):
+        read_format(arc, "lm_eval", metric="f1")
+
+
+def test_lm_eval_bad_lines_are_named(tmp_path):
+    path = fx.lm_eval_run(tmp_path, "m", fx.LM_EVAL_DATE[0], "arc_easy",
+                          {"acc": [1.0, 0.0, 2.0]})
+    with pytest.raises(WinrateInputError, match=r"metric 'acc' is missing, not a number or "
+                                                r"outside \[0, 1\] in line\(s\) 3$"):
+        read_format(path, "lm_eval")
+    with open(path, "a") as handle:
+        handle.write("{broken\n")
+    with pytest.raises(WinrateInputError, match="line 4 is not valid JSON"):
+        read_format(path, "lm_eval")
+    wrong = tmp_path / "answers.jsonl"
+    wrong.write_text("{}\n")
+    with pytest.raises(WinrateInputError, match="not an lm-eval samples file"):
+        read_format(wrong, "lm_eval")
+
+
+def test_inspect_values_follow_value_to_float():
+    cases = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0, "yes": 1.0, "False": 0.0, "0.25": 0.25,
+             True: 1.0, 3: 3.0}
+    assert {k: inspect_value(k) for k in cases} == cases
+    assert np.isnan(inspect_value("maybe")) and np.isnan(inspect_value({"a": 1}))
+
+
+def test_inspect_logs_epochs_are_averaged(tmp_path):
+    values_a = {1: ["C", "C"], 2: ["I", "C"], 3: ["I", "I"], 4: ["P", "C"]}
+    values_b = {1: ["C", "I"], 2: ["I", "I"], 3: ["C", "C"], 4: ["C", "C"]}
+    fx.inspect_eval(tmp_path / "logs" / "a.eval", "openai/gpt-4o", "mmlu", values_a, 2)
+    fx.inspect_eval(tmp_path / "logs" / "b.eval", "mockllm/model", "mmlu", values_b, 2,
+                    older=True)
+    frame = read_format(tmp_path / "logs", "inspect")
+    wide = frame.pivot(index="question", columns="model", values="score")
+    expected_a = [1.0, 0.5, 0.0, 0.75]  # the mean over the two epochs, by hand
+    expected_b = [0.5, 0.0, 1.0, 1.0]
+    questions = [f"mmlu/{k}" for k in range(1, 5)]
+    assert list(wide.loc[questions, "openai/gpt-4o"]) == expected_a
+    assert list(wide.loc[questions, "mockllm/model"]) == expected_b
+    assert set(frame["epochs"]) == {2}
+
+
+def test_inspect_errors_name_file_and_sample(tmp_path):
+    path = fx.inspect_eval(tmp_path / "a.eval", "m", "t", {1: ["C"], 2: ["maybe"]})
+    with pytest.raises(WinrateInputError, match=r"a.eval: scorer 'match': 1 sample\(s\) with "
+                                                r"no score .*samples/2_epoch_1.json \('maybe'\)"):
+        read_format(path, "inspect")
+    with pytest.raises(WinrateInputError, match=r"no scorer 'f1' \(it has \['match'\]\)"):
+        read_format(path, "inspect", scorer="f1")
+    bad = tmp_path / "b.eval"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(WinrateInputError, match="cannot read it as an Inspect .eval"):
+        read_format(bad, "inspect")
+
+
+def test_leaderboard_of_two_inspect_runs(tmp_path, capsys):
+    values = {k: ["C" if (k * 7) % 3 else "I"] for k in range(30)}
+    other = {k: ["C" if (k * 5) % 4 else "I"] for k in range(30)}
+    fx.inspect_eval(tmp_path / "a.eval", "model-a", "task", values)
+    fx.inspect_eval(tmp_path / "b.eval", "model-b", "task", other)
+    assert main(["leaderboard", str(tmp_path), "--format", "inspect", "--no-progress"]) == 0
+    assert "model-a" in capsys.readouterr().out
+
+
+def test_harness_flags_reach_the_reader(tmp_path, capsys):
+    out, _ = two_runs(tmp_path)
+    assert main(["leaderboard", str(out), "--format", "lm_eval", "--metric", "acc_norm",
+                 "--no-progress"]) == 0
+    assert "org/model-b" in capsys.readouterr().out
+    assert main(["leaderboard", str(out), "--format", "lm_eval", "--no-progress"]) == 2
+    assert "choose one (metric=)" in capsys.readouterr().err
+    assert main(["leaderboard", str(out), "--format", "arena", "--metric", "acc"]) == 2
+    assert "--metric applies to --format lm_eval only" in capsys.readouterr().err
