@@ -112,6 +112,20 @@ def _add_format_arguments(parser: argparse.ArgumentParser) -> None:
     arena.add_argument("--skip-malformed", action="store_true",
                        help="skip malformed records (e.g. one game) instead of stopping; "
                             "the notes count them")
+    section(parser, "--format arena").add_argument(
+        "--layout", choices=("55k", "100k", "140k"), default=None,
+        help="LMArena's public layout (default: told by the columns)")
+    section(parser, "--format mt_bench").add_argument(
+        "--games", choices=("combined", "both"), default=None,
+        help="combined (default): one row per judgment, a win only when both position "
+             "orders agree (FastChat's count); both: each order a row")
+    harness = section(parser, "--format lm_eval / inspect")
+    harness.add_argument("--metric", default=None,
+                         help="lm_eval: the metric, where the samples carry several")
+    harness.add_argument("--filter", default=None,
+                         help="lm_eval: the filter, where a task is logged under several")
+    harness.add_argument("--scorer", default=None,
+                         help="inspect: the scorer, where the samples carry several")
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
@@ -278,6 +292,11 @@ _FORMAT_FLAGS = (
     ("arena_hard", "answers", "--answers", None),
     ("arena_hard", "skip_malformed", "--skip-malformed", False),
     ("arena_hard", "baseline", "--baseline", None),
+    ("arena", "layout", "--layout", None),
+    ("mt_bench", "games", "--games", None),
+    ("lm_eval", "metric", "--metric", None),
+    ("lm_eval", "filter", "--filter", None),
+    ("inspect", "scorer", "--scorer", None),
 )
 
 
