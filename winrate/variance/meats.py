@@ -124,12 +124,13 @@ _TARGET_BUCKETS = 512
 
 
 @sized_kernel
-def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets,
+def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets, local,
                         n_chunks):  # pragma: no cover
     """Radix pass: copy each non-zero into its bucket ``group >> shift``, threads in parallel.
 
-    Stores (group offset within the bucket, column, value). Reads are sequential and each
-    thread writes to ``n_buckets`` streams at offsets fixed by per-thread histograms.
+    Stores (group offset within the bucket, in ``local``: int32, or int64 when ``shift``
+    exceeds 31 bits; column; value). Reads are sequential and each thread writes to
+    ``n_buckets`` streams at offsets fixed by per-thread histograms.
     """
     n = group.shape[0]
     histogram = np.zeros((n_chunks, n_buckets), np.int64)
@@ -145,7 +146,6 @@ def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets,
             offsets[c, b] = running
             running += histogram[c, b]
     bucket_start[n_buckets] = running
-    local = np.empty(indices.shape[0], np.int32)
     columns = np.empty(indices.shape[0], np.int32)
     values = np.empty(indices.shape[0])
     mask = (1 << shift) - 1
@@ -163,13 +163,23 @@ def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets,
     return bucket_start, local, columns, values
 
 
+#: A bucket's entries are sorted by counting while its range of local codes is at most this
+#: many times its number of entries, by a stable comparison sort otherwise (two-way codes
+#: ``prompt << bits | judge`` can span far more codes than there are rows).
+_COUNTING_SPAN = 8
+
+
 @njit(cache=True)
 def _bucket_order(lo, hi, local, n_local, buffers):  # pragma: no cover - numba
-    """Counting sort of one bucket's entries by group: group g's entries are
-    ``order[start[g]:start[g + 1]]``. ``buffers`` = (start, fill, order) of at least
-    ``n_local + 1``, ``n_local`` and ``hi - lo`` entries (:func:`_sort_buffers`), reused
-    from bucket to bucket: fresh arrays per bucket cost a page fault per 4 KiB."""
+    """The entries ``lo..hi`` of one bucket in order of their local code, ties in entry
+    order (a stable sort): a counting sort over the ``n_local`` codes when ``n_local <=``
+    :data:`_COUNTING_SPAN` ``* (hi - lo)`` and the counting buffers exist, else a merge
+    sort, O((hi - lo) log(hi - lo)) time and O(hi - lo) memory whatever the code range.
+    ``buffers`` = (start, fill, order) from :func:`_sort_buffers`, reused from bucket to
+    bucket: fresh arrays per bucket cost a page fault per 4 KiB."""
     start, fill, order = buffers
+    if start.shape[0] <= n_local or n_local > _COUNTING_SPAN * (hi - lo):
+        return np.argsort(local[lo:hi], kind="mergesort") + lo
     start[: n_local + 1] = 0
     for i in range(lo, hi):
         start[local[i] + 1] += 1
@@ -179,16 +189,19 @@ def _bucket_order(lo, hi, local, n_local, buffers):  # pragma: no cover - numba
     for i in range(lo, hi):
         order[fill[local[i]]] = i
         fill[local[i]] += 1
-    return start, order
+    return order[: hi - lo]
 
 
 @njit(cache=True)
 def _sort_buffers(bucket_start, n_local):  # pragma: no cover - numba
-    """Buffers for :func:`_bucket_order` that fit every bucket."""
+    """Buffers for :func:`_bucket_order` that fit every bucket; the counting sort's (sized
+    by the code range) only where some bucket is dense enough to use them, so memory
+    follows the entries, never the code range."""
     largest = 0
     for b in range(bucket_start.shape[0] - 1):
         largest = max(largest, bucket_start[b + 1] - bucket_start[b])
-    return (np.empty(n_local + 1, np.int64), np.empty(n_local, np.int64),
+    counting = n_local if n_local <= _COUNTING_SPAN * largest else 0
+    return (np.empty(counting + 1, np.int64), np.empty(counting, np.int64),
             np.empty(largest, np.int64))
 
 
@@ -216,7 +229,7 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
     The two steps are closures, not functions taking arrays: every array argument of a
     call costs an atomic reference-count update, which was a third of the running time.
     """
-    start, order = _bucket_order(lo, hi, local, n_local, buffers)
+    order = _bucket_order(lo, hi, local, n_local, buffers)
     n_open = np.zeros(2, np.int64)
 
     def add(level, col, total, square):
@@ -249,15 +262,18 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
 
     inner_mask = (1 << inner_bits) - 1
     current = -1  # outer cluster of the open level-1 group
-    for g in range(n_local):
-        if start[g + 1] == start[g]:
-            continue
+    first = 0
+    while first < order.shape[0]:
+        g = local[order[first]]
+        last = first
+        while last < order.shape[0] and local[order[last]] == g:
+            last += 1
         outer, inner = g >> inner_bits, g & inner_mask
         if n_levels == 2 and outer != current:
             if current >= 0:
                 close(1, outer_base + current)
             current = outer
-        for i in range(start[g], start[g + 1]):
+        for i in range(first, last):
             value = values[order[i]]
             add(0, columns[order[i]], value, value * value)
         if n_levels == 2:
@@ -268,6 +284,7 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
                 inner_squares[inner, col] += squares[0, col]
             inner_rows[inner] = True
         close(0, outer_scale * (outer_base + outer) + inner_scale * inner)
+        first = last
     if current >= 0:
         close(1, outer_base + current)
 
@@ -350,8 +367,9 @@ def _buckets(infl, codes: np.ndarray, n_range: int, min_shift: int = 0):
     output and the bucket shift."""
     shift = max(min_shift, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
     n_buckets = ((max(n_range, 1) - 1) >> shift) + 1
+    local = np.empty(infl.nnz, np.int32 if shift < 31 else np.int64)
     kernel, n_chunks = _scatter_to_buckets.choose(infl.nnz)
-    return kernel(*csr_parts(infl), codes, shift, n_buckets, n_chunks), shift
+    return kernel(*csr_parts(infl), codes, shift, n_buckets, local, n_chunks), shift
 
 
 def csr_parts(infl):

@@ -1,0 +1,112 @@
+"""Two-way clustering at arena shape (issue 40): about as many prompts as rows and many
+judges, so the prompt x judge codes span far more values than there are rows. The radix
+kernels sort such buckets by comparison (memory O(rows)); every sum must equal a
+brute-force group-by of the dense influence, whichever sort a bucket took."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from winrate.estimators import fit
+from winrate.io.logs import ComparisonLog
+from winrate.variance import meats
+from winrate.variance.cluster_sums import memory_sums
+
+TOLERANCE = 1e-12
+
+
+def arena_codes(n: int, n_prompts: int, n_judges: int, seed: int):
+    """Prompt and judge codes of a log with ``n_prompts`` prompts and ``n_judges`` judges,
+    each row in a random (prompt, judge) cell (arena shape: prompts ~ rows / 2)."""
+    rng = np.random.default_rng(seed)
+    prompt = rng.integers(0, n_prompts, n)
+    judge = rng.integers(0, n_judges, n)
+    return [meats.group_codes(prompt)[0], meats.group_codes(judge)[0]]
+
+
+def sparse_influence(n: int, k: int, seed: int) -> sp.csr_array:
+    """Rows with two non-zeros each (a pair's two models), as the win rate's influence."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    values = rng.normal(size=n)
+    return sp.csr_array((np.column_stack([values, -0.5 * values]).ravel(),
+                         np.column_stack([a, b]).ravel(), np.arange(0, 2 * n + 1, 2)),
+                        shape=(n, k))
+
+
+def brute_force_meat(dense: np.ndarray, codes: np.ndarray):
+    """Group totals by a pandas group-by of the dense rows: meat, number of groups, largest
+    squared total per column with its group's code, sums of squared rows, their squares per
+    group summed, and fourth powers of the totals."""
+    frame = pd.DataFrame(dense)
+    totals = frame.groupby(codes).sum()
+    within = (frame**2).groupby(codes).sum()
+    squared = totals.to_numpy() ** 2
+    touched = squared.max(axis=0) > 0
+    return dict(meat=totals.to_numpy().T @ totals.to_numpy(), n_groups=len(totals),
+                largest=squared.max(axis=0),
+                argmax=np.where(touched, totals.index.to_numpy()[squared.argmax(axis=0)], -1),
+                row_squares=within.to_numpy().sum(axis=0),
+                spread=(within.to_numpy() ** 2).sum(axis=0), fourth=(squared**2).sum(axis=0))
+
+
+def assert_meat_equal(found: meats.GroupMeat, expected: dict) -> None:
+    scale = max(1.0, np.abs(expected["meat"]).max())
+    np.testing.assert_allclose(found.meat, expected["meat"], rtol=0, atol=TOLERANCE * scale)
+    assert found.n_groups == expected["n_groups"]
+    for name in ("largest", "row_squares", "spread", "fourth"):
+        np.testing.assert_allclose(getattr(found, name), expected[name], rtol=TOLERANCE,
+                                   atol=TOLERANCE)
+    np.testing.assert_array_equal(found.argmax, expected["argmax"])
+
+
+@pytest.mark.parametrize(("n", "n_prompts", "n_judges", "seed"), [
+    (6_000, 3_000, 3_000, 0),  # arena shape: buckets sorted by comparison
+    (6_000, 100, 10, 1),       # dense cells: counting sort, the only sort before issue 40
+    (3_000, 1_500, 700, 2),
+])
+def test_nested_pass_equals_a_brute_force_group_by(n, n_prompts, n_judges, seed):
+    codes = arena_codes(n, n_prompts, n_judges, seed)
+    sizes = [int(c.max()) + 1 for c in codes]
+    infl = sparse_influence(n, 12, seed)
+    dense = infl.toarray()
+    prompt_meat, judge_meat, cell_meat = meats.nested_meats(infl, codes, sizes)
+    assert_meat_equal(prompt_meat, brute_force_meat(dense, codes[0]))
+    assert_meat_equal(judge_meat, brute_force_meat(dense, codes[1]))
+    assert_meat_equal(cell_meat, brute_force_meat(dense, codes[0] * sizes[1] + codes[1]))
+
+
+def test_sparse_codes_of_one_clustering_equal_a_brute_force_group_by():
+    """Codes spread over 2^40 values (beyond int32 offsets within a bucket)."""
+    rng = np.random.default_rng(5)
+    n = 5_000
+    codes = rng.choice(1 << 40, size=n // 3, replace=False)[rng.integers(0, n // 3, n)]
+    infl = sparse_influence(n, 9, 5)
+    found = meats.meat_from_codes(infl, codes.astype(np.int64), 1 << 40)
+    assert_meat_equal(found, brute_force_meat(infl.toarray(), codes))
+
+
+def test_a_fitted_arena_log_reaches_the_brute_force_terms():
+    """From a fitted log to its cluster sums (the route ``analyze`` takes): the prompt,
+    judge and prompt x judge meats of the two-way CR1 sandwich (Cameron, Gelbach & Miller
+    2011, eq. 2.11) equal a dense group-by, for both estimators."""
+    rng = np.random.default_rng(11)
+    n, k = 4_000, 10
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    log = ComparisonLog.from_arrays(a.astype(np.int32), b.astype(np.int32),
+                                    rng.integers(0, 3, n) / 2.0,
+                                    prompt=rng.integers(0, n // 2, n).astype(np.int32),
+                                    judge=rng.integers(0, 1_500, n).astype(np.int32))
+    prompt, judge = log.axes["prompt"].codes, log.axes["judge"].codes
+    for model in ("winrate", "bt"):
+        board = fit(log, model)
+        dense = board.influence.toarray() if sp.issparse(board.influence) else board.influence
+        terms = memory_sums(log, board, ("prompt", "judge"), None).term_meats("cr1")
+        cells = prompt.astype(np.int64) * (int(judge.max()) + 1) + judge
+        for found, codes in zip(terms, (prompt, judge, cells), strict=True):
+            assert_meat_equal(found, brute_force_meat(dense, codes))
