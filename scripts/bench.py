@@ -52,6 +52,14 @@ Sections (``--only`` runs one):
   prompt+judge --method sandwich --correction cr1 --memory --scale-memory`` in a fresh
   process: wall time and peak resident memory (median of ``--repeat`` runs, with the
   range). ``--scale-random N`` adds a log of N rows in random row order with string ids.
+* ``arena``: two-way clustering at LMArena's shape (issue 40): for each of ``--arena-n``
+  (default 1,000,000 and 10,000,000 rows) a Parquet log of 20 models, rows / 2 string
+  prompts drawn uniformly (so about 0.43 n distinct) and 100,000 string judges, nearly one
+  row per (prompt, judge) cell; ``winrate leaderboard FILE --cluster prompt+judge --method
+  sandwich`` in memory and on DuckDB with ``--memory 1G``, each in a fresh process: wall
+  time and peak resident memory (median of ``--repeat`` runs and their range, after one
+  warm-up run) with the load average before and after (issue 40's targets in memory:
+  1M rows <= 5 s and 1.5 GiB, 10M rows <= 60 s and 6 GiB; DuckDB peak <= 1.5 GiB).
 
 Usage: ``python scripts/bench.py [--only SECTION] [--n 10000000] [--models 100]
 [--prompts 1000000] [--judges 10] [--repeat 3] [--model winrate|bt] [--joint-n 1000000]
@@ -88,7 +96,7 @@ from winrate.io.logs import ComparisonLog
 from winrate.variance.sandwich import cluster_cov, multiway_cluster_cov, naive_cov
 
 SECTIONS = ("kernels", "analyze", "joint", "cli", "ranks", "startup", "check", "evals-scale",
-            "scale")
+            "scale", "arena")
 
 
 def _estimators(args) -> tuple[str, ...]:
@@ -616,6 +624,24 @@ def bench_scale(args, workdir: Path) -> None:
         print(f"  peak resident memory: {_median_range([r[1] for r in runs], 'GiB', 2)}")
 
 
+def bench_arena(args, workdir: Path) -> None:
+    for n in args.arena_n:
+        path = workdir / f"arena_{n}.parquet"
+        if not path.exists():
+            write_parquet_log(path, n, 20, n // 2, 100_000)
+        base = [*_winrate_command(), "leaderboard", str(path), "--cluster", "prompt+judge",
+                "--method", "sandwich"]
+        print(f"arena shape: {n:,} rows, 20 models, {n // 2:,} prompts drawn, 100,000 judges "
+              "(string ids, Parquet), two-way CR1 win rate")
+        for engine in (["--engine", "memory"], ["--engine", "duckdb", "--memory", "1G"]):
+            _child_run([*base, *engine])  # warm-up: numba's cache and the page cache
+            load = os.getloadavg()[0]
+            runs = [_child_run([*base, *engine]) for _ in range(args.repeat)]
+            print(f"  {' '.join(engine):<28} wall {_median_range([r[0] for r in runs], 's', 1)}"
+                  f"; peak {_median_range([r[1] for r in runs], 'GiB', 2)}; load "
+                  f"{load:.1f} -> {os.getloadavg()[0]:.1f}")
+
+
 def bench_startup(args) -> None:
     seconds = _fresh_process([*_winrate_command(), "--help"], args.repeat)
     print(f"start-up: winrate --help {seconds:7.3f} s   (fresh process)")
@@ -642,6 +668,7 @@ def main() -> None:
     parser.add_argument("--scale-n", type=int, nargs="*", default=[50_000_000, 200_000_000])
     parser.add_argument("--scale-random", type=int, default=None, metavar="N")
     parser.add_argument("--scale-memory", default="4G")
+    parser.add_argument("--arena-n", type=int, nargs="*", default=[1_000_000, 10_000_000])
     parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
                                                      "(default: a temporary folder)")
     parser.add_argument("--record", type=Path, metavar="PATH",
@@ -716,6 +743,8 @@ def _run(args) -> None:
             bench_evals_scale(args, workdir)
         if "scale" in sections:
             bench_scale(args, workdir)
+        if "arena" in sections:
+            bench_arena(args, workdir)
     if "startup" in sections:
         bench_startup(args)
     if "check" in sections:
