@@ -2,12 +2,9 @@
 
 :func:`winrate.io.scan.scan` leaves a log where it lies; an analysis of it on an engine fits
 the estimator to the key log of pass 1 (every key with its frequency; the same fit as the
-full log's) and reads the clustered covariance and each axis' design diagnostics from the
-buckets of pass 2 (:class:`winrate.variance.buckets.BucketSums`), bounded in memory by a
-bucket. The buckets hold whole clusters of the clustering axis with the most clusters (so every term
-of the multiway sum containing it is summed bucket by bucket, and only the others keep
-per-cluster totals), and their number is chosen from pass 1's cluster sizes so that a
-bucket's rows fit the scan's memory budget.
+full log's) and reduces the rows to the clustered covariance's sums and each axis' design
+diagnostics inside the engine, in SQL (pass 2, :class:`winrate.variance.buckets.EngineSums`):
+Python sends the keys' influence and receives sums of the size of the covariance.
 """
 
 from __future__ import annotations
@@ -21,18 +18,14 @@ from winrate.errors import WinrateInputError
 from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.io.scan import KEY, Scan
 from winrate.progress import bar
-from winrate.variance.buckets import BucketSums, KeyFit
+from winrate.variance.buckets import EngineSums, KeyFit
 from winrate.variance.cluster_sums import ClusterSums, memory_sums
-
-#: Bytes a bucket's row takes in pass 2 (its codes, its influence row and the kernels'
-#: buffers), so that ``budget / BUCKET_ROW_BYTES`` rows make one bucket.
-BUCKET_ROW_BYTES = 250
 
 
 @dataclass
 class ScanDesign:
     """What an analysis on an engine knows of the full log: each cluster axis' labels (the
-    codes stay with the engine), the number of rows, and the scan to read buckets from."""
+    codes stay with the engine), the number of rows, and the scan pass 2 reads."""
 
     scan: Scan
     axes: dict[str, ClusterAxis]
@@ -40,49 +33,35 @@ class ScanDesign:
     n_comparisons: float
     key_axes: tuple[str, ...]
     n_keys: int
-    #: buckets of the second pass, once it ran (None: no clustering, no second pass)
-    n_buckets: int | None = None
+    #: terms of the multiway sum pass 2 reduced (None: no clustering, no second pass)
+    n_terms: int | None = None
 
     def note(self):
         """Which engine ran and why (:func:`winrate.notes.engine_run`)."""
-        return notes.engine_run(self.scan.mode, self.scan.reason, self.n_buckets)
+        return notes.engine_run(self.scan.mode, self.scan.reason, self.n_terms)
 
     def cluster_sums(self, log: ComparisonLog, board, clustering: tuple[str, ...], strata,
                      progress) -> ClusterSums:
         """The :class:`~winrate.variance.cluster_sums.ClusterSums` of ``board`` fitted to
         the key ``log``: the naive meat from the key log in memory (each key row stands for
-        its comparisons), the clustered terms and designs from the buckets of pass 2
-        (:class:`~winrate.variance.buckets.BucketSums`, read when first asked)."""
+        its comparisons), the clustered terms and designs reduced in the engine
+        (:class:`~winrate.variance.buckets.EngineSums`, when first asked)."""
         naive = memory_sums(log, board, (), strata)
         if not clustering:
             return naive
         sizes = [self.axes[name].n_clusters for name in clustering]
-        bucket_dim = int(np.argmax(sizes))
-        bucket_axis = clustering[bucket_dim]
-        n_buckets = self._n_buckets(bucket_axis)
-        self.n_buckets = n_buckets
+        self.n_terms = 2 ** len(clustering) - 1
 
-        def sweep():
-            return self.scan.bucket_rows(clustering, bucket_axis, n_buckets, self.key_axes)
-
-        def shown(parts):
-            return bar(parts, total=n_buckets, desc="buckets", unit="bucket",
+        def shown(terms):
+            return bar(terms, total=len(terms), desc="pass 2", unit="term",
                        progress=progress)
 
-        return BucketSums(_key_fit(log, board, strata, self.n_keys), sweep, sizes, bucket_dim,
-                          board.bread, naive, shown)
-
-    def _n_buckets(self, axis: str) -> int:
-        """The scan's forced number of buckets, or the fewest whose rows fit the budget
-        (the bucket of a cluster is a hash of its label, so buckets are about equal)."""
-        _, rows = self.scan.dictionary(axis)
-        per_bucket = max(self.scan.budget // BUCKET_ROW_BYTES, 1)
-        n_buckets = self.scan.buckets or max(1, -(-int(rows.sum()) // per_bucket))
-        return min(n_buckets, len(rows))
+        return EngineSums(_key_fit(log, board, strata, self.n_keys), self.scan, clustering,
+                          sizes, self.key_axes, board.bread, naive, shown)
 
 
 def _key_fit(log: ComparisonLog, board, strata, n_keys: int) -> KeyFit:
-    """The buckets' view of the fit: each scan key's row of the fit (-1 when the
+    """The engine's view of the fit: each scan key's row of the fit (-1 when the
     estimator left it out), read from the ``KEY`` axis, which the fit's rows carry."""
     if board.pair is None:
         raise WinrateInputError(f"model {board.estimator!r} holds no per-row influence; a "

@@ -11,7 +11,12 @@ runs unchanged on DuckDB and Spark SQL (plain ``SELECT``/``JOIN``/``GROUP BY`` w
   DataFrame); CSV fields are read as text, as :func:`winrate.io.logs.read_table` reads
   ids exactly as written (numbers are cast where used);
 * ``query(sql)``: the result as an Arrow table; ``batches(sql)``: the same as a stream of
-  Arrow record batches, so a large result is never held whole.
+  Arrow record batches, so a large result is never held whole;
+* ``register(name, frame)``: a small pandas frame of winrate's (pass 1's keys and their
+  influence) as a table the SQL joins (on Spark broadcast to the executors);
+  ``materialize(name, sql)``: a query's result kept in the engine as a table (DuckDB's temp
+  table, spilled beyond the memory limit; Spark's cached view), read by later queries;
+  ``drop(name)`` frees either.
 
 DuckDB runs in-process with a memory limit and spills to disk beyond it (DuckDB, "Memory
 management", duckdb.org/docs/stable/operations_manual/limits); Spark is used through the
@@ -51,6 +56,15 @@ class Engine:
         raise NotImplementedError
 
     def batches(self, sql: str, rows: int = 1 << 20) -> Iterator:
+        raise NotImplementedError
+
+    def register(self, name: str, frame) -> None:
+        raise NotImplementedError
+
+    def materialize(self, name: str, sql: str) -> None:
+        raise NotImplementedError
+
+    def drop(self, name: str) -> None:
         raise NotImplementedError
 
 
@@ -259,6 +273,7 @@ class DuckDBEngine(Engine):
         import duckdb
 
         self._strict: dict[str, tuple[object, str]] = {}  # CSV views not yet relaxed
+        self._registered: set[str] = set()  # frames registered as tables
         if connection is not None:
             self.connection = connection
             return
@@ -344,3 +359,17 @@ class DuckDBEngine(Engine):
 
     def batches(self, sql: str, rows: int = 1 << 20) -> Iterator:
         yield from self._retrying(lambda: self.connection.sql(sql).to_arrow_reader(rows))
+
+    def register(self, name: str, frame) -> None:
+        self.connection.register(name, frame)
+        self._registered.add(name)
+
+    def materialize(self, name: str, sql: str) -> None:
+        self._retrying(lambda: self.connection.execute(f"CREATE TEMP TABLE {name} AS {sql}"))
+
+    def drop(self, name: str) -> None:
+        if name in self._registered:
+            self._registered.discard(name)
+            self.connection.unregister(name)
+        else:
+            self.connection.execute(f"DROP TABLE IF EXISTS {name}")

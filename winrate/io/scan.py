@@ -26,6 +26,7 @@ The same SQL runs on DuckDB and Spark SQL (:mod:`winrate.io.engine`).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -85,6 +86,9 @@ QUERY_SECONDS = {"duckdb": 0.05, "spark": 1.0}
 
 #: The most a second pass may be estimated to take (seconds) before a scan refuses it.
 MAX_PASS_TWO_SECONDS = 2 * 3600
+
+#: Table names unique within the process (scans may share one connection).
+_TABLES = itertools.count(1)
 
 #: Names the pass-1 key table gives its aggregates.
 FREQUENCY, ROW_COUNT, KEY = "winrate_frequency", "winrate_rows", "winrate_key"
@@ -196,7 +200,8 @@ class Scan:
         self.key_log(axes)
         return self._cache[("raw keys", axes)]
 
-    def _raw_labels(self, axis: str) -> pd.Series:
+    def raw_labels(self, axis: str) -> pd.Series:
+        """An axis' labels as the engine holds them, in the order of their codes."""
         self.dictionary(axis)
         return self._cache[("raw labels", axis)]
 
@@ -218,6 +223,61 @@ class Scan:
 
     # ------------------------------------------------------------------ pass 2
 
+    def key_columns(self, key_axes: tuple[str, ...] = ()) -> list[str]:
+        """The source columns pass 1 groups by (:meth:`key_log`) for these ``key_axes``."""
+        cols = self.columns
+        return [cols.model_a, cols.model_b, cols.outcome, *cols.features,
+                *(cols.axes[name] for name in key_axes)]
+
+    def key_table(self, key_axes: tuple[str, ...] = ()) -> pd.DataFrame:
+        """Pass 1's key table with the raw values as the engine holds them, each key at
+        its position (``KEY``)."""
+        return self._key_frame(key_axes)
+
+    def upload(self, frame: pd.DataFrame) -> str:
+        """A small frame of winrate's as a table of the engine, by a name unique in the
+        process (:meth:`winrate.io.engine.Engine.register`)."""
+        name = f"winrate_table_{next(_TABLES)}"
+        with reading(self.source, self.mode):
+            self.engine.register(name, frame)
+        return name
+
+    def materialize(self, sql: str) -> str:
+        """The result of ``sql`` kept in the engine as a table (a unique name)."""
+        name = f"winrate_table_{next(_TABLES)}"
+        with reading(self.source, self.mode):
+            self.engine.materialize(name, sql)
+        return name
+
+    def drop(self, name: str) -> None:
+        """Free a table of :meth:`upload` or :meth:`materialize`."""
+        self.engine.drop(name)
+
+    def query_frame(self, sql: str) -> pd.DataFrame:
+        """The result of ``sql`` (a small, reduced one) as a pandas frame."""
+        return self._query_frame(sql)
+
+    def rows_by_cluster(self, axes: dict[int, str], keys: str,
+                        key_columns: list[str]) -> str:
+        """SQL: the rows of positive weight joined to the key table ``keys`` (an uploaded
+        table with the raw key values as ``winrate_k0, winrate_k1, ...`` in the order of
+        ``key_columns`` and the key's position as ``winrate_key``) and grouped by their
+        cluster on each of ``axes`` (column ``winrate_c{i}`` for axis number i) and key:
+        ``winrate_w1 = sum w`` and ``winrate_w2 = sum w^2`` of each group. Rows whose key
+        the table lacks (left out by the estimator) drop out in the join."""
+        weight = ("CAST(1 AS DOUBLE)" if self.columns.weight is None
+                  else f"CAST(s.{_quote(self.columns.weight)} AS DOUBLE)")
+        clusters = [f"s.{_quote(self.columns.axes[name])}" for name in axes.values()]
+        labels = ", ".join(f"{c} AS winrate_c{i}" for i, c in zip(axes, clusters,
+                                                                   strict=True))
+        joined = " AND ".join(f"s.{_quote(c)} = k.winrate_k{i}"
+                              for i, c in enumerate(key_columns))
+        where = "" if self.columns.weight is None else f" WHERE {weight} > 0"
+        return (f"SELECT /*+ BROADCAST(k) */ {labels}, k.winrate_key AS winrate_key, "
+                f"SUM({weight}) AS winrate_w1, SUM({weight} * {weight}) AS winrate_w2 "
+                f"FROM {self.table} AS s JOIN {keys} AS k ON {joined}{where} "
+                f"GROUP BY {', '.join(clusters)}, k.winrate_key")
+
     def bucket_rows(self, axes: tuple[str, ...], bucket_axis: str | None, n_buckets: int,
                     key_axes: tuple[str, ...] = ()) -> Iterator[dict[str, np.ndarray]]:
         """Pass 2 (module doc): per bucket, every row's key index (``KEY``), codes on each
@@ -232,7 +292,7 @@ class Scan:
         keys = [cols.model_a, cols.model_b, cols.outcome, *cols.features,
                 *(cols.axes[name] for name in key_axes)]
         key_coder = _Coder(self._key_frame(key_axes)[keys])
-        axis_coders = [_Coder(pd.DataFrame({"label": self._raw_labels(name)}))
+        axis_coders = [_Coder(pd.DataFrame({"label": self.raw_labels(name)}))
                        for name in axes]
         names = list(dict.fromkeys([*keys, *(cols.axes[name] for name in axes)]))
         select = ", ".join(_quote(c) for c in names)

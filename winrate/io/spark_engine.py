@@ -231,6 +231,7 @@ class SparkEngine(Engine):
         session.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
         self._java = _java_process(session)
         self._started = self._java is not None and self._setting(STARTED_BY_WINRATE) == "true"
+        self._cached: dict[str, object] = {}  # materialized views: name -> DataFrame
 
     @classmethod
     def local(cls, cores: int = 2, memory: int | None = None, partitions: int = 4,
@@ -341,6 +342,28 @@ class SparkEngine(Engine):
             return reader.option("mergeSchema", "true").parquet(*files)
         return reader.csv(files, header=True, inferSchema=False, mode="FAILFAST",
                           sep=csv_separator(kind), multiLine=True, escape='"')
+
+    def register(self, name: str, frame) -> None:
+        """A pandas ``frame`` as the temporary view ``name`` (the scan's SQL hints Spark to
+        broadcast it to the executors)."""
+        with self._watched():
+            self.session.createDataFrame(frame).createOrReplaceTempView(name)
+
+    def materialize(self, name: str, sql: str) -> None:
+        """The result of ``sql`` cached by the executors (memory, then disk) as the
+        temporary view ``name``; computed now (a count), so later queries read it."""
+        with self._watched():
+            frame = self.session.sql(sql).persist()
+            frame.count()
+            frame.createOrReplaceTempView(name)
+            self._cached[name] = frame
+
+    def drop(self, name: str) -> None:
+        with self._watched():
+            self.session.catalog.dropTempView(name)
+            cached = self._cached.pop(name, None)
+            if cached is not None:
+                cached.unpersist()
 
     def query(self, sql: str):
         """The result as one Arrow table, collected on the driver."""

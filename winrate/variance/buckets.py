@@ -1,107 +1,59 @@
-"""Clustered covariance and design diagnostics summed over buckets of whole clusters.
+"""Clustered covariance and design diagnostics reduced inside the engine: pass 2 in SQL.
 
-A log too large for memory arrives in buckets (:meth:`winrate.io.scan.Scan.bucket_rows`):
-each bucket holds every row of some clusters of one axis, the bucket axis, and each row
-comes as its key (a row of the fitted key log, whose influence ``U_k`` is the total of its
-``F_k`` comparisons) with its weight ``w`` and cluster codes. Row r's influence is
-``u_r = U_k w_r / F_k`` (exact: the estimating equations are sums of a function of the
-key, :mod:`winrate.io.scan`). With ``t_g = sum_{r in g} u_r``:
+A log too large for memory stays with its engine (:mod:`winrate.io.scan`). The fit is the
+key log's (pass 1): key k, a row of the key table, has the influence ``U_k`` of its
+``F_k`` comparisons, and a source row r of key k has ``u_r = U_k w_r / F_k`` (exact: the
+estimating equations are sums of a function of the key). Python uploads two small tables
+-- each key's raw values with its models, pair, centred score and CR2 stratum, and the
+stored entries ``v_kj = U_kj / F_k`` of its influence -- and the engine reduces the rows
+to what :func:`winrate.variance.cluster_sums.clustered` reads, in SQL that runs unchanged
+on DuckDB and Spark:
 
-* a term of the multiway sum whose clusters lie inside buckets (every term containing the
-  bucket axis: its clusters, and their intersections with other axes) has its meat
-  ``sum_g t_g t_g^T`` summed over the buckets from each bucket's rows alone, with the
-  bucket's :class:`~winrate.variance.meats.GroupMeat` computed by the in-memory kernels;
-  the largest cluster total is the largest over buckets;
-* a term whose clusters span buckets (the judge axis, when buckets hold prompts) keeps its
-  clusters' totals ``t_g`` and sums of squared rows (G x q, dense) and adds each bucket's;
-  its meat follows at the end.
+* ``D`` (per term): the rows joined to the keys and grouped by (cluster, key),
+  ``W_gk = sum w`` and ``W2_gk = sum w^2`` (:meth:`winrate.io.scan.Scan.rows_by_cluster`);
+* ``T`` (per term): the cluster totals ``t_gj = sum_k v_kj W_gk c_gk`` and the sums of
+  squared rows ``s_gj = sum_k v_kj^2 W2_gk c_gk^2``, with ``c_gk = 1`` or, for CR2, the
+  leverage factor ``(1 - m_gh / n_h)^{-1/2}`` of the key's stratum h (Bell & McCaffrey
+  2002), ``m_gh = sum`` of ``W_gk`` over the cluster's keys of stratum h, ``n_h`` the
+  stratum's total in the key log (:func:`winrate.variance.meats.stratum_leverage_scale`);
+* from ``T``: the meat ``sum_g t_g t_g^T`` as (i <= j) entries, and per column
+  ``sum_g s_gj`` (row squares), ``sum_g s_gj^2`` (spread), ``sum_g t_gj^4``, the largest
+  ``t_gj^2`` and its cluster (the least label on ties), and the number of clusters: the
+  :class:`~winrate.variance.meats.GroupMeat` of the term;
+* from each axis' ``D``: the clusters each model appears in, the clusters of each pair
+  (single-cluster pairs), and the ANOVA ICC's moments -- the number of clusters, their
+  total and squared sizes, and ``sum_g S_g^2 / n_g`` of the centred scores
+  (:func:`winrate.variance.diagnostics.icc_of_moments`).
 
-CR2 scales each row by ``(1 - m_gh / n_h)^{-1/2}`` (:func:`stratum_leverage_scale`): ``n_h``
-is the stratum's total in the key log, ``m_gh`` its frequency in the row's cluster, known
-within a bucket for a term inside buckets and gathered by a first sweep over the buckets for
-a term spanning them. The design sums of each axis
-(:class:`winrate.variance.cluster_sums.DesignSums`) add up the same way
-(:class:`winrate.variance.diagnostics.DesignState`): clusters per model (counted per
-bucket, or from a bit per (cluster, model)), single-cluster pairs (each pair's first
-cluster and whether another appears, merged across buckets) and the ANOVA ICC's cluster
-sizes and centred sums. :class:`BucketSums` is this form of
-:class:`~winrate.variance.cluster_sums.ClusterSums`; everything equals the in-memory
-computation up to the order of floating-point sums.
+Python receives O(q^2) numbers per term and O(L + P) per axis, never a row or, but for a
+term's largest cluster, a label. Every number equals the in-memory computation up to the
+order of floating-point sums. :class:`EngineSums` is this form of
+:class:`~winrate.variance.cluster_sums.ClusterSums`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
-from numba import njit
 
+from winrate.io.scan import KEY, Scan
 from winrate.variance import diagnostics
-from winrate.variance.cluster_sums import ClusterSums, DesignSums
-from winrate.variance.meats import (
-    DENSE_INNER_LIMIT,
-    GroupMeat,
-    csr_parts,
-    leverage_factor,
-    meat_from_codes,
-    meat_of_parts,
-    nested_sums,
-    require_two_clusters,
-    scale_rows,
-    stratum_leverage_scale,
-    subsets,
-)
-
-
-@dataclass
-class Bucket:
-    """One bucket's rows as the fit sees them: ``rows`` (indices into the fit's rows),
-    ``scale`` (``w / F``), ``codes`` (one array per clustering axis, global codes) and the
-    rows' ``influence`` (CSR, ``U_k`` scaled)."""
-
-    rows: np.ndarray
-    scale: np.ndarray
-    codes: list[np.ndarray]
-    influence: sp.csr_array
-
-
-@dataclass
-class _Term:
-    """One inclusion-exclusion term's running sums (module doc)."""
-
-    dims: tuple[int, ...]
-    inside: bool
-    n_range: int
-    meat: GroupMeat | None = None
-    totals: np.ndarray | None = None
-    within: np.ndarray | None = None
-    #: the spanning term's clusters that hold rows of the fit (a cluster of the scan's
-    #: dictionary may hold only rows the estimator leaves out: no cluster of the fit)
-    present: np.ndarray | None = None
-    #: (cluster << 32 | stratum) keys and their frequencies, for a spanning CR2 term
-    leverage: tuple | None = None
-
-    def codes(self, bucket: Bucket, sizes: list[int]) -> np.ndarray:
-        """Global codes of the term's clusters: mixed radix over its axes, never compacted
-        (so a code means the same cluster in every bucket)."""
-        combined = np.zeros(bucket.rows.shape[0], np.int64)
-        for d in self.dims:
-            combined = combined * sizes[d] + bucket.codes[d]
-        return combined
+from winrate.variance.cluster_sums import AxisDesign, ClusterSums
+from winrate.variance.meats import GroupMeat, require_two_clusters, subsets
 
 
 @dataclass
 class KeyFit:
-    """What the buckets are read against: the fit of the key log (``influence`` rows,
-    ``pair`` and ``centered`` per key row, ``frequency`` F per key row, the key rows'
-    models ``model_a``/``model_b``, each model's comparisons ``n_per_model``),
-    ``key_rows`` mapping a key index of the scan to its row of the fit (-1: left out by
-    the estimator), and the CR2 ``strata`` per key row with ``stratum_total`` (None
-    without CR2)."""
+    """The fit of the key log as the engine reads it: the ``influence`` rows, ``pair``
+    and ``centered`` per fitted key row, ``frequency`` F per fitted key row, its models
+    ``model_a``/``model_b``, each model's comparisons ``n_per_model``, ``key_rows``
+    mapping a key of the scan to its row of the fit (-1: left out by the estimator), and
+    the CR2 ``strata`` per fitted row with ``stratum_total`` (None without CR2)."""
 
-    influence: sp.csr_array
+    influence: sp.csr_array | np.ndarray
     pair: np.ndarray
     centered: np.ndarray
     frequency: np.ndarray
@@ -114,45 +66,69 @@ class KeyFit:
     stratum_total: np.ndarray | None = None
     grand_mean: float = field(init=False)
 
-    @property
-    def n_models(self) -> int:
-        return self.n_per_model.shape[0]
-
     def __post_init__(self):
         self.grand_mean = float(self.frequency @ self.centered / self.frequency.sum())
 
-    def bucket(self, part: dict, n_axes: int) -> Bucket:
-        """A bucket of the scan (:meth:`winrate.io.scan.Scan.bucket_rows`) as fit rows."""
-        from winrate.io.scan import KEY
+    @property
+    def squares(self) -> float:
+        """The key log's sum of squared centred scores (the ICC's total sum of squares)."""
+        return float(self.frequency @ (self.centered - self.grand_mean) ** 2)
 
-        rows = self.key_rows[part[KEY]]
-        kept = rows >= 0
-        codes = [part[f"axis{i}"] for i in range(n_axes)]
-        weight = part.get("weight")
-        if not kept.all():
-            rows, codes = rows[kept], [c[kept] for c in codes]
-            weight = None if weight is None else weight[kept]
-        scale = (1.0 if weight is None else weight) / self.frequency[rows]
-        indptr, indices, data = _gather_rows(*csr_parts(self.influence), rows, scale)
-        influence = sp.csr_array((data, indices, indptr),
-                                 shape=(rows.shape[0], self.influence.shape[1]))
-        return Bucket(rows, scale, codes, influence)
+    def tables(self, raw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The two tables the engine joins (module doc): per fitted key, its raw values
+        (``raw``, pass 1's key table in key order) as ``winrate_k0, ...``, its position
+        ``winrate_key``, models, pair, centred score, stratum and stratum total; and
+        per stored influence entry its key, column and ``U_kj / F_k``."""
+        kept = np.flatnonzero(self.key_rows >= 0)
+        rows = self.key_rows[kept]
+        keys = pd.DataFrame({f"winrate_k{i}": _plain(raw[c].to_numpy()[kept])
+                             for i, c in enumerate(raw.columns)})
+        keys[KEY] = kept
+        keys["winrate_ma"], keys["winrate_mb"] = self.model_a[rows], self.model_b[rows]
+        keys["winrate_pair"] = self.pair[rows]
+        keys["winrate_dev"] = self.centered[rows] - self.grand_mean
+        if self.strata is not None:
+            keys["winrate_stratum"] = self.strata[rows]
+            keys["winrate_n"] = self.stratum_total[self.strata[rows]]
+        entries = _entries(self.influence, rows)
+        return keys, pd.DataFrame({KEY: kept[entries.row], "winrate_col": entries.col,
+                                   "winrate_v": entries.data / self.frequency[rows][
+                                       entries.row]})
 
 
-class BucketSums(ClusterSums):
-    """:class:`~winrate.variance.cluster_sums.ClusterSums` of a key fit read from the buckets
-    ``sweep()`` yields (module doc); ``bucket_dim`` is the axis whose clusters the buckets
-    hold whole, ``sizes`` each axis' clusters in the scan's dictionary. The naive meat is
-    the key log's (``naive``: the in-memory sums of the key fit, which stand for every row).
-    One sweep gives every term and every axis' design sums (two with CR2 across buckets)."""
+def _plain(values: np.ndarray) -> np.ndarray:
+    """Raw key values as plain numpy (a categorical's values, not its codes)."""
+    return np.asarray(pd.Series(values).astype(object) if isinstance(
+        values.dtype, pd.CategoricalDtype) else values)
 
-    def __init__(self, fit: KeyFit, sweep: Callable[[], Iterable[dict]], sizes: list[int],
-                 bucket_dim: int, bread: np.ndarray | None, naive: ClusterSums,
+
+def _entries(influence, rows: np.ndarray) -> sp.coo_array:
+    """The stored entries of the influence ``rows`` (a dense influence: every entry, as
+    the in-memory kernels count its clusters)."""
+    if sp.issparse(influence):
+        return sp.coo_array(sp.csr_array(influence)[rows])
+    dense = np.asarray(influence)[rows]
+    row, col = np.indices(dense.shape)
+    return sp.coo_array((dense.ravel(), (row.ravel(), col.ravel())), shape=dense.shape)
+
+
+class EngineSums(ClusterSums):
+    """:class:`~winrate.variance.cluster_sums.ClusterSums` of a key ``fit`` reduced in
+    the ``scan``'s engine (module doc) for the ``clustering`` axes; ``sizes`` each axis'
+    clusters in the scan's dictionary, ``key_axes`` the axes pass 1 grouped by. The naive
+    meat is the key log's (``naive``: the in-memory sums of the key fit, which stand for
+    every row). Each correction's terms are one reduction (CR2 another); the designs come
+    with the first."""
+
+    def __init__(self, fit: KeyFit, scan: Scan, clustering: tuple[str, ...],
+                 sizes: list[int], key_axes: tuple[str, ...], bread, naive: ClusterSums,
                  progress=None):
         super().__init__(bread, fit.n_per_model)
-        self.fit, self.sweep, self.sizes, self.bucket_dim = fit, sweep, sizes, bucket_dim
+        self.fit, self.scan, self.clustering = fit, scan, clustering
+        self.sizes, self.key_axes = sizes, key_axes
         self.naive, self.progress = naive, progress
-        self._swept: dict[bool, tuple[list[GroupMeat], list[DesignSums]]] = {}
+        self._meats: dict[bool, list[GroupMeat]] = {}
+        self._designs: list[AxisDesign] | None = None
 
     @property
     def n_clusters(self) -> tuple[int, ...]:
@@ -162,191 +138,183 @@ class BucketSums(ClusterSums):
         return self.naive.naive_meat(correction)
 
     def term_meats(self, correction: str) -> list[GroupMeat]:
-        return self._read(correction == "cr2")[0]
+        cr2 = correction == "cr2"
+        if cr2 not in self._meats:
+            self._reduce(cr2)
+        return self._meats[cr2]
 
-    def design_sums(self, axis: int) -> DesignSums:
-        cr2 = next(iter(self._swept), False)  # any sweep's designs: they do not depend on CR2
-        return self._read(cr2)[1][axis]
+    def design_sums(self, axis: int):
+        raise NotImplementedError("an engine returns each axis' design moments, not its "
+                                  "per-cluster sums: read design()")
 
-    def _read(self, cr2: bool) -> tuple[list[GroupMeat], list[DesignSums]]:
-        if cr2 not in self._swept:
-            self._swept[cr2] = _sweep_buckets(self.fit, self.sweep, self.sizes,
-                                              self.bucket_dim, cr2, self.progress)
-        return self._swept[cr2]
+    def design(self, axis: int) -> AxisDesign:
+        if self._designs is None:
+            self._reduce(False)
+        return self._designs[axis]
 
+    def _reduce(self, cr2: bool) -> None:
+        """One reduction in the engine: every term's meat (and, the first time, every
+        axis' design) from the uploaded key tables, which are dropped at the end."""
+        scan, created = self.scan, []
+        try:
+            keys_frame, entries_frame = self.fit.tables(scan.key_table(self.key_axes)[
+                scan.key_columns(self.key_axes)])
+            keys, entries = (scan.upload(keys_frame), scan.upload(entries_frame))
+            created += [keys, entries]
+            sql = _TermSql(keys, entries, cr2)
+            meats, designs = [], []
+            terms = subsets(len(self.clustering))
+            for dims in _progress(terms, self.progress):
+                rows = scan.rows_by_cluster({d: self.clustering[d] for d in dims}, keys,
+                                            scan.key_columns(self.key_axes))
+                if len(dims) == 1:  # read again by the axis' design
+                    rows = scan.materialize(rows)
+                    created.append(rows)
+                    if self._designs is None:
+                        designs.append(self._axis_design(sql, rows, dims[0]))
+                else:
+                    rows = f"({rows})"
+                totals = scan.materialize(sql.totals(rows, dims))
+                created.append(totals)
+                meats.append(self._group_meat(sql, totals, dims))
+                if len(dims) == 1:  # as in memory: the fit's rows must span two clusters
+                    require_two_clusters(meats[-1].n_groups, f"groups[{dims[0]}]")
+        finally:
+            for name in reversed(created):
+                scan.drop(name)
+        self._meats[cr2] = meats
+        if self._designs is None:
+            self._designs = designs
 
-def _sweep_buckets(fit: KeyFit, sweep, sizes: list[int], bucket_dim: int, cr2: bool,
-                   progress) -> tuple[list[GroupMeat], list[DesignSums]]:
-    """Every inclusion-exclusion term's :class:`GroupMeat` and each axis'
-    :class:`DesignSums` from the buckets (module doc)."""
-    n_dims = len(sizes)
-    terms = [_Term(dims, bucket_dim in dims, int(np.prod([sizes[d] for d in dims])))
-             for dims in subsets(n_dims)]
-    designs = [diagnostics.DesignState(sizes[d], fit.n_models, fit.n_pairs,
-                                       bits=d != bucket_dim)
-               for d in range(n_dims)]
-    spanning_cr2 = [t for t in terms if cr2 and not t.inside]
-    if spanning_cr2:
-        for part in sweep():
-            bucket = fit.bucket(part, n_dims)
-            for term in spanning_cr2:
-                _add_leverage(term, term.codes(bucket, sizes), fit.strata[bucket.rows],
-                              bucket.scale * fit.frequency[bucket.rows])
-    nested = (n_dims == 2 and not cr2 and sp.issparse(fit.influence)
-              and min(sizes) * fit.influence.shape[1] <= DENSE_INNER_LIMIT)
-    for part in _progress(sweep(), progress):
-        bucket = fit.bucket(part, n_dims)
-        if bucket.rows.size:
-            _add_bucket(terms, designs, bucket, fit, sizes, bucket_dim, cr2, nested)
-    groups = []
-    for term in terms:
-        group = _finish_term(term)
-        if len(term.dims) == 1:  # as in memory: the fit's rows must span two clusters
-            require_two_clusters(group.n_groups, f"groups[{term.dims[0]}]")
-        groups.append(group)
-    squares = float(fit.frequency @ (fit.centered - fit.grand_mean) ** 2)
-    return groups, [DesignSums(d.count, d.single, d.size, d.centred_sum, squares)
-                    for d in designs]
+    def _group_meat(self, sql: _TermSql, totals: str, dims: tuple[int, ...]) -> GroupMeat:
+        """The term's :class:`GroupMeat` from its cluster totals in the engine."""
+        q = self.fit.influence.shape[1]
+        query = self.scan.query_frame
+        half = query(sql.meat(totals, dims))
+        meat = np.zeros((q, q))
+        meat[half["i"].to_numpy(), half["j"].to_numpy()] = half["v"].to_numpy(float)
+        meat = meat + meat.T - np.diag(np.diag(meat))
+        stats = query(sql.column_stats(totals))
+        cols = stats["col"].to_numpy()
+        found = {name: np.zeros(q) for name in ("row_squares", "spread", "fourth",
+                                                "largest")}
+        for name, values in found.items():
+            values[cols] = stats[name].to_numpy(float)
+        n_groups = int(query(sql.n_groups(totals, dims)).iloc[0, 0])
+        argmax = np.full(q, -1, np.int64)
+        if len(dims) == 1:
+            top = query(sql.largest(totals, dims[0]))
+            labels = pd.Index(self.scan.raw_labels(self.clustering[dims[0]]))
+            argmax[top["col"].to_numpy()] = labels.get_indexer(top["label"])
+            argmax[found["largest"] <= 0] = -1
+        return GroupMeat(meat, n_groups, found["largest"], argmax, found["row_squares"],
+                         found["spread"], found["fourth"])
 
-
-def _add_bucket(terms: list[_Term], designs: list, bucket: Bucket, fit: KeyFit,
-                sizes: list[int], bucket_dim: int, cr2: bool, nested: bool) -> None:
-    """Add one bucket to every term (both axes and their cells in one pass when
-    ``nested``) and to every axis' design sums."""
-    if nested:
-        _add_nested(terms, bucket, sizes)
-    else:
-        for term in terms:
-            _add_term(term, bucket, fit, sizes, cr2)
-    for d, design in enumerate(designs):
-        _add_design(design, bucket, fit, bucket.codes[d], inside=d == bucket_dim)
-
-
-def _progress(parts, progress):
-    return parts if progress is None else progress(parts)
-
-
-def _rows_for(term: _Term, bucket: Bucket, fit: KeyFit, codes: np.ndarray, cr2: bool):
-    """The bucket's influence, CR2-scaled for this term when asked (module doc)."""
-    if not cr2:
-        return bucket.influence
-    strata = fit.strata[bucket.rows]
-    freq = bucket.scale * fit.frequency[bucket.rows]
-    if term.inside:
-        scale = stratum_leverage_scale(codes, strata, freq, fit.stratum_total)
-    else:
-        scale = _spanning_leverage(term, codes, strata, fit.stratum_total)
-    return scale_rows(bucket.influence, scale)
-
-
-def _add_term(term: _Term, bucket: Bucket, fit: KeyFit, sizes: list[int], cr2: bool) -> None:
-    codes = term.codes(bucket, sizes)
-    rows = _rows_for(term, bucket, fit, codes, cr2)
-    if term.inside:
-        _add_inside(term, meat_from_codes(rows, codes, term.n_range))
-        return
-    if term.totals is None:
-        term.totals = np.zeros((term.n_range, rows.shape[1]))
-        term.within = np.zeros((term.n_range, rows.shape[1]))
-        term.present = np.zeros(term.n_range, bool)
-    _scatter_rows(term.totals, term.within, codes, *csr_parts(rows))
-    term.present[codes] = True
+    def _axis_design(self, sql: _TermSql, rows: str, dim: int) -> AxisDesign:
+        """An axis' ``m``, single-cluster pairs and ICC from its rows ``D`` in the engine."""
+        fit, query = self.fit, self.scan.query_frame
+        models = query(sql.clusters_of_model(rows, dim))
+        clusters_of_model = np.zeros(fit.n_per_model.shape[0], np.int64)
+        clusters_of_model[models["m"].to_numpy()] = models["n"].to_numpy()
+        pairs = query(sql.clusters_of_pair(rows, dim))
+        single = np.ones(fit.n_pairs, bool)
+        single[pairs["pair"].to_numpy()] = pairs["n"].to_numpy() == 1
+        moments = query(sql.icc_moments(rows, dim)).iloc[0]
+        icc = diagnostics.icc_of_moments(
+            int(moments["n_groups"]), float(moments["total"]),
+            float(moments["size_squares"]), float(moments["ss_between"]), fit.squares)
+        return AxisDesign(diagnostics.per_cluster(fit.n_per_model, clusters_of_model),
+                          single, icc)
 
 
-def _add_inside(term: _Term, group: GroupMeat) -> None:
-    term.meat = group if term.meat is None else term.meat.merged(group)
+def _progress(items, progress):
+    return items if progress is None else progress(items)
 
 
-def _add_nested(terms: list[_Term], bucket: Bucket, sizes: list[int]) -> None:
-    """Both axes and their cells from one radix pass (:func:`nested_sums`), when the
-    buckets hold the outer axis: its meat and the cells' add up, the inner axis keeps its
-    cluster totals."""
-    outer, cells, totals, squares, present = nested_sums(bucket.influence, bucket.codes,
-                                                         sizes)
-    outer_term, inner_term, cells_term = (terms if sizes[0] >= sizes[1]
-                                          else (terms[1], terms[0], terms[2]))
-    _add_inside(outer_term, outer)
-    _add_inside(cells_term, cells)
-    if inner_term.totals is None:
-        inner_term.totals, inner_term.within, inner_term.present = totals, squares, present
-    else:
-        inner_term.totals += totals
-        inner_term.within += squares
-        inner_term.present |= present
+@dataclass(frozen=True)
+class _TermSql:
+    """The SQL of the reduction (module doc) over the uploaded ``keys`` and ``entries``;
+    ``cr2`` scales each (cluster, key) by its leverage factor. Plain SELECT / JOIN /
+    GROUP BY with SUM, COUNT, MAX, CASE, SQRT and ROW_NUMBER: the same text on DuckDB and
+    Spark SQL (a ``/*+ BROADCAST */`` hint is a comment to DuckDB)."""
 
+    keys: str
+    entries: str
+    cr2: bool
 
-@njit(cache=True)
-def _scatter_rows(totals, within, codes, indptr, indices, data):  # pragma: no cover
-    """Add each CSR row to its cluster's totals and its squares to the cluster's sums of
-    squares (one pass)."""
-    for r in range(codes.shape[0]):
-        g = codes[r]
-        for j in range(indptr[r], indptr[r + 1]):
-            totals[g, indices[j]] += data[j]
-            within[g, indices[j]] += data[j] * data[j]
+    @staticmethod
+    def _clusters(dims: tuple[int, ...], alias: str = "") -> list[str]:
+        prefix = f"{alias}." if alias else ""
+        return [f"{prefix}winrate_c{d}" for d in dims]
 
+    def _same_cluster(self, dims, left: str, right: str) -> str:
+        return " AND ".join(f"{a} = {b}" for a, b in zip(self._clusters(dims, left),
+                                                         self._clusters(dims, right),
+                                                         strict=True))
 
-def _finish_term(term: _Term) -> GroupMeat:
-    if term.inside:
-        return term.meat
-    clusters = np.flatnonzero(term.present)  # the clusters of the fit's rows
-    group = meat_of_parts(term.totals[clusters], term.within[clusters],
-                           np.arange(clusters.size), clusters.size)
-    return GroupMeat(group.meat, group.n_groups, group.largest,
-                     np.where(group.argmax >= 0, clusters[np.maximum(group.argmax, 0)], -1),
-                     group.row_squares, group.spread, group.fourth)
+    def _keyed(self, rows: str) -> str:
+        return f"{rows} AS d JOIN {self.keys} AS k ON d.{KEY} = k.{KEY}"
 
+    def totals(self, rows: str, dims: tuple[int, ...]) -> str:
+        """Per (cluster, column): ``winrate_t`` the cluster's total, ``winrate_s`` its
+        sum of squared rows, CR2-scaled when asked."""
+        clusters = ", ".join(self._clusters(dims, "d"))
+        source, factor = f"{rows} AS d", "1"
+        if self.cr2:
+            mass = (f"SELECT {clusters}, k.winrate_stratum AS winrate_stratum, "
+                    f"SUM(d.winrate_w1) AS winrate_m, MIN(k.winrate_n) AS winrate_n FROM "
+                    f"{self._keyed(rows)} GROUP BY {clusters}, k.winrate_stratum")
+            rest = "(1 - f.winrate_m / f.winrate_n)"
+            factor = f"(CASE WHEN {rest} > 1e-12 THEN 1 / SQRT({rest}) ELSE 1 END)"
+            source = (f"{self._keyed(rows)} JOIN ({mass}) AS f ON "
+                      f"{self._same_cluster(dims, 'd', 'f')} AND "
+                      "f.winrate_stratum = k.winrate_stratum")
+        return (f"SELECT /*+ BROADCAST(e) */ {clusters}, e.winrate_col AS winrate_col, "
+                f"SUM(e.winrate_v * d.winrate_w1 * {factor}) AS winrate_t, "
+                f"SUM(e.winrate_v * e.winrate_v * d.winrate_w2 * {factor} * {factor}) "
+                f"AS winrate_s FROM {source} JOIN {self.entries} AS e "
+                f"ON d.{KEY} = e.{KEY} GROUP BY {clusters}, e.winrate_col")
 
-def _add_leverage(term: _Term, codes: np.ndarray, strata: np.ndarray,
-                  freq: np.ndarray) -> None:
-    """Add a bucket's (cluster, stratum) frequencies to a spanning CR2 term's table."""
-    keys, inverse = np.unique(_block(codes, strata), return_inverse=True)
-    found = [] if term.leverage is None else [term.leverage]
-    keys = np.concatenate([k for k, _ in found] + [keys])
-    sums = np.concatenate([v for _, v in found] + [np.bincount(inverse, weights=freq)])
-    merged, inverse = np.unique(keys, return_inverse=True)
-    term.leverage = (merged, np.bincount(inverse, weights=sums))
+    def meat(self, totals: str, dims) -> str:
+        """``sum_g t_gi t_gj`` for i <= j."""
+        return (f"SELECT a.winrate_col AS i, b.winrate_col AS j, "
+                f"SUM(a.winrate_t * b.winrate_t) AS v FROM {totals} AS a JOIN {totals} AS b "
+                f"ON {self._same_cluster(dims, 'a', 'b')} AND a.winrate_col <= b.winrate_col "
+                "GROUP BY a.winrate_col, b.winrate_col")
 
+    @staticmethod
+    def column_stats(totals: str) -> str:
+        t2 = "winrate_t * winrate_t"
+        return (f"SELECT winrate_col AS col, SUM(winrate_s) AS row_squares, "
+                f"SUM(winrate_s * winrate_s) AS spread, SUM(({t2}) * ({t2})) AS fourth, "
+                f"MAX({t2}) AS largest FROM {totals} GROUP BY winrate_col")
 
-def _block(codes: np.ndarray, strata: np.ndarray) -> np.ndarray:
-    return codes.astype(np.int64) << 32 | strata.astype(np.int64)
+    def n_groups(self, totals: str, dims) -> str:
+        return (f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT "
+                f"{', '.join(self._clusters(dims))} FROM {totals}) AS g")
 
+    @staticmethod
+    def largest(totals: str, dim: int) -> str:
+        """Per column the cluster of the largest squared total (the least label on ties)."""
+        return (f"SELECT col, label FROM (SELECT winrate_col AS col, winrate_c{dim} AS "
+                f"label, ROW_NUMBER() OVER (PARTITION BY winrate_col ORDER BY winrate_t * "
+                f"winrate_t DESC, winrate_c{dim}) AS winrate_rank FROM {totals}) AS x "
+                "WHERE winrate_rank = 1")
 
-def _spanning_leverage(term: _Term, codes: np.ndarray, strata: np.ndarray,
-                       stratum_total: np.ndarray) -> np.ndarray:
-    """CR2 row factors of a spanning term from its gathered (cluster, stratum) table."""
-    keys, values = term.leverage
-    m = values[np.searchsorted(keys, _block(codes, strata))]
-    return leverage_factor(m, stratum_total[strata])
+    def clusters_of_model(self, rows: str, dim: int) -> str:
+        return (f"SELECT m, COUNT(*) AS n FROM (SELECT d.winrate_c{dim} AS c, k.winrate_ma "
+                f"AS m FROM {self._keyed(rows)} UNION SELECT d.winrate_c{dim} AS c, "
+                f"k.winrate_mb AS m FROM {self._keyed(rows)}) AS x GROUP BY m")
 
+    def clusters_of_pair(self, rows: str, dim: int) -> str:
+        return (f"SELECT k.winrate_pair AS pair, COUNT(DISTINCT d.winrate_c{dim}) AS n "
+                f"FROM {self._keyed(rows)} GROUP BY k.winrate_pair")
 
-def _add_design(design: diagnostics.DesignState, bucket: Bucket, fit: KeyFit,
-                codes: np.ndarray, inside: bool) -> None:
-    """Add a bucket's rows to an axis' design sums; the bucket axis' models are counted
-    per bucket (its clusters lie whole in one), a spanning axis' by its (cluster, model)
-    bits across buckets."""
-    a, b = fit.model_a[bucket.rows], fit.model_b[bucket.rows]
-    if inside:
-        design.count += diagnostics.clusters_per_model(a, b, codes, fit.n_models)
-    design.add(codes, a, b, fit.pair[bucket.rows], bucket.scale * fit.frequency[bucket.rows],
-               fit.centered[bucket.rows] - fit.grand_mean)
-
-
-@njit(cache=True)
-def _gather_rows(indptr, indices, data, rows, scale):  # pragma: no cover - numba
-    """The CSR rows ``rows`` of a matrix, row i scaled by ``scale[i]`` (a row's influence
-    is its key's times ``w / F``)."""
-    n = rows.shape[0]
-    out_ptr = np.empty(n + 1, np.int64)
-    out_ptr[0] = 0
-    for i in range(n):
-        out_ptr[i + 1] = out_ptr[i] + indptr[rows[i] + 1] - indptr[rows[i]]
-    out_indices = np.empty(out_ptr[n], indices.dtype)
-    out_data = np.empty(out_ptr[n], np.float64)
-    for i in range(n):
-        o = out_ptr[i]
-        for j in range(indptr[rows[i]], indptr[rows[i] + 1]):
-            out_indices[o] = indices[j]
-            out_data[o] = data[j] * scale[i]
-            o += 1
-    return out_ptr, out_indices, out_data
+    def icc_moments(self, rows: str, dim: int) -> str:
+        """The ANOVA ICC's moments of the axis (module doc)."""
+        return ("SELECT COUNT(*) AS n_groups, SUM(winrate_size) AS total, "
+                "SUM(winrate_size * winrate_size) AS size_squares, "
+                "SUM(winrate_sum * winrate_sum / winrate_size) AS ss_between FROM ("
+                f"SELECT d.winrate_c{dim}, SUM(d.winrate_w1) AS winrate_size, "
+                "SUM(d.winrate_w1 * k.winrate_dev) AS winrate_sum FROM "
+                f"{self._keyed(rows)} GROUP BY d.winrate_c{dim}) AS g")
