@@ -26,7 +26,8 @@ LAYERS = (
     ("inference", ("winrate.inference",)),
     ("report", ("winrate.report",)),
     ("applications", ("winrate.analysis", "winrate.eda", "winrate.check", "winrate.examples",
-                      "winrate.evals", "winrate.judges", "winrate.diff")),
+                      "winrate.evals", "winrate.judges", "winrate.diff",
+                      "winrate.by_category")),
     ("command line", ("winrate.commands", "winrate.cli", "winrate.evals.cli",
                       "winrate.builder_cli")),
 )
