@@ -200,8 +200,12 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
-    """Joint inference: simultaneous intervals, rank sets, pairs."""
+    """Joint inference: simultaneous intervals, rank sets, pairs; --by."""
     group = section(parser, "joint inference")
+    group.add_argument("--by", metavar="COLUMN",
+                       help="one board per value of this column (language, "
+                            "category_hard_prompt, task, ...), each analysed on its own "
+                            "rows with the same clustering; text and --json only")
     group.add_argument("--simultaneous", action="store_true",
                        help="add intervals covering all scores jointly (max-|T|)")
     group.add_argument("--ranks", action="store_true",
@@ -342,6 +346,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
     from winrate.report.leaderboard import leaderboard_table, write_json
 
     check_output_flags(args, ("json", "csv", "plot", "html"))
+    if getattr(args, "by", None):
+        return _leaderboard_by(args)
     result = analyze_input(args, _joint_flags(args))
     if getattr(args, "plot", None):
         from winrate.progress import stage
@@ -364,6 +370,34 @@ def _leaderboard(args: argparse.Namespace) -> int:
         from winrate.report.leaderboard import format_pairwise
 
         print("\n" + format_pairwise(result, args.table_format))
+    return 0
+
+
+def _leaderboard_by(args: argparse.Namespace) -> int:
+    """--by COLUMN: one board per category (:func:`winrate.by_category.analyze_by`)."""
+    from winrate.by_category import analyze_by, boards_to_dict, format_boards
+    from winrate.inference.plan import parse_clustering
+    from winrate.io.scan import Scan
+    from winrate.report.output import write_text
+
+    for flag in ("csv", "plot", "html"):
+        if getattr(args, flag, None):
+            raise WinrateInputError(f"--by writes text and --json, not --{flag}")
+    clustering = parse_clustering(args.cluster) if args.cluster is not None else None
+    log, loaded = load_log(args, (*(clustering or ()), args.by))
+    if isinstance(log, Scan):
+        raise WinrateInputError("--by needs the log in memory (--engine memory)")
+    with notes.gathered(show=_on_stderr):
+        boards = analyze_by(log, args.by, clustering, alpha=args.alpha,
+                            **estimator_options(args), **_variance_flags(args),
+                            **_joint_flags(args))
+    if args.json:
+        import json
+
+        write_text(args.json, json.dumps(boards_to_dict(boards), indent=1))
+    print(format_boards(boards, args.table_format))
+    for note in loaded:
+        print(note.line(), file=sys.stderr)
     return 0
 
 
