@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.constants import DATASET_NAMES as DATASET_NAMES
     from winrate.constants import LOG_FORMATS as LOG_FORMATS
     from winrate.constants import VARIANCE_METHODS as VARIANCE_METHODS
+    from winrate.diff import diff_releases as diff_releases
     from winrate.eda import EdaReport as EdaReport
     from winrate.eda import explore as explore
     from winrate.eda import explore_dataset as explore_dataset
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.io.scores import scores_log as scores_log
     from winrate.io.simulate import SimulationDesign as SimulationDesign
     from winrate.io.simulate import simulate_comparisons as simulate_comparisons
+    from winrate.judges import audit_judges as audit_judges
     from winrate.notes import Note as Note
     from winrate.notes import Notes as Notes
     from winrate.settings import Joint as Joint
@@ -78,6 +80,9 @@ _EXPORTS = {
     "winrate.notes": ("Note", "Notes"),
     "winrate.analysis": ("analyze", "LeaderboardAnalysis"),
     "winrate.eda": ("explore", "explore_dataset", "EdaReport"),
+    # what leaderboard builders ask: judge biases, changes between releases
+    "winrate.judges": ("audit_judges",),
+    "winrate.diff": ("diff_releases",),
     # joint inference from any estimate and covariance
     "winrate.inference.joint": ("simultaneous_intervals", "pairwise_differences", "rank_sets"),
     # eval statistics of per-question scores

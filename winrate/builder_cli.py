@@ -1,5 +1,6 @@
 """The leaderboard builder's commands: ``winrate judges LOG`` (is the judge biased?) and
-``winrate diff OLD NEW`` (what changed since the last release?).
+``winrate diff OLD NEW`` or ``winrate diff LOG --since DATE --time-col COL`` (what changed
+since the last release?).
 
 Each is a pair ``(add_arguments(parser), run(args) -> exit code)`` in :data:`COMMANDS`,
 which :mod:`winrate.cli` registers. The runners import the numerical modules they need.
@@ -11,7 +12,13 @@ import argparse
 import sys
 
 from winrate import notes
-from winrate.cli import add_input_arguments, add_progress_argument, load_log
+from winrate.cli import (
+    add_estimator_arguments,
+    add_input_arguments,
+    add_progress_argument,
+    estimator_options,
+    load_log,
+)
 from winrate.commands import check_output_flags, section
 from winrate.errors import WinrateInputError
 
@@ -109,4 +116,65 @@ def _write_json(doc: dict, path: str | None) -> None:
     write_text(path, json.dumps(doc, indent=2) + "\n")
 
 
-COMMANDS = {"judges": (add_judges_arguments, run_judges)}
+def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_arguments(parser)
+    section(parser, "input").add_argument(
+        "new", nargs="?", help="the new release's comparison log (INPUT is the old one)")
+    group = section(parser, "releases")
+    group.add_argument("--since", metavar="DATE",
+                       help="one log: the rows before DATE are the old release, all rows "
+                            "the new one (with --time-col)")
+    group.add_argument("--time-col", metavar="COL", help="column of each comparison's time")
+    add_estimator_arguments(parser)
+    parser.set_defaults(model="bt")
+    section(parser, "joint inference").add_argument(
+        "--seed", type=int, default=0, help="seed of the simultaneous critical values")
+    _add_common(parser)
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """What changed between two releases: each shared model's change with intervals.
+
+    The old and new fits share rows, so the change's covariance comes from both fits'
+    influence on every row of the union, clustered jointly (winrate.diff_releases); the
+    rank swaps are real when their gap's change is simultaneously significant. Give OLD
+    NEW, or one log with --since DATE --time-col COL."""
+    from winrate.diff import diff_releases
+    from winrate.progress import preference
+
+    check_output_flags(args, ("json",))
+    clustering = _clustering(args)
+    with preference(args.progress):
+        old, new, loaded = _releases(args, clustering)
+        options = estimator_options(args)
+        with notes.gathered():
+            found = diff_releases(old, new, cluster=clustering, alpha=args.alpha,
+                                  seed=args.seed, **options)
+    _write_json(found.to_dict(), args.json)
+    print(found.summary())
+    for note in [*loaded, *found.notes]:
+        print(note.line(), file=sys.stderr)
+    return 0
+
+
+def _releases(args: argparse.Namespace, clustering):
+    """(old log, new log, reading notes) of OLD NEW, or of one log split at --since."""
+    from winrate.diff import split_since
+
+    if args.since is None:
+        if args.time_col:
+            raise WinrateInputError("--time-col applies with --since only")
+        if not (args.input and args.new):
+            raise WinrateInputError("give OLD and NEW logs, or one log with --since DATE "
+                                    "--time-col COL")
+        old, old_notes = load_log(args, clustering or ())
+        args.input = args.new
+        new, new_notes = load_log(args, clustering or ())
+        return old, new, [*old_notes, *new_notes]
+    if args.new or not args.time_col:
+        raise WinrateInputError("--since splits one log: give one INPUT and --time-col COL")
+    log, loaded = load_log(args, (*(clustering or ()), args.time_col))
+    return (*split_since(log, args.time_col, args.since), loaded)
+
+
+COMMANDS = {"judges": (add_judges_arguments, run_judges), "diff": (add_diff_arguments, run_diff)}

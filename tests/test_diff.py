@@ -1,0 +1,161 @@
+"""The diff between two releases (issue 34, part 3): the covariance of the change from the
+stacked influence against a brute-force cluster bootstrap of the pair of fits over the
+union's clusters (seeded), the disjoint case (no shared cluster: no covariance), the
+blocks against each release's own analysis, row matching and ``split_since``."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from winrate.diff import _rows, diff_releases, split_since
+from winrate.errors import WinrateInputError
+from winrate.estimators import fit
+from winrate.io.logs import ComparisonLog
+from winrate.io.simulate import SimulationDesign, simulate_comparisons
+
+
+def crossed(seed: int, n_prompts: int = 120, n_judges: int = 1) -> ComparisonLog:
+    design = SimulationDesign(n_models=5, n_prompts=n_prompts, n_judges=n_judges)
+    return simulate_comparisons(design, seed=seed).log
+
+
+def test_change_covariance_matches_a_cluster_bootstrap_of_both_fits():
+    log = crossed(1)
+    prompt = log.axes["prompt"].codes
+    old = _rows(log, prompt < 90)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = diff_releases(old, log, cluster="prompt")
+    rng = np.random.default_rng(5)
+    n_prompts = log.axes["prompt"].n_clusters
+    changes = []
+    for _ in range(150):  # resample the union's prompts, refit both releases
+        draw = np.bincount(rng.integers(0, n_prompts, n_prompts), minlength=n_prompts)
+        scores = []
+        for keep in (prompt < 90, np.ones(log.n_rows, bool)):
+            chosen = keep & (draw[prompt] > 0)
+            part = ComparisonLog(log.model_a[chosen], log.model_b[chosen], log.score[chosen],
+                                 log.models, {}, draw[prompt][chosen].astype(float))
+            s = fit(part, "bt").scores
+            scores.append(s - s.mean())
+        changes.append(scores[1] - scores[0])
+    boot = np.var(np.array(changes), axis=0, ddof=1)
+    analytic = np.diag(found.cov)
+    ratio = boot / analytic
+    assert ((ratio > 0.65) & (ratio < 1.5)).all(), ratio
+    # the shared rows matter: the sum of the two releases' variances is far larger
+    separate = np.diag(found.old_fit.cov) + np.diag(found.new_fit.cov)
+    assert (separate > 2.5 * analytic).all()
+
+
+def test_no_shared_cluster_means_no_covariance():
+    log = crossed(2, n_judges=10)
+    prompt, judge = log.axes["prompt"].codes, log.axes["judge"].codes
+    first = (prompt < 60) & (judge < 5)
+    second = (prompt >= 60) & (judge >= 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = diff_releases(_rows(log, first), _rows(log, second), cluster="prompt+judge")
+    assert found.shared_rows == 0 and found.shared_clusters == {"prompt": 0, "judge": 0}
+    # Var(D) = V_old + V_new on the shared models' centred scores
+    k = len(found.models)
+    centre = np.eye(k) - 1.0 / k
+    expected = centre @ (found.old_fit.cov + found.new_fit.cov) @ centre
+    np.testing.assert_allclose(found.cov, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_stacked_blocks_are_each_release_covariance_and_the_change_uses_the_cross_block():
+    from winrate.diff import _map, _stacked
+
+    log = crossed(3, n_judges=8)
+    prompt = log.axes["prompt"].codes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = diff_releases(_rows(log, prompt < 100), log, cluster="prompt+judge")
+    fits = [found.old_fit, found.new_fit]
+    stacked = _stacked(fits, ("prompt", "judge")).cov
+    k = len(found.old_fit.models)
+    # each diagonal block is that release's own analysis (its own CR1 factors)
+    np.testing.assert_allclose(stacked[:k, :k], found.old_fit.cov, rtol=1e-9)
+    np.testing.assert_allclose(stacked[k:, k:], found.new_fit.cov, rtol=1e-9)
+    # and the change's covariance is V_new + V_old - C - C' on the centred scores
+    maps = [_map(f, found.models) for f in fits]
+    cross = maps[1] @ stacked[k:, :k] @ maps[0].T
+    expected = (maps[0] @ found.old_fit.cov @ maps[0].T + maps[1] @ found.new_fit.cov
+                @ maps[1].T - cross - cross.T)
+    np.testing.assert_allclose(found.cov, expected, rtol=1e-9, atol=1e-9)
+    assert found.shared_rows == int((prompt < 100).sum())
+    frame = found.to_frame()
+    assert list(frame.columns[:4]) == ["old", "new", "change", "se"] and len(frame) == 5
+    assert {"changes", "rank_changes", "shared_rows", "added", "removed"} <= set(
+        found.to_dict())
+
+
+def test_rows_are_matched_by_content_with_duplicates_one_to_one():
+    from winrate.diff import _matched_rows
+
+    frame = pd.DataFrame({"prompt_id": ["p1", "p1", "p2", "p3"],
+                          "model_a": ["a", "a", "b", "a"], "model_b": ["b", "b", "c", "c"],
+                          "outcome": [1.0, 1.0, 0.0, 0.5]})
+    from winrate.io.logs import read_comparisons
+
+    old = read_comparisons(frame.iloc[[0, 1, 2]])
+    new = read_comparisons(frame.iloc[[3, 0, 2, 1, 1]].reset_index(drop=True)
+                           .assign(prompt_id=["p3", "p1", "p2", "p1", "p1"]))
+    matched = _matched_rows(old, new)
+    assert sorted(matched.tolist()) == [1, 2, 3]
+
+
+def test_split_since_takes_the_rows_before_the_date():
+    log = crossed(4)
+    days = pd.date_range("2024-01-01", periods=log.axes["prompt"].n_clusters, freq="D")
+    stamped = ComparisonLog(log.model_a, log.model_b, log.score, log.models,
+                            {**log.axes, "time": type(log.axes["prompt"])(
+                                log.axes["prompt"].codes, days.astype(str).to_numpy())})
+    old, new = split_since(stamped, "time", "2024-03-01")
+    assert old.n_rows == int((log.axes["prompt"].codes < 60).sum()) and new is stamped
+    with pytest.raises(WinrateInputError, match="time column 'when'"):
+        split_since(stamped, "when", "2024-03-01")
+    with pytest.raises(WinrateInputError, match="both sides"):
+        split_since(stamped, "time", "2020-01-01")
+
+
+def _frame(log: ComparisonLog) -> pd.DataFrame:
+    prompt, judge = log.axes["prompt"], log.axes["judge"]
+    return pd.DataFrame({"prompt_id": prompt.labels[prompt.codes],
+                         "judge_id": judge.labels[judge.codes],
+                         "model_a": log.models[log.model_a],
+                         "model_b": log.models[log.model_b], "outcome": log.score})
+
+
+def test_diff_command_two_logs_and_since(tmp_path, capsys):
+    import json
+
+    from winrate.cli import main
+
+    log = crossed(6, n_judges=6)
+    frame = _frame(log)
+    early = log.axes["prompt"].codes < 80
+    frame[early].to_csv(tmp_path / "old.csv", index=False)
+    frame.to_csv(tmp_path / "new.csv", index=False)
+    out = tmp_path / "diff.json"
+    assert main(["diff", str(tmp_path / "old.csv"), str(tmp_path / "new.csv"),
+                 "--cluster", "prompt", "--json", str(out)]) == 0
+    assert "Changes between releases" in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["shared_rows"] == int(early.sum()) and doc["estimator"] == "bt"
+    # the same split from one log with a time column
+    frame.assign(day=np.where(early, "2024-01-01", "2024-02-01")).to_csv(
+        tmp_path / "timed.csv", index=False)
+    out2 = tmp_path / "since.json"
+    assert main(["diff", str(tmp_path / "timed.csv"), "--since", "2024-01-15",
+                 "--time-col", "day", "--cluster", "prompt", "--json", str(out2)]) == 0
+    since = json.loads(out2.read_text())
+    assert since["shared_rows"] == doc["shared_rows"]
+    np.testing.assert_allclose([c["change"] for c in since["changes"]],
+                               [c["change"] for c in doc["changes"]], rtol=1e-9)
+    assert main(["diff", str(tmp_path / "timed.csv"), "--since", "2024-01-15"]) == 2
