@@ -79,7 +79,7 @@ from winrate.inference.intervals import bounds_on_scale
 from winrate.inference.joint import simultaneous_intervals
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
 from winrate.settings import Joint, MonteCarlo, Variance
-from winrate.variance.method_choice import choose, thinnest_pair_size
+from winrate.variance.method_choice import choose, effective_sizes, thinnest_pair_size
 from winrate.variance.reference import critical_value
 from winrate.variance.resampling import (
     cluster_bootstrap,
@@ -544,15 +544,17 @@ def auto_method(log, board) -> str | None:
     runs on this log, decided per log as ``analyze`` decides it: the two-way CR1 sandwich
     with t(G_min - 1) (normal from ``LARGE_AXIS`` clusters), or the pigeonhole bootstrap
     should the rule choose it; None when auto runs CR2 with Pan-Wall t (a thin design, or
-    since issue 24 every axis below ``SMALL_AXIS`` clusters), no grid method (:func:`one_rep`
-    then runs ``analyze``). ``tests/test_coverage.py`` checks that analyze's auto intervals
-    are exactly this method's."""
-    sizes = [log.axes[name].n_clusters for name in ("prompt", "judge")]
-    choice = choose(("prompt", "judge"), sizes, estimators.of(board).thin_design_rule(),
-                    thinnest_pair_size(board.counts))
+    since issue 24 every axis below ``SMALL_AXIS`` clusters), or since issue 37 the
+    jackknife or t on the effective clusters (few effective clusters), no grid method
+    (:func:`one_rep` then runs ``analyze``). ``tests/test_coverage.py`` checks that
+    analyze's auto intervals are exactly this method's."""
+    clustering = ("prompt", "judge")
+    sizes = [log.axes[name].n_clusters for name in clustering]
+    choice = choose(clustering, sizes, estimators.of(board).thin_design_rule(),
+                    thinnest_pair_size(board.counts), effective_sizes(board, log, clustering))
     if choice.method == "bootstrap":
         return "pigeonhole"
-    if choice.correction != "cr1":
+    if choice.method != "sandwich" or choice.correction != "cr1" or choice.df is not None:
         return None
     return "twoway_t" if choice.reference == "t" else "twoway"
 

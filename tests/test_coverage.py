@@ -191,7 +191,7 @@ def test_grid_auto_is_decided_per_log_as_analyze_decides(study):
              None: ("sandwich", "cr2", "t")}
     seen = set()
     for (prompts, judges), seed in itertools.product([(30, 3), (30, 30), (100, 5), (10, 2),
-                                                      (120, 60)],
+                                                      (400, 100)],
                                                      range(4)):
         log = simulate_comparisons(replace(study.DESIGN, n_prompts=prompts, n_judges=judges),
                                    seed=seed).log

@@ -285,21 +285,33 @@ def test_rare_models_make_a_design_thin_though_the_median_pair_is_large():
     assert choice.correction == "cr2" and choice.reference == "t"
 
 
-def test_auto_uses_t_below_50_clusters_and_normal_above():
+def test_auto_uses_t_below_50_effective_clusters_and_normal_above():
+    """Few judges: CR1 with t(G - 1) (rule 5); prompts alone: 400 near-equal prompts
+    (G* of every model far above LARGE_AXIS) take CR1 with the normal reference, the same
+    as the explicit CR1 sandwich; 120 gamma-Poisson prompts (some model's G* below
+    LARGE_AXIS) take the few-effective-clusters rule (issue 37)."""
     few = simulate_comparisons(SimulationDesign(n_prompts=120, n_judges=5), seed=1)
     run = quiet(few.log)
     assert run.settings["df"] == 4 and run.settings["reference"] == "t"
-    many = quiet(few.log, cluster="prompt")
+    assert min(np.nanmin(a.effective_clusters) for a in run.axes.values()) < LARGE_AXIS
+    unequal = quiet(few.log, cluster="prompt")
+    assert unequal.settings["correction"] == "cr2" and "effective prompt clusters" in (
+        unequal.method_note)
+    even = simulate_comparisons(SimulationDesign(n_prompts=400, n_judges=5,
+                                                 size_dispersion=1000.0), seed=1)
+    many = quiet(even.log, cluster="prompt")
+    assert np.nanmin(many.axes["prompt"].effective_clusters) >= LARGE_AXIS
     assert many.settings["df"] is None
     # the default changes nothing where the design needs nothing: same as the CR1 sandwich
-    np.testing.assert_array_equal(many.cov, quiet(few.log, cluster="prompt",
+    np.testing.assert_array_equal(many.cov, quiet(even.log, cluster="prompt",
                                                   variance=Variance("sandwich")).cov)
 
 
 def test_auto_takes_cr2_with_pan_wall_df_when_every_axis_is_small():
     """Every axis below SMALL_AXIS clusters (issue 24: the pigeonhole bootstrap, the rule
     before, over-covered a held-out design, 98.7 / 99.5%): the win rate's auto is the
-    explicit CR2 sandwich with per-model Pan-Wall df; Bradley-Terry's is CR1 with t(G - 1)."""
+    explicit CR2 sandwich with per-model Pan-Wall df; Bradley-Terry's (few effective clusters,
+    issue 37) the jackknife with t on each model's G* - 1."""
     sim = simulate_comparisons(SimulationDesign(n_prompts=20, n_judges=12), seed=3)
     run = quiet(sim.log)
     assert run.method == "sandwich" and run.settings["correction"] == "cr2"
@@ -309,7 +321,15 @@ def test_auto_takes_cr2_with_pan_wall_df_when_every_axis_is_small():
     np.testing.assert_array_equal(run.intervals.df, explicit.intervals.df)
     assert np.all(np.asarray(run.intervals.df) <= 11)  # Pan-Wall: at most G_min - 1
     bt = quiet(sim.log, model="bt")
-    assert (bt.method, bt.settings["correction"], bt.settings["df"]) == ("sandwich", "cr1", 11)
+    assert bt.method == "jackknife" and "effective" in bt.method_note
+    board = bt.leaderboard
+    infl = board.influence.toarray()
+    expected = []
+    for axis in sim.log.axes.values():  # G* by a loop over clusters, then G* - 1 in [1, G - 1]
+        gamma = np.array([(infl[axis.codes == g] ** 2).sum(0) for g in range(axis.n_clusters)])
+        g_star = gamma.sum(0) ** 2 / (gamma**2).sum(0)
+        expected.append(np.clip(g_star[board.codes] - 1, 1, axis.n_clusters - 1))
+    np.testing.assert_allclose(bt.intervals.df, np.minimum(*expected))
 
 
 def test_explicit_choices_override_auto():

@@ -11,6 +11,13 @@ In a baseline design the last model is the baseline and each prompt compares tha
 distinct contestants (drawn the same way, weights ``pop_a``) with it.
 
 Rare models are spread over the ability order (:func:`rare_indices`), not all at one end.
+
+Heavy-tailed prompt sizes (issue 37, :class:`Sizes`): a prompt's number of comparisons is
+``max(1, round(mean X / E X))`` with ``X`` Pareto (type I, ``x_m = 1``, shape alpha:
+``E X = alpha / (alpha - 1)``) or lognormal (``exp(sigma Z)``, ``E X = exp(sigma^2 / 2)``),
+so a few prompts carry most rows; ``dominant = s`` then resizes prompt 0 to carry the
+share s of all rows (``n_0 = round(s / (1 - s) sum_{p > 0} n_p)``). Such designs draw a
+prompt's pairs independently (``distinct=False``), so a large prompt repeats pairs.
 """
 
 from __future__ import annotations
@@ -27,16 +34,43 @@ def rare_indices(n_models: int, n_rare: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Sizes:
+    """Heavy-tailed prompt sizes (module doc): ``law`` ``"pareto"`` (``shape`` alpha) or
+    ``"lognormal"`` (``shape`` sigma), mean ``mean`` comparisons per prompt, and the
+    ``dominant`` share of all rows given to prompt 0 (0: none)."""
+
+    law: str
+    shape: float
+    mean: float
+    dominant: float = 0.0
+
+    def draw(self, rng, n_prompts: int) -> np.ndarray:
+        if self.law == "pareto":
+            x = (1.0 - rng.random(n_prompts)) ** (-1.0 / self.shape)  # inverse CDF
+            expected = self.shape / (self.shape - 1.0)
+        elif self.law == "lognormal":
+            x = np.exp(self.shape * rng.standard_normal(n_prompts))
+            expected = np.exp(self.shape**2 / 2)
+        else:
+            raise ValueError(f"unknown size law {self.law!r}")
+        sizes = np.maximum(1, np.rint(self.mean * x / expected)).astype(np.int64)
+        if self.dominant > 0:
+            sizes[0] = max(1, round(self.dominant / (1 - self.dominant) * sizes[1:].sum()))
+        return sizes
+
+
+@dataclass(frozen=True)
 class Design:
     """``n_models`` contestants (plus a baseline when ``baseline``), ``n_prompts`` prompts,
     ``pairs_per_prompt`` comparisons per prompt (an int, an inclusive ``(low, high)`` range
-    drawn uniformly per prompt, or None for every pair), ``n_judges`` judges,
-    ``rare_models`` rare models drawn ``rare_weight`` times as often; ``distinct=False``
-    draws a prompt's pairs independently (with replacement), so a pair can recur on it."""
+    drawn uniformly per prompt, heavy-tailed :class:`Sizes`, or None for every pair),
+    ``n_judges`` judges, ``rare_models`` rare models drawn ``rare_weight`` times as often;
+    ``distinct=False`` draws a prompt's pairs independently (with replacement), so a pair
+    can recur on it."""
 
     n_models: int
     n_prompts: int
-    pairs_per_prompt: int | tuple[int, int] | None
+    pairs_per_prompt: int | tuple[int, int] | Sizes | None
     n_judges: int = 1
     rare_models: int = 0
     rare_weight: float = 0.2
@@ -71,6 +105,8 @@ class Design:
     def prompt_sizes(self, rng, n_candidates: int) -> np.ndarray:
         if self.pairs_per_prompt is None:
             return np.full(self.n_prompts, n_candidates)
+        if isinstance(self.pairs_per_prompt, Sizes):
+            return self.pairs_per_prompt.draw(rng, self.n_prompts)
         if isinstance(self.pairs_per_prompt, tuple):
             low, high = self.pairs_per_prompt
             return rng.integers(low, high + 1, self.n_prompts)

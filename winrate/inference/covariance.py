@@ -23,6 +23,7 @@ from winrate.io.logs import ComparisonLog
 from winrate.notes import Notes
 from winrate.variance import diagnostics, method_choice
 from winrate.variance.cluster_sums import clustered
+from winrate.variance.reference import reference_label
 from winrate.variance.resampling import WildDraws, resampled_variance, sandwich_note
 from winrate.variance.sandwich import GroupMeat, pan_wall_df
 
@@ -112,7 +113,7 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
         method_note = sandwich_note(plan.clustering, [a.n_clusters for a in axes.values()],
                                     plan.correction, df)
     else:
-        df, method_note = resampled.df, resampled.note
+        df, method_note = _resampled_reference(plan, resampled)
     if plan.auto_reason:
         method_note = f"auto: {plan.auto_reason}. {method_note[0].upper()}{method_note[1:]}"
     wild = None if resampled is None else resampled.wild
@@ -137,6 +138,15 @@ def _resampled(plan, fitted, progress):
     return resampled_variance(fitted.log, fitted.board, plan.clustering, plan.method,
                               plan.variance.bootstrap_reps, plan.seed, progress,
                               correction=plan.correction)
+
+
+def _resampled_reference(plan, resampled) -> tuple:
+    """The resampling method's df and note, with ``auto``'s per-model df from the effective
+    clusters in place of its own t(G_min - 1) when the plan carries them."""
+    if plan.df is None or resampled.df is None:
+        return resampled.df, resampled.note
+    return plan.df, resampled.note.replace(f"t({resampled.df}) reference",
+                                           f"{reference_label(plan.df)} reference", 1)
 
 
 def _axis_summaries(design, board: Leaderboard, clustering: tuple[str, ...],
@@ -189,9 +199,12 @@ def _axis_summary(design, board: Leaderboard, name: str, cov: np.ndarray,
 def _reference_df(board: Leaderboard, axes: dict, plan, sandwich, cov: np.ndarray):
     """Degrees of freedom of the t reference (None: normal). CR2: Pan and Wall's per model
     (:func:`winrate.variance.sandwich.pan_wall_df`, with ``cov``'s variances, the
-    small-sample floor included), the smallest over the axes; otherwise ``G_min - 1``."""
+    small-sample floor included), the smallest over the axes; otherwise ``G_min - 1``;
+    ``auto``'s per-model df from the effective clusters where the plan carries them."""
     if plan.reference != "t" or not axes:
         return None
+    if plan.df is not None:  # auto's, from the effective clusters
+        return plan.df
     if plan.correction != "cr2":
         return min(axis.n_clusters for axis in axes.values()) - 1
     variance = np.full(board.influence.shape[1], np.nan)

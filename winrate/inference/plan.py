@@ -26,7 +26,7 @@ import pandas as pd
 from winrate import estimators, notes
 from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError
-from winrate.estimators.cells import require_rows
+from winrate.estimators.cells import keeps_rows, require_rows
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.inference.scanned import ScanDesign, scanned_log
 from winrate.io.logs import ComparisonLog, as_log
@@ -204,6 +204,8 @@ class Plan:
     monte_carlo: MonteCarlo
     auto_reason: str = ""
     notes: Notes = field(default_factory=Notes)
+    #: per-model t df that ``auto`` took from the effective clusters (None: the method's own)
+    df: np.ndarray | None = None
 
     @property
     def seed(self):
@@ -224,35 +226,53 @@ def resolve(source: Source, fitted: Fitted, cluster, variance: Variance,
     else:
         clustering = parse_clustering(cluster)
     _check_clustering(design, clustering)
-    method, correction, reference, reason = _chosen(design, fitted.board, clustering,
-                                                    variance)
+    method, correction, reference, reason, df = _chosen(source, fitted, clustering,
+                                                        variance)
     require_rows(fitted.board.influence, method)
     source.refuse(fitted.estimator, fitted.board.options, method)
     if correction == "cr2":
         fitted.estimator.require("cr2", "use correction 'cr1'")
     return Plan(clustering, method, correction, reference, variance, monte_carlo, reason,
-                found)
+                found, df)
 
 
-def _chosen(design, board: Leaderboard, clustering: tuple[str, ...], variance: Variance):
-    """``(method, correction, reference, reason)``: the requested ones, with ``auto``'s
+def _chosen(source: Source, fitted: Fitted, clustering: tuple[str, ...],
+            variance: Variance):
+    """``(method, correction, reference, reason, df)``: the requested ones, with ``auto``'s
     choice (:func:`winrate.variance.method_choice.choose`) where the call left them open;
-    ``reason`` says what auto chose and why, and which of its choices the call overrode."""
+    ``reason`` says what auto chose and why, and which of its choices the call overrode;
+    ``df`` auto's per-model reference df from the effective clusters (None: the method's
+    own), kept only when its method, correction and reference all ran."""
     method, correction, reference = variance.method, variance.correction, variance.reference
-    reason = ""
+    reason, df = "", None
     if method == "auto":
-        sizes = [design.axes[name].n_clusters for name in clustering]
+        board = fitted.board
+        sizes = [source.design.axes[name].n_clusters for name in clustering]
+        effective = _effective_sizes(source, fitted, clustering)
         auto = method_choice.choose(clustering, sizes,
                                     estimators.of(board).thin_design_rule(),
-                                    method_choice.thinnest_pair_size(board.counts))
+                                    method_choice.thinnest_pair_size(board.counts),
+                                    effective, jackknife=effective is not None)
         given = {"correction": (correction, auto.correction),
                  "reference": (reference, auto.reference)}
         reason = auto.reason + "".join(
             f"; {name} {mine} as requested (auto's choice: {theirs})"
             for name, (mine, theirs) in given.items() if mine is not None and mine != theirs)
         method = auto.method
+        if correction in (None, auto.correction) and reference in (None, auto.reference):
+            df = auto.df
         correction, reference = correction or auto.correction, reference or auto.reference
-    return method, correction or DEFAULT_CORRECTION, reference or "normal", reason
+    return method, correction or DEFAULT_CORRECTION, reference or "normal", reason, df
+
+
+def _effective_sizes(source: Source, fitted: Fitted, clustering: tuple[str, ...]):
+    """Per axis, each model's effective number of clusters G*
+    (:func:`winrate.variance.method_choice.effective_sizes`) from the fit's influence rows;
+    None where the rows are not in memory (a scan on an engine, per-question cell totals):
+    ``auto`` then reads the raw cluster counts."""
+    if not isinstance(source, InMemory) or not keeps_rows(fitted.board.influence):
+        return None
+    return method_choice.effective_sizes(fitted.board, fitted.log, clustering)
 
 
 # ------------------------------------------------------------------------- clusterings

@@ -1,0 +1,78 @@
+"""Unequal clusters (issue 37): ``auto`` reads the effective number of clusters G*
+(Carter, Schnepel & Steigerwald 2017), not the raw count."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from winrate.analysis import analyze
+from winrate.errors import WinrateWarning
+from winrate.io.simulate import SimulationDesign, simulate_comparisons
+from winrate.variance.method_choice import LARGE_AXIS, choose, effective_df
+
+#: 60 prompts whose sizes are heavy-tailed (gamma-Poisson with shape 0.15: a few prompts
+#: carry most comparisons), one judge: G = 60 >= LARGE_AXIS, G* far fewer.
+HEAVY = SimulationDesign(n_models=6, n_prompts=60, n_judges=1, judge_sd=0.0,
+                         comparisons_per_prompt=30.0, size_dispersion=0.15,
+                         missing_pair_share=0.0)
+
+
+def quiet(log, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        return analyze(log, **kwargs)
+
+
+def brute_force_g_star(influence: np.ndarray, codes: np.ndarray, n_clusters: int):
+    """G* = (sum_g gamma_g)^2 / sum_g gamma_g^2, gamma_g = sum_{r in g} u_r^2, by a loop."""
+    gamma = np.array([(influence[codes == g] ** 2).sum(0) for g in range(n_clusters)])
+    return gamma.sum(0) ** 2 / (gamma**2).sum(0)
+
+
+@pytest.mark.parametrize("model", ["winrate", "bt"])
+def test_few_effective_clusters_on_many_clusters_never_take_a_normal_reference(model):
+    """G >= 50 prompts but G* < 10 for some model: auto's reference is t, not normal, with
+    df at most each model's G* - 1 (CR2's Pan-Wall df for the win rate, G* - 1 for
+    Bradley-Terry's jackknife), while naming the effective clusters in its reason."""
+    log = simulate_comparisons(HEAVY, seed=11).log
+    assert log.axes["prompt"].n_clusters >= LARGE_AXIS
+    run = quiet(log, model=model)
+    board = run.leaderboard
+    g_star = brute_force_g_star(board.influence.toarray(), log.axes["prompt"].codes,
+                                log.axes["prompt"].n_clusters)[board.codes]
+    assert g_star.min() < 10
+    assert run.settings["reference"] == "t" and run.intervals.df is not None
+    assert f"{g_star.min():.1f} effective prompt clusters" in run.method_note
+    if model == "bt":
+        assert run.method == "jackknife"
+        np.testing.assert_allclose(run.intervals.df, np.clip(g_star - 1, 1, 59))
+
+
+def test_rows_per_prompt_do_not_flip_the_win_rate_to_a_normal_reference():
+    """The issue's flip: with more rows per prompt the pairs stop being thin (median pair
+    >= 20), and the old rule fell back to CR1 with a normal reference on G = 60 prompts.
+    The same prompts with ten times the rows keep few effective clusters, so CR2 with t."""
+    thick = SimulationDesign(**{**HEAVY.__dict__, "comparisons_per_prompt": 300.0})
+    run = quiet(simulate_comparisons(thick, seed=11).log)
+    assert np.nanmin(run.axes["prompt"].effective_clusters) < LARGE_AXIS
+    assert (run.settings["correction"], run.settings["reference"]) == ("cr2", "t")
+
+
+def test_choose_reads_effective_clusters_not_the_raw_count():
+    """The rule on its inputs: the same raw counts with many or few effective clusters."""
+    many = [np.array([80.0, 90.0, 100.0])]
+    few = [np.array([8.0, 90.0, np.nan])]  # NaN: a model not identified on the axis
+    assert choose(("prompt",), [100], False, 50, many).reference == "normal"
+    bt = choose(("prompt",), [100], False, 50, few)
+    assert (bt.method, bt.reference) == ("jackknife", "t")
+    np.testing.assert_array_equal(bt.df, [7.0, 89.0, np.nan])
+    assert choose(("prompt",), [100], False, 50, few, jackknife=False).method == "sandwich"
+    wr = choose(("prompt",), [100], True, 50, few)
+    assert (wr.method, wr.correction, wr.reference, wr.df) == ("sandwich", "cr2", "t", None)
+    # the smallest df over the axes, never above G - 1
+    np.testing.assert_array_equal(
+        effective_df([100, 12], [np.array([30.0, 60.0]), np.array([11.5, 40.0])]),
+        [10.5, 11.0])
