@@ -192,6 +192,9 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     group = section(parser, "output")
     group.add_argument("--json", metavar="PATH", help="write the JSON report here")
     group.add_argument("--csv", metavar="PATH", help="write the ranked table here")
+    group.add_argument("--eee", metavar="FOLDER",
+                       help="write one Every Eval Ever record per model here (the score "
+                            "with its clustered SE and interval)")
     group.add_argument("--plot", metavar="PATH",
                        help="write a forest plot and a rank-interval plot (PNG) here; "
                             "implies --simultaneous and --ranks")
@@ -357,6 +360,11 @@ def _leaderboard(args: argparse.Namespace) -> int:
             plot_leaderboard(result, args.plot)
     if args.json:
         write_json(result, args.json)
+    if args.eee:
+        from winrate.report.eee import write_eee
+
+        write_eee(result, args.eee, evaluation_name=args.dataset or
+                  os.path.basename(os.path.normpath(args.input)))
     if args.csv:
         from winrate.report.output import write_text
 
@@ -380,7 +388,7 @@ def _leaderboard_by(args: argparse.Namespace) -> int:
     from winrate.io.scan import Scan
     from winrate.report.output import write_text
 
-    for flag in ("csv", "plot", "html"):
+    for flag in ("csv", "plot", "html", "eee"):
         if getattr(args, flag, None):
             raise WinrateInputError(f"--by writes text and --json, not --{flag}")
     clustering = parse_clustering(args.cluster) if args.cluster is not None else None
