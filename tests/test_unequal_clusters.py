@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from winrate.analysis import analyze
@@ -76,3 +77,37 @@ def test_choose_reads_effective_clusters_not_the_raw_count():
     np.testing.assert_array_equal(
         effective_df([100, 12], [np.array([30.0, 60.0]), np.array([11.5, 40.0])]),
         [10.5, 11.0])
+
+
+def single_prompt_pair_log(seed: int = 0) -> pd.DataFrame:
+    """Models m0-m3 meet in every pair on each of 30 prompts (twice, random outcomes), m4
+    meets m1 on each prompt and m0 only on prompt p0 (6 comparisons): the pair (m0, m4) lies
+    in a single prompt."""
+    rng = np.random.default_rng(seed)
+    rows = [(f"p{p}", f"m{a}", f"m{b}", rng.choice(["a", "b", "tie"]))
+            for p in range(30) for a, b in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3),
+                                            (1, 4)] * 2]
+    rows += [("p0", "m0", "m4", outcome) for outcome in ["a", "b", "a", "tie", "b", "a"]]
+    return pd.DataFrame(rows, columns=["prompt_id", "model_a", "model_b", "outcome"])
+
+
+def test_a_pair_seen_in_one_prompt_gets_the_variance_of_one_comparison():
+    """The pair (m0, m4)'s centred scores sum to zero on its one prompt, so the clustered
+    sandwich sees none of its variance; the bound adds its sample variance s^2 (ddof 1, the
+    rho = 1 bound of the variance of its mean) through the win rate's weights: s^2 / 16 to
+    m0 (four opponents), s^2 / 4 to m4 (two) and -s^2 / 8 between them -- nothing else
+    (no pair is degenerate, so there is no other floor). The note says it widened."""
+    frame = single_prompt_pair_log()
+    s2 = np.var([1, 0, 1, 0.5, 0, 1], ddof=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = analyze(frame, cluster="prompt")
+    expected = np.zeros((5, 5))
+    expected[0, 0], expected[4, 4], expected[0, 4] = s2 / 16, s2 / 4, -s2 / 8
+    expected[4, 0] = expected[0, 4]
+    order = np.argsort(run.models.astype(str))
+    np.testing.assert_allclose(run.small_sample_floor[np.ix_(order, order)], expected,
+                               atol=1e-15)
+    assert (np.diag(run.cov) - np.diag(run.small_sample_floor) > 0).all()  # plus the sandwich
+    said = [str(w.message) for w in caught if "single prompt cluster" in str(w.message)]
+    assert said and "widens the intervals" in said[0]

@@ -264,11 +264,19 @@ def few_clusters(axis: str, n_clusters: int, method: str, t_reference: bool) -> 
     return Note("few-clusters", head + tail, axis=axis)
 
 
-def single_cluster_pairs(axis: str, count: int, n_pairs: int) -> Note:
+def single_cluster_pairs(axis: str, count: int, n_pairs: int, bounded: bool = False) -> Note:
+    """Pairs whose comparisons all lie in one cluster of ``axis``; ``bounded``: the
+    estimator gave each the variance of a single comparison
+    (:func:`winrate.estimators.small_sample.unidentified_pair_cov`)."""
+    consequence = (
+        "each is given the variance of a single comparison (its largest value, as if "
+        "the comparisons sharing the cluster were perfectly correlated), which widens the "
+        "intervals of the models involved" if bounded else
+        "SEs of the models involved are understated on that axis")
     return Note("single-cluster-pairs",
                 f"axis '{axis}': {count} of {n_pairs} model pairs are observed within a "
                 f"single {axis} cluster; the {axis} variance is not identified for them, so "
-                "SEs of the models involved are understated on that axis.", axis=axis)
+                f"{consequence}.", axis=axis)
 
 
 def dominant_cluster(axis: str, limit: float, n_flagged: int, worst_share: float,

@@ -116,21 +116,78 @@ def degenerate_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
     """Floor (module doc) of the reported scores' covariance, the (P,) mask of the pairs
     whose comparisons all had the same outcome, and which floor was used
     (``"empirical Bayes"`` or ``"Wilson"``; None without such pairs)."""
-    degenerate = degenerate_pairs(board, frequency)
-    k = len(board.all_models)
-    if not degenerate.any():
+    var, degenerate, kind = degenerate_pair_variance(board, frequency, z)
+    if kind is None:
         return np.zeros((len(board.codes),) * 2), degenerate, None
+    lo, hi = board.pairs[degenerate, 0], board.pairs[degenerate, 1]
+    return pair_cov(board, lo, hi, var[degenerate]), degenerate, kind
+
+
+def degenerate_pair_variance(board: Leaderboard, frequency: np.ndarray | None,
+                             z: float = WILSON_Z):
+    """The floor's variance of each observed pair's ``psi_ab`` (P,) (0 for a pair with any
+    variation), the mask of the pairs whose comparisons all agree, and which floor
+    (:func:`degenerate_pair_cov`)."""
+    degenerate = degenerate_pairs(board, frequency)
+    var = np.zeros(degenerate.shape)
+    if not degenerate.any():
+        return var, degenerate, None
     lo, hi = board.pairs[degenerate, 0], board.pairs[degenerate, 1]
     n, psi = board.counts[lo, hi], board.psi[lo, hi]
     predicted = empirical_bayes_probabilities(board.psi, board.counts)
     if predicted is None:
-        var, kind = wilson_floor(psi, n, z), "Wilson"
+        var[degenerate], kind = wilson_floor(psi, n, z), "Wilson"
     else:
-        var, kind = beta_binomial_floor(predicted[0][lo, hi], n * psi, n), "empirical Bayes"
-    # pair (lo, hi) pushes S_lo by w_lo,hi and S_hi by -w_hi,lo: add var * v v^T
+        var[degenerate] = beta_binomial_floor(predicted[0][lo, hi], n * psi, n)
+        kind = "empirical Bayes"
+    return var, degenerate, kind
+
+
+def pair_cov(board: Leaderboard, lo: np.ndarray, hi: np.ndarray,
+             var: np.ndarray) -> np.ndarray:
+    """The reported scores' covariance from independent variances ``var`` of the pairs'
+    ``psi_ab`` (``lo < hi``): pair (lo, hi) pushes S_lo by ``w_lo,hi`` and S_hi by
+    ``-w_hi,lo``, so it adds ``var v v^T``."""
+    k = len(board.all_models)
     push_lo, push_hi = board.weights[lo, hi], -board.weights[hi, lo]
     cov = np.zeros((k, k))
     for (i, j), (pi, pj) in (((lo, lo), (push_lo, push_lo)), ((hi, hi), (push_hi, push_hi)),
                              ((lo, hi), (push_lo, push_hi)), ((hi, lo), (push_hi, push_lo))):
         np.add.at(cov, (i, j), var * pi * pj)
-    return cov[np.ix_(board.codes, board.codes)], degenerate, kind
+    return cov[np.ix_(board.codes, board.codes)]
+
+
+#: The largest variance of a score in [0, 1] (a win or a loss with probability 1/2 each).
+MAX_SCORE_VARIANCE = 0.25
+
+
+def unidentified_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
+                          single: np.ndarray) -> np.ndarray:
+    """The variance the clustered sandwich cannot see for the ``single`` (P,) pairs, whose
+    comparisons all lie in one cluster of a clustering axis, as a bound (issue 37).
+
+    Such a pair's centred scores sum to zero in its one cluster, so the clustered meat gets
+    nothing from it, yet its ``psi_ab`` (the mean of ``n`` comparisons) has variance
+    ``sigma_ab^2 (1 + (n - 1) rho_ab) / n``, with ``rho_ab`` the correlation of comparisons
+    that share the cluster -- which one cluster cannot identify. At ``rho_ab = 1`` (the
+    cluster behaves as one comparison) it is ``sigma_ab^2``, the largest value any
+    ``rho_ab <= 1`` gives, so the pair is given that bound: ``sigma_ab^2`` estimated by
+    the pair's sample variance ``sum_r f_r (s_r - psi_ab)^2 / (n - 1)``, at most
+    :data:`MAX_SCORE_VARIANCE`, or, for a pair whose comparisons all agree, by its
+    small-sample floor (``p (1 - p) / n``, :func:`degenerate_pair_variance`) times ``n``.
+    What the analysis already counts for the pair (0 from the clustered meat, the floor) is
+    subtracted, and the rest is pushed onto the scores as :func:`pair_cov`. A pair of one
+    comparison adds nothing (its variance is ``sigma^2`` whatever ``rho``; the floor holds
+    it).
+    """
+    n = board.counts[board.pairs[:, 0], board.pairs[:, 1]].astype(float)
+    bounded = single & (n > 1)
+    if not bounded.any():
+        return np.zeros((len(board.codes),) * 2)
+    spread = pair_spread(board, frequency)
+    sample = np.minimum(np.divide(spread, n - 1, out=np.zeros(n.shape), where=n > 1),
+                        MAX_SCORE_VARIANCE)
+    floor, degenerate, _ = degenerate_pair_variance(board, frequency)
+    extra = np.where(bounded, np.where(degenerate, floor * (n - 1), sample), 0.0)
+    keep = extra > 0
+    return pair_cov(board, board.pairs[keep, 0], board.pairs[keep, 1], extra[keep])

@@ -87,6 +87,11 @@ class WinRate(Estimator):
 
         return degenerate_pair_cov(board, frequency)
 
+    def unidentified_pair_floor(self, board, frequency, single):
+        from winrate.estimators.small_sample import unidentified_pair_cov
+
+        return unidentified_pair_cov(board, frequency, single)
+
     def thin_design_rule(self) -> bool:
         return True
 

@@ -107,7 +107,9 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
                                              and resampled.psd_repaired)
     cov = full[:k, :k] if resampled is None else resampled.cov
     floor, floor_notes = _small_sample_floor(board, log)
-    cov, cov_naive = cov + floor, sandwich.naive[:k, :k] + floor
+    bound = _unidentified_bound(board, log, sandwich, resampled is None)
+    cov, cov_naive = cov + floor + bound, sandwich.naive[:k, :k] + floor
+    floor = floor + bound
     if resampled is None:
         df = _reference_df(board, axes, plan, sandwich, cov)
         method_note = sandwich_note(plan.clustering, [a.n_clusters for a in axes.values()],
@@ -122,7 +124,7 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
     se = np.where(np.isin(board.models.astype(str), list(not_estimable)), np.nan, se)
     method = "sandwich" if resampled is None else resampled.method
     design_notes = _design_notes(plan, source, board, axes, not_estimable, psd_repaired,
-                                 method, df is not None)
+                                 method, df is not None, bound.any())
     return VarianceResult(
         cov, cov_naive, full, sandwich.naive, floor, se, df, method, method_note,
         plan.correction, axes, psd_repaired, not_estimable, wild,
@@ -213,6 +215,23 @@ def _reference_df(board: Leaderboard, axes: dict, plan, sandwich, cov: np.ndarra
     return np.fmin.reduce([pan_wall_df(group, variance)[board.codes] for group in meats])
 
 
+def _unidentified_bound(board: Leaderboard, log: ComparisonLog, sandwich,
+                        clustered_sandwich: bool) -> np.ndarray:
+    """The estimator's variance bound for the pairs observed within a single cluster of
+    some clustering axis, whose variance the clustered sandwich cannot see
+    (:meth:`winrate.estimators.base.Estimator.unidentified_pair_floor`; for the win rate
+    :func:`winrate.estimators.small_sample.unidentified_pair_cov`); zero for a resampling
+    method, without clustering, or when the estimator has none."""
+    k = len(board.models)
+    if not clustered_sandwich or not sandwich.designs:
+        return np.zeros((k, k))
+    from winrate import estimators
+
+    single = np.logical_or.reduce([design.single for design in sandwich.designs])
+    bound = estimators.of(board).unidentified_pair_floor(board, log.frequency, single)
+    return np.zeros((k, k)) if bound is None else bound
+
+
 def _small_sample_floor(board: Leaderboard, log: ComparisonLog):
     """The estimator's small-sample floor of single-outcome pairs (zero when it has none),
     with a note naming the pairs and the floor. It is part of the covariance, so it does
@@ -285,17 +304,18 @@ def negligible_se(se: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 def _design_notes(plan, source, board: Leaderboard, axes: dict[str, AxisSummary],
                   not_estimable: dict, psd_repaired: bool, method: str,
-                  t_reference: bool) -> tuple[list, list]:
+                  t_reference: bool, bounded: bool) -> tuple[list, list]:
     """What the numbers can and cannot support, as coded notes (:mod:`winrate.notes`), in
     two groups: those of the covariance (before the floor's note) and those of the design
-    (after every other)."""
+    (after every other); ``bounded``: the single-cluster pairs' variance was bounded
+    (:func:`_unidentified_bound`)."""
     found = []
     for axis in axes.values():
         if axis.n_clusters < FEW_CLUSTERS:
             found.append(notes.few_clusters(axis.name, axis.n_clusters, method, t_reference))
         if axis.single_cluster_pairs:
             found.append(notes.single_cluster_pairs(axis.name, axis.single_cluster_pairs,
-                                                    len(board.pairs)))
+                                                    len(board.pairs), bounded))
         found.append(_dominant_cluster_note(board, axis))
         found.append(_few_effective_note(board, axis, method, plan.correction, t_reference))
     if not_estimable:
