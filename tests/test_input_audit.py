@@ -620,19 +620,6 @@ def test_a_budget_below_the_floor_is_one_line_error(memory, tmp_path):
         winrate.scan(path, "duckdb", memory=memory)
 
 
-def test_a_second_pass_that_would_take_hours_is_refused(tmp_path):
-    from winrate.io.scan import pass_two_seconds
-
-    assert pass_two_seconds(1, 1_000, "duckdb") < 1
-    assert pass_two_seconds(100_000, 10**9, "duckdb") > 3600
-    path = tmp_path / "log.csv"
-    log_frame(13).to_csv(path, index=False)
-    scanned = winrate.scan(path, "duckdb", buckets=40)
-    scanned.n_rows = 10**11  # as if the log were a hundred billion rows
-    with pytest.raises(WinrateInputError, match="hours"):
-        winrate.analyze(scanned, cluster="prompt")
-
-
 # ------------------------------------------------------------- the command line
 
 @pytest.mark.parametrize("index", ["filtered", "named"])

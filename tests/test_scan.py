@@ -1,13 +1,13 @@
 """A scan analysed on DuckDB equals the same log analysed in memory (issue 23).
 
 ``analyze(read_comparisons(parquet))`` and ``analyze(scan(parquet, engine="duckdb",
-buckets=B))`` share no code between reading and the kernels: the scan fits a key table
-that DuckDB aggregated, and sums the clustered meats and the design diagnostics bucket by
-bucket from rows DuckDB streamed (:mod:`winrate.variance.buckets`), where the in-memory
-path runs its kernels once over all rows. Every number must agree to 1e-12 of its size:
+"duckdb"))`` share no code between reading and the kernels: the scan fits a key table
+that DuckDB aggregated, and DuckDB reduces the rows to the clustered meats and the design
+diagnostics in SQL (pass 2, :mod:`winrate.variance.buckets`), where the in-memory path
+runs its numba kernels over all rows. Every number must agree to 1e-12 of its size:
 scores, both covariances, and each axis' diagnostics, for both estimators (with
 covariates, Davidson ties, a baseline), naive, one-way and two-way clustering, CR0, CR1
-and CR2, forced buckets and weighted logs. The in-memory side is itself checked against
+and CR2, weighted logs. The in-memory side is itself checked against
 brute-force computations elsewhere (tests/test_frequency.py, tests/test_variance.py).
 """
 
@@ -92,7 +92,7 @@ def assert_same(mem, eng, tol: float = TOL) -> None:
             assert _relative(getattr(x, field)[order], getattr(y, field)[other]) <= tol, field
 
 
-def _analyses(frame, weight, path, fit, cluster, correction, buckets, reference="normal"):
+def _analyses(frame, weight, path, fit, cluster, correction, reference="normal"):
     model, options = fit
     features = ("style",) if options.get("covariates") else ()
     variance = winrate.Variance(method="sandwich", correction=correction, reference=reference)
@@ -100,21 +100,21 @@ def _analyses(frame, weight, path, fit, cluster, correction, buckets, reference=
         warnings.simplefilter("ignore", WinrateWarning)
         log = winrate.read_comparisons(frame, weight_col=weight, feature_cols=features)
         mem = winrate.analyze(log, cluster, model, variance=variance, **options)
-        scan = winrate.scan(path, engine="duckdb", weight_col=weight, feature_cols=features,
-                            buckets=buckets)
+        scan = winrate.scan(path, engine="duckdb", weight_col=weight,
+                            feature_cols=features)
         eng = winrate.analyze(scan, cluster, model, variance=variance, **options)
     return mem, eng
 
 
-def _engine_only(frame, weight, path, fit, cluster, correction, buckets, reference):
+def _engine_only(frame, weight, path, fit, cluster, correction, reference):
     """The engine side of :func:`_analyses` alone (its error, where memory fails)."""
     model, options = fit
     features = ("style",) if options.get("covariates") else ()
     variance = winrate.Variance(method="sandwich", correction=correction, reference=reference)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)
-        scan = winrate.scan(path, engine="duckdb", weight_col=weight, feature_cols=features,
-                            buckets=buckets)
+        scan = winrate.scan(path, engine="duckdb", weight_col=weight,
+                            feature_cols=features)
         return winrate.analyze(scan, cluster, model, variance=variance, **options)
 
 
@@ -122,15 +122,14 @@ def _engine_only(frame, weight, path, fit, cluster, correction, buckets, referen
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(logs(), st.sampled_from(FITS), st.sampled_from(["none", "prompt", "judge",
                                                        "prompt+judge"]),
-       st.sampled_from(["none", "cr1", "cr2"]), st.integers(1, 4),
-       st.sampled_from(["normal", "t"]))
-def test_scan_equals_memory(tmp_path, data, fit, cluster, correction, buckets, reference):
+       st.sampled_from(["none", "cr1", "cr2"]), st.sampled_from(["normal", "t"]))
+def test_scan_equals_memory(tmp_path, data, fit, cluster, correction, reference):
     frame, weight = data
     if correction == "cr2" and fit[0] != "winrate":
         correction = "cr1"  # CR2 is the win rate's (its strata are the pairs)
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
-    arguments = (frame, weight, path, fit, cluster, correction, buckets, reference)
+    arguments = (frame, weight, path, fit, cluster, correction, reference)
     try:
         mem, eng = _analyses(*arguments)
     except WinrateInputError as error:  # an unidentified design: the engine fails alike
@@ -153,15 +152,15 @@ def _random_log(seed: int, n: int, k: int, prompts: int, judges: int,
                          "outcome": rng.choice(list(outcomes), n)})
 
 
-def test_forced_buckets_b3_two_way_cr2_weighted(tmp_path):
-    """The acceptance case named in the issue, on one fixed log: B = 3, two-way, CR2,
-    weighted, win rate; and the same log with Bradley-Terry and CR1."""
+def test_two_way_cr2_weighted(tmp_path):
+    """One fixed log: two-way, CR2, weighted, win rate; and the same log with
+    Bradley-Terry and CR1."""
     frame = _random_log(7, 3000, 8, 400, 35, outcomes=(1.0, 0.0, 0.5))
     frame["w"] = np.random.default_rng(8).integers(1, 4, len(frame))
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
     for fit, correction in ((("winrate", {}), "cr2"), (("bt", {}), "cr1")):
-        mem, eng = _analyses(frame, "w", path, fit, "prompt+judge", correction, 3)
+        mem, eng = _analyses(frame, "w", path, fit, "prompt+judge", correction)
         assert_same(mem, eng)
 
 
@@ -178,7 +177,7 @@ def test_csv_folder_and_glob_scan_equal_the_file(tmp_path):
         warnings.simplefilter("ignore", WinrateWarning)
         mem = winrate.analyze(winrate.read_comparisons(whole), "prompt")
         for source in (parts, str(parts / "*.csv")):
-            eng = winrate.analyze(winrate.scan(source, engine="duckdb", buckets=2), "prompt")
+            eng = winrate.analyze(winrate.scan(source, engine="duckdb"), "prompt")
             assert_same(mem, eng)
             assert list(eng.axes["prompt"].largest_cluster) == list(
                 mem.axes["prompt"].largest_cluster)
@@ -309,7 +308,7 @@ def test_length_controlled_on_an_engine(tmp_path):
         warnings.simplefilter("ignore", WinrateWarning)
         mem = winrate.analyze(winrate.read_comparisons(frame, feature_cols=features),
                               "prompt", "lc", variance=variance, **options)
-        scan = winrate.scan(path, engine="duckdb", feature_cols=features, buckets=2)
+        scan = winrate.scan(path, engine="duckdb", feature_cols=features)
         eng = winrate.analyze(scan, "prompt", "lc", variance=variance, **options)
         assert_same(mem, eng, tol=1e-8)  # lc's Newton stops at steps of 1e-10: rows in
         # another order (the key table's) end within that of the in-memory fit
@@ -336,7 +335,7 @@ def test_arrow_tables_frames_and_duckdb_relations_are_sources(tmp_path):
         mem = winrate.analyze(winrate.read_comparisons(path), "prompt", variance=variance)
         for source in sources:
             for engine in ("duckdb", "memory"):
-                scan = winrate.scan(source, engine=engine, buckets=2)
+                scan = winrate.scan(source, engine=engine)
                 found = winrate.analyze(scan, "prompt", variance=variance)
                 assert_same(mem, found)
                 assert ("engine" in found.notes.codes) == (engine == "duckdb")
@@ -372,63 +371,24 @@ def test_a_judge_only_in_dropped_rows_is_not_a_cluster(tmp_path):
     frame = pd.concat([frame, extra], ignore_index=True)
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
-    for buckets in (1, 3):
-        mem, eng = _analyses(frame, None, path, ("winrate", {"baseline": "m0"}),
-                             "prompt+judge", "cr1", buckets)
-        assert_same(mem, eng)
+    mem, eng = _analyses(frame, None, path, ("winrate", {"baseline": "m0"}),
+                         "prompt+judge", "cr1")
+    assert_same(mem, eng)
 
 
-@pytest.mark.parametrize("wide", [False, True])
-def test_row_coder_equals_a_pandas_merge(wide):
-    """Pass 2 codes each row as its row of pass 1's key table (:class:`winrate.io.scan.
-    _Coder`): integers by dense lookup, few floats by binary search, strings by dictionary
-    encoding, and, ``wide``, four columns of 70,000 values each, whose mixed radix (2.4e19)
-    passes 2^62 and is compacted. The oracle is a pandas merge on the same columns."""
-    import pyarrow as pa
-
-    from winrate.io.scan import _Coder
-
-    rng = np.random.default_rng(13)
-    n = 80_000
-    if wide:
-        table = pd.DataFrame({f"c{i}": rng.permutation(n)[:n] % 70_000 * 7 + i
-                              for i in range(4)}).drop_duplicates()
-    else:
-        table = pd.DataFrame({"small": rng.integers(-5, 40, n),
-                              "score": rng.choice([0.0, 0.5, 1.0, -0.0], n),
-                              "name": np.array(["x", "yy", "zé"])[rng.integers(0, 3, n)],
-                              "big": rng.integers(0, 1 << 40, n)}).drop_duplicates()
-    table = table.reset_index(drop=True)
-    rows = table.sample(n=3 * len(table), replace=True, random_state=1).reset_index(drop=True)
-    batch = pa.Table.from_pandas(rows, preserve_index=False)
-    got = _Coder(table).code([batch.column(c) for c in table.columns])
-    expected = rows.merge(table.reset_index(), on=list(table.columns), how="left")["index"]
-    assert np.array_equal(got, expected.to_numpy())
-
-
-@pytest.mark.parametrize("wide", [False, True])
-def test_row_coder_refuses_a_combination_the_key_table_lacks(wide):
-    """Every value of the row is in pass 1's table, but not their combination (the source
-    changed between the passes): an error, never a neighbouring key. ``wide`` takes the
-    compacted, binary-searched path; otherwise the dense lookup table."""
-    import pyarrow as pa
-
-    from winrate.io.scan import _Coder
-
-    if wide:
-        values = np.arange(70_000) * 7
-        table = pd.DataFrame({f"c{i}": values + i for i in range(4)})
-        absent = {f"c{i}": [int(values[i] + i)] for i in range(4)}  # a mixed diagonal
-        absent["c3"] = [int(values[0] + 3)]
-    else:
-        table = pd.DataFrame({"a": [1, 1, 2], "b": ["x", "y", "x"]})
-        absent = {"a": [2], "b": ["y"]}
-    coder = _Coder(table)
-    present = pa.Table.from_pandas(table.iloc[[0]], preserve_index=False)
-    assert coder.code([present.column(c) for c in table.columns]).tolist() == [0]
-    batch = pa.Table.from_pandas(pd.DataFrame(absent), preserve_index=False)
+def test_a_source_that_changes_between_the_passes_is_an_error(tmp_path):
+    """Pass 2 joins the rows to pass 1's keys; rows the keys lack would drop out of the
+    join unseen, so the fit rows' total weight is checked: a source rewritten between the
+    passes (a row's model changed) is a one-line error, never a quiet result."""
+    frame = _random_log(5, 400, 4, 40, 3)
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    scanned = winrate.scan(path, engine="duckdb")
+    scanned.key_log(())  # pass 1
+    frame.loc[0, "model_a"] = 99  # a model pass 1 did not see
+    frame.to_parquet(path)
     with pytest.raises(WinrateInputError, match="changed between the passes"):
-        coder.code([batch.column(c) for c in table.columns])
+        winrate.analyze(scanned, "prompt", variance=winrate.Variance(method="sandwich"))
 
 
 @pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), None, "heavy"])

@@ -395,45 +395,54 @@ def in_name_order(first, second, score) -> pd.DataFrame:
                          "score": np.where(swap, 1 - score, score)})
 
 
-def decoded_passes(scanned, n_buckets: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Pass 1's key log (each key in name order with its frequency), and pass 2's rows
-    decoded through it and the prompt and judge dictionaries, with the bucket of each."""
+def grouped_passes(scanned) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Pass 1's key log (each key in name order with its frequency), and pass 2's first
+    step on the engine (:meth:`winrate.io.scan.Scan.rows_by_cluster`: the rows joined to
+    the uploaded keys, grouped by prompt, judge and key) with each key in name order."""
     keys, _ = scanned.key_log(())
     key_axis = keys.axes[KEY]
     row_of_key = np.empty(key_axis.labels.max() + 1, np.int64)
     row_of_key[key_axis.labels[key_axis.codes]] = np.arange(keys.n_rows)
     table = in_name_order(keys.models[keys.model_a], keys.models[keys.model_b], keys.score)
-    prompts, _ = scanned.dictionary("prompt")
-    judges, _ = scanned.dictionary("judge")
-    parts = [table.iloc[row_of_key[rows[KEY]]].assign(
-                 prompt_id=prompts[rows["axis0"]], judge_id=judges[rows["axis1"]],
-                 w=rows["weight"], bucket=bucket)
-             for bucket, rows in enumerate(scanned.bucket_rows(("prompt", "judge"), "prompt",
-                                                               n_buckets))]
-    return table.assign(frequency=keys.frequency), pd.concat(parts, ignore_index=True)
+    columns = scanned.key_columns()
+    raw = scanned.key_table()[columns]
+    uploaded = pd.DataFrame({f"winrate_k{i}": raw[c].to_numpy() for i, c in enumerate(columns)})
+    uploaded[KEY] = np.arange(len(raw))
+    name = scanned.upload(uploaded)
+    try:
+        rows = scanned.query_frame(scanned.rows_by_cluster({0: "prompt", 1: "judge"}, name,
+                                                           columns))
+    finally:
+        scanned.drop(name)
+    rows = table.iloc[row_of_key[rows[KEY].to_numpy()]].reset_index(drop=True).assign(
+        prompt_id=rows["winrate_c0"], judge_id=rows["winrate_c1"], w=rows["winrate_w1"],
+        w2=rows["winrate_w2"])
+    return table.assign(frequency=keys.frequency), rows
 
 
 def test_the_passes_on_spark_reproduce_the_source(spark_engine, tmp_path):
-    """Pass 1's frequencies are a pandas ``groupby`` of the source (1e-12); pass 2's rows,
-    decoded, are the source's rows with their weights, each once, every prompt's rows in
-    one bucket: on Spark and on DuckDB."""
+    """Pass 1's frequencies are a pandas ``groupby`` of the source (1e-12); pass 2's rows
+    grouped by (prompt, judge, key) in the engine are the pandas ``groupby`` of the source
+    by the same, with the sums of the weights and of their squares: on Spark and on
+    DuckDB."""
     log = scan_log(5)
     path = tmp_path / "log.parquet"
     log.to_parquet(path)
     source = in_name_order(log.model_a, log.model_b, log.outcome.map(OUTCOME_SCORES)).assign(
-        prompt_id=log.prompt_id, judge_id=log.judge_id, w=log.w)
+        prompt_id=log.prompt_id, judge_id=log.judge_id, w=log.w, w2=log.w ** 2)
     pair = ["model_1", "model_2", "score"]
+    cells = ["prompt_id", "judge_id", *pair]
     expected_keys = source.groupby(pair).w.sum().reset_index()
-    expected_rows = source.sort_values(list(source.columns)).reset_index(drop=True)
+    expected_rows = source.groupby(cells)[["w", "w2"]].sum().reset_index()
     for engine in ("spark", "duckdb"):
-        keys, rows = decoded_passes(winrate.scan(str(path), engine=engine, weight_col="w"), 3)
+        keys, rows = grouped_passes(winrate.scan(str(path), engine=engine, weight_col="w"))
         keys = keys.groupby(pair).frequency.sum().reset_index()  # both orientations
         assert keys[pair].equals(expected_keys[pair]), engine
         assert_close(keys.frequency, expected_keys.w, f"{engine} frequency")
-        assert rows.groupby("prompt_id").bucket.nunique().eq(1).all(), engine
-        assert rows.bucket.nunique() == 3, engine
-        rows = rows.drop(columns="bucket").sort_values(list(source.columns))
-        assert rows.reset_index(drop=True).equals(expected_rows), engine
+        rows = rows.groupby(cells)[["w", "w2"]].sum().reset_index()  # both orientations
+        assert rows[cells].equals(expected_rows[cells]), engine
+        for column in ("w", "w2"):
+            assert_close(rows[column], expected_rows[column], f"{engine} {column}")
 
 
 def test_scan_reads_a_uri_on_spark_and_refuses_it_on_duckdb(spark_engine, tmp_path):

@@ -14,12 +14,10 @@ session). On an engine winrate reads only what two passes of SQL return:
   weighted log of the keys has the fit of the full log (every estimator's estimating
   equations are sums over rows of a function of the key: :mod:`winrate.estimators.base`).
   Each cluster axis' labels come with their frequencies (the dictionaries).
-* **pass 2, the rows, bucket by bucket**: the columns the analysis reads, one bucket of
-  whole clusters of the bucket axis at a time (a hash of the cluster's label modulo the
-  number of buckets, in SQL), streamed as Arrow batches and coded in Arrow/numpy against
-  pass 1's key table and dictionaries: every row as (key index, cluster codes, weight)
-  (:meth:`Scan.bucket_rows`). A row's influence is its key's influence times ``w / f``
-  (:mod:`winrate.variance.buckets` sums it per cluster).
+* **pass 2, reduced in the engine**: the rows joined to pass 1's keys (uploaded with
+  their influence) and grouped by cluster and key (:meth:`Scan.rows_by_cluster`); the
+  engine reduces them further to the sums of the clustered covariance
+  (:mod:`winrate.variance.buckets`), so no row and no label list leaves it.
 
 The same SQL runs on DuckDB and Spark SQL (:mod:`winrate.io.engine`).
 """
@@ -28,7 +26,6 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,19 +70,8 @@ BYTES_PER_ROW = 220
 #: The least memory (bytes) an engine is given, whatever the budget.
 MIN_ENGINE_MEMORY = 256 << 20
 
-#: The smallest memory budget (bytes) a scan accepts. Below it the second pass would cut
-#: even a modest log into a bucket per cluster, each bucket a read of the whole source.
+#: The smallest memory budget (bytes) a scan accepts (an engine runs in a third of it).
 MIN_BUDGET = 64 << 20
-
-#: Rough speeds for the work estimate of the second pass (:func:`pass_two_seconds`): the
-#: rows an engine reads a second (DuckDB read 58 buckets of a 1,000M-row Parquet log, 58e9
-#: rows, in 717 s on 2 cores: paper/benchmarks_scale.txt), and the seconds one query costs
-#: before it reads any (planning; Spark's job start).
-ROWS_PER_SECOND = 80_000_000
-QUERY_SECONDS = {"duckdb": 0.05, "spark": 1.0}
-
-#: The most a second pass may be estimated to take (seconds) before a scan refuses it.
-MAX_PASS_TWO_SECONDS = 2 * 3600
 
 #: Table names unique within the process (scans may share one connection).
 _TABLES = itertools.count(1)
@@ -126,8 +112,7 @@ class Scan:
     """A source, its columns and where its analysis runs (module doc). ``mode`` is
     ``"memory"`` or the engine's name, ``reason`` why; ``n_rows`` the source's rows (an
     estimate from file metadata where counting would read the data), ``budget`` the memory
-    budget in bytes; ``buckets`` a forced number of pass-2 buckets (None: chosen from the
-    budget)."""
+    budget in bytes."""
 
     source: object
     columns: Columns
@@ -137,7 +122,6 @@ class Scan:
     budget: int
     engine: Engine | None = None
     table: str | None = None
-    buckets: int | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
@@ -278,36 +262,6 @@ class Scan:
                 f"FROM {self.table} AS s JOIN {keys} AS k ON {joined}{where} "
                 f"GROUP BY {', '.join(clusters)}, k.winrate_key")
 
-    def bucket_rows(self, axes: tuple[str, ...], bucket_axis: str | None, n_buckets: int,
-                    key_axes: tuple[str, ...] = ()) -> Iterator[dict[str, np.ndarray]]:
-        """Pass 2 (module doc): per bucket, every row's key index (``KEY``), codes on each
-        of ``axes`` (``axis0``, ...) and, for a weighted log, weight (``"weight"``), as
-        numpy arrays. A row's bucket is a hash of its ``bucket_axis`` label modulo
-        ``n_buckets`` (in SQL), so a bucket holds whole clusters of that axis; the rows are
-        coded batch by batch against the key table and the axes' dictionaries of pass 1
-        (:class:`_Coder`). A sweep estimated to take hours (:func:`pass_two_seconds`) is
-        refused before it starts."""
-        self._check_work(n_buckets)
-        cols = self.columns
-        keys = [cols.model_a, cols.model_b, cols.outcome, *cols.features,
-                *(cols.axes[name] for name in key_axes)]
-        key_coder = _Coder(self._key_frame(key_axes)[keys])
-        axis_coders = [_Coder(pd.DataFrame({"label": self.raw_labels(name)}))
-                       for name in axes]
-        names = list(dict.fromkeys([*keys, *(cols.axes[name] for name in axes)]))
-        select = ", ".join(_quote(c) for c in names)
-        weight = "" if cols.weight is None else f", {self._weight()} AS winrate_weight"
-        where = self._positive()
-        for bucket in range(n_buckets):
-            sql = f"SELECT {select}{weight} FROM {self.table}{where}"
-            if bucket_axis is not None and n_buckets > 1:
-                label = _quote(cols.axes[bucket_axis])
-                sql += (f"{' AND' if where else ' WHERE'} "
-                        f"((hash({label}) % {n_buckets}) + {n_buckets}) % {n_buckets} "
-                        f"= {bucket}")
-            yield self._coded(sql, keys, [cols.axes[name] for name in axes], key_coder,
-                              axis_coders)
-
     def _check_decoded(self, frame: pd.DataFrame, columns: list[str]) -> None:
         """Text an engine decoded with replacement characters (Spark reads bytes that are
         not UTF-8 so, where DuckDB and the in-memory reader refuse them): the in-memory
@@ -321,44 +275,6 @@ class Scan:
             if not pd.api.types.is_numeric_dtype(values) and values.astype(str).str.contains(
                     "\ufffd", regex=False).any():
                 diagnose_parts(self.source)
-
-    def _check_work(self, n_buckets: int) -> None:
-        """A one-line error when the second pass, ``n_buckets`` reads of the source, is
-        estimated to take longer than :data:`MAX_PASS_TWO_SECONDS`: it names the budget
-        that would bring it within."""
-        seconds = pass_two_seconds(n_buckets, self.n_rows, self.mode)
-        if seconds <= MAX_PASS_TWO_SECONDS:
-            return
-        fits = int(MAX_PASS_TWO_SECONDS // pass_two_seconds(1, self.n_rows, self.mode))
-        advice = (f"a memory budget of at least {self.budget * n_buckets // fits:,} bytes "
-                  f"({fits:,} bucket(s))" if fits else "a faster engine (a Spark cluster)")
-        raise WinrateInputError(
-            f"the second pass would read the {self.n_rows:,}-row log {self._name()} "
-            f"{n_buckets:,} times (bucket(s) of whole clusters within the "
-            f"{self.budget:,}-byte memory budget), about {seconds / 3600:,.1f} hours on "
-            f"{self.mode}: give {advice}")
-
-    def _coded(self, sql: str, keys: list[str], axis_cols: list[str], key_coder: _Coder,
-               axis_coders: list[_Coder]) -> dict[str, np.ndarray]:
-        with reading(self.source, self.mode):
-            return self._code_batches(sql, keys, axis_cols, key_coder, axis_coders)
-
-    def _code_batches(self, sql: str, keys: list[str], axis_cols: list[str],
-                      key_coder: _Coder, axis_coders: list[_Coder]) -> dict[str, np.ndarray]:
-        parts = {KEY: [], "weight": [], **{f"axis{i}": [] for i in range(len(axis_cols))}}
-        for batch in self.engine.batches(sql):
-            if not batch.num_rows:
-                continue
-            parts[KEY].append(key_coder.code([batch.column(c) for c in keys]))
-            if self.columns.weight is not None:
-                parts["weight"].append(batch.column("winrate_weight").to_numpy(
-                    zero_copy_only=False).astype(np.float64, copy=False))
-            for i, (col, coder) in enumerate(zip(axis_cols, axis_coders, strict=True)):
-                parts[f"axis{i}"].append(coder.code([batch.column(col)]))
-        if self.columns.weight is None:
-            del parts["weight"]  # every row one comparison
-        return {name: np.concatenate(arrays) if arrays else np.empty(0, np.int64)
-                for name, arrays in parts.items()}
 
     # ------------------------------------------------------------------ helpers
 
@@ -401,14 +317,6 @@ class Scan:
             else f"({type(self.source).__name__})"
 
 
-def pass_two_seconds(n_buckets: int, n_rows: int, engine: str) -> float:
-    """A rough estimate of the second pass's seconds: each of ``n_buckets`` buckets is a
-    query that reads the ``n_rows`` rows of the source (:data:`ROWS_PER_SECOND`,
-    :data:`QUERY_SECONDS`)."""
-    per_query = QUERY_SECONDS.get(engine, max(QUERY_SECONDS.values()))
-    return n_buckets * (per_query + n_rows / ROWS_PER_SECOND)
-
-
 def _as_read(values: pd.Series) -> pd.Series:
     """Ids as a file read in memory gives them (:func:`winrate.io.logs.read_table`): a
     float id column as text (7.0 is the id "7"), any other as it is; the engine's join
@@ -419,136 +327,6 @@ def _as_read(values: pd.Series) -> pd.Series:
 def _quote(column: str) -> str:
     """A column name as a quoted SQL identifier (both engines accept backquotes)."""
     return "`" + column.replace("`", "``") + "`"
-
-
-#: Largest range of integer values (or of combined codes) looked up in a dense array.
-_DENSE_RANGE = 1 << 26
-
-
-class _Coder:
-    """Codes rows of several columns as the row index of their values in ``table`` (a
-    frame of distinct value combinations). Each column is looked up in the column's
-    distinct values: integers of a moderate range through a dense array, anything else by
-    Arrow's dictionary encoding and a hash lookup of the dictionary. The per-column codes
-    are combined in mixed radix, compacted to the table's combinations whenever the radix
-    would pass 2^62 (every row's combination is in the table, so are its prefixes), and
-    the combination is looked up densely or by binary search."""
-
-    def __init__(self, table: pd.DataFrame):
-        self.values = [pd.Index(pd.unique(table[c])) for c in table.columns]
-        self.dense = [_dense_lookup(index) for index in self.values]
-        codes = [index.get_indexer(table[c]) for index, c in zip(self.values, table.columns,
-                                                                  strict=True)]
-        self.steps, combined = self._combine(codes, None)
-        size = int(combined.max(initial=0)) + 1
-        if size <= _DENSE_RANGE:
-            self.table = np.full(size, -1, np.int64)
-            self.table[combined] = np.arange(combined.size)
-        else:
-            self.table = None
-            order = np.argsort(combined, kind="stable")
-            self.sorted, self.rows = combined[order], order
-
-    def _combine(self, codes: list[np.ndarray], steps):
-        """Mixed-radix codes; ``steps`` None: build the compaction tables (from the table's
-        rows), else apply them."""
-        built = []
-        combined = codes[0].astype(np.int64)
-        for i, (index, part) in enumerate(zip(self.values[1:], codes[1:], strict=True)):
-            size = len(index)
-            bound = (int(combined.max(initial=0)) + 1) * size
-            if bound >= 1 << 62:
-                uniques = np.unique(combined) if steps is None else steps[i]
-                combined = _position(uniques, combined)
-                built.append(uniques)
-            else:
-                built.append(None)
-            combined = combined * size + part
-        return (built if steps is None else steps), combined
-
-    def code(self, columns) -> np.ndarray:
-        """Each row's index in the table; an error for a value the table lacks."""
-        codes = [_code_column(column, index, dense)
-                 for index, dense, column in zip(self.values, self.dense, columns, strict=True)]
-        if any((c < 0).any() for c in codes):
-            raise _changed_source()
-        _, combined = self._combine(codes, self.steps)
-        if (combined < 0).any():  # a combination the compaction never saw
-            raise _changed_source()
-        if self.table is not None:
-            inside = combined < len(self.table)
-            out = np.full(combined.shape, -1, np.int64)
-            out[inside] = self.table[combined[inside]]
-        else:
-            at = _position(self.sorted, combined)
-            out = np.where(at >= 0, self.rows[np.maximum(at, 0)], -1)
-        if (out < 0).any():  # every value known, but not this combination of them
-            raise _changed_source()
-        return out
-
-
-def _changed_source() -> WinrateInputError:
-    return WinrateInputError("a row's value, or its combination of values, is missing from "
-                             "the scan's first pass: the source changed between the passes "
-                             "(it must not change during a scan)")
-
-
-def _position(sorted_values: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Index of each value in ``sorted_values`` (unique, ascending); -1 where absent."""
-    if not len(sorted_values):
-        return np.full(values.shape, -1, np.int64)
-    at = np.searchsorted(sorted_values, values)
-    clipped = np.minimum(at, len(sorted_values) - 1)
-    found = (at < len(sorted_values)) & (sorted_values[clipped] == values)
-    return np.where(found, at, -1)
-
-
-def _dense_lookup(index: pd.Index) -> tuple[int, np.ndarray] | None:
-    """``(low, lookup)`` with ``lookup[v - low]`` the position of integer value v in
-    ``index`` (-1: absent), when the values are integers of a moderate range."""
-    if not pd.api.types.is_integer_dtype(index.dtype) or index.empty:
-        return None
-    values = index.to_numpy(np.int64)
-    low, high = int(values.min()), int(values.max())
-    if high - low >= _DENSE_RANGE:
-        return None
-    lookup = np.full(high - low + 1, -1, np.int64)
-    lookup[values - low] = np.arange(values.size)
-    return low, lookup
-
-
-#: A float column with at most this many distinct values (outcomes, a few style values)
-#: is coded by binary search in its sorted values.
-_FEW_VALUES = 256
-
-
-def _code_floats(values: np.ndarray, index: pd.Index) -> np.ndarray:
-    """Positions of float ``values`` in ``index`` (-1: absent) by binary search."""
-    order = np.argsort(index.to_numpy())
-    ordered = index.to_numpy()[order]
-    found = np.minimum(np.searchsorted(ordered, values), ordered.size - 1)
-    return np.where(ordered[found] == values, order[found], -1)
-
-
-def _code_column(column, index: pd.Index, dense) -> np.ndarray:
-    """Positions of an Arrow column's values in ``index`` (-1: absent or missing)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if dense is not None and pa.types.is_integer(column.type) and column.null_count == 0:
-        low, lookup = dense
-        values = column.to_numpy().astype(np.int64, copy=False) - low
-        inside = (values >= 0) & (values < lookup.size)
-        return np.where(inside, lookup[np.where(inside, values, 0)], -1)
-    if (pa.types.is_floating(column.type) and column.null_count == 0
-            and pd.api.types.is_float_dtype(index.dtype) and len(index) <= _FEW_VALUES):
-        return _code_floats(column.to_numpy(), index)
-    encoded = pc.dictionary_encode(column)
-    if hasattr(encoded, "combine_chunks"):
-        encoded = encoded.combine_chunks()
-    lookup = index.get_indexer(encoded.dictionary.to_pandas())
-    positions = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-    return np.where(positions >= 0, lookup[positions], -1)
 
 
 def machine_memory() -> int:
@@ -619,15 +397,15 @@ def _budget(memory) -> int:
                                 f"4 << 30), got {memory!r}")
     if budget < MIN_BUDGET:
         raise WinrateInputError(f"memory budget of {budget:,} bytes is below the floor of "
-                                f"{MIN_BUDGET:,} bytes ({MIN_BUDGET >> 20} MiB): a smaller "
-                                "budget would read the log once per cluster")
+                                f"{MIN_BUDGET:,} bytes ({MIN_BUDGET >> 20} MiB) an engine "
+                                "needs to run")
     return budget
 
 
 def scan(source, engine: str = "auto", *, columns: dict | None = None,
          weight_col: str | None = None, feature_cols: tuple[str, ...] = (),
          cluster_cols: tuple[str, ...] = (), memory: int | None = None,
-         buckets: int | None = None, connection=None) -> Scan:
+         connection=None) -> Scan:
     """A comparison log to analyse where it lies (module doc).
 
     ``columns`` maps roles (``model_a``, ``model_b``, ``outcome``, ``prompt``, ``judge``) to
@@ -636,8 +414,7 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     ``weight_col``, ``feature_cols`` and ``cluster_cols`` as in
     :func:`winrate.io.logs.read_comparisons`. ``engine``: ``"memory"``, ``"duckdb"``,
     ``"spark"`` or ``"auto"``: in memory when the rows times :data:`BYTES_PER_ROW` fit
-    ``memory`` (bytes; default half the machine's memory), DuckDB otherwise. ``buckets``
-    forces the number of pass-2 buckets (for tests and benchmarks). ``connection``: a
+    ``memory`` (bytes; default half the machine's memory), DuckDB otherwise. ``connection``: a
     DuckDB connection to run on (the one holding the tables a DuckDB relation reads)."""
     _check_scan_options(engine, columns)
     budget = _budget(memory)
@@ -667,7 +444,7 @@ def scan(source, engine: str = "auto", *, columns: dict | None = None,
     elif (names := _file_columns(source)) is not None:
         cols = _present(cols, names, source)
     return Scan(source, cols, mode, reason, n_rows, budget,
-                None if in_memory else backend, None if in_memory else table, buckets)
+                None if in_memory else backend, None if in_memory else table)
 
 
 def _open(name: str, source, budget: int, connection=None,

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from winrate.errors import WinrateInputError
 from winrate.io.scan import KEY, Scan
 from winrate.variance import diagnostics
 from winrate.variance.cluster_sums import AxisDesign, ClusterSums
@@ -220,11 +221,22 @@ class EngineSums(ClusterSums):
         single = np.ones(fit.n_pairs, bool)
         single[pairs["pair"].to_numpy()] = pairs["n"].to_numpy() == 1
         moments = query(sql.icc_moments(rows, dim)).iloc[0]
+        _check_unchanged(float(moments["total"]), float(fit.frequency.sum()))
         icc = diagnostics.icc_of_moments(
             int(moments["n_groups"]), float(moments["total"]),
             float(moments["size_squares"]), float(moments["ss_between"]), fit.squares)
         return AxisDesign(diagnostics.per_cluster(fit.n_per_model, clusters_of_model),
                           single, icc)
+
+
+def _check_unchanged(joined: float, fitted: float) -> None:
+    """The rows pass 2 joined to the keys weigh what the fit's keys weigh; else the source
+    changed between the passes (its rows of keys pass 1 did not see drop out of the join)."""
+    if abs(joined - fitted) > 1e-9 * fitted:
+        raise WinrateInputError(
+            f"the rows of the second pass weigh {joined:,.6g} where the first pass's keys "
+            f"weigh {fitted:,.6g}: the source changed between the passes (it must not "
+            "change during a scan)")
 
 
 def _progress(items, progress):
