@@ -316,9 +316,9 @@ def few_effective_clusters(axis: str, n_clusters: int, flagged: list[tuple[str, 
         f"and are rough; {remedy}", axis=axis, models=[m for m, _ in flagged])
 
 
-def engine_run(engine: str, reason: str, n_buckets: int | None) -> Note:
-    variance = ("the clustered variance from a second pass in "
-                f"{n_buckets} bucket(s) of whole clusters" if n_buckets
+def engine_run(engine: str, reason: str, n_terms: int | None) -> Note:
+    variance = ("the clustered variance reduced in the engine by a second pass of grouped "
+                f"SQL ({n_terms} term(s) of the multiway sum)" if n_terms
                 else "no second pass (no clustering)")
     return Note("engine", f"analysed on {engine} ({reason}): the fit from the engine's key "
                 f"table, {variance}", severity="note")
