@@ -201,18 +201,19 @@ def _axis_summary(design, board: Leaderboard, name: str, cov: np.ndarray,
 def _reference_df(board: Leaderboard, axes: dict, plan, sandwich, cov: np.ndarray):
     """Degrees of freedom of the t reference (None: normal). CR2: Pan and Wall's per model
     (:func:`winrate.variance.sandwich.pan_wall_df`, with ``cov``'s variances, the
-    small-sample floor included), the smallest over the axes; otherwise ``G_min - 1``;
-    ``auto``'s per-model df from the effective clusters where the plan carries them."""
+    small-sample floor included), the smallest over the axes, at most ``auto``'s per-model
+    df from the effective clusters where the plan carries them; otherwise ``G_min - 1``, or
+    those df."""
     if plan.reference != "t" or not axes:
         return None
-    if plan.df is not None:  # auto's, from the effective clusters
-        return plan.df
     if plan.correction != "cr2":
-        return min(axis.n_clusters for axis in axes.values()) - 1
+        return (min(axis.n_clusters for axis in axes.values()) - 1 if plan.df is None
+                else plan.df)
     variance = np.full(board.influence.shape[1], np.nan)
     variance[board.codes] = np.diag(cov)
     meats = sandwich.covariance.term_meats[:len(axes)]
-    return np.fmin.reduce([pan_wall_df(group, variance)[board.codes] for group in meats])
+    pan_wall = np.fmin.reduce([pan_wall_df(group, variance)[board.codes] for group in meats])
+    return pan_wall if plan.df is None else np.fmin(pan_wall, plan.df)
 
 
 def _unidentified_bound(board: Leaderboard, log: ComparisonLog, sandwich,

@@ -196,7 +196,8 @@ def choose(names: tuple[str, ...], sizes: list[int], thin_design_rule: bool,
                f"some model's median pair rests on {pair_size:g} comparisons (< {THIN_PAIR}), "
                "so each prompt carries a large share of a pair: CR2 corrects that leverage, "
                "and t with Pan-Wall df per model carries the noise of the variance estimate")
-        return AutoChoice("sandwich", "cr2", "t", why)
+        return AutoChoice("sandwich", "cr2", "t", why + _capped(sizes, effective),
+                          _capped_df(sizes, effective))
     fewest = fewest_effective(names, effective)
     if fewest is not None and fewest[2] < LARGE_AXIS and min(sizes) >= MIN_CROSSED_AXIS:
         return _few_effective(sizes, effective, fewest, thin_design_rule, jackknife)
@@ -213,6 +214,16 @@ def choose(names: tuple[str, ...], sizes: list[int], thin_design_rule: bool,
                       "(MacKinnon, Nielsen & Webb 2023)")
 
 
+def _capped_df(sizes: list[int], effective: list[np.ndarray] | None):
+    """CR2's cap on the Pan-Wall df: each model's ``G* - 1`` (:func:`effective_df`), or
+    None when the effective clusters are not known."""
+    return None if effective is None else effective_df(sizes, effective)
+
+
+def _capped(sizes: list[int], effective: list[np.ndarray] | None) -> str:
+    return "" if effective is None else " (at most each model's G* - 1)"
+
+
 def _few_effective(sizes: list[int], effective: list[np.ndarray], fewest: tuple,
                    thin_design_rule: bool, jackknife: bool) -> AutoChoice:
     """Rule 2 of the module doc: few effective clusters for some model."""
@@ -223,7 +234,8 @@ def _few_effective(sizes: list[int], effective: list[np.ndarray], fewest: tuple,
     if thin_design_rule is True:
         return AutoChoice("sandwich", "cr2", "t", head + "CR2 corrects the leverage of the "
                           "large clusters, t with Pan-Wall df per model carries the noise of "
-                          "the variance estimate")
+                          "the variance estimate" + _capped(sizes, effective),
+                          _capped_df(sizes, effective))
     df = effective_df(sizes, effective)
     if jackknife and max(sizes) <= JACKKNIFE_MAX_CLUSTERS:
         return AutoChoice("jackknife", "cr1", "t", head + "the delete-one-cluster jackknife "
