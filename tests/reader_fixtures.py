@@ -180,3 +180,24 @@ def inspect_eval(path: Path, model: str, task: str, values: dict, epochs: int = 
                           "metadata": {"subject": "x"}}
                 archive.writestr(f"samples/{sample_id}_epoch_{epoch}.json", json.dumps(sample))
     return path
+
+
+def write_doc_inputs(folder: Path) -> None:
+    """The inputs of the commands of docs/formats.md's "From your harness" section."""
+    rng = np.random.default_rng(11)
+    acc_a = rng.integers(0, 2, 200).astype(float)
+    acc_b = np.where(rng.random(200) < 0.85, acc_a, 1 - acc_a)
+    lm_eval_run(folder / "results", "org/model-a", LM_EVAL_DATE[0], "arc_easy",
+                {"acc": acc_a, "acc_norm": acc_a})
+    lm_eval_run(folder / "results", "org/model-b", LM_EVAL_DATE[1], "arc_easy",
+                {"acc": acc_b, "acc_norm": acc_b})
+    for name, model, p in (("a", "openai/gpt-4o", 0.7), ("b", "mockllm/model", 0.55)):
+        values = {k: ["C" if rng.random() < p else "I" for _ in range(2)] for k in range(120)}
+        inspect_eval(folder / "logs" / f"{name}.eval", model, "mmlu", values, epochs=2)
+    arena_140k(folder / "arena-140k.parquet", n=600, seed=5)
+    pairs = [(q, m1, m2, *(("model_1", "model_2", "tie")[k] for k in rng.integers(0, 3, 2)),
+              turn)
+             for q in range(81, 161) for m1, m2 in (("gpt-4", "vicuna-13b"),
+                                                    ("vicuna-13b", "llama-13b"))
+             for turn in (1, 2)]
+    mt_bench_pair(folder / "gpt-4_pair.jsonl", pairs)

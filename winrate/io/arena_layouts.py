@@ -68,7 +68,9 @@ as A, game 2 swaps them, and both winners are already mapped back to ``model_1``
     together (they are not independent comparisons).
 
 ``prompt_id`` = question_id (both turns of a question are one cluster), ``judge_id`` =
-``"<judge model>/<prompt name>"``; ``turn`` is kept as a text column.
+the judge model; the prompt template (FastChat picks ``pair-v2``, ``pair-v2-multi-turn``
+or ``pair-math-v1`` by turn and category, one judge throughout) is kept as
+``judge_prompt`` and ``turn`` as text columns.
 """
 
 from __future__ import annotations
@@ -317,7 +319,9 @@ def mt_bench_parts(files: Sequence[Path], *, games: str = "combined") -> list[pd
         base = pd.DataFrame({"model_a": _ids(frame, "model_1", path),
                              "model_b": _ids(frame, "model_2", path),
                              "prompt_id": _ids(frame, "question_id", path),
-                             "judge_id": frame["judge"].map(_judge_name)}, index=frame.index)
+                             "judge_id": frame["judge"].map(_judge_model),
+                             "judge_prompt": frame["judge"].map(_judge_prompt)},
+                            index=frame.index)
         if "turn" in frame.columns:
             base["turn"] = frame["turn"].map(_flag_text)
         part, lost = _mt_games(base, g1, g2, games)
@@ -344,11 +348,19 @@ def _mt_winner(frame: pd.DataFrame, column: str, path) -> np.ndarray:
     return score
 
 
-def _judge_name(judge) -> str:
-    """FastChat's ``judge`` pair ``[model, prompt name]`` as ``model/prompt``."""
+def _judge_model(judge) -> str:
+    """The judge model of FastChat's ``judge`` pair ``[model, prompt name]``."""
     if isinstance(judge, (list, tuple, np.ndarray)):
-        return "/".join(str(part) for part in judge)
+        return str(judge[0]) if len(judge) else ""
     return str(judge)
+
+
+def _judge_prompt(judge) -> str:
+    """The prompt template of FastChat's ``judge`` pair (``pair-v2``,
+    ``pair-v2-multi-turn``, ``pair-math-v1``, ...); empty when not given."""
+    if isinstance(judge, (list, tuple, np.ndarray)) and len(judge) > 1:
+        return str(judge[1])
+    return ""
 
 
 def _mt_games(base: pd.DataFrame, g1: np.ndarray, g2: np.ndarray,
