@@ -12,13 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from heldout.design import Design
+from heldout.design import Design, Sizes
 from heldout.semi import ArenaLike, RealDesign
 from heldout.shared import SharedResponses
 from heldout.thurstone import Thurstone
 
 BOTH = ("winrate", "bt")
 ALL = ("winrate", "bt", "bt_style")
+#: The seed base of the issue-24 cells, and of the heavy-tailed cells of issue 37 (a new
+#: pre-registration, ``docs/coverage.md``, "Issue 37"): their replications draw from
+#: ``SeedSequence([base, crc32(key), r])``.
+HELD_OUT_SEED = 20260024
+HEAVY_SEED = 20260037
+#: The methods each heavy-tailed cell also runs, for their widths and marginal coverage:
+#: the old default (CR1 with a normal reference) and CR2 with its small-sample t (Pan-Wall
+#: df, winrate's Bell-McCaffrey-type Satterthwaite df; the win rate only).
+COMPARE = ("cr1_normal", "cr2_t")
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,10 @@ class Cell:
     generator: object
     estimators: tuple[str, ...]
     acceptance: bool = True
+    seed: int = HELD_OUT_SEED
+    compare: tuple[str, ...] = ()
+    #: the acceptance rule's simultaneous limit (percent): 92 (issue 24), 90 (issue 37)
+    rule_simultaneous: float = 92.0
 
 
 @cache
@@ -86,9 +99,42 @@ def held_out_cells() -> tuple[Cell, ...]:
     )
 
 
+@cache
+def heavy_tailed_cells() -> tuple[Cell, ...]:
+    """The heavy-tailed cells of issue 37 (``docs/coverage.md``, "Issue 37"): one judge
+    unless said, prompts' pairs drawn with replacement (a large prompt repeats pairs)."""
+    pareto = Sizes("pareto", 1.5, 20.0)
+
+    def heavy(key, kind, label, generator):
+        return Cell(key, kind, label, generator, BOTH, seed=HEAVY_SEED, compare=COMPARE,
+                    rule_simultaneous=90.0)
+
+    return (
+        heavy("H-pareto-60", "thurstone",
+              "8 models, 60 prompts, Pareto(1.5) sizes (mean 20), 1 judge",
+              Thurstone(Design(8, 60, pareto, 1, distinct=False))),
+        heavy("H-pareto-30", "shared",
+              "8 models, 30 prompts, Pareto(1.5) sizes (mean 20), 1 judge",
+              SharedResponses(Design(8, 30, pareto, 1, distinct=False))),
+        heavy("H-lognormal-100", "thurstone",
+              "10 models, 100 prompts, lognormal(1.5) sizes (mean 15), 1 judge",
+              Thurstone(Design(10, 100, Sizes("lognormal", 1.5, 15.0), 1, distinct=False))),
+        heavy("H-dominant-40", "shared",
+              "8 models, 40 prompts, lognormal(0.5) sizes (mean 15), one prompt 30% of rows",
+              SharedResponses(Design(8, 40, Sizes("lognormal", 0.5, 15.0, dominant=0.3), 1,
+                                     distinct=False))),
+        heavy("H-pareto-thin", "thurstone",
+              "20 models, 80 prompts, Pareto(1.5) sizes (mean 8), 4 rare, 1 judge",
+              Thurstone(Design(20, 80, Sizes("pareto", 1.5, 8.0), 1, 4, distinct=False))),
+        heavy("H-pareto-crossed", "shared",
+              "8 models, 60 prompts with Pareto(1.5) sizes (mean 20) x 10 judges",
+              SharedResponses(Design(8, 60, pareto, 10, distinct=False))),
+    )
+
+
 def cell_by_key(key: str) -> Cell:
-    for cell in held_out_cells():
+    for cell in (*held_out_cells(), *heavy_tailed_cells()):
         if cell.key == key:
             return cell
     raise KeyError(f"no held-out cell {key!r}; cells: "
-                   f"{', '.join(c.key for c in held_out_cells())}")
+                   f"{', '.join(c.key for c in (*held_out_cells(), *heavy_tailed_cells()))}")
