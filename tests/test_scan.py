@@ -209,6 +209,25 @@ def test_resampling_on_an_engine_is_refused_with_the_method_to_use(tmp_path):
         winrate.analyze(scan, "prompt", variance=winrate.Variance(method="jackknife"))
 
 
+@pytest.mark.parametrize(("model", "variance", "match"), [
+    ("bt", winrate.Variance(method="sandwich", correction="cr2"), "cr2 is not defined"),
+    ("winrate", winrate.Variance(method="bootstrap"), "engines run method 'sandwich'")])
+def test_what_an_engine_cannot_run_is_refused_before_pass_one(tmp_path, monkeypatch, model,
+                                                              variance, match):
+    """Bradley-Terry with CR2, and a resampling method, are refused before the engine
+    reads the source (pass 1 never runs)."""
+    path = tmp_path / "log.parquet"
+    _random_log(2, 200, 4, 20, 2).to_parquet(path)
+    scan = winrate.scan(path, engine="duckdb")
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("pass 1 ran")
+
+    monkeypatch.setattr(scan, "key_log", no_pass)
+    with pytest.raises(WinrateInputError, match=match):
+        winrate.analyze(scan, "prompt", model, variance=variance)
+
+
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"engine": "polars"}, "engine must be one of"),
     ({"columns": {"winner": "x"}}, "unknown role"),

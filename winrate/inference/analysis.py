@@ -345,7 +345,7 @@ def run_analysis(log, cluster=None, model: str | None = None, *,
     :func:`winrate.inference.covariance.estimate_variance` and :func:`infer`. The notes
     of every step are kept on the result and given once, here, at the API boundary
     (:func:`winrate.notes.give`)."""
-    source = source_of(log, model, board)
+    source = source_of(log, model, board, variance)
     fitted = fit(source, model, board, options)
     monte_carlo = monte_carlo or MonteCarlo()
     plan = resolve(source, fitted, cluster, variance or Variance(), monte_carlo)

@@ -28,7 +28,7 @@ from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError
 from winrate.estimators.cells import keeps_rows, require_rows
 from winrate.estimators.leaderboard import Leaderboard
-from winrate.inference.scanned import ScanDesign, scanned_log
+from winrate.inference.scanned import ScanDesign, refuse_on_engine, scanned_log
 from winrate.io.logs import ComparisonLog, as_log
 from winrate.io.scan import Scan
 from winrate.notes import Notes
@@ -93,12 +93,7 @@ class Scanned:
                 f"model {estimator.name!r} with these options reads the order of the rows, "
                 "which an engine's key table does not keep: analyse this log with engine "
                 "'memory'")
-        if method != "sandwich":
-            raise WinrateInputError(
-                f"the {method} refits the estimator on resampled clusters, which a scan "
-                "analysed on its engine does not hold in memory: use method 'sandwich' "
-                "(with correction 'cr2' and reference 't' for few clusters), or engine "
-                "'memory'")
+        refuse_on_engine(estimator, method)
 
     def cluster_sums(self, log: ComparisonLog, board: Leaderboard,
                      clustering: tuple[str, ...], strata, progress) -> ClusterSums:
@@ -111,14 +106,16 @@ class Scanned:
 Source = InMemory | Scanned
 
 
-def source_of(log, model: str | None, board: Leaderboard | None) -> Source:
+def source_of(log, model: str | None, board: Leaderboard | None,
+              variance: Variance | None = None) -> Source:
     """The :class:`Source` of what was passed as the log: a log, DataFrame or path read in
-    memory, a scan in memory mode read into memory, or a scan on an engine."""
+    memory, a scan in memory mode read into memory, or a scan on an engine (what
+    ``variance`` asks that the engine cannot run refused before it reads the source)."""
     if not isinstance(log, Scan):
         return InMemory(as_log(log))
     if log.mode == "memory":
         return InMemory(log.to_log())
-    return Scanned(log, *scanned_log(log, model, board))
+    return Scanned(log, *scanned_log(log, model, board, variance))
 
 
 # ------------------------------------------------------------------------- the fit

@@ -77,11 +77,31 @@ def _key_fit(log: ComparisonLog, board, strata, n_keys: int) -> KeyFit:
                   strata, stratum_total)
 
 
-def scanned_log(scan: Scan, model: str | None, board=None) -> tuple[ComparisonLog, ScanDesign]:
+def refuse_on_engine(estimator, method: str, correction: str | None = None) -> None:
+    """An error for what an engine cannot run: a resampling method (it refits the estimator
+    on resampled clusters; the engine returns sums, not rows) and CR2 for an estimator
+    without CR2 strata. Asked before pass 1 reads the source, and again once ``auto`` has
+    chosen."""
+    if method not in ("auto", "sandwich"):
+        raise WinrateInputError(
+            f"the {method} refits the estimator on resampled clusters, which a scan analysed "
+            "on its engine does not hold in memory: engines run method 'sandwich' (CR0, "
+            "CR1, and CR2 where the model defines it); use method 'sandwich' (with "
+            "correction 'cr2' and reference 't' for few clusters), or engine 'memory'")
+    if correction == "cr2":
+        estimator.require("cr2", "use correction 'cr1'")
+
+
+def scanned_log(scan: Scan, model: str | None, board=None,
+                variance=None) -> tuple[ComparisonLog, ScanDesign]:
     """The key log of pass 1 for the estimator (``model``, or that of a reused ``board``)
-    and the :class:`ScanDesign` of the full log."""
+    and the :class:`ScanDesign` of the full log; what ``variance`` (a
+    :class:`winrate.settings.Variance`) asks that an engine cannot run is refused first
+    (:func:`refuse_on_engine`)."""
     estimator = estimators.of(board) if board is not None else estimators.get(
         model or estimators.DEFAULT_ESTIMATOR)
+    if variance is not None:
+        refuse_on_engine(estimator, variance.method, variance.correction)
     key_axes = tuple(estimator.fit_axes)
     missing = [name for name in key_axes if name not in scan.columns.axes]
     if missing:
