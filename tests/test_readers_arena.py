@@ -184,3 +184,24 @@ def test_leaderboard_command_reads_each_layout(tmp_path, capsys):
     capsys.readouterr()
     assert main(["leaderboard", str(tmp_path / "none.csv"), "--format", "arena"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_layouts_are_detected_without_a_format(tmp_path, capsys):
+    from winrate.io.formats import detect_format
+
+    fx.arena_55k(tmp_path / "train.csv")
+    fx.arena_100k(tmp_path / "100k.parquet")
+    fx.mt_bench_pair(tmp_path / "gpt-4_pair.jsonl", MT_RECORDS[:4])
+    log = pd.DataFrame({"model_a": ["a"], "model_b": ["b"], "outcome": [1],
+                        "winner_tie": [0]})  # a comparison log's columns: never a layout
+    log.to_csv(tmp_path / "log.csv", index=False)
+    found = {name: detect_format(tmp_path / name)
+             for name in ("train.csv", "100k.parquet", "gpt-4_pair.jsonl", "log.csv")}
+    assert found == {"train.csv": "arena", "100k.parquet": "arena",
+                     "gpt-4_pair.jsonl": "mt_bench", "log.csv": None}
+    assert detect_format(tmp_path) is None
+    out = tmp_path / "a.json"
+    assert main(["leaderboard", str(tmp_path / "train.csv"), "--json", str(out),
+                 "--no-progress"]) == 0
+    assert sorted(json.loads(out.read_text())["models"]) == sorted(fx.MODELS)
+    capsys.readouterr()

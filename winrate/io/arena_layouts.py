@@ -85,7 +85,7 @@ from winrate import notes
 from winrate.errors import WinrateInputError, first_rows
 from winrate.io.logs import file_positions, id_text, read_table, value_counts
 
-__all__ = ["ARENA_LAYOUTS", "HARD_PROMPT_CRITERIA", "arena_parts", "detect_layout",
+__all__ = ["ARENA_LAYOUTS", "ARENA_MARKS", "HARD_PROMPT_CRITERIA", "arena_parts", "detect_layout",
            "mt_bench_parts"]
 
 #: The public LMArena layouts, by the size of the release.
@@ -102,7 +102,7 @@ _REQUIRED = {
     "140k": ("model_a", "model_b", "winner", "evaluation_session_id"),
 }
 #: The column that tells each layout apart.
-_MARK = {"55k": "winner_tie", "100k": "judge_hash", "140k": "evaluation_session_id"}
+ARENA_MARKS = {"55k": "winner_tie", "100k": "judge_hash", "140k": "evaluation_session_id"}
 #: Score of model_a for each ``winner`` label; the second item: a both-bad tie.
 _WINNER = {"model_a": (1.0, False), "model_b": (0.0, False), "tie": (0.5, False),
            "tie (bothbad)": (0.5, True), "both_bad": (0.5, True)}
@@ -110,12 +110,12 @@ _CATEGORIES = ("language", "is_code")
 
 
 def detect_layout(columns: Sequence[str], path) -> str:
-    """The layout whose distinguishing column the table has (:data:`_MARK`); none or
+    """The layout whose distinguishing column the table has (:data:`ARENA_MARKS`); none or
     several is an error naming the file and what was expected."""
-    found = [layout for layout, mark in _MARK.items() if mark in columns]
+    found = [layout for layout, mark in ARENA_MARKS.items() if mark in columns]
     if len(found) == 1:
         return found[0]
-    marks = ", ".join(f"{mark!r} ({layout})" for layout, mark in _MARK.items())
+    marks = ", ".join(f"{mark!r} ({layout})" for layout, mark in ARENA_MARKS.items())
     if not found:
         raise WinrateInputError(f"{path}: not an LMArena battle table: it has none of the "
                                 f"columns {marks}; it has {list(columns)[:20]}")

@@ -129,13 +129,20 @@ import pandas as pd
 from winrate import notes
 from winrate.constants import LOG_FORMATS
 from winrate.errors import WinrateInputError, first_rows
-from winrate.io.arena_layouts import arena_parts, mt_bench_parts
+from winrate.io.arena_layouts import ARENA_MARKS, arena_parts, mt_bench_parts
 from winrate.io.harness import HARNESS_FORMATS, harness_scores, read_harness
-from winrate.io.logs import ComparisonLog, ScoreTable, read_comparisons, value_counts
+from winrate.io.logs import (
+    ComparisonLog,
+    ScoreTable,
+    read_comparisons,
+    table_columns,
+    value_counts,
+)
 from winrate.progress import bar
 
 __all__ = ["ARENA_HARD_BASELINE", "ARENA_HARD_STRONG_WEIGHT", "LOG_FORMATS", "STYLE_PREFIX",
-           "clean_model_name", "find_files", "read_format", "read_log", "style_difference"]
+           "clean_model_name", "detect_format", "find_files", "read_format", "read_log",
+           "style_difference"]
 
 #: Prefix of the style feature columns.
 STYLE_PREFIX = "style_"
@@ -192,6 +199,42 @@ def read_log(path, name: str, **options) -> ComparisonLog | ScoreTable:
     return read_comparisons(
         frame, weight_col="count" if "count" in frame.columns else None,
         feature_cols=features, cluster_cols=extra)
+
+
+def detect_format(path) -> str | None:
+    """The reader format a file's own layout names, where that is unambiguous: an
+    Inspect ``.eval`` log, an lm-eval ``samples_<task>_<date>.jsonl``, MT-Bench pairwise
+    judgments (``model_1, model_2, g1_winner, g2_winner``) or one LMArena battle layout
+    (:func:`winrate.io.arena_layouts.detect_layout`); None for anything else, a folder,
+    and any file with the columns of a comparison log (``model_a, model_b, outcome``)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    name = path.name.lower()
+    if name.endswith(".eval"):
+        return "inspect"
+    if re.fullmatch(r"samples_.+_[^_]+\.jsonl", name):
+        return "lm_eval"
+    columns = set(table_columns(path) or _first_keys(path))
+    if {"model_a", "model_b", "outcome"} <= columns:
+        return None
+    if {"model_1", "model_2", "g1_winner", "g2_winner"} <= columns:
+        return "mt_bench"
+    marks = [mark for mark in ARENA_MARKS.values() if mark in columns]
+    return "arena" if len(marks) == 1 and {"model_a", "model_b"} <= columns else None
+
+
+def _first_keys(path: Path) -> list[str]:
+    """The keys of the first record of a JSON Lines file (none for other files, or a
+    first line that is not a JSON object)."""
+    if not path.name.lower().endswith(".jsonl"):
+        return []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            record = json.loads(handle.readline())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
+    return list(record) if isinstance(record, dict) else []
 
 
 def find_files(path, suffixes: Sequence[str] = _SUFFIXES) -> list[Path]:
