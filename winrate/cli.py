@@ -722,21 +722,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-hread pools that wait by sleeping, not spinning, unless the user set otherwise.
-
-    winrate's BLAS work is on K x K matrices, too small for OpenBLAS threads, which then
-    only spin and take the core a numba kernel needs; numba's OpenMP workers spin after
-    every parallel region (:mod:`winrate.parallel` sets their passive waiting for every
-    use of winrate). On a shared 2-core machine the two made ``--simultaneous --ranks
-    --pairwise`` about a quarter slower (a 100 x 100 eigh took 0.13 s instead of 1 ms).
-    Runs before numpy starts its pool (the parser loads no numerical library)."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
-def main(argv: list[str] | None = None) -> int:
-    _waiting_threads_sleep()
-    return run_parsed(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
