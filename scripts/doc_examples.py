@@ -146,6 +146,10 @@ EXAMPLES = {
     "eval": session(EVAL, "winrate power --delta 0.03 --omega2 0.1111",
                     "winrate power --n 198 --omega2 0.1111 --sigma2-a 0.1667 --sigma2-b 0.1667 "
                     "--k-a 10 --k-b 10", POWER_PILOT),
+    "judges-example": session("winrate judges example.csv"),
+    "diff-example": session("head -700 example.csv > old.csv", "winrate diff old.csv example.csv"),
+    "judges-qlora": lambda: command("winrate judges --dataset qlora"),
+    "judges-prd": lambda: command("winrate judges --dataset prd"),
 }
 
 

@@ -173,7 +173,9 @@ def test_tie_shares_equal_a_pandas_count_and_the_json_names():
 
     frame = pd.DataFrame({"judge": log.axes["judge"].labels[log.axes["judge"].codes],
                           "tie": log.score == 0.5})
-    expected = frame.groupby("judge").tie.mean()
+    expected = pd.concat([pd.Series({"all": frame.tie.mean()}),
+                          frame.groupby("judge").tie.mean()])
+    assert set(audit.tie_propensity) == set(expected.index)
     for judge, share in audit.tie_propensity.items():
         assert share.estimate == pytest.approx(expected[judge], abs=1e-12)
     doc = audit.to_dict()

@@ -120,12 +120,22 @@ class ReleaseDiff:
         if self.added or self.removed:
             head += (f"\nAdded: {', '.join(self.added) or 'none'}; removed: "
                      f"{', '.join(self.removed) or 'none'}")
-        table = self.to_frame().round(4).to_string()
+        table = _printed(self.to_frame(), self.new_fit.leaderboard.scale).to_string()
         return text_block("Changes between releases",
                           [head, table, _rank_text(self.rank_changes)], self.notes)
 
     def __str__(self) -> str:
         return str(self.summary())
+
+
+def _printed(frame: pd.DataFrame, scale) -> pd.DataFrame:
+    """The table as printed: scores on the scale's printed unit (``factor``, ``decimals``),
+    ranks whole."""
+    shown = frame.copy()
+    numbers = ["old", "new", "change", "se", "ci_low", "ci_high", "sim_low", "sim_high"]
+    shown[numbers] = (shown[numbers] * scale.factor).round(scale.decimals)
+    shown[["rank_old", "rank_new"]] = shown[["rank_old", "rank_new"]].astype(int)
+    return shown
 
 
 def _rank_text(changes: pd.DataFrame) -> str:
@@ -166,10 +176,14 @@ def diff_releases(old, new, *, cluster=None, model: str | None = "bt", alpha: fl
         raise WinrateInputError(f"the releases share {len(common)} model(s); a diff needs "
                                 "at least 2")
     stacked = _stacked(fits, clustering)
+    if stacked.shared_rows == fits[0].n_rows == fits[1].n_rows:
+        raise WinrateInputError(f"the two releases hold the same {fits[0].n_rows:,} "
+                                "comparisons: nothing changed")
     maps = [_map(fit, common) for fit in fits]
     change_map = np.hstack([-maps[0], maps[1]])
     cov = change_map @ stacked.cov @ change_map.T + sum(
         m @ _floor(fit) @ m.T for m, fit in zip(maps, fits, strict=True))
+    cov = (cov + cov.T) / 2  # symmetric to rounding
     scores = [m @ np.nan_to_num(fit.scores) for m, fit in zip(maps, fits, strict=True)]
     result_notes = Notes(dict.fromkeys([*([default_note] if default_note else []), *found]))
     notes.give(result_notes)

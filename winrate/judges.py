@@ -388,17 +388,21 @@ def clustered_share(values: np.ndarray, weights: np.ndarray, clusters: np.ndarra
 
 
 def tie_propensity(log: ComparisonLog, judges: ClusterAxis, alpha: float) -> dict[str, Share]:
-    """Each judge's share of ties (score 1/2), clustered by prompt when the log has one."""
+    """The share of ties (score 1/2), pooled (``"all"``) and per judge (of at most
+    :data:`MAX_JUDGES`, each on two or more prompts), clustered by prompt when the log has
+    one."""
     prompt = log.axes.get("prompt")
+    clusters = None if prompt is None else prompt.codes
     tie = (log.score == 0.5).astype(float)
-    found = {}
+    found = {"all": clustered_share(tie, log.weight, clusters, alpha)}
+    if not 1 < judges.n_clusters <= MAX_JUDGES:
+        return found
     for code, label in enumerate(judges.labels):
         mine = judges.codes == code
-        if np.unique(prompt.codes[mine]).size < 2 if prompt is not None else mine.sum() < 2:
-            continue
-        found[str(label)] = clustered_share(tie[mine], log.weight[mine],
-                                            None if prompt is None else prompt.codes[mine],
-                                            alpha)
+        if np.unique(mine.nonzero()[0] if clusters is None else clusters[mine]).size > 1:
+            found[str(label)] = clustered_share(tie[mine], log.weight[mine],
+                                                None if clusters is None else clusters[mine],
+                                                alpha)
     return found
 
 
@@ -457,7 +461,7 @@ def _flip_shares(flip: pd.Series, labels: np.ndarray,
     ones = np.ones(len(flip))
     pooled = clustered_share(flip.to_numpy(), ones, prompts, alpha)
     per_judge = {}
-    if np.unique(judges).size > 1:
+    if 1 < np.unique(judges).size <= MAX_JUDGES:
         for judge in np.unique(judges):
             mine = judges == judge
             if np.unique(prompts[mine]).size > 1:
