@@ -248,11 +248,13 @@ def _read_log(args: argparse.Namespace, clustering):
     if not scores:
         _refuse_score_columns(args)
     if args.dataset:
+        _refuse_engine(args, f"--dataset {args.dataset}")
         return read_scores(args.dataset) if scores else read_dataset(args.dataset, **discrete)
     if not args.input:
         raise WinrateInputError("give an INPUT file or --dataset NAME")
     extra = tuple(name for name in clustering if name not in ("prompt", "judge"))
     if scores:
+        _refuse_engine(args, f"--format {SCORES_FORMAT} (its cells are summed in memory)")
         return scores_log(args.input, question_col=args.question_col,
                           model_col=args.model_col, score_col=args.score_col,
                           cluster_cols=extra)
@@ -277,6 +279,18 @@ def _detected_format(args: argparse.Namespace) -> str | None:
            for role, default in DEFAULT_COLUMNS.items()):
         return None
     return detect_format(args.input)
+
+
+def _refuse_engine(args: argparse.Namespace, read: str) -> None:
+    """An error when --engine names an engine, or --memory is given, for an input that is
+    read in memory (``read`` says which): the flags would be ignored."""
+    given = [f"--engine {args.engine}"] if getattr(args, "engine", "auto") not in (
+        "auto", "memory") else []
+    given += ["--memory"] if getattr(args, "memory", None) is not None else []
+    if given:
+        raise WinrateInputError(f"{' and '.join(given)} apply to a comparison log in Parquet "
+                                f"or CSV, which an engine scans; {read} is read in memory: "
+                                f"drop {' and '.join(given)}")
 
 
 def _refuse_score_columns(args: argparse.Namespace) -> None:
