@@ -276,6 +276,22 @@ def test_cli_engine_flag_gives_the_memory_numbers_and_says_which_engine(tmp_path
         assert abs(rows["duckdb"][model][1] - se) <= 1e-12 * se
 
 
+@pytest.mark.parametrize("flags", [["--engine", "duckdb"], ["--memory", "1G"]])
+def test_engine_flags_on_a_score_table_are_a_one_line_error(tmp_path, capsys, flags):
+    """A per-question score table is read in memory: --engine duckdb or --memory would be
+    ignored, so they are refused in one line that says why."""
+    from winrate.cli import main
+
+    scores = pd.DataFrame({"question_id": np.repeat(np.arange(20), 3),
+                           "model": np.tile(["x", "y", "z"], 20),
+                           "correct": np.random.default_rng(0).integers(0, 2, 60)})
+    path = tmp_path / "scores.csv"
+    scores.to_csv(path, index=False)
+    assert main(["leaderboard", str(path), "--format", "scores", *flags]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "read in memory" in err[0] and flags[0] in err[0]
+
+
 def test_memory_sizes_parse():
     from winrate.cli import _byte_size
 
