@@ -15,11 +15,34 @@ import numpy as np
 
 from winrate import estimators, notes
 from winrate.errors import WinrateInputError
-from winrate.io.logs import ClusterAxis, ComparisonLog
+from winrate.io.logs import ComparisonLog
 from winrate.io.scan import KEY, Scan
 from winrate.progress import bar
 from winrate.variance.buckets import EngineSums, KeyFit
 from winrate.variance.cluster_sums import ClusterSums, memory_sums
+
+
+class ScanAxis:
+    """A cluster axis of a scan as the driver knows it: its number of clusters, counted by
+    the engine, and the few labels it has seen -- the least (code 0) and each term's
+    largest clusters, coded as they come (:meth:`code`) -- never the whole list."""
+
+    def __init__(self, n_clusters: int, least):
+        self.n_clusters = n_clusters
+        self._labels = [least]
+        self._codes = {least: 0}
+
+    @property
+    def labels(self) -> np.ndarray:
+        return np.array(self._labels, dtype=object)
+
+    def code(self, labels) -> np.ndarray:
+        """Codes of ``labels`` among those seen, new ones added."""
+        for label in labels:
+            if label not in self._codes:
+                self._codes[label] = len(self._labels)
+                self._labels.append(label)
+        return np.array([self._codes[label] for label in labels], np.int64)
 
 
 @dataclass
@@ -28,7 +51,7 @@ class ScanDesign:
     codes stay with the engine), the number of rows, and the scan pass 2 reads."""
 
     scan: Scan
-    axes: dict[str, ClusterAxis]
+    axes: dict[str, ScanAxis]
     n_rows: int
     n_comparisons: float
     key_axes: tuple[str, ...]
@@ -49,7 +72,6 @@ class ScanDesign:
         naive = memory_sums(log, board, (), strata)
         if not clustering:
             return naive
-        sizes = [self.axes[name].n_clusters for name in clustering]
         self.n_terms = 2 ** len(clustering) - 1
 
         def shown(terms):
@@ -57,7 +79,8 @@ class ScanDesign:
                        progress=progress)
 
         return EngineSums(_key_fit(log, board, strata, self.n_keys), self.scan, clustering,
-                          sizes, self.key_axes, board.bread, naive, shown)
+                          [self.axes[name] for name in clustering], self.key_axes,
+                          board.bread, naive, shown)
 
 
 def _key_fit(log: ComparisonLog, board, strata, n_keys: int) -> KeyFit:
@@ -108,6 +131,6 @@ def scanned_log(scan: Scan, model: str | None, board=None,
         raise WinrateInputError(f"model {estimator.name!r} reads the {missing[0]} axis, "
                                 "which the scanned log does not have")
     log, n_rows = scan.key_log(key_axes)
-    axes = {name: ClusterAxis(None, scan.dictionary(name)[0]) for name in scan.columns.axes}
+    axes = {name: ScanAxis(*scan.axis_size(name)) for name in scan.columns.axes}
     return log, ScanDesign(scan, axes, n_rows, log.n_comparisons, key_axes,
                            int(log.axes[KEY].labels.max()) + 1)

@@ -184,26 +184,35 @@ class Scan:
         self.key_log(axes)
         return self._cache[("raw keys", axes)]
 
-    def raw_labels(self, axis: str) -> pd.Series:
-        """An axis' labels as the engine holds them, in the order of their codes."""
-        self.dictionary(axis)
-        return self._cache[("raw labels", axis)]
-
-    def dictionary(self, axis: str) -> tuple[np.ndarray, np.ndarray]:
-        """An axis' labels (in the order of their codes) and the rows of each."""
+    def axis_size(self, axis: str) -> tuple[int, object]:
+        """An axis' number of clusters (labels among the rows of positive weight) and its
+        least label as a file read in memory gives it, counted by the engine (the labels
+        stay there); an error for a missing label."""
         cached = self._cache.get(("axis", axis))
         if cached is not None:
             return cached
-        col = _quote(self.columns.axes[axis])
-        frame = self._query_frame(f"SELECT {col} AS label, COUNT(*) AS n FROM {self.table}"
-                                  f"{self._positive()} GROUP BY {col}")
-        check_rows(frame["label"].isna().to_numpy(), self.columns.axes[axis], "missing value",
-                    GroupedRows(frame["n"].to_numpy(np.int64), self._name()))
-        self._check_decoded(frame, ["label"])
-        self._cache[("raw labels", axis)] = frame["label"]
-        result = (_as_read(frame["label"]).to_numpy(), frame["n"].to_numpy(np.int64))
+        name = self.columns.axes[axis]
+        col = _quote(name)
+        frame = self._query_frame(
+            f"SELECT COUNT(DISTINCT {col}) AS n, MIN({col}) AS least, "
+            f"SUM(CASE WHEN {col} IS NULL THEN 1 ELSE 0 END) AS missing "
+            f"FROM {self.table}{self._positive()}")
+        missing = int(frame["missing"].fillna(0).iloc[0])
+        check_rows(np.array([missing > 0]), name, "missing value",
+                   GroupedRows(np.array([missing], np.int64), self._name()))
+        if self._reads_decoded_text():
+            bad = self._query_frame(f"SELECT COUNT(*) AS n FROM {self.table} "
+                                    f"WHERE {col} LIKE '%\ufffd%'").iloc[0, 0]
+            if bad:
+                diagnose_parts(self.source)
+        result = (int(frame["n"].iloc[0]), self.read_labels(frame["least"])[0])
         self._cache[("axis", axis)] = result
         return result
+
+    @staticmethod
+    def read_labels(values: pd.Series) -> np.ndarray:
+        """Labels the engine returned, as a file read in memory gives them."""
+        return _as_read(values).to_numpy()
 
     # ------------------------------------------------------------------ pass 2
 
@@ -262,13 +271,17 @@ class Scan:
                 f"FROM {self.table} AS s JOIN {keys} AS k ON {joined}{where} "
                 f"GROUP BY {', '.join(clusters)}, k.winrate_key")
 
+    def _reads_decoded_text(self) -> bool:
+        """Whether text may hold replacement characters (Spark reading CSV / TSV files)."""
+        return (self.mode == "spark" and isinstance(self.source, (str, os.PathLike))
+                and not is_uri(self.source) and source_files(self.source)[1] != "parquet")
+
     def _check_decoded(self, frame: pd.DataFrame, columns: list[str]) -> None:
         """Text an engine decoded with replacement characters (Spark reads bytes that are
         not UTF-8 so, where DuckDB and the in-memory reader refuse them): the in-memory
         reader's error for the part that is not UTF-8 (its line), as on every engine. Only
         Spark reading CSV / TSV files needs the look (DuckDB and Parquet refuse such bytes)."""
-        if self.mode != "spark" or not isinstance(self.source, (str, os.PathLike)) \
-                or is_uri(self.source) or source_files(self.source)[1] == "parquet":
+        if not self._reads_decoded_text():
             return
         for col in columns:
             values = frame[col]

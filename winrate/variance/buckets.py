@@ -115,25 +115,26 @@ def _entries(influence, rows: np.ndarray) -> sp.coo_array:
 
 class EngineSums(ClusterSums):
     """:class:`~winrate.variance.cluster_sums.ClusterSums` of a key ``fit`` reduced in
-    the ``scan``'s engine (module doc) for the ``clustering`` axes; ``sizes`` each axis'
-    clusters in the scan's dictionary, ``key_axes`` the axes pass 1 grouped by. The naive
+    the ``scan``'s engine (module doc) for the ``clustering`` axes; ``axes`` those axes as
+    the driver knows them (their sizes; the labels of the largest clusters are coded
+    there: :class:`winrate.inference.scanned.ScanAxis`), ``key_axes`` the axes pass 1
+    grouped by. The naive
     meat is the key log's (``naive``: the in-memory sums of the key fit, which stand for
     every row). Each correction's terms are one reduction (CR2 another); the designs come
     with the first."""
 
-    def __init__(self, fit: KeyFit, scan: Scan, clustering: tuple[str, ...],
-                 sizes: list[int], key_axes: tuple[str, ...], bread, naive: ClusterSums,
-                 progress=None):
+    def __init__(self, fit: KeyFit, scan: Scan, clustering: tuple[str, ...], axes: list,
+                 key_axes: tuple[str, ...], bread, naive: ClusterSums, progress=None):
         super().__init__(bread, fit.n_per_model)
         self.fit, self.scan, self.clustering = fit, scan, clustering
-        self.sizes, self.key_axes = sizes, key_axes
+        self.axes, self.key_axes = axes, key_axes
         self.naive, self.progress = naive, progress
         self._meats: dict[bool, list[GroupMeat]] = {}
         self._designs: list[AxisDesign] | None = None
 
     @property
     def n_clusters(self) -> tuple[int, ...]:
-        return tuple(self.sizes)
+        return tuple(axis.n_clusters for axis in self.axes)
 
     def naive_meat(self, correction: str) -> np.ndarray:
         return self.naive.naive_meat(correction)
@@ -205,8 +206,8 @@ class EngineSums(ClusterSums):
         argmax = np.full(q, -1, np.int64)
         if len(dims) == 1:
             top = query(sql.largest(totals, dims[0]))
-            labels = pd.Index(self.scan.raw_labels(self.clustering[dims[0]]))
-            argmax[top["col"].to_numpy()] = labels.get_indexer(top["label"])
+            labels = self.scan.read_labels(top["label"])
+            argmax[top["col"].to_numpy()] = self.axes[dims[0]].code(labels)
             argmax[found["largest"] <= 0] = -1
         return GroupMeat(meat, n_groups, found["largest"], argmax, found["row_squares"],
                          found["spread"], found["fourth"])
