@@ -201,3 +201,25 @@ def write_doc_inputs(folder: Path) -> None:
                                                     ("vicuna-13b", "llama-13b"))
              for turn in (1, 2)]
     mt_bench_pair(folder / "gpt-4_pair.jsonl", pairs)
+
+
+def eee_instances(path: Path, evaluation_id: str, model: str, name: str,
+                  scores, correct=None) -> Path:
+    """Every Eval Ever instance-level JSON Lines (``instance_level_eval.schema.json``,
+    ``instance_level_eval_0.2.1``): the required fields of a single-turn sample."""
+    correct = [s >= 0.5 for s in scores] if correct is None else correct
+    lines = [{"schema_version": "instance_level_eval_0.2.1",
+              "evaluation_id": evaluation_id, "model_id": model, "evaluation_name": name,
+              "sample_id": f"{name}_{k:04d}", "sample_hash": f"{k:064x}",
+              "interaction_type": "single_turn",
+              "input": {"raw": f"question {k}", "reference": ["A"], "choices": None},
+              "output": {"raw": ["A"]}, "messages": None,
+              "answer_attribution": [{"turn_idx": 0, "source": "output.raw",
+                                      "extracted_value": "A", "extraction_method": "regex",
+                                      "is_terminal": True}],
+              "evaluation": {"score": float(score), "is_correct": bool(ok)},
+              "metadata": {"subject": "physics" if k % 2 else "law"}}
+             for k, (score, ok) in enumerate(zip(scores, correct, strict=True))]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path

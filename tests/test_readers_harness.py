@@ -154,3 +154,38 @@ def test_harness_flags_reach_the_reader(tmp_path, capsys):
     assert "choose one (metric=)" in capsys.readouterr().err
     assert main(["leaderboard", str(out), "--format", "arena", "--metric", "acc"]) == 2
     assert "--metric applies to --format lm_eval only" in capsys.readouterr().err
+
+
+def test_every_eval_ever_instances(tmp_path):
+    grades = np.round(RNG.random(30), 2)
+    fx.eee_instances(tmp_path / "a_samples.jsonl", "gsm8k/org/m/1", "org/m", "gsm8k", grades)
+    fx.eee_instances(tmp_path / "b_samples.jsonl", "gsm8k/org/m/2", "org/m", "gsm8k", ACC_A[:30])
+    frame = read_format(tmp_path, "eee")
+    wide = frame.pivot(index="question", columns="model", values="score")
+    questions = [f"gsm8k/gsm8k_{k:04d}" for k in range(30)]
+    np.testing.assert_array_equal(wide.loc[questions, "org/m@gsm8k/org/m/1"], grades)
+    np.testing.assert_array_equal(wide.loc[questions, "org/m@gsm8k/org/m/2"], ACC_A[:30])
+    correct = read_format(tmp_path / "a_samples.jsonl", "eee", value="is_correct")
+    np.testing.assert_array_equal(correct["score"], (grades >= 0.5).astype(float))
+    assert set(read_log(tmp_path, "eee").axes) == {"prompt", "task"}
+
+
+def test_every_eval_ever_errors(tmp_path):
+    path = fx.eee_instances(tmp_path / "a.jsonl", "e", "m", "t", [0.5, 7.0])
+    with pytest.raises(WinrateInputError, match=r"evaluation.score is missing, not a number "
+                                                r"or outside \[0, 1\] in line\(s\) 2$"):
+        read_format(path, "eee")
+    path.write_text('{"evaluation_id": "e", "model_id": "m", "sample_id": "1", '
+                    '"evaluation": {"score": 1}}\n')
+    with pytest.raises(WinrateInputError, match=r"field 'evaluation_name' missing in "
+                                                r"line\(s\) 1"):
+        read_format(path, "eee")
+
+
+def test_harness_files_are_detected(tmp_path):
+    from winrate.io.formats import detect_format
+
+    eee = fx.eee_instances(tmp_path / "x_samples.jsonl", "e", "m", "t", [1.0])
+    lm = fx.lm_eval_run(tmp_path, "m", fx.LM_EVAL_DATE[0], "arc_easy", {"acc": [1.0]})
+    log = fx.inspect_eval(tmp_path / "a.eval", "m", "t", {1: ["C"]})
+    assert [detect_format(p) for p in (eee, lm, log)] == ["eee", "lm_eval", "inspect"]

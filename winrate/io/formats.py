@@ -204,7 +204,8 @@ def read_log(path, name: str, **options) -> ComparisonLog | ScoreTable:
 def detect_format(path) -> str | None:
     """The reader format a file's own layout names, where that is unambiguous: an
     Inspect ``.eval`` log, an lm-eval ``samples_<task>_<date>.jsonl``, MT-Bench pairwise
-    judgments (``model_1, model_2, g1_winner, g2_winner``) or one LMArena battle layout
+    judgments (``model_1, model_2, g1_winner, g2_winner``), Every Eval Ever instances
+    (``model_id, sample_id, evaluation``) or one LMArena battle layout
     (:func:`winrate.io.arena_layouts.detect_layout`); None for anything else, a folder,
     and any file with the columns of a comparison log (``model_a, model_b, outcome``)."""
     path = Path(path)
@@ -220,6 +221,8 @@ def detect_format(path) -> str | None:
         return None
     if {"model_1", "model_2", "g1_winner", "g2_winner"} <= columns:
         return "mt_bench"
+    if {"model_id", "sample_id", "evaluation"} <= columns:
+        return "eee"
     marks = [mark for mark in ARENA_MARKS.values() if mark in columns]
     return "arena" if len(marks) == 1 and {"model_a", "model_b"} <= columns else None
 

@@ -43,6 +43,14 @@ Formats (:data:`HARNESS_FORMATS`)
     error naming the file and sample. One scorer must be chosen where samples carry
     several (``scorer=``); a dict value needs ``key=``. Several epochs of a sample are
     averaged (Inspect's default ``mean`` reducer); ``epochs`` counts them.
+``eee``
+    Every Eval Ever instance-level JSON Lines (github.com/evaleval/every_eval_ever,
+    ``instance_level_eval.schema.json``, version ``instance_level_eval_0.2.1``), the
+    format its converters write from Inspect, HELM and lm-eval: one object per (model,
+    sample) with ``evaluation_id``, ``model_id``, ``evaluation_name``, ``sample_id`` and
+    ``evaluation{score, is_correct}``. The question is ``<evaluation_name>/<sample_id>``,
+    the run ``evaluation_id``; the score is ``evaluation.score`` (in [0, 1]), or with
+    ``value="is_correct"`` the 0/1 of ``evaluation.is_correct``.
 """
 
 from __future__ import annotations
@@ -62,14 +70,15 @@ from winrate.io.scores import score_table
 __all__ = ["HARNESS_FORMATS", "harness_scores", "inspect_value", "read_harness"]
 
 #: The harness log formats of :func:`read_harness`.
-HARNESS_FORMATS = ("lm_eval", "inspect")
+HARNESS_FORMATS = ("lm_eval", "inspect", "eee")
 _COLUMNS = ("question", "model", "score", "task", "metric")
 
 
 def read_harness(path, name: str, **options) -> pd.DataFrame:
     """The long table of the logs under ``path`` in harness format ``name`` (module doc);
-    ``options``: lm_eval ``metric``, ``filter``; inspect ``scorer``, ``key``."""
-    readers = {"lm_eval": _read_lm_eval, "inspect": _read_inspect}
+    ``options``: lm_eval ``metric``, ``filter``; inspect ``scorer``, ``key``; eee
+    ``value``."""
+    readers = {"lm_eval": _read_lm_eval, "inspect": _read_inspect, "eee": _read_eee}
     if name not in readers:
         raise WinrateInputError(f"unknown harness format {name!r}; available: "
                                 f"{', '.join(HARNESS_FORMATS)}")
@@ -346,3 +355,40 @@ def _json_file(where, read) -> dict:
     if not isinstance(data, dict):
         raise WinrateInputError(f"{where}: expected a JSON object")
     return data
+
+
+# --------------------------------------------------------------------------- eee
+
+_EEE_FIELDS = ("evaluation_id", "model_id", "evaluation_name", "sample_id", "evaluation")
+
+
+def _read_eee(paths: Sequence, *, value: str = "score") -> pd.DataFrame:
+    """Every Eval Ever instance-level JSON Lines files (module docstring)."""
+    if value not in ("score", "is_correct"):
+        raise WinrateInputError(f"eee: value must be 'score' or 'is_correct', got {value!r}")
+    files = _files(paths, (".jsonl",), "Every Eval Ever instance-level .jsonl file")
+    return pd.concat([_eee_file(path, value) for path in files], ignore_index=True)
+
+
+def _eee_file(path: Path, value: str) -> pd.DataFrame:
+    records = _json_lines(path)
+    lines = np.arange(1, len(records) + 1)
+    for field in _EEE_FIELDS:
+        missing = np.array([field not in r for r in records])
+        if missing.any():
+            raise WinrateInputError(f"{path}: field {field!r} missing in line(s) "
+                                    f"{first_rows(missing, lines)}")
+    raw = [(r["evaluation"] or {}).get(value) if isinstance(r["evaluation"], dict) else None
+           for r in records]
+    score = np.array([_number(v) for v in raw], dtype=float)
+    bad = ~((score >= 0) & (score <= 1))
+    if bad.any():
+        raise WinrateInputError(f"{path}: evaluation.{value} is missing, not a number or "
+                                f"outside [0, 1] in line(s) {first_rows(bad, lines)}")
+    name = pd.Series([str(r["evaluation_name"]) for r in records], dtype=object)
+    sample = pd.Series([str(r["sample_id"]) for r in records], dtype=object)
+    return pd.DataFrame({"question": name + "/" + sample,
+                         "model": [str(r["model_id"]) for r in records], "score": score,
+                         "task": name, "metric": f"evaluation.{value}",
+                         "run_id": [str(r["evaluation_id"]) for r in records],
+                         "file": str(path)})
