@@ -110,6 +110,20 @@ Formats (:data:`LOG_FORMATS`)
     ``token_len``, ``header_count``, ``list_count``, ``bold_count``, as in clean_battle.
     A record whose ``games`` is not two games, or a game with an unknown verdict, is an
     error; ``skip_malformed=True`` skips them and counts them in a note.
+``arena``, ``mt_bench``
+    LMArena's three public battle tables (55k, 100k, 140k; CSV, Parquet or JSON Lines,
+    the layout told by the columns) and MT-Bench's pairwise judgments:
+    :mod:`winrate.io.arena_layouts`. Their categories (``language``, ``is_code``,
+    ``category_*``), ``turn`` and ``judge_prompt`` are further columns, read by
+    :func:`read_log` as clustering axes.
+``lm_eval``, ``inspect``, ``eee``
+    Evaluation harness logs (lm-evaluation-harness ``--log_samples``, Inspect AI ``.eval``
+    / ``.json``, Every Eval Ever instance-level JSON Lines): per-question scores, not
+    comparisons (:mod:`winrate.io.harness`); :func:`read_format` gives their long table
+    and :func:`read_log` a :class:`~winrate.io.logs.ScoreTable` of the runs.
+
+:func:`detect_format` names the format of a file in one of these layouts when that is
+unambiguous (the command line then reads it without a format).
 """
 
 from __future__ import annotations
