@@ -96,20 +96,46 @@ def blocked_loads(driver) -> list[str]:
     return driver.execute_script("return window.__violations || [];")
 
 
-def table_rows(driver, table_id: str = "leaderboard") -> list[list[str]]:
-    """The text of every body cell of a table, row by row, in the order shown."""
+def table_rows(driver, table_id: str = "leaderboard", shown: bool = False) -> list[list[str]]:
+    """The text of every body cell of a table, row by row, in the order shown (a model
+    cell's name without its badges); only the rows not hidden when ``shown``."""
     return driver.execute_script(
-        "var t = document.getElementById(arguments[0]); if (!t) { return []; }"
-        "return Array.prototype.map.call(t.tBodies[0].rows, function (r) {"
-        "  return Array.prototype.map.call(r.cells, function (c) { return c.textContent; });"
-        "});", table_id)
+        "var t = document.getElementById(arguments[0]), only = arguments[1];"
+        "if (!t) { return []; }"
+        "var rows = Array.prototype.filter.call(t.tBodies[0].rows, function (r) {"
+        "  return !only || !r.hidden; });"
+        "return rows.map(function (r) {"
+        "  return Array.prototype.map.call(r.cells, function (c) {"
+        "    var name = c.querySelector('.name'); return (name || c).textContent; });"
+        "});", table_id, shown)
 
 
 def header_labels(driver, table_id: str = "leaderboard") -> list[str]:
+    """Each header cell's column key (``data-key``: rank, model, score, ci, sim, rank_set,
+    n, ...), else its button's text, else ''."""
     return driver.execute_script(
         "var t = document.getElementById(arguments[0]);"
         "return Array.prototype.map.call(t.tHead.rows[0].cells, function (c) {"
-        "  var b = c.querySelector('button'); return b ? b.textContent : ''; });", table_id)
+        "  var b = c.querySelector('button');"
+        "  return c.getAttribute('data-key') || (b ? b.textContent : ''); });", table_id)
+
+
+def layout(driver) -> dict:
+    """Where the leaderboard sits in the viewport (CSS pixels): the first body row's top
+    and bottom, the viewport's height, the table box's scroll and client widths, and per
+    visible model cell whether its content is clipped (scroll width past its box) and the
+    text shown."""
+    return driver.execute_script(
+        "var t = document.getElementById('leaderboard');"
+        "var row = t.tBodies[0].rows[0].getBoundingClientRect();"
+        "var box = t.parentNode;"
+        "var cells = Array.prototype.filter.call(t.querySelectorAll('td.model'),"
+        "  function (c) { return !c.parentNode.hidden; });"
+        "return {row_top: row.top, row_bottom: row.bottom, viewport: window.innerHeight,"
+        "  box_scroll: box.scrollWidth, box_client: box.clientWidth,"
+        "  clipped: cells.filter(function (c) { return c.scrollWidth > c.clientWidth + 1;"
+        "    }).map(function (c) { return c.getAttribute('data-v'); }),"
+        "  labels: cells.map(function (c) { return c.querySelector('.name').innerText; })};")
 
 
 def horizontal_overflow(driver) -> int:
@@ -152,9 +178,13 @@ def _parse_number(shown: str) -> float | None:
     return None if shown == "\u2014" else float(shown.replace(",", ""))
 
 
-def _parse_interval(shown: str) -> tuple[float | None, float | None]:
+def _parse_interval(shown: str, score: float | None) -> tuple[float | None, float | None]:
+    """``[low, high]``, or ``+up/-down`` about ``score`` (the document's, shown scale)."""
     if shown == "\u2014":
         return None, None
+    if shown.startswith("+"):
+        up, down = shown[1:].split("/-")
+        return score - _parse_number(down), score + _parse_number(up)
     low, high = shown.strip("[]").split(", ")
     return _parse_number(low), _parse_number(high)
 
@@ -168,8 +198,7 @@ def table_problems(doc: dict, header: list[str], rows: list[list[str]]) -> list[
     scale = doc["settings"]["scale"]
     factor, tolerance = scale["factor"], 0.5 * 10.0 ** -scale["decimals"]
     col = {label: j for j, label in enumerate(header)}
-    ci = next(j for label, j in col.items() if label.endswith(" CI"))
-    sim = next((j for label, j in col.items() if label.endswith(" simult.")), None)
+    ci, sim = col["ci"], col.get("sim")
     by_model = {}
     for row in rows:
         by_model.setdefault(row[col["model"]], []).append(row)
@@ -188,10 +217,11 @@ def table_problems(doc: dict, header: list[str], rows: list[list[str]]) -> list[
             continue
         row = found[0]
         checks = [("score", _parse_number(row[col["score"]]), doc["score"][i])]
-        low, high = _parse_interval(row[ci])
+        score = factor * doc["score"][i] if doc["score"][i] is not None else None
+        low, high = _parse_interval(row[ci], score)
         checks += [("ci_low", low, doc["ci_low"][i]), ("ci_high", high, doc["ci_high"][i])]
         if doc.get("sim_low") is not None:
-            low, high = _parse_interval(row[sim]) if sim is not None else (None, None)
+            low, high = _parse_interval(row[sim], score) if sim is not None else (None, None)
             checks += [("sim_low", low, doc["sim_low"][i]), ("sim_high", high,
                                                              doc["sim_high"][i])]
         problems += [f"{model!r}: {key} shows {shown}, the document has {value}"
@@ -199,7 +229,7 @@ def table_problems(doc: dict, header: list[str], rows: list[list[str]]) -> list[
         if doc.get("rank_low") is not None:
             expected = (f"{doc['rank_low'][i]}\u2013{doc['rank_high'][i]}"
                         if doc["rank_low"][i] is not None else "\u2014")
-            if row[col["rank set"]] != expected:
-                problems.append(f"{model!r}: rank set {row[col['rank set']]!r}, expected "
+            if row[col["rank_set"]] != expected:
+                problems.append(f"{model!r}: rank set {row[col['rank_set']]!r}, expected "
                                 f"{expected!r}")
     return problems

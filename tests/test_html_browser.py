@@ -103,7 +103,8 @@ def shown(driver):
 
 def without_row(page: str, model_index: int) -> str:
     """The page with one model's row taken out (a renderer that lost a model)."""
-    return re.sub(rf'<tr data-i="\d+" data-m="{model_index}">.*?</tr>\n?', "", page, count=1)
+    return re.sub(rf'<tr data-i="\d+" data-m="{model_index}"[^>]*>.*?</tr>\n?', "", page,
+                  count=1)
 
 
 def unescaped(doc: dict) -> str:
@@ -273,5 +274,10 @@ def test_committed_example_opens_clean(name, desktop, phone):
         assert browser.horizontal_overflow(driver) == 0
         if doc["schema"] == "winrate.leaderboard/1":
             assert browser.table_problems(doc, *shown(driver)) == []
+            where = browser.layout(driver)
+            assert where["row_bottom"] <= where["viewport"]  # a row on the first screen
+            assert where["clipped"] == []  # every name whole
+            if driver is desktop:
+                assert where["box_scroll"] <= where["box_client"]  # fits 1280 px
         else:
             assert sorted(row[1] for row in browser.table_rows(driver)) == sorted(doc["models"])

@@ -107,7 +107,7 @@ def test_the_policy_allows_only_the_pages_own_script_and_style(hostile_page):
     assert directives["script-src"] == sha(parsed.scripts[1])
     assert directives["style-src"] == sha(parsed.styles[0])
     links = [v for _, attrs in parsed.tags for k, v in attrs.items() if k in ("src", "href")]
-    assert links and all(v == "#" or v.startswith("data:") for v in links)
+    assert links and all(v.startswith(("#", "data:")) for v in links)  # no load, no link out
 
 
 def test_same_document_gives_the_same_bytes(hostile):
@@ -226,6 +226,11 @@ def test_cli_writes_the_page_and_checks_the_path_first(simulated_log_file, tmp_p
 sys.path.insert(0, str(ROOT / "scripts"))
 from html_examples import EXAMPLES  # noqa: E402
 from html_examples import document as example_document  # noqa: E402
+from html_examples import render as render_example  # noqa: E402
+
+#: A Python literal that leaked into a note's text: an empty or quoted-string list, dict or
+#: tuple, or None.
+PYTHON_LITERAL = re.compile(r"\[\]|\{\}|\(\)|\['|\bNone\b")
 
 
 def embedded(page: str) -> dict:
@@ -237,7 +242,24 @@ def test_committed_page_is_what_the_renderer_makes_of_its_document(name):
     page = (DOCS / f"{name}.html").read_text(encoding="utf-8")
     version = re.search(r'<meta name="generator" content="winrate ([^"]+)">', page).group(1)
     doc = embedded(page)
-    assert html_page.render(doc, version, EXAMPLES[name].title) == page
+    assert render_example(EXAMPLES[name], doc, version, name) == page
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_committed_page_has_no_deprecated_note_and_no_python_literal(name):
+    page = (DOCS / f"{name}.html").read_text(encoding="utf-8")
+    found = embedded(page)["notes"]
+    assert not [n for n in found if n["code"] == "deprecated" or "deprecat" in n["text"]]
+    assert not [n["text"] for n in found if PYTHON_LITERAL.search(n["text"])]
+    assert 'data-code="deprecated"' not in page
+
+
+def test_the_literal_check_catches_what_it_is_for():
+    for leaked in ("the log has no axis (it has [])", "names ['a', 'b']", "value None",
+                   "options {}", "call ()"):
+        assert PYTHON_LITERAL.search(leaked)
+    assert not PYTHON_LITERAL.search("the log has no 'prompt' axis (read_comparisons' "
+                                     "prompt_col, 'prompt_id' by default)")
 
 
 def _assert_close(ours, fresh, where="doc"):

@@ -119,9 +119,9 @@ def _add_format_arguments(parser: argparse.ArgumentParser) -> None:
         "--games", choices=("combined", "both"), default=None,
         help="combined (default): one row per judgment, a win only when both position "
              "orders agree (FastChat's count); both: each order a row")
-    harness = section(parser, "--format lm_eval / inspect")
+    harness = section(parser, "--format lm_eval / inspect / helm")
     harness.add_argument("--metric", default=None,
-                         help="lm_eval: the metric, where the samples carry several")
+                         help="lm_eval, helm: the metric, where the samples carry several")
     harness.add_argument("--filter", default=None,
                          help="lm_eval: the filter, where a task is logged under several")
     harness.add_argument("--scorer", default=None,
@@ -151,6 +151,9 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--html", metavar="PATH",
                        help="write the report as one self-contained web page here (sortable "
                             "table, interval charts, notes; loads nothing from the network)")
+    group.add_argument("--title", help="the web page's title (default: the dataset or input "
+                                       "file and the report's kind)")
+    group.add_argument("--description", help="a paragraph under the web page's title")
     add_progress_argument(parser)
 
 
@@ -162,9 +165,9 @@ def add_progress_argument(parser: argparse.ArgumentParser) -> None:
              "(default: only when stderr is a terminal)")
 
 
-def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
+def add_analysis_arguments(parser: argparse.ArgumentParser, extra_methods: tuple = ()) -> None:
     """The log and how it is analysed (estimator, clustering, level, variance method):
-    shared by ``leaderboard`` and ``check``."""
+    shared by ``leaderboard`` and ``check`` (whose ``extra_methods`` add ``best``)."""
     add_input_arguments(parser)
     add_estimator_arguments(parser)
     group = section(parser, "variance")
@@ -176,10 +179,13 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--reference", default=None, choices=("normal", "t"),
                        help="critical values: normal, or t with G - 1 df (default: the "
                             "method's; auto picks t(G - 1) below 50 clusters)")
-    group.add_argument("--method", default="auto", choices=VARIANCE_METHODS,
+    group.add_argument("--method", default="auto", choices=(*VARIANCE_METHODS, *extra_methods),
                        help="variance: auto (default: chosen from the design, the report "
                             "says which and why), sandwich, jackknife (CV3J + t(G-1)) or "
-                            "bootstrap (wild / cluster / pigeonhole by the clustering)")
+                            "bootstrap (wild / cluster / pigeonhole by the clustering)"
+                            + ("; best: check auto and every other method on this design "
+                               "and report the narrowest whose coverage meets the level"
+                               if "best" in extra_methods else ""))
     group.add_argument("--bootstrap-reps", type=int, default=999,
                        help="bootstrap replicates for --method bootstrap (default 999)")
     group.add_argument("--seed", type=int, default=0,
@@ -198,6 +204,14 @@ def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--plot", metavar="PATH",
                        help="write a forest plot and a rank-interval plot (PNG) here; "
                             "implies --simultaneous and --ranks")
+    group.add_argument("--models-meta", metavar="FILE",
+                       help="model metadata for the web page, CSV or JSON: model, "
+                            "organisation, licence, url, flags (badges such as baseline, "
+                            "null model, deprecated) and any other columns, shown and "
+                            "searchable")
+    group.add_argument("--ci-style", choices=("brackets", "plusminus"), default="brackets",
+                       help="intervals on the web page as [low, high] (default) or as "
+                            "+up/-down about the score, as LMArena prints them")
     add_output_arguments(parser)
     add_engine_arguments(parser)
 
@@ -329,6 +343,7 @@ _FORMAT_FLAGS = (
     ("arena", "layout", "--layout", None),
     ("mt_bench", "games", "--games", None),
     ("lm_eval", "metric", "--metric", None),
+    ("helm", "metric", "--metric", None),
     ("lm_eval", "filter", "--filter", None),
     ("inspect", "scorer", "--scorer", None),
 )
@@ -339,12 +354,13 @@ def _format_options(args: argparse.Namespace) -> dict:
     options = {}
     for fmt, option, flag, unset in _FORMAT_FLAGS:
         value = getattr(args, option, unset)
-        if value == unset:
-            continue
+        if value == unset or (option == "baseline" and fmt != args.format):
+            continue  # --baseline is also the estimator's
+        owners = [owner for owner, _, name, _ in _FORMAT_FLAGS if name == flag]
+        if args.format not in owners:
+            raise WinrateInputError(f"{flag} applies to --format {' / '.join(owners)} only")
         if fmt == args.format:
             options[option] = value
-        elif option != "baseline":  # --baseline is also the estimator's
-            raise WinrateInputError(f"{flag} applies to --format {fmt} only")
     return options
 
 
@@ -378,6 +394,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     check_output_flags(args, ("json", "csv", "plot", "html"))
     if getattr(args, "by", None):
         return _leaderboard_by(args)
+    meta = read_meta(args)
     result = analyze_input(args, _joint_flags(args))
     if getattr(args, "plot", None):
         from winrate.progress import stage
@@ -399,7 +416,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if args.html:
         from winrate.report.leaderboard import to_dict
 
-        write_page(to_dict(result), args, "leaderboard")
+        write_page(to_dict(result), args, "leaderboard", meta=meta, ci_style=args.ci_style)
     _print_report(result, args.table_format)
     if getattr(args, "pairwise", False):
         from winrate.report.leaderboard import format_pairwise
@@ -498,13 +515,25 @@ def _print_report(result, table_format: str = "text") -> None:
         print(note.line(), file=sys.stderr)
 
 
-def write_page(doc: dict, args: argparse.Namespace, kind: str) -> None:
+def read_meta(args: argparse.Namespace):
+    """--models-meta, read (and checked) before any analysis; None without it."""
+    if not getattr(args, "models_meta", None):
+        return None
+    from winrate.report.models_meta import read_models_meta
+
+    return read_models_meta(args.models_meta)
+
+
+def write_page(doc: dict, args: argparse.Namespace, kind: str, **options) -> None:
     """--html: the web page of the JSON document ``doc`` (:mod:`winrate.report.html_page`),
-    titled by the dataset or input file, e.g. "chatbot_arena leaderboard"."""
+    titled --title or by the dataset or input file, e.g. "chatbot_arena leaderboard", with
+    --description and the page ``options`` (the model metadata, the interval style)."""
     from winrate.report.html_page import publish
 
     source = args.dataset or os.path.basename(args.input or "") or "winrate"
-    publish(doc, args.html, title=f"{source} {kind}")
+    with notes.gathered(show=_on_stderr):  # the page's own notes (unknown metadata models)
+        publish(doc, args.html, title=args.title or f"{source} {kind}",
+                description=args.description, **options)
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -606,7 +635,7 @@ def run_eda(args: argparse.Namespace) -> int:
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
-    add_analysis_arguments(parser)
+    add_analysis_arguments(parser, ("best",))
     group = section(parser, "coverage check")
     group.add_argument("--reps", type=int, default=200,
                        help="simulated replications of the log (default 200, at least 20; "
@@ -647,11 +676,15 @@ def _check(args: argparse.Namespace) -> int:
         raise WinrateInputError(f"--fail-under must be a percentage in [0, 100], got "
                                 f"{args.fail_under}")
     check_output_flags(args, ("json",))
+    best = args.method == "best"  # the analysis runs auto's choice; the check tries them all
+    if best:
+        args.method = "auto"
     result = analyze_input(args, {})
     for note in result.notes:
         print(note.line(), file=sys.stderr)
     with notes.gathered(show=_on_stderr):  # the check's notes as they come (how long it takes)
-        check = check_coverage(result, reps=args.reps, seed=args.seed, workers=args.workers)
+        check = check_coverage(result, reps=args.reps, seed=args.seed, workers=args.workers,
+                               best=best)
     if args.json:
         text = json.dumps(check.to_dict(), indent=2)
         if args.json == "-":

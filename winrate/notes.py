@@ -95,6 +95,8 @@ CODES = {
     # issue 32, item 6: a running Spark session is used as it is
     "spark-driver-memory": "a running Spark session's driver has less memory than a session "
                            "winrate starts would get from the memory budget",
+    # issue 39: the leaderboard page's model metadata
+    "unknown-meta-models": "models in a model-metadata file that are not on the leaderboard",
 }
 
 
@@ -295,25 +297,32 @@ def dominant_cluster(axis: str, limit: float, n_flagged: int, worst_share: float
 
 
 def few_effective_clusters(axis: str, n_clusters: int, flagged: list[tuple[str, float]],
-                           method: str, correction: str, t_reference: bool) -> Note:
+                           critical: tuple[float, float], addressed: bool,
+                           auto_method: str) -> Note:
     """Models whose SE rests on fewer than :data:`FEW_EFFECTIVE` effective clusters G*
-    (Carter, Schnepel & Steigerwald 2017), ``flagged`` as (model, G*) fewest first; the
-    remedy depends on the variance ``method``, ``correction`` and reference in use."""
-    if method != "sandwich":
-        remedy = f"the {method} in use is less affected by this than the sandwich."
-    elif correction == "cr2" and t_reference:
-        remedy = ("CR2 with a t reference on each model's Pan-Wall df (the method in use) "
-                  "widens them for it.")
+    (Carter, Schnepel & Steigerwald 2017), ``flagged`` as (model, G*) fewest first. For the
+    first, ``critical``: the 95% critical value the method in use gives it and the one of
+    t(G* - 1); ``addressed``: the method in use already takes t on at most G* - 1 df;
+    ``auto_method``: what method 'auto' runs on such a design (the remedy otherwise)."""
+    worst, g_star = flagged[0]
+    now, wanted = critical
+    if addressed:
+        remedy = (f"the method in use allows for that with t on at most G* - 1 df (for "
+                  f"{worst}: a 95% critical value of {now:.2f}, against 1.96 for the normal).")
     else:
-        remedy = "compare with method 'jackknife'."
+        remedy = (f"with the method in use they are too narrow: method 'auto' widens them "
+                  f"({auto_method}: for {worst} a 95% critical value of {wanted:.2f} instead "
+                  f"of {now:.2f}, and a variance without CR1's downward bias); the coverage "
+                  "check with best=True reports the narrowest method that covers on this "
+                  "design.")
     shown = ", ".join(f"{m} ({g:.1f})" for m, g in flagged[:8])
     return Note(
         "few-effective-clusters",
         f"axis '{axis}': the SEs of {len(flagged)} model(s) rest on fewer than "
         f"{FEW_EFFECTIVE} effective {axis} clusters G* (of {n_clusters:,}): "
         f"{shown}{', ...' if len(flagged) > 8 else ''}. Their comparisons are concentrated "
-        f"in a few {axis}s, so their intervals behave as if clustered in that few "
-        f"and are rough; {remedy}", axis=axis, models=[m for m, _ in flagged])
+        f"in a few {axis}s, so their intervals behave as if clustered in that few; "
+        f"{remedy}", axis=axis, models=[m for m, _ in flagged])
 
 
 def engine_run(engine: str, reason: str, n_terms: int | None) -> Note:
@@ -836,3 +845,15 @@ def spark_driver_memory(have: int, share: int, budget: int) -> Note:
                 f"{budget / 2**30:.1f} GiB memory budget; a running session is used as it "
                 f"is: to give its driver that share, start it with "
                 f"spark.driver.memory={share >> 20}m", severity="note")
+
+
+# --------------------------------------------------------------------------- web page
+
+
+def unknown_meta_models(source: str, models: list[str]) -> Note:
+    """Models that a model-metadata file (``source``) describes but the leaderboard does not
+    hold: their metadata is not shown (a misspelt name, or a model left out of the log)."""
+    shown = ", ".join(models[:8]) + (f" and {len(models) - 8} more" if len(models) > 8 else "")
+    return Note("unknown-meta-models",
+                f"{plural(len(models), 'model')} in {source} not on the leaderboard, their "
+                f"metadata not shown: {shown}", severity="note", models=models)

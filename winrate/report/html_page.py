@@ -31,14 +31,16 @@ from importlib import resources
 from statistics import NormalDist
 from urllib.parse import quote
 
+from winrate import notes
 from winrate.errors import WinrateInputError
 from winrate.estimators.base import Scale as ScoreScale
 
 LEADERBOARD_SCHEMA = "winrate.leaderboard/1"
 EDA_SCHEMA = "winrate.eda/1"
 DASH = "\u2014"
+MINUS = "\u2212"
 #: Width and height (CSS pixels) of each model's interval chart.
-CHART_WIDTH, CHART_HEIGHT = 240, 24
+CHART_WIDTH, CHART_HEIGHT = 180, 24
 _CHART_PAD = 6
 #: Colours of the clusterings in the exploratory report's inflation chart, in order.
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -163,10 +165,12 @@ def nice_ticks(low: float, high: float, target: int = 5) -> list[float]:
 
 
 def th(label: str, sort: str | None = None, numeric: bool = True, sub: str = "",
-       cls: str = "") -> str:
-    """A header cell; sortable (a button) when ``sort`` is the first click's direction."""
+       cls: str = "", key: str = "") -> str:
+    """A header cell; sortable (a button) when ``sort`` is the first click's direction;
+    ``key`` names the column for scripts and tests (``data-key``)."""
     classes = " ".join(c for c in (cls, "" if numeric else "l") if c)
     attrs = f' class="{classes}"' if classes else ""
+    attrs += f' data-key="{text(key)}"' if key else ""
     inner = text(label)
     if sort:
         attrs += f' data-sort="{sort}"' + (' data-type="num"' if numeric else "")
@@ -182,10 +186,18 @@ def td(shown: str, value=None, cls: str = "num") -> str:
     return f'<td class="{cls}" data-v="{text(key)}">{text(shown)}</td>'
 
 
-def model_cell(name: str) -> str:
-    """The model's name, sorting by it; its full text also on hover (a long name is cut)."""
-    return (f'<td class="l model sticky-2" data-v="{text(name)}" title="{text(name)}">'
-            f"{text(name)}</td>")
+def model_cell(name: str, url: str | None = None, flags=(), maker: str = "") -> str:
+    """The model's whole name (it wraps, never cut), sorting by it; a link to ``url`` when
+    given; each of ``flags`` as a badge after the name; ``maker`` (its organisation) under
+    it, shown where the organisation's own column is not (a phone)."""
+    shown = text(name)
+    if url:
+        shown = f'<a href="{text(url)}" rel="noopener noreferrer">{shown}</a>'
+    badges = "".join(f'<span class="flag" data-flag="{text(flag)}">{text(flag)}</span>'
+                     for flag in flags)
+    org = f'<span class="org">{text(maker)}</span>' if maker else ""
+    return (f'<td class="l model sticky-2" data-v="{text(name)}"><span class="name">{shown}'
+            f"</span>{badges}{org}</td>")
 
 
 def table(table_id: str, head: list[str], rows: list[str], tall: bool = False) -> str:
@@ -226,16 +238,21 @@ def facts(items: list[tuple[str, str, str]]) -> str:
     return f'<ul class="facts">{cards}</ul>'
 
 
-def notes_section(doc: dict) -> str:
-    """Every note with its code, severity, axis and models (the ``notes`` key when the
-    document has it, else its ``warnings`` strings); nothing when there are none."""
-    notes = doc.get("notes")
-    if notes is None:
-        notes = [{"code": None, "severity": "warning", "text": w} for w in doc.get("warnings")
-                 or ()]
-    if not notes:
+def doc_notes(doc: dict) -> list[dict]:
+    """The document's notes: its ``notes`` key when it has one, else its ``warnings``
+    strings (a document written before notes had codes)."""
+    found = doc.get("notes")
+    if found is None:
+        found = [{"code": None, "severity": "warning", "text": w}
+                 for w in doc.get("warnings") or ()]
+    return found
+
+
+def notes_section(found: list[dict]) -> str:
+    """Every note with its code, severity, axis and models; nothing when there are none."""
+    if not found:
         return ""
-    items = [_note_item(note) for note in notes]
+    items = [_note_item(note) for note in found]
     return (f'<section id="notes"><h2>Notes ({len(items)})</h2>'
             f'<ul class="notes">{"".join(items)}</ul></section>')
 
@@ -277,9 +294,25 @@ def downloads(csv_html: str, stem: str) -> str:
     return f'<div class="downloads">{csv_html}{json_link}</div>'
 
 
-def page(title: str, lede: str, actions: str, body: str, doc: dict, version: str) -> str:
-    """The whole document: head with the policy, a header with ``title``, ``lede`` and
-    ``actions`` (the downloads), ``body``, the embedded JSON, the script."""
+@dataclass(frozen=True)
+class Heading:
+    """The top of a page: its title, the publisher's description (or None) and the lede
+    (what the page holds, in one line)."""
+
+    title: str
+    description: str | None
+    lede: str
+
+    def html(self, actions: str) -> str:
+        description = (f'<p class="description">{text(self.description)}</p>'
+                       if self.description else "")
+        return (f'<header class="top"><div><h1>{text(self.title)}</h1>{description}'
+                f'<p class="lede">{text(self.lede)}</p></div>{actions}</header>')
+
+
+def page(heading: Heading, actions: str, body: str, doc: dict, version: str) -> str:
+    """The whole document: head with the policy, the ``heading`` with ``actions`` (the
+    downloads), ``body``, the embedded JSON, the script."""
     style, script = _asset("page.css"), _asset("page.js")
     return "\n".join([
         "<!DOCTYPE html>",
@@ -291,13 +324,12 @@ def page(title: str, lede: str, actions: str, body: str, doc: dict, version: str
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f'<meta name="generator" content="winrate {text(version)}">',
         '<link rel="icon" href="data:,">',
-        f"<title>{text(title)}</title>",
+        f"<title>{text(heading.title)}</title>",
         f"<style>{style}</style>",
         "</head>",
         "<body>",
         "<main>",
-        f'<header class="top"><div><h1>{text(title)}</h1>'
-        f'<p class="lede">{text(lede)}</p></div>{actions}</header>',
+        heading.html(actions),
         body,
         f'<footer>Made with winrate {text(version)} from a <code>{text(doc["schema"])}'
         "</code> document. Self-contained: this file loads nothing from the network.</footer>",
@@ -342,12 +374,20 @@ class Scale:
         path = "".join(f"M{self.x(t)} 0V{height}" for t in self.ticks())
         return f'<path class="grid" d="{path}"/>'
 
-    def axis(self, decimals: int) -> str:
-        """The header of a chart column: tick labels over the shared scale."""
-        labels = "".join(f'<text x="{self.x(t)}" y="12">{t:.{decimals}f}</text>'
-                         for t in self.ticks())
+    def axis(self, decimals: int, signed: bool = False) -> str:
+        """The header of a chart column: tick labels over the shared scale (with their sign,
+        ``+20``, when ``signed``)."""
+        labels = "".join(f'<text x="{self.x(t)}" y="12">{_tick_label(t, decimals, signed)}'
+                         "</text>" for t in self.ticks())
         return (f'<svg class="axis" width="{self.width}" height="16" viewBox="0 0 '
                 f'{self.width} 16" aria-hidden="true">{labels}</svg>')
+
+
+def _tick_label(value: float, decimals: int, signed: bool) -> str:
+    """A tick's label; signed ones as ``+20``, ``0``, ``\u221220`` (a true minus sign)."""
+    if not signed:
+        return f"{value:.{decimals}f}"
+    return "0" if value == 0 else f"{value:+.{decimals}f}".replace("-", MINUS)
 
 
 def _tick_decimals(scale: Scale) -> int:
@@ -356,18 +396,19 @@ def _tick_decimals(scale: Scale) -> int:
     return max(0, -math.floor(math.log10(step))) if step < 1 else 0
 
 
-def interval_chart(scale: Scale, score, bounds: list[tuple[str, object, object]],
-                   label: str) -> str:
-    """One model's intervals as lines (one per ``(css class, low, high)``, top to bottom)
-    and its score as a dot, all on ``scale``."""
+def interval_chart(scale: Scale, bounds: list[tuple[str, object, object]], label: str,
+                   reach: float) -> str:
+    """One model's intervals as lines about its score (one per ``(css class, low, high)``,
+    top to bottom, as offsets from the score) and the score as a dot at 0, on ``scale``;
+    an end beyond ``reach`` is cut there and the line drawn dashed (class ``cut``)."""
     lines, step = [], CHART_HEIGHT / (len(bounds) + 1)
     for k, (cls, low, high) in enumerate(bounds, start=1):
         if defined(low) and defined(high):
             y = round(k * step, 1)
-            lines.append(f'<line class="{cls}" x1="{scale.x(low)}" x2="{scale.x(high)}" '
-                         f'y1="{y}" y2="{y}"/>')
-    dot = (f'<circle class="pt" cx="{scale.x(score)}" cy="{CHART_HEIGHT / 2:g}" r="2.6"/>'
-           if defined(score) else "")
+            cut = " cut" if low < -reach or high > reach else ""
+            lines.append(f'<line class="{cls}{cut}" x1="{scale.x(max(low, -reach))}" '
+                         f'x2="{scale.x(min(high, reach))}" y1="{y}" y2="{y}"/>')
+    dot = f'<circle class="pt" cx="{scale.x(0.0)}" cy="{CHART_HEIGHT / 2:g}" r="2.6"/>'
     return (f'<svg class="iv" width="{scale.width}" height="{CHART_HEIGHT}" viewBox="0 0 '
             f'{scale.width} {CHART_HEIGHT}" role="img" aria-label="{text(label)}">'
             f"{scale.grid(CHART_HEIGHT)}{''.join(lines)}{dot}</svg>")
@@ -375,91 +416,172 @@ def interval_chart(scale: Scale, score, bounds: list[tuple[str, object, object]]
 
 # --------------------------------------------------------------------------- leaderboard
 
+CI_STYLES = ("brackets", "plusminus")
+
 
 @dataclass(frozen=True)
-class Column:
-    """A column of the leaderboard table: its header and, per model index, the shown text
-    and the sort key."""
+class PageOptions:
+    """How a page is presented (not what it says: that is the document's).
 
-    header: str
-    cell: object  # callable(i) -> (shown, key)
+    ``title`` and ``description`` head the page; ``meta`` (a
+    :class:`~winrate.report.models_meta.ModelsMeta`) adds each model's organisation,
+    licence, link, other columns and badges; ``ci_style`` writes an interval as
+    ``[low, high]`` (``"brackets"``) or as ``+up/-down`` about the score (``"plusminus"``,
+    as LMArena prints its 95% CI)."""
+
+    title: str | None = None
+    description: str | None = None
+    meta: object = None
+    ci_style: str = "brackets"
+
+    def __post_init__(self):
+        if self.ci_style not in CI_STYLES:
+            raise WinrateInputError(f"ci_style must be one of {', '.join(CI_STYLES)}, got "
+                                    f"{self.ci_style!r}")
 
 
-def _leaderboard_view(doc: dict) -> dict:
+def plus_minus(score, low, high, unit: ScoreScale) -> str:
+    """The interval as distances from the score, ``+up/-down`` on the shown scale (both
+    rounded to the scale's decimals), as LMArena prints a 95% CI."""
+    if not (defined(score) and defined(low) and defined(high)):
+        return DASH
+    up, down = unit.factor * (high - score), unit.factor * (score - low)
+    return f"+{up:.{unit.decimals}f}/-{down:.{unit.decimals}f}"
+
+
+def chart_reach(offsets: list[float]) -> float:
+    """Half the width of the interval chart's axis (shown units): each model's farthest
+    interval end from its score, the largest of them but at most twice their median, so
+    that one model with few comparisons does not shrink every other interval to a speck
+    (its interval is cut at the edge, dashed)."""
+    finite = sorted(o for o in offsets if defined(o) and o > 0)
+    if not finite:
+        return 1.0
+    return min(finite[-1], 2 * finite[len(finite) // 2])
+
+
+def _farthest_end(doc: dict, bounds: list[tuple[list, list]], i: int, factor: float):
+    """How far model i's farthest interval end lies from its score (shown units)."""
+    score = doc["score"][i]
+    ends = [factor * max(score - low[i], high[i] - score) for low, high in bounds
+            if defined(score) and defined(low[i]) and defined(high[i])]
+    return max(ends, default=None)
+
+
+def _leaderboard_view(doc: dict, options: PageOptions) -> dict:
     """What the leaderboard section needs, computed once from ``doc``."""
     unit = ScoreScale.of(doc["settings"]["scale"])
     naive_low, naive_high = naive_bounds(doc)
     sim = doc.get("sim_low") is not None
-    ends = [*doc["ci_low"], *doc["ci_high"], *naive_low, *naive_high,
-            *((doc["sim_low"] or []) + (doc["sim_high"] or []))]
+    bounds = [(doc["ci_low"], doc["ci_high"]), (naive_low, naive_high)]
+    bounds += [(doc["sim_low"], doc["sim_high"])] if sim else []
+    reach = chart_reach([_farthest_end(doc, bounds, i, unit.factor)
+                         for i in range(len(doc["models"]))])
     return {"unit": unit, "naive": (naive_low, naive_high), "sim": sim,
             "ranks": doc.get("rank_low") is not None,
             "gstar": any(defined(g) for g in doc["effective_clusters"]),
             "order": best_first(doc["score"]), "level": level_label(doc["settings"]["alpha"]),
-            "scale": Scale.spanning([unit.factor * v for v in ends if defined(v)], least=1.0)}
+            "reach": reach, "scale": Scale.spanning([-reach, reach], least=1e-9),
+            "meta": options.meta, "ci_style": options.ci_style}
+
+
+def _interval_text(doc: dict, view: dict, i: int, low, high) -> str:
+    if view["ci_style"] == "plusminus":
+        return plus_minus(doc["score"][i], low, high, view["unit"])
+    return interval(low, high, view["unit"])
 
 
 def _chart_cell(doc: dict, view: dict, i: int) -> str:
-    unit, scale = view["unit"], view["scale"]
-    f = unit.factor
+    unit, score = view["unit"], doc["score"][i]
 
-    def scaled(v):
-        return f * v if defined(v) else None
+    def offset(v):
+        return unit.factor * (v - score) if defined(v) and defined(score) else None
 
     bounds = []
     if view["sim"]:
-        bounds.append(("sim", scaled(doc["sim_low"][i]), scaled(doc["sim_high"][i])))
-    bounds.append(("clu", scaled(doc["ci_low"][i]), scaled(doc["ci_high"][i])))
-    bounds.append(("nai", scaled(view["naive"][0][i]), scaled(view["naive"][1][i])))
-    label = f"{doc['models'][i]}: score {score_text(unit, doc['score'][i])}"
-    chart = interval_chart(scale, scaled(doc["score"][i]), bounds, label)
-    return f'<td class="chart">{chart}</td>'
+        bounds.append(("sim", offset(doc["sim_low"][i]), offset(doc["sim_high"][i])))
+    bounds.append(("clu", offset(doc["ci_low"][i]), offset(doc["ci_high"][i])))
+    bounds.append(("nai", offset(view["naive"][0][i]), offset(view["naive"][1][i])))
+    label = f"{doc['models'][i]}: score {score_text(unit, score)}"
+    return f'<td class="chart">{interval_chart(view["scale"], bounds, label, view["reach"])}</td>'
+
+
+def _meta_columns(view: dict) -> list[tuple[str, bool]]:
+    """The metadata's shown columns, each with whether it is behind "more columns" (all
+    but the organisation)."""
+    meta = view["meta"]
+    return [(c, c != "organisation") for c in (meta.columns if meta else ())]
 
 
 def _leaderboard_header(doc: dict, view: dict) -> list[str]:
     level, unit = view["level"], view["unit"]
-    decimals = _tick_decimals(view["scale"])
-    head = [th("#", "ascending", cls="sticky-1"),
-            th("model", "ascending", numeric=False, cls="sticky-2"),
-            th("score", "descending", sub=unit.label),
-            f'<th class="chart" scope="col">{view["scale"].axis(decimals)}</th>',
-            th(f"{level} CI", "descending", sub="clustered"),
-            th(f"{level} naive", "descending", sub="rows independent")]
+    plusminus = " (\u00b1)" if view["ci_style"] == "plusminus" else ""
+    head = [th("#", "ascending", cls="sticky-1", key="rank"),
+            th("model", "ascending", numeric=False, cls="sticky-2", key="model")]
+    head += [th(c, "ascending", numeric=False, cls="wide", key=f"meta:{c}")
+             for c, more in _meta_columns(view) if not more]
+    head += [th(unit.quantity, "descending", sub=unit.label, key="score"),
+             th(f"{level} CI", "descending", sub=f"clustered{plusminus}", key="ci"),
+             f'<th class="chart" scope="col" data-key="chart">'
+             f'{view["scale"].axis(_tick_decimals(view["scale"]), signed=True)}'
+             f'<span class="sub">{text(unit.points)} from the score</span></th>']
     if view["sim"]:
-        head.append(th(f"{level} simult.", "descending", sub="all models jointly"))
+        head.append(th(f"{level} simult.", "descending", sub=f"all models jointly{plusminus}",
+                       key="sim"))
     if view["ranks"]:
-        head.append(th("rank set", "ascending", sub=doc.get("rank_method") or ""))
-    head += [th("SE", "ascending", sub="clustered"), th("infl.", "descending", sub="SE / naive")]
+        head.append(th("rank set", "ascending", sub=doc.get("rank_method") or "",
+                       key="rank_set"))
+    head.append(th("comparisons", "descending", sub="n", key="n"))
+    head += [th(c, "ascending", numeric=False, cls="more l", key=f"meta:{c}")
+             for c, more in _meta_columns(view) if more]
+    head += [th(f"{level} naive", "descending", sub=f"rows independent{plusminus}", cls="more",
+                key="naive"),
+             th("SE", "ascending", sub="clustered", cls="more", key="se"),
+             th("infl.", "descending", sub="SE / naive", cls="more", key="inflation")]
     if view["gstar"]:
-        head.append(th("G*", "ascending", sub="eff. clusters"))
-    head.append(th("n", "descending", sub="comparisons"))
+        head.append(th("G*", "ascending", sub="eff. clusters", cls="more", key="gstar"))
     return head
 
 
+def _meta_cells(view: dict, model: str, behind: bool) -> list[str]:
+    """The model's metadata cells: those behind "more columns", or the others (shown on
+    wide screens only: a phone shows the organisation under the name)."""
+    values = view["meta"].values.get(model, {}) if view["meta"] else {}
+    cls = "l more" if behind else "l wide"
+    return [td(values.get(c, ""), values.get(c), cls) for c, more in _meta_columns(view)
+            if more == behind]
+
+
 def _leaderboard_row(doc: dict, view: dict, rank: int, i: int) -> str:
-    unit = view["unit"]
+    unit, model, meta = view["unit"], doc["models"][i], view["meta"]
     lows, highs = view["naive"]
     k = len(doc["models"])
     cells = [td(str(rank), rank, "num sticky-1"),
-             model_cell(doc["models"][i]),
+             model_cell(model, meta.urls.get(model) if meta else None,
+                        meta.flags.get(model, ()) if meta else (),
+                        meta.values.get(model, {}).get("organisation", "") if meta else ""),
+             *_meta_cells(view, model, False),
              td(score_text(unit, doc["score"][i]), doc["score"][i]),
-             _chart_cell(doc, view, i),
-             td(interval(doc["ci_low"][i], doc["ci_high"][i], unit), doc["ci_low"][i], "ci"),
-             td(interval(lows[i], highs[i], unit), lows[i], "ci")]
+             td(_interval_text(doc, view, i, doc["ci_low"][i], doc["ci_high"][i]),
+                doc["ci_low"][i], "ci"),
+             _chart_cell(doc, view, i)]
     if view["sim"]:
-        cells.append(td(interval(doc["sim_low"][i], doc["sim_high"][i], unit),
+        cells.append(td(_interval_text(doc, view, i, doc["sim_low"][i], doc["sim_high"][i]),
                         doc["sim_low"][i], "ci"))
     if view["ranks"]:
         low, high = doc["rank_low"][i], doc["rank_high"][i]
         shown = f"{low}\u2013{high}" if defined(low) else DASH
         cells.append(td(shown, low * (k + 1) + high if defined(low) else None))
-    cells += [td(score_text(unit, doc["se"][i]), doc["se"][i]),
-              td(number(doc["inflation"][i]), doc["inflation"][i])]
+    cells += [td(count(doc["n"][i]), doc["n"][i]), *_meta_cells(view, model, True),
+              td(_interval_text(doc, view, i, lows[i], highs[i]), lows[i], "ci more"),
+              td(score_text(unit, doc["se"][i]), doc["se"][i], "num more"),
+              td(number(doc["inflation"][i]), doc["inflation"][i], "num more")]
     if view["gstar"]:
         g = doc["effective_clusters"][i]
-        cells.append(td(number(g, 1), g))
-    cells.append(td(count(doc["n"][i]), doc["n"][i]))
-    return f'<tr data-i="{rank - 1}" data-m="{i}">' + "".join(cells) + "</tr>"
+        cells.append(td(number(g, 1), g, "num more"))
+    search = meta.search_text(model) if meta else model.lower()
+    return (f'<tr data-i="{rank - 1}" data-m="{i}" data-search="{text(search)}">'
+            + "".join(cells) + "</tr>")
 
 
 def leaderboard_csv(doc: dict, view: dict) -> tuple[list[str], list[list]]:
@@ -482,19 +604,41 @@ def _legend(view: dict) -> str:
     return (f'<div class="legend">{sim}<span><i class="swatch clu"></i>{level} clustered</span>'
             f'<span><i class="swatch nai"></i>{level} naive (rows independent)</span>'
             f'<span><svg width="10" height="10" aria-hidden="true"><circle class="pt" cx="5" '
-            f'cy="5" r="3"/></svg>score ({text(view["unit"].points)})</span></div>')
+            f'cy="5" r="3"/></svg>score</span>'
+            f'<span><i class="swatch cut"></i>cut at the chart\'s edge</span></div>')
+
+
+def _tools(doc: dict) -> str:
+    """The search box, the "more columns" switch and the count of shown rows."""
+    k = len(doc["models"])
+    return ('<div class="tools"><label class="search"><span class="visually-hidden">'
+            'Search models</span><input type="search" id="search" placeholder="Search '
+            'models, organisations, licences\u2026" autocomplete="off"></label>'
+            '<button type="button" id="more-columns" class="button" aria-pressed="false">'
+            'More columns</button>'
+            f'<span id="shown-count" class="muted small" aria-live="polite">{k:,} of {k:,} '
+            "models</span></div>")
+
+
+def scale_text(doc: dict) -> str:
+    """What the scores are, as a sentence: the estimator's description, which names the
+    scale and its anchor (a mean rating of 1000, or a model fixed at a stated rating) and
+    a baseline (the reference, not ranked)."""
+    words = estimator_text(doc)
+    return f"{words[:1].upper()}{words[1:]}." if words else ""
 
 
 def leaderboard_section(doc: dict, view: dict) -> str:
     head = _leaderboard_header(doc, view)
     rows = [_leaderboard_row(doc, view, rank, i)
             for rank, i in enumerate(view["order"], start=1)]
-    explain = ("Click a column header to sort; click again to reverse. Intervals are at the "
-               f"{view['level']} level; the naive interval treats every comparison as "
-               "independent, the clustered one does not.")
-    return ('<section id="board"><h2>Leaderboard</h2>'
-            f'<p class="muted small">{text(explain)}</p>{_legend(view)}'
-            + table("leaderboard", head, rows, tall=True) + "</section>")
+    explain = (f"Intervals at the {view['level']} level: the naive one "
+               "treats every comparison as independent, the clustered one does not. The "
+               "chart draws each model's intervals about its score, all rows on one scale. "
+               "Click a column header to sort; again to reverse.")
+    return ('<section id="board"><h2>Leaderboard</h2>' + _tools(doc)
+            + table("leaderboard", head, rows, tall=True)
+            + f'<p class="muted small">{text(explain)}</p>{_legend(view)}</section>')
 
 
 def _adjustments(doc: dict) -> list[tuple[str, str]]:
@@ -504,9 +648,39 @@ def _adjustments(doc: dict) -> list[tuple[str, str]]:
     return [(key, label) for key, label in options if first.get(key) is not None]
 
 
+def indistinguishable(doc: dict, key: str) -> dict[str, list[str]]:
+    """Per model, the models it cannot be told apart from: pairs whose ``key`` p-value is
+    not below alpha (pairs with no p-value are left out)."""
+    alpha = doc["settings"]["alpha"]
+    found = {m: [] for m in doc["models"]}
+    for pair in doc["pairwise"]:
+        p = pair.get(key)
+        if defined(p) and p >= alpha and pair["model_i"] in found and pair["model_j"] in found:
+            found[pair["model_i"]].append(pair["model_j"])
+            found[pair["model_j"]].append(pair["model_i"])
+    return found
+
+
+def tied_list(doc: dict, view: dict) -> str:
+    """Per model in rank order, the models it is not distinguishable from (the first
+    adjustment's p-values), named: the matrix as a list a reader can search."""
+    key, label = _adjustments(doc)[0]
+    rank = {doc["models"][i]: r for r, i in enumerate(view["order"], start=1)}
+    tied = indistinguishable(doc, key)
+    items = []
+    for i in view["order"]:
+        model = doc["models"][i]
+        others = sorted(tied[model], key=rank.__getitem__)
+        shown = ", ".join(f"#{rank[m]} {m}" for m in others) or "every other model differs"
+        items.append(f"<li><b>#{rank[model]} {text(model)}</b>: {text(shown)}</li>")
+    return (f'<details id="tied"{" open" if len(items) <= 12 else ""}><summary>Not '
+            f"distinguishable from ({text(label)}), per model</summary>"
+            f'<ul class="tied">{"".join(items)}</ul></details>')
+
+
 def pairwise_section(doc: dict, view: dict) -> str:
     """The "which differences are real" matrix: drawn by the page's script from the
-    embedded ``pairwise`` list, rows and columns in rank order."""
+    embedded ``pairwise`` list, rows and columns in rank order; and the same as a list."""
     if not doc.get("pairwise"):
         return ""
     options = _adjustments(doc)
@@ -517,22 +691,23 @@ def pairwise_section(doc: dict, view: dict) -> str:
     alpha = doc["settings"]["alpha"]
     return (
         '<section id="pairwise"><h2>Which differences are real</h2>'
-        f'<p class="muted small">Each cell compares the row model with the column model (both '
-        f"numbered by rank, as in the table). A pair is a real difference when its p-value, "
-        f"adjusted for testing all {len(doc['pairwise']):,} pairs, is below {alpha:g}. "
-        "Point at (or tap) a cell for the numbers.</p>"
+        f'<p class="muted small">Each cell compares the row model with the column model, both '
+        f"in rank order: point at (or tap) a cell for both model names and the numbers; "
+        f"the list below names, per model, the models it cannot be told apart from. A pair "
+        f"is a real difference when its p-value, "
+        f"adjusted for testing all {len(doc['pairwise']):,} pairs, is below {alpha:g}.</p>"
         f'<div class="controls"><span>adjustment:</span>{radios}</div>'
         '<div class="legend"><span><i class="box ahead"></i>row model ahead</span>'
         '<span><i class="box behind"></i>row model behind</span>'
         '<span><i class="box same"></i>not distinguishable</span></div>'
         '<p id="pair-summary"></p>'
+        '<p id="pair-readout" class="muted" aria-live="polite"></p>'
         f'<div class="matrix-wrap"><canvas id="pair-matrix" width="0" height="0" '
         f'data-unit="{text(unit.points)}" data-factor="{unit.factor:g}" '
         f'data-decimals="{unit.decimals}" aria-label="pairwise significance matrix">'
-        "</canvas></div>"
-        '<p id="pair-readout" class="muted" aria-live="polite"></p>'
-        "<noscript><p>The matrix needs JavaScript; the JSON download has every pair."
-        "</p></noscript></section>")
+        "</canvas></div>" + tied_list(doc, view)
+        + "<noscript><p>The matrix needs JavaScript; the list above and the JSON download "
+        "have every pair.</p></noscript></section>")
 
 
 def estimator_text(doc: dict) -> str:
@@ -631,7 +806,7 @@ def _leaderboard_facts(doc: dict) -> str:
     axes = doc["axes"]
     clusters = " \u00d7 ".join(f"{a['n_clusters']:,}" for a in axes.values())
     return facts([
-        ("models", f"{len(doc['models']):,}", ""),
+        ("models ranked", f"{len(doc['models']):,}", ""),
         ("comparisons", count(doc["n_comparisons"]), f"{count(doc['n_rows'])} rows"),
         ("clusters", clusters or "none", " + ".join(axes) or "rows independent"),
         ("variance", str(doc.get("method") or DASH), f"{s.get('correction')}, "
@@ -639,21 +814,50 @@ def _leaderboard_facts(doc: dict) -> str:
     ])
 
 
-def leaderboard_page(doc: dict, version: str, title: str | None = None) -> str:
-    """The page of a ``winrate.leaderboard/1`` document (module docstring)."""
-    view = _leaderboard_view(doc)
-    title = title or "Leaderboard"
+def notes_line(notes: list[dict]) -> str:
+    """One line above the table: how many notes and warnings there are, by code, and a
+    link to them (the notes themselves follow the table)."""
+    if not notes:
+        return ""
+    warned = sum((n.get("severity") or "warning") == "warning" for n in notes)
+    codes = ", ".join(dict.fromkeys(n["code"] for n in notes if n.get("code")))
+    counted = f"{len(notes)} note{'s' if len(notes) != 1 else ''}" + (
+        f" ({warned} warning{'s' if warned != 1 else ''})" if warned else "")
+    return (f'<p class="notes-line{" warned" if warned else ""}"><a href="#notes">'
+            f"{text(counted)}</a>" + (f": {text(codes)}" if codes else "") + "</p>")
+
+
+def page_notes(doc: dict, options: PageOptions) -> list[dict]:
+    """The document's notes (or its bare warnings), then the page's own: models in the
+    metadata that the leaderboard does not hold (also handed to :func:`winrate.notes.emit`,
+    so the command line prints it)."""
+    found = doc_notes(doc)
+    unknown = options.meta.unknown(doc["models"]) if options.meta else []
+    if unknown:
+        note = notes.unknown_meta_models(options.meta.source, unknown)
+        notes.emit(note)
+        found = [*found, note.to_dict()]
+    return found
+
+
+def leaderboard_page(doc: dict, version: str, options: PageOptions) -> str:
+    """The page of a ``winrate.leaderboard/1`` document (module docstring): the header,
+    the table first (so a phone's first screen holds its first rows), then the headline
+    numbers, the notes, the pairwise differences, the method and the data."""
+    view = _leaderboard_view(doc, options)
+    title = options.title or "Leaderboard"
     s = doc["settings"]
-    estimator = ScoreScale.of(s["scale"]).plural
-    lede = (f"{len(doc['models']):,} models, {count(doc['n_comparisons'])} comparisons; "
-            f"{estimator} with {view['level']} intervals, {_clustering_text(s)}")
+    lede = (f"{len(doc['models']):,} models ranked, {count(doc['n_comparisons'])} "
+            f"comparisons, {view['level']} intervals {_clustering_text(s)}. "
+            f"{scale_text(doc)}")
     stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "winrate"
     header, rows = leaderboard_csv(doc, view)
     actions = downloads(csv_link(header, rows, f"{stem}.csv"), stem)
-    body = (_leaderboard_facts(doc) + notes_section(doc)
-            + leaderboard_section(doc, view) + pairwise_section(doc, view)
+    found = page_notes(doc, options)
+    body = (notes_line(found) + leaderboard_section(doc, view) + _leaderboard_facts(doc)
+            + notes_section(found) + pairwise_section(doc, view)
             + method_section(doc) + coefficients_section(doc) + data_section(doc))
-    return page(title, lede, actions, body, doc, version)
+    return page(Heading(title, options.description, lede), actions, body, doc, version)
 
 
 # --------------------------------------------------------------------------- eda
@@ -805,10 +1009,10 @@ def _eda_facts(doc: dict) -> str:
     ])
 
 
-def eda_page(doc: dict, version: str, title: str | None = None) -> str:
+def eda_page(doc: dict, version: str, options: PageOptions) -> str:
     """The page of a ``winrate.eda/1`` document (module docstring)."""
     view = _eda_view(doc)
-    title = title or (f"Exploratory report: {doc['dataset']}" if doc.get("dataset")
+    title = options.title or (f"Exploratory report: {doc['dataset']}" if doc.get("dataset")
                       else "Exploratory report")
     s = doc["settings"]
     lede = (f"How much clustering inflates each model's standard error; clusterings "
@@ -818,10 +1022,10 @@ def eda_page(doc: dict, version: str, title: str | None = None) -> str:
     settings = [("estimator", estimator_text(doc)),
                 *((k, str(v)) for k, v in s.items() if k not in ("model",))]
     actions = downloads(csv_link(header, rows, f"{stem}.csv"), stem)
-    body = (_eda_facts(doc) + notes_section(doc) + eda_summary_section(doc)
+    body = (_eda_facts(doc) + notes_section(doc_notes(doc)) + eda_summary_section(doc)
             + eda_table(doc, view)
             + f'<section id="method"><h2>Settings</h2>{key_values(settings)}</section>')
-    return page(title, lede, actions, body, doc, version)
+    return page(Heading(title, options.description, lede), actions, body, doc, version)
 
 
 # --------------------------------------------------------------------------- entry points
@@ -829,22 +1033,25 @@ def eda_page(doc: dict, version: str, title: str | None = None) -> str:
 _PAGES = {LEADERBOARD_SCHEMA: leaderboard_page, EDA_SCHEMA: eda_page}
 
 
-def render(doc: dict, version: str, title: str | None = None) -> str:
-    """The page of a JSON document of winrate (by its ``schema``)."""
+def render(doc: dict, version: str, title: str | None = None, *,
+           description: str | None = None, meta=None, ci_style: str = "brackets") -> str:
+    """The page of a JSON document of winrate (by its ``schema``), presented as the
+    keywords say (:class:`PageOptions`)."""
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if schema not in _PAGES:
         raise WinrateInputError(f"cannot render a page of schema {schema!r}; expected one of "
                                 f"{', '.join(_PAGES)}")
-    return _PAGES[schema](doc, version, title)
+    return _PAGES[schema](doc, version, PageOptions(title, description, meta, ci_style))
 
 
-def publish(doc: dict, path=None, title: str | None = None,
-            version: str | None = None) -> str:
-    """The page of ``doc`` (:func:`render`; ``version`` defaults to the installed one),
-    also written to ``path`` (UTF-8, whole or not at all) when given."""
+def publish(doc: dict, path=None, title: str | None = None, version: str | None = None,
+            **options) -> str:
+    """The page of ``doc`` (:func:`render`, with its keyword ``options``; ``version``
+    defaults to the installed one), also written to ``path`` (UTF-8, whole or not at all)
+    when given."""
     from winrate.report.output import write_text
 
-    content = render(doc, version or installed_version(), title)
+    content = render(doc, version or installed_version(), title, **options)
     if path is not None:
         write_text(path, content)
     return content

@@ -46,6 +46,36 @@
     });
   });
 
+  /* ---- search: rows whose name or metadata (data-search, lower case) holds the text */
+  var search = document.getElementById("search");
+  var board = document.getElementById("leaderboard");
+  var shownCount = document.getElementById("shown-count");
+  if (search && board) {
+    search.addEventListener("input", function () {
+      var wanted = search.value.trim().toLowerCase();
+      var shown = 0, rows = board.tBodies[0].rows;
+      Array.prototype.forEach.call(rows, function (row) {
+        var hit = !wanted || row.getAttribute("data-search").indexOf(wanted) >= 0;
+        row.hidden = !hit;
+        if (hit) { shown += 1; }
+      });
+      if (shownCount) {
+        shownCount.textContent = shown.toLocaleString("en-US") + " of " +
+          rows.length.toLocaleString("en-US") + " models";
+      }
+    });
+  }
+
+  /* ---- "more columns": the columns of class "more" shown or hidden */
+  var more = document.getElementById("more-columns");
+  if (more && board) {
+    more.addEventListener("click", function () {
+      var all = board.classList.toggle("all");
+      more.setAttribute("aria-pressed", all ? "true" : "false");
+      more.textContent = all ? "Fewer columns" : "More columns";
+    });
+  }
+
   /* ---- the full result as JSON: the embedded text itself, as a Blob */
   var jsonLink = document.getElementById("download-json");
   if (jsonLink) {
