@@ -86,12 +86,15 @@ def test_few_effective_clusters_warning_names_the_rare_models():
     g_star = run.effective_clusters
     assert note.axis == "prompt"
     assert set(note.models) == {str(m) for m in run.models[g_star < 10]} != set()
-    # the remedy is the method's own: auto runs CR2 + Pan-Wall t here, CR1 is told to compare
-    assert run.settings["correction"] == "cr2" and "Pan-Wall df (the method in use)" in note
+    # auto's CR2 with t on at most G* - 1 df allows for it; CR1 with a normal reference is
+    # told that its intervals are too narrow, what auto runs and the critical value it gives
+    assert run.settings["correction"] == "cr2" and "the method in use allows for that" in note
     cr1 = quiet(simulate_comparisons(design, seed=1).log, cluster="prompt",
                 variance=Variance("sandwich"))
-    assert cr1.notes.only("few-effective-clusters")[0].endswith(
-        "compare with method 'jackknife'.")
+    (told,) = cr1.notes.only("few-effective-clusters")
+    worst = np.nanmin(cr1.axes["prompt"].effective_clusters)
+    assert "too narrow: method 'auto' widens them (CR2 with t on at most G* - 1 df" in told
+    assert f"critical value of {stdtrit(worst - 1, 0.975):.2f} instead of 1.96" in told
 
 
 # ---------------------------------------------------------------------- CR2

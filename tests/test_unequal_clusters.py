@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 
 from winrate.analysis import analyze
+from winrate.cli import main
 from winrate.errors import WinrateWarning
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
 from winrate.variance.method_choice import LARGE_AXIS, choose, effective_df
@@ -112,3 +114,30 @@ def test_a_pair_seen_in_one_prompt_gets_the_variance_of_one_comparison():
     assert (np.diag(run.cov) - np.diag(run.small_sample_floor) > 0).all()  # plus the sandwich
     said = [str(w.message) for w in caught if "single prompt cluster" in str(w.message)]
     assert said and "widens the intervals" in said[0]
+
+
+def test_check_best_reports_the_narrowest_method_whose_coverage_meets_the_level(tmp_path,
+                                                                                 capsys):
+    """``winrate check --method best``: every method is run on the same replications and
+    the narrowest (smallest mean width) among those whose marginal and simultaneous
+    coverage reach the band (estimate at or above 93% / 92%, alpha 0.05) is reported, in
+    the verdict and the JSON; recomputed here from the reported coverages and widths."""
+    log = simulate_comparisons(HEAVY, seed=5).log
+    rows = np.column_stack([log.axes["prompt"].codes, log.models[log.model_a],
+                            log.models[log.model_b], log.score])
+    path = tmp_path / "log.csv"
+    path.write_text("prompt_id,model_a,model_b,outcome\n"
+                    + "\n".join(",".join(map(str, row)) for row in rows) + "\n")
+    assert main(["check", str(path), "--reps", "20", "--method", "best", "--workers", "1",
+                 "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    methods = [doc["coverage"], *doc["alternatives"]]
+    assert len(methods) >= 4  # auto's and the others, whatever auto's gave
+    covering = [m for m in methods if m["marginal"] >= 0.93 and m["simultaneous"] >= 0.92]
+    if covering:
+        narrowest = min(covering, key=lambda m: m["width"])
+        assert doc["best"]["method"] == narrowest["method"]
+        assert doc["best"]["width"] == narrowest["width"]
+        assert "Narrowest method that covers" in doc["verdict"]
+    else:
+        assert doc["best"] is None and "No method tried covers" in doc["verdict"]

@@ -581,6 +581,8 @@ class _Outcome:
     z: np.ndarray
     blank: np.ndarray
     simultaneous: bool
+    #: the mean width of the marginal intervals of the estimable models (NaN: none)
+    width: float = float("nan")
 
 
 def _outcome(run, truth: np.ndarray) -> _Outcome:
@@ -594,7 +596,8 @@ def _outcome(run, truth: np.ndarray) -> _Outcome:
         simultaneous = bool(np.all(blank | ((joint.sim_low <= truth) & (truth <= joint.sim_high))))
     with np.errstate(invalid="ignore", divide="ignore"):
         z = (run.scores - truth) / se
-    return _Outcome(covered, z, blank, simultaneous)
+    width = float(np.mean((iv.high - iv.low)[~blank])) if (~blank).any() else float("nan")
+    return _Outcome(covered, z, blank, simultaneous, width)
 
 
 def replicate(spec: _Spec, rep: int) -> list[_Outcome | None]:
@@ -738,6 +741,8 @@ class Coverage:
     status: str
     simultaneous_status: str
     under_covering: np.ndarray
+    #: the mean marginal interval width over the replications (on the score's scale)
+    width: float = float("nan")
 
     @property
     def under_covers(self) -> bool:
@@ -755,7 +760,8 @@ class Coverage:
                 "marginal": _number(self.marginal), "marginal_se": _number(self.marginal_se),
                 "simultaneous": _number(self.simultaneous),
                 "simultaneous_se": _number(self.simultaneous_se),
-                "status": self.status, "simultaneous_status": self.simultaneous_status}
+                "status": self.status, "simultaneous_status": self.simultaneous_status,
+                "width": _number(self.width)}
 
 
 def _status(estimate: float, se: float, nominal: float, below: float, above: float) -> str:
@@ -804,7 +810,7 @@ def summarise(outcomes: list, label: str, alpha: float) -> Coverage:
         _status(marginal, marginal_se, nominal, MARGINAL_TOLERANCE * alpha,
                 MARGINAL_TOLERANCE * alpha),
         _status(simultaneous, simultaneous_se, nominal, SIMULTANEOUS_TOLERANCE * alpha,
-                MARGINAL_TOLERANCE * alpha), under)
+                MARGINAL_TOLERANCE * alpha), under, float(np.nanmean([o.width for o in ran])))
 
 
 def _number(value):
@@ -872,6 +878,10 @@ class CoverageCheck:
     #: depends only on the log, the analysis and the seed)
     workers: int = 1
     seconds: float = 0.0
+    #: with ``best=True``: the narrowest method whose checked coverage meets the level, as
+    #: ``(label, Coverage, CLI flags or None for the method in use)``; None otherwise or
+    #: when no method tried covers
+    best: tuple | None = None
 
     @property
     def under_covering(self) -> list[str]:
@@ -904,6 +914,8 @@ class CoverageCheck:
                 "alternatives": [{**cov.to_dict(), "flags": flags}
                                  for cov, flags in self.alternatives.values()],
                 "models": rows, "verdict": self.verdict, "under_covering": self.under_covering,
+                "best": None if self.best is None else {**self.best[1].to_dict(),
+                                                        "flags": self.best[2]},
                 "notes": self.notes.to_list()}
 
     def summary(self) -> Summary:
@@ -929,14 +941,15 @@ class CoverageCheck:
     def _coverage_table(self) -> str:
         nominal = 100 * (1 - self.settings["alpha"])
         lines = [f"{'coverage (nominal ' + format(nominal, 'g') + '%)':<34}"
-                 f"{'marginal':>10}{'MC SE':>7}{'simult.':>10}{'MC SE':>7}  "
+                 f"{'marginal':>10}{'MC SE':>7}{'simult.':>10}{'MC SE':>7}{'width':>10}  "
                  "status (marginal / simult.)"]
+        best = None if self.best is None else self.best[1]
         for cov in [self.coverage, *(c for c, _ in self.alternatives.values())]:
             mark = "chosen: " if cov is self.coverage else "other:  "
             lines.append(f"{(mark + cov.label)[:34]:<34}{_pct(cov.marginal):>10}"
                          f"{_pct(cov.marginal_se, 2):>7}{_pct(cov.simultaneous):>10}"
-                         f"{_pct(cov.simultaneous_se, 2):>7}  {cov.status} / "
-                         f"{cov.simultaneous_status}")
+                         f"{_pct(cov.simultaneous_se, 2):>7}{cov.width:>10.4g}  {cov.status} / "
+                         f"{cov.simultaneous_status}{'  <- best' if cov is best else ''}")
         return "\n".join(lines)
 
     def _model_table(self) -> str:
@@ -1026,12 +1039,15 @@ def _require_rows(log) -> None:
 
 
 def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | None = None,
-                   progress: bool | None = None) -> CoverageCheck:
+                   progress: bool | None = None, best: bool = False) -> CoverageCheck:
     """The coverage of ``result``'s intervals on its own design (module doc).
 
     ``result``: a :class:`winrate.analysis.LeaderboardAnalysis`. ``reps`` replications
     (at least 20) from ``seed``; ``workers`` processes (None: every usable core when the
     replications take more than a few seconds); ``progress`` as in :mod:`winrate.progress`.
+    ``best``: run every other method of :data:`ALTERNATIVES` on the same replications
+    whatever the chosen one gives, and report the narrowest (smallest mean marginal width)
+    whose checked coverage meets the level (:func:`narrowest_covering`).
     """
     _check_arguments(reps, seed, workers)
     _require_rows(result.log)
@@ -1043,11 +1059,14 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
     coverage = summarise([o[0] for o in outcomes], label, result.alpha)
     found = [*_model_notes(spec.model), *([slow] if slow else [])]
     tried = {}
-    others = alternatives(result) if not coverage.covers and coverage.reps else []
+    others = alternatives(result) if (best or not coverage.covers) and coverage.reps else []
     if others:
         tried, slow = _try_others(spec, others, int(reps), workers, progress)
         found.extend([slow] if slow else [])
     verdict = _verdict(coverage, tried, result.alpha, result.models)
+    narrowest = narrowest_covering(coverage, tried) if best else None
+    if best:
+        verdict += _best_sentence(narrowest, coverage)
     found.extend(_coverage_notes(coverage, verdict, result.models))
     for note in found:
         if note.code != "check-slow-method":  # emitted when measured
@@ -1057,7 +1076,35 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
                 "alpha": spec.alpha, "reps": int(reps), "seed": spec.seed,
                 "n_draws": spec.n_draws}
     return CoverageCheck(result.models, result.scores, spec.truth, spec.model, coverage, tried,
-                         settings, verdict, Notes(found), used, time.perf_counter() - started)
+                         settings, verdict, Notes(found), used, time.perf_counter() - started,
+                         narrowest)
+
+
+def narrowest_covering(coverage: Coverage, tried: dict) -> tuple | None:
+    """Among the chosen method (``coverage``) and the others ``tried`` (label ->
+    (Coverage, flags)), those whose checked coverage meets the level (marginal and
+    simultaneous, :attr:`Coverage.covers`), the one with the smallest mean marginal width,
+    as ``(label, Coverage, flags)`` (flags None for the chosen method); None if none covers.
+    Widths are compared on the same replicated logs, so the choice reads the design only
+    through them."""
+    candidates = [(coverage.label, coverage, None),
+                  *((label, cov, flags) for label, (cov, flags) in tried.items())]
+    covering = [c for c in candidates if c[1].covers and np.isfinite(c[1].width)]
+    return min(covering, key=lambda c: c[1].width) if covering else None
+
+
+def _best_sentence(narrowest: tuple | None, coverage: Coverage) -> str:
+    """The verdict's sentence on the narrowest covering method."""
+    if narrowest is None:
+        return " No method tried covers on this design: read the intervals as too narrow."
+    label, cov, flags = narrowest
+    head = (f" Narrowest method that covers on this design: the {label} (mean width "
+            f"{cov.width:.4g}, marginal {_pct(cov.marginal)}%, simultaneous "
+            f"{_pct(cov.simultaneous)}%)")
+    if flags is None:
+        return head + ", the method in use."
+    return head + (f", against {coverage.width:.4g} for the {coverage.label}; rerun with "
+                   f"{flags}.")
 
 
 def _check_arguments(reps, seed, workers) -> None:

@@ -23,7 +23,7 @@ from winrate.io.logs import ComparisonLog
 from winrate.notes import Notes
 from winrate.variance import diagnostics, method_choice
 from winrate.variance.cluster_sums import clustered
-from winrate.variance.reference import reference_label
+from winrate.variance.reference import critical_value, reference_label
 from winrate.variance.resampling import WildDraws, resampled_variance, sandwich_note
 from winrate.variance.sandwich import GroupMeat, pan_wall_df
 
@@ -124,7 +124,7 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
     se = np.where(np.isin(board.models.astype(str), list(not_estimable)), np.nan, se)
     method = "sandwich" if resampled is None else resampled.method
     design_notes = _design_notes(plan, source, board, axes, not_estimable, psd_repaired,
-                                 method, df is not None, bound.any())
+                                 method, df, bound.any())
     return VarianceResult(
         cov, cov_naive, full, sandwich.naive, floor, se, df, method, method_note,
         plan.correction, axes, psd_repaired, not_estimable, wild,
@@ -305,11 +305,12 @@ def negligible_se(se: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 def _design_notes(plan, source, board: Leaderboard, axes: dict[str, AxisSummary],
                   not_estimable: dict, psd_repaired: bool, method: str,
-                  t_reference: bool, bounded: bool) -> tuple[list, list]:
+                  df, bounded: bool) -> tuple[list, list]:
     """What the numbers can and cannot support, as coded notes (:mod:`winrate.notes`), in
     two groups: those of the covariance (before the floor's note) and those of the design
-    (after every other); ``bounded``: the single-cluster pairs' variance was bounded
-    (:func:`_unidentified_bound`)."""
+    (after every other); ``df`` the reference's (None: normal); ``bounded``: the
+    single-cluster pairs' variance was bounded (:func:`_unidentified_bound`)."""
+    t_reference = df is not None
     found = []
     for axis in axes.values():
         if axis.n_clusters < FEW_CLUSTERS:
@@ -318,7 +319,7 @@ def _design_notes(plan, source, board: Leaderboard, axes: dict[str, AxisSummary]
             found.append(notes.single_cluster_pairs(axis.name, axis.single_cluster_pairs,
                                                     len(board.pairs), bounded))
         found.append(_dominant_cluster_note(board, axis))
-        found.append(_few_effective_note(board, axis, method, plan.correction, t_reference))
+        found.append(_few_effective_note(board, axis, df, plan.df is not None))
     if not_estimable:
         found.append(notes.not_estimable(not_estimable))
     from winrate import estimators
@@ -348,11 +349,14 @@ def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary):
                                   str(board.models[worst]), axis.largest_cluster[worst])
 
 
-def _few_effective_note(board: Leaderboard, axis: AxisSummary, method: str,
-                        correction: str, t_reference: bool):
+def _few_effective_note(board: Leaderboard, axis: AxisSummary, df, capped: bool):
     """The models whose SE rests on fewer than :data:`winrate.notes.FEW_EFFECTIVE` effective
     clusters on an axis with enough clusters overall (an axis with few clusters has its own
-    warning), with the remedy for the variance method in use."""
+    warning), with the 95% critical value the reference in use (``df``: None for normal,
+    one or per model) gives the fewest and the one of t(G* - 1), and whether the method in
+    use already takes at most G* - 1 df (``capped``: ``auto``'s df from the effective
+    clusters; or a df no larger) or what ``auto`` would run instead
+    (:mod:`winrate.variance.method_choice`)."""
     if axis.effective_clusters is None or axis.n_clusters < FEW_CLUSTERS:
         return None
     g_star = axis.effective_clusters
@@ -360,9 +364,18 @@ def _few_effective_note(board: Leaderboard, axis: AxisSummary, method: str,
     if not flagged.size:
         return None
     flagged = flagged[np.argsort(g_star[flagged], kind="stable")]
+    worst = flagged[0]
+    own = None if df is None else float(np.broadcast_to(df, g_star.shape)[worst])
+    wanted = max(g_star[worst] - 1, 1.0)
+    from winrate import estimators
+
+    auto_method = ("CR2 with t on at most G* - 1 df"
+                   if estimators.of(board).thin_design_rule() else
+                   "the delete-one-cluster jackknife with t on G* - 1 df")
     return notes.few_effective_clusters(
         axis.name, axis.n_clusters, [(str(board.models[i]), g_star[i]) for i in flagged],
-        method, correction, t_reference)
+        (critical_value(0.05, own), critical_value(0.05, wanted)),
+        own is not None and (capped or own <= wanted + 1e-9), auto_method)
 
 
 def judges_sample_note(log, clustering: tuple[str, ...]):
