@@ -223,3 +223,30 @@ def eee_instances(path: Path, evaluation_id: str, model: str, name: str,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
+
+
+def helm_run(suite: Path, run_name: str, model: str, values: dict,
+             metric: str = "exact_match") -> Path:
+    """``benchmark_output/runs/<suite>/<run name>/`` as HELM's runner writes it:
+    ``run_spec.json`` (``adapter_spec.model``) and ``per_instance_stats.json``, a list of
+    ``PerInstanceStats`` (``instance_id``, ``train_trial_index``, ``stats``: each stat a
+    ``name{name, split}`` with ``count``, ``sum``, ``mean``, ...); ``values``: instance id
+    -> one value per train trial. Each instance also carries a ``num_output_tokens``."""
+    folder = suite / run_name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run_spec.json").write_text(json.dumps({
+        "name": run_name, "adapter_spec": {"method": "multiple_choice_joint",
+                                           "model": model, "model_deployment": model}}))
+
+    def stat(name: str, value: float) -> dict:
+        return {"name": {"name": name, "split": "test"}, "count": 1, "sum": value,
+                "sum_squared": value * value, "min": value, "max": value, "mean": value,
+                "variance": 0.0, "stddev": 0.0}
+
+    records = [{"instance_id": instance, "train_trial_index": trial,
+                "stats": [stat(metric, value), stat("num_output_tokens", 1.0 + trial)]}
+               for instance, per_trial in values.items()
+               for trial, value in enumerate(per_trial)]
+    path = folder / "per_instance_stats.json"
+    path.write_text(json.dumps(records, indent=2))
+    return path

@@ -12,7 +12,7 @@ from winrate.cli import build_parser, main
 
 FORMATS = ["--format scores", "--format alpaca_eval", "--format clean_battle",
            "--format arena_hard", "--format arena", "--format mt_bench",
-           "--format lm_eval / inspect"]
+           "--format lm_eval / inspect / helm"]
 GROUPS = {
     "leaderboard": ["input", *FORMATS, "estimator", "variance", "joint inference", "output",
                     "engine"],
@@ -72,7 +72,8 @@ def test_the_top_level_help_lists_the_commands_and_points_to_their_groups(capsys
     ("--include-named", "--format clean_battle"), ("--no-dedup", "--format clean_battle"),
     ("--strong-weight", "--format arena_hard"), ("--answers", "--format arena_hard"),
     ("--layout", "--format arena"), ("--games", "--format mt_bench"),
-    ("--metric", "--format lm_eval / inspect"), ("--cluster", "variance"), ("--method", "variance"), ("--correction", "variance"),
+    ("--metric", "--format lm_eval / inspect / helm"),
+    ("--cluster", "variance"), ("--method", "variance"), ("--correction", "variance"),
     ("--model", "estimator"), ("--ranks", "joint inference"), ("--plot", "output"),
     ("--json", "output"), ("--engine", "engine"), ("--memory", "engine"),
     ("--prompt-col", "input"), ("--dataset", "input"),

@@ -9,6 +9,8 @@ and lm-eval's follow lm_eval/loggers/evaluation_tracker.py (tests/reader_fixture
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -153,7 +155,7 @@ def test_harness_flags_reach_the_reader(tmp_path, capsys):
     assert main(["leaderboard", str(out), "--format", "lm_eval", "--no-progress"]) == 2
     assert "choose one (metric=)" in capsys.readouterr().err
     assert main(["leaderboard", str(out), "--format", "arena", "--metric", "acc"]) == 2
-    assert "--metric applies to --format lm_eval only" in capsys.readouterr().err
+    assert "--metric applies to --format lm_eval / helm only" in capsys.readouterr().err
 
 
 def test_every_eval_ever_instances(tmp_path):
@@ -189,3 +191,41 @@ def test_harness_files_are_detected(tmp_path):
     lm = fx.lm_eval_run(tmp_path, "m", fx.LM_EVAL_DATE[0], "arc_easy", {"acc": [1.0]})
     log = fx.inspect_eval(tmp_path / "a.eval", "m", "t", {1: ["C"]})
     assert [detect_format(p) for p in (eee, lm, log)] == ["eee", "lm_eval", "inspect"]
+
+
+def test_helm_runs_pair_up_by_scenario(tmp_path):
+    suite = tmp_path / "benchmark_output" / "runs" / "v1"
+    scenario = "mmlu:subject=anatomy,method=multiple_choice_joint"
+    a = {f"id{k}": [float(ACC_A[k]), float(ACC_B[k])] for k in range(20)}  # two trials
+    b = {f"id{k}": [float(ACC_B[k])] for k in range(20)}
+    fx.helm_run(suite, f"{scenario},model=openai_gpt2", "openai/gpt2", a)
+    fx.helm_run(suite, f"{scenario},model=eleutherai_pythia-1b", "eleutherai/pythia-1b", b)
+    with pytest.raises(WinrateInputError, match=r"2 metrics \['exact_match', "
+                                                r"'num_output_tokens'\]: choose one"):
+        read_format(suite, "helm")
+    frame = read_format(suite, "helm", metric="exact_match")
+    wide = frame.pivot(index="question", columns="model", values="score")
+    questions = [f"{scenario}/id{k}" for k in range(20)]
+    np.testing.assert_array_equal(wide.loc[questions, "openai/gpt2"],
+                                  (ACC_A[:20] + ACC_B[:20]) / 2)  # trials averaged
+    np.testing.assert_array_equal(wide.loc[questions, "eleutherai/pythia-1b"], ACC_B[:20])
+    assert set(frame["trials"]) == {1, 2}
+
+
+def test_helm_errors(tmp_path):
+    path = fx.helm_run(tmp_path, "boolq,model=m", "m", {"a": [0.5], "b": [3.0]})
+    with pytest.raises(WinrateInputError, match=r"metric 'exact_match' is missing or outside "
+                                                r"\[0, 1\] in record\(s\) 2$"):
+        read_format(path, "helm", metric="exact_match")
+    records = json.loads(path.read_text())
+    records[0]["perturbation"] = {"name": "typos", "prob": 0.1}
+    path.write_text(json.dumps(records))
+    with pytest.raises(WinrateInputError, match=r"1 perturbed instance\(s\), first records 1"):
+        read_format(path, "helm", metric="exact_match")
+
+
+def test_helm_stats_are_detected(tmp_path):
+    from winrate.io.formats import detect_format
+
+    path = fx.helm_run(tmp_path, "boolq,model=m", "m", {"a": [1.0]})
+    assert detect_format(path) == "helm"

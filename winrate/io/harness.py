@@ -51,6 +51,17 @@ Formats (:data:`HARNESS_FORMATS`)
     ``evaluation{score, is_correct}``. The question is ``<evaluation_name>/<sample_id>``,
     the run ``evaluation_id``; the score is ``evaluation.score`` (in [0, 1]), or with
     ``value="is_correct"`` the 0/1 of ``evaluation.is_correct``.
+``helm``
+    HELM runs (github.com/stanford-crfm/helm): ``benchmark_output/runs/<suite>/<run name>/
+    per_instance_stats.json``, a list of ``PerInstanceStats`` (``helm/benchmark/metrics/
+    metric.py``: ``instance_id``, ``perturbation``, ``train_trial_index``, ``stats``, each
+    stat with ``name{name, split}`` and ``mean``), beside ``run_spec.json`` whose
+    ``adapter_spec.model`` names the model (else the run name's ``model=``). The question
+    is ``<run name without model=...>/<instance_id>``, so that two models' runs of one
+    scenario pair up; the metric must be named where the stats hold several (``metric=``;
+    HELM logs many, e.g. ``exact_match``, ``quasi_exact_match``, ``num_output_tokens``).
+    Train trials are averaged. Perturbed instances (robustness and fairness runs) are an
+    error: they are other questions than the originals (read their runs separately).
 """
 
 from __future__ import annotations
@@ -70,15 +81,16 @@ from winrate.io.scores import score_table
 __all__ = ["HARNESS_FORMATS", "harness_scores", "inspect_value", "read_harness"]
 
 #: The harness log formats of :func:`read_harness`.
-HARNESS_FORMATS = ("lm_eval", "inspect", "eee")
+HARNESS_FORMATS = ("lm_eval", "inspect", "eee", "helm")
 _COLUMNS = ("question", "model", "score", "task", "metric")
 
 
 def read_harness(path, name: str, **options) -> pd.DataFrame:
     """The long table of the logs under ``path`` in harness format ``name`` (module doc);
     ``options``: lm_eval ``metric``, ``filter``; inspect ``scorer``, ``key``; eee
-    ``value``."""
-    readers = {"lm_eval": _read_lm_eval, "inspect": _read_inspect, "eee": _read_eee}
+    ``value``; helm ``metric``."""
+    readers = {"lm_eval": _read_lm_eval, "inspect": _read_inspect, "eee": _read_eee,
+               "helm": _read_helm}
     if name not in readers:
         raise WinrateInputError(f"unknown harness format {name!r}; available: "
                                 f"{', '.join(HARNESS_FORMATS)}")
@@ -392,3 +404,74 @@ def _eee_file(path: Path, value: str) -> pd.DataFrame:
                          "task": name, "metric": f"evaluation.{value}",
                          "run_id": [str(r["evaluation_id"]) for r in records],
                          "file": str(path)})
+
+
+# --------------------------------------------------------------------------- helm
+
+
+def _read_helm(paths: Sequence, *, metric: str | None = None) -> pd.DataFrame:
+    """HELM ``per_instance_stats.json`` files (module docstring)."""
+    files = _files(paths, ("per_instance_stats.json",), "HELM per_instance_stats.json file")
+    return pd.concat([_helm_file(path, metric) for path in files], ignore_index=True)
+
+
+def _helm_file(path: Path, metric: str | None) -> pd.DataFrame:
+    stats = _json_value(path)
+    if not isinstance(stats, list) or not all(isinstance(s, dict) for s in stats) or not stats:
+        raise WinrateInputError(f"{path}: expected a non-empty JSON list of per-instance "
+                                "stats")
+    records = np.arange(1, len(stats) + 1)
+    perturbed = np.array([bool(s.get("perturbation")) for s in stats])
+    if perturbed.any():
+        raise WinrateInputError(f"{path}: {int(perturbed.sum())} perturbed instance(s), "
+                                f"first records {first_rows(perturbed, records)}: read "
+                                "a run without perturbations")
+    names = sorted({str((stat.get("name") or {}).get("name")) for s in stats
+                    for stat in s.get("stats") or []})
+    chosen = _choose(names, metric, "metric", path)
+    values = np.array([_helm_mean(s, chosen) for s in stats], dtype=float)
+    bad = ~((values >= 0) & (values <= 1))
+    if bad.any():
+        raise WinrateInputError(f"{path}: metric {chosen!r} is missing or outside [0, 1] "
+                                f"in record(s) {first_rows(bad, records)}")
+    run, model = _helm_run(path)
+    frame = pd.DataFrame({"question": [f"{run}/{s.get('instance_id')}" for s in stats],
+                          "score": values})
+    per_question = frame.groupby("question", sort=False)["score"].agg(["mean", "size"])
+    return pd.DataFrame({"question": per_question.index, "model": model,
+                         "score": per_question["mean"].to_numpy(), "task": run,
+                         "metric": chosen, "trials": per_question["size"].to_numpy(),
+                         "run_id": path.parent.name, "file": str(path)})
+
+
+def _helm_mean(instance: dict, metric: str) -> float:
+    """The mean of ``metric`` on the instance's evaluation split (NaN when absent)."""
+    for stat in instance.get("stats") or []:
+        name = stat.get("name") or {}
+        if name.get("name") == metric and not name.get("perturbation"):
+            return _number(stat.get("mean"))
+    return np.nan
+
+
+def _helm_run(path: Path) -> tuple[str, str]:
+    """The run name without its ``model=`` part, and the model (``run_spec.json``'s
+    ``adapter_spec.model``, else ``model=`` of the run name)."""
+    folder = path.parent.name
+    scenario, _, args = folder.partition(":")
+    parts = [a for a in args.split(",") if a and not a.startswith("model=")]
+    named = next((a[len("model="):] for a in args.split(",") if a.startswith("model=")),
+                 folder)
+    spec_file = path.with_name("run_spec.json")
+    if spec_file.is_file():
+        spec = _json_value(spec_file)
+        named = ((spec.get("adapter_spec") or {}).get("model") if isinstance(spec, dict)
+                 else None) or named
+    return scenario + (":" + ",".join(parts) if parts else ""), str(named)
+
+
+def _json_value(path: Path):
+    """A JSON file's value (an error naming the file when it is not JSON)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise WinrateInputError(f"{path}: cannot read it as JSON: {error}") from None
