@@ -150,6 +150,7 @@ EXAMPLES = {
     "diff-example": session("head -700 example.csv > old.csv", "winrate diff old.csv example.csv"),
     "judges-qlora": lambda: command("winrate judges --dataset qlora"),
     "judges-prd": lambda: command("winrate judges --dataset prd"),
+    "plan-example": session("winrate plan example.csv --top 3"),
 }
 
 

@@ -27,7 +27,7 @@ LAYERS = (
     ("report", ("winrate.report",)),
     ("applications", ("winrate.analysis", "winrate.eda", "winrate.check", "winrate.examples",
                       "winrate.evals", "winrate.judges", "winrate.diff",
-                      "winrate.by_category")),
+                      "winrate.by_category", "winrate.planning")),
     ("command line", ("winrate.commands", "winrate.cli", "winrate.evals.cli",
                       "winrate.builder_cli")),
 )

@@ -95,6 +95,14 @@ class LeaderboardAnalysis(Analysis):
 
         return notebook_frame(self.to_html())
 
+    def plan(self, **options):
+        """How much more data this leaderboard needs: prompts, judges or comparisons to
+        detect a difference (``models=``, ``delta=``) or every adjacent gap of the top
+        ``top`` with ``power`` (:func:`winrate.planning.plan`)."""
+        from winrate.planning import plan
+
+        return plan(self, **options)
+
     def check_coverage(self, reps: int = 200, seed: int = 0, **options):
         """The coverage of these intervals on this log's own design, by simulation
         (:func:`winrate.check.check_coverage`; ``workers=``, ``progress=``)."""

@@ -1,6 +1,6 @@
-"""The leaderboard builder's commands: ``winrate judges LOG`` (is the judge biased?) and
-``winrate diff OLD NEW`` or ``winrate diff LOG --since DATE --time-col COL`` (what changed
-since the last release?).
+"""The leaderboard builder's commands: ``winrate judges LOG`` (is the judge biased?),
+``winrate plan LOG`` (how much more data?) and ``winrate diff OLD NEW`` or ``winrate diff
+LOG --since DATE --time-col COL`` (what changed since the last release?).
 
 Each is a pair ``(add_arguments(parser), run(args) -> exit code)`` in :data:`COMMANDS`,
 which :mod:`winrate.cli` registers. The runners import the numerical modules they need.
@@ -13,6 +13,7 @@ import sys
 
 from winrate import notes
 from winrate.cli import (
+    add_analysis_arguments,
     add_estimator_arguments,
     add_input_arguments,
     add_progress_argument,
@@ -177,4 +178,48 @@ def _releases(args: argparse.Namespace, clustering):
     return (*split_since(log, args.time_col, args.since), loaded)
 
 
-COMMANDS = {"judges": (add_judges_arguments, run_judges), "diff": (add_diff_arguments, run_diff)}
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    add_analysis_arguments(parser)
+    group = section(parser, "plan")
+    group.add_argument("--models", nargs=2, metavar=("A", "B"),
+                       help="the two models whose difference (--delta) is to be detected")
+    group.add_argument("--delta", type=float,
+                       help="the difference of A and B to detect, on the score scale")
+    group.add_argument("--top", type=int, metavar="K",
+                       help="every adjacent pair among the current top K, at its gap")
+    group.add_argument("--power", type=float, default=0.8, help="1 - beta (default 0.8)")
+    group.add_argument("--simultaneous", action="store_true",
+                       help="test the contrasts together (max-|T| critical value)")
+    section(parser, "output").add_argument("--json", metavar="PATH",
+                                           help="write the JSON report here")
+    add_progress_argument(parser)
+    parser.set_defaults(engine="memory", memory=None)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """How much more data: prompts, judges or comparisons to detect a difference.
+
+    From the log's own variance components per clustering axis (the multiway sandwich's
+    terms), the prompts, judges, comparisons (or prompts and judges together) needed to
+    detect A - B = --delta, or every adjacent gap of the top K, with --power at --alpha,
+    and the interval widths and rank-set sizes at 2x, 4x and 10x the prompts
+    (winrate.planning.plan, result.plan())."""
+    from winrate.cli import analyze_input
+    from winrate.progress import preference
+
+    check_output_flags(args, ("json",))
+    with preference(args.progress):
+        result = analyze_input(args, {})
+        with notes.gathered():
+            found = result.plan(models=args.models, delta=args.delta, top=args.top,
+                                power=args.power, simultaneous=args.simultaneous)
+    _write_json({**found.to_dict(), "notes": [n.to_dict() for n in result.notes]},
+                args.json)
+    print(found.summary())
+    for note in result.notes:
+        print(note.line(), file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"judges": (add_judges_arguments, run_judges), "diff": (add_diff_arguments, run_diff),
+            "plan": (add_plan_arguments, run_plan)}

@@ -1,0 +1,280 @@
+"""How much more data: :func:`plan` from a pilot analysis' variance components.
+
+The clustered covariance of a leaderboard is a sum over the clustering's
+inclusion-exclusion terms (Cameron, Gelbach & Miller 2011, eq. 2.11). For a crossed
+prompt x judge design, by the method of moments on those terms (as in the two-way random
+effects ANOVA; Searle, Casella & McCulloch, *Variance Components*, 1992, ch. 4):
+
+* ``R = V_{prompt x judge}`` (with one axis: the naive covariance) is the residual part,
+  which shrinks with the number of comparisons;
+* ``A_a = V_a - R`` is axis a's own part (prompt, judge), which shrinks only with the
+  number of that axis' clusters.
+
+So with ``m_p`` times the prompts (at the current judges, comparisons per prompt and pair
+mix), ``m_j`` times the judges (the same comparisons spread over them) and ``m_c`` times
+the comparisons per prompt, the covariance is projected as
+
+    V(m) = A_prompt / m_p + A_judge / m_j + R / (m_p m_c).
+
+A contrast ``d = S_i - S_j`` with components ``(a_p, a_j, r)`` and a true difference
+``delta`` is detected by a two-sided test at level alpha (critical value ``c``: normal, or
+the max-|T| value of the contrasts tested together) with power
+``Phi(|delta| / se - c) + Phi(-|delta| / se - c)``; the normal approximation
+``se <= |delta| / (c + z_{1-beta})`` gives the multiplier of each axis in closed form, e.g.
+``m_p = (a_p + r) / (t - a_j)`` with ``t = (delta / (c + z_{1-beta}))^2``: infinite when
+the judge part alone exceeds ``t`` (more prompts cannot help; more judges can). Prompts
+and judges grown together (``m_p = m_j = m``, the count shown is of prompts) need
+``m = (a_p + a_j + r) / t``. The
+components come from the library's cluster sums of the pilot
+(:func:`winrate.variance.cluster_sums.memory_sums` and
+:func:`~winrate.variance.cluster_sums.clustered`, CR1); a projected covariance that the
+subtraction left slightly indefinite is repaired as the multiway sum is
+(:func:`winrate.variance.sandwich.repair_psd`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtr, ndtri
+
+from winrate.errors import WinrateInputError
+from winrate.inference.analysis import Analysis
+from winrate.inference.joint import rank_sets, simultaneous_intervals
+from winrate.report.leaderboard import json_safe
+from winrate.report.text import Summary, text_block
+from winrate.variance.cluster_sums import clustered, memory_sums
+from winrate.variance.sandwich import repair_psd
+
+#: The data multipliers whose interval widths and rank sets are projected.
+MULTIPLIERS = (2.0, 4.0, 10.0)
+#: What can grow: more prompts, more judges, more comparisons per prompt.
+#: (``comparisons``: more comparisons per prompt at the same prompts and judges; the count
+#: shown is the total.)
+LEVERS = ("prompts", "judges", "comparisons", "prompts and judges")
+
+
+@dataclass(frozen=True, eq=False)
+class Components:
+    """The pilot's covariance split into parts (module doc): ``parts[axis]`` (K, K) for
+    each clustering axis, ``residual`` (K, K), and the pilot's ``sizes`` (clusters per axis
+    and comparisons)."""
+
+    parts: dict[str, np.ndarray]
+    residual: np.ndarray
+    sizes: dict[str, float]
+
+    def projected(self, prompts: float = 1.0, judges: float = 1.0,
+                  comparisons: float = 1.0, repair: bool = True) -> np.ndarray:
+        """``V(m)`` at the multipliers of prompts, judges and comparisons per prompt,
+        repaired to PSD (``repair``; the contrasts' plans use the sum as it is)."""
+        scale = {"prompt": prompts, "judge": judges}
+        total = self.residual / (prompts * comparisons)
+        for axis, part in self.parts.items():
+            total = total + part / scale.get(axis, 1.0)
+        return repair_psd(total)[0] if repair else total
+
+    def of(self, contrast: np.ndarray) -> dict[str, float]:
+        """A contrast's variance components, each clipped at 0."""
+        found = {axis: float(contrast @ part @ contrast) for axis, part in self.parts.items()}
+        found["residual"] = float(contrast @ self.residual @ contrast)
+        return {k: max(v, 0.0) for k, v in found.items()}
+
+
+def components(result: Analysis) -> Components:
+    """The variance components of ``result``'s fit (module doc), from its cluster sums by
+    its clustering (CR1, as the leaderboard's own sandwich)."""
+    if result.log is None:
+        raise WinrateInputError("the analysis keeps no log to plan from")
+    clustering = tuple(result.clustering)
+    if len(clustering) > 2:
+        raise WinrateInputError(f"plan: at most two clustering axes, got {clustering}")
+    board = result.leaderboard
+    found = clustered(memory_sums(result.log, board, clustering, None), "cr1", designs=False)
+    sizes = {"comparisons": float(result.n_comparisons)}
+    if not clustering:
+        return Components({}, found.naive, sizes)
+    multiway = found.covariance
+    by_dims = dict(zip((dims for dims, _, _ in multiway.terms), multiway.term_covs,
+                       strict=True))
+    residual = by_dims[tuple(range(len(clustering)))] if len(clustering) == 2 else found.naive
+    parts = {axis: by_dims[(d,)] - residual for d, axis in enumerate(clustering)}
+    sizes.update({axis: float(n) for axis, n in zip(clustering, multiway.n_clusters,
+                                                     strict=True)})
+    return Components(parts, residual, sizes)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What one contrast needs: its ``effect``, the ``critical_value`` it is tested at,
+    its pilot ``se`` and power, and per lever the multiplier and the resulting count
+    (``inf``: that lever alone cannot reach the power)."""
+
+    name: str
+    effect: float
+    critical_value: float
+    se: float
+    power: float
+    multipliers: dict[str, float]
+    needed: dict[str, float]
+
+    def to_dict(self) -> dict:
+        return json_safe({"contrast": self.name, "effect": self.effect,
+                          "critical_value": self.critical_value, "se_now": self.se,
+                          "power_now": self.power, "multipliers": self.multipliers,
+                          "needed": self.needed})
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """:func:`plan`'s result: the ``requirements`` of the contrasts asked for, and the
+    projected marginal interval widths and mean rank-set sizes at :data:`MULTIPLIERS` times
+    the prompts (``projection``, one row per multiplier, 1 = the pilot)."""
+
+    requirements: tuple[Requirement, ...]
+    projection: pd.DataFrame
+    power: float
+    alpha: float
+    simultaneous: bool
+    components: Components
+
+    def to_dict(self) -> dict:
+        return json_safe({
+            "power": self.power, "alpha": self.alpha, "simultaneous": self.simultaneous,
+            "pilot": self.components.sizes,
+            "requirements": [r.to_dict() for r in self.requirements],
+            "projection": self.projection.reset_index().to_dict(orient="records"),
+        })
+
+    def summary(self) -> Summary:
+        rows = [[r.name, f"{r.effect:.4g}", f"{r.se:.4g}", f"{100 * r.power:.0f}%",
+                 *(_count(r.needed[lever]) for lever in LEVERS)] for r in self.requirements]
+        needed = pd.DataFrame(rows, columns=["contrast", "effect", "SE now", "power now",
+                                             *LEVERS])
+        sizes = ", ".join(f"{v:,.0f} {k if k == 'comparisons' else k + 's'}"
+                          for k, v in self.components.sizes.items())
+        head = (f"Pilot: {sizes}. Needed for {100 * self.power:g}% power at level "
+                f"{self.alpha:g}" + (" (simultaneous over the contrasts)" if self.simultaneous
+                                     else "") + ", each lever alone:")
+        return text_block("Plan", [head + "\n" + needed.to_string(index=False),
+                                   "Projected at more prompts (same judges and design):\n"
+                                   + self.projection.round(4).to_string()])
+
+    def __str__(self) -> str:
+        return str(self.summary())
+
+
+def _count(value: float) -> str:
+    """A count, ``-`` for a lever the clustering has not, ``unreachable`` for infinity."""
+    if np.isnan(value):
+        return "-"
+    return "unreachable" if np.isinf(value) else f"{value:,.0f}"
+
+
+def plan(result: Analysis, *, models=None, delta: float | None = None, top: int | None = None,
+         power: float = 0.8, alpha: float | None = None,
+         simultaneous: bool = False) -> Plan:
+    """How much more data ``result``'s leaderboard needs (module doc).
+
+    (a) ``models=(A, B)`` and ``delta``: the difference ``S_A - S_B`` (on the score scale)
+    to detect; (b) ``top=k``: every adjacent pair among the current top k, each at its
+    current estimated gap. ``power`` (1 - beta) at level ``alpha`` (default the
+    analysis'); ``simultaneous``: the contrasts are tested together (max-|T| critical
+    value of their pilot covariance). Returns the :class:`Plan`.
+    """
+    alpha = result.alpha if alpha is None else alpha
+    if not (0 < power < 1 and 0 < alpha < 1):
+        raise WinrateInputError(f"power and alpha must be in (0, 1), got {power}, {alpha}")
+    parts = components(result)
+    contrasts, effects, names = _contrasts(result, models, delta, top)
+    crit = _critical_value(contrasts, result.cov, alpha, simultaneous)
+    pilot = {"prompts": parts.sizes.get("prompt", np.nan),
+             "judges": parts.sizes.get("judge", np.nan),
+             "comparisons": parts.sizes["comparisons"]}
+    requirements = tuple(_requirement(name, c, effect, crit, power, parts, pilot)
+                         for name, c, effect in zip(names, contrasts, effects, strict=True))
+    return Plan(requirements, _projection(result, parts, alpha), power, alpha, simultaneous,
+                parts)
+
+
+def _contrasts(result: Analysis, models, delta, top):
+    index = pd.Index(result.models.astype(str))
+    rows, effects, names = [], [], []
+    if models is not None:
+        if delta is None or len(models) != 2:
+            raise WinrateInputError("plan: give two models and the difference delta to "
+                                    "detect between them")
+        codes = index.get_indexer([str(m) for m in models])
+        if (codes < 0).any():
+            missing = [m for m, c in zip(models, codes, strict=True) if c < 0]
+            raise WinrateInputError(f"plan: model(s) {missing} not on the leaderboard")
+        rows.append(np.eye(len(index))[codes[0]] - np.eye(len(index))[codes[1]])
+        effects.append(float(delta))
+        names.append(f"{models[0]} - {models[1]}")
+    if top is not None:
+        ranked = index.get_indexer(result.ranked_models)[:top]
+        if len(ranked) < 2:
+            raise WinrateInputError(f"plan: top {top} needs at least 2 models")
+        for hi, lo in zip(ranked[:-1], ranked[1:], strict=True):
+            rows.append(np.eye(len(index))[hi] - np.eye(len(index))[lo])
+            effects.append(float(result.scores[hi] - result.scores[lo]))
+            names.append(f"{index[hi]} - {index[lo]}")
+    if not rows:
+        raise WinrateInputError("plan: give models and delta, or top")
+    return np.array(rows), np.array(effects), names
+
+
+def _critical_value(contrasts, cov, alpha: float, simultaneous: bool) -> float:
+    """``z_{1-alpha/2}``, or the max-|T| critical value of the contrasts together."""
+    if not simultaneous or len(contrasts) == 1:
+        return float(ndtri(1 - alpha / 2))
+    contrast_cov = contrasts @ cov @ contrasts.T
+    return float(simultaneous_intervals(np.zeros(len(contrasts)), contrast_cov,
+                                        alpha).critical_value)
+
+
+def detection_power(effect: float, se: float, critical_value: float) -> float:
+    """Two-sided ``P(|Z + effect / se| > c)``, ``Z ~ N(0, 1)``."""
+    shift = abs(effect) / se
+    return float(ndtr(shift - critical_value) + ndtr(-shift - critical_value))
+
+
+def _requirement(name, contrast, effect, crit, power, parts: Components,
+                 pilot: dict) -> Requirement:
+    """The multiplier of each lever alone (module doc) and the count it means."""
+    part = parts.of(contrast)
+    a_p, a_j, r = part.get("prompt", 0.0), part.get("judge", 0.0), part["residual"]
+    other = sum(v for k, v in part.items() if k not in ("prompt", "judge", "residual"))
+    se = float(np.sqrt(a_p + a_j + r + other))
+    target = (effect / (crit + ndtri(power))) ** 2
+
+    def needed(share, fixed):
+        return share / (target - fixed) if target > fixed else np.inf
+
+    multipliers = {"prompts": needed(a_p + r, a_j + other) if "prompt" in part else np.nan,
+                   "judges": needed(a_j, a_p + r + other) if "judge" in part else np.nan,
+                   "comparisons": needed(r, a_p + a_j + other),
+                   "prompts and judges": needed(a_p + a_j + r, other)}
+    counts = {lever: np.ceil(m * pilot[lever.split()[0]]) if np.isfinite(m) else m
+              for lever, m in multipliers.items()}  # prompts and judges: the prompts
+    return Requirement(name, effect, crit, se, detection_power(effect, se, crit),
+                       multipliers, counts)
+
+
+def _projection(result: Analysis, parts: Components, alpha: float) -> pd.DataFrame:
+    """Mean marginal interval width and mean rank-set size at more prompts (at the
+    current scores: a plug-in projection)."""
+    z = float(ndtri(1 - alpha / 2))
+    keep = np.isfinite(result.se)
+    rows = {}
+    for m in (1.0, *MULTIPLIERS):
+        cov = parts.projected(prompts=m)[np.ix_(keep, keep)]
+        se = np.sqrt(np.clip(np.diag(cov), 0, None))
+        ranks = rank_sets(result.scores[keep], cov, alpha)
+        rows[m] = {"mean_width": float(2 * z * se.mean()),
+                   "mean_rank_set_size": float(np.mean(ranks.high - ranks.low + 1))}
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "prompts_multiplier"
+    return frame
