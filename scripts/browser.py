@@ -121,12 +121,12 @@ def header_labels(driver, table_id: str = "leaderboard") -> list[str]:
 
 
 def layout(driver) -> dict:
-    """Where the leaderboard sits in the viewport (CSS pixels): the first body row's top
+    """Where the (first) leaderboard sits in the viewport (CSS pixels): the first body row's top
     and bottom, the viewport's height, the table box's scroll and client widths, and per
     visible model cell whether its content is clipped (scroll width past its box) and the
     text shown."""
     return driver.execute_script(
-        "var t = document.getElementById('leaderboard');"
+        "var t = document.querySelector('table.lb');"
         "var row = t.tBodies[0].rows[0].getBoundingClientRect();"
         "var box = t.parentNode;"
         "var cells = Array.prototype.filter.call(t.querySelectorAll('td.model'),"

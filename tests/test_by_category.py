@@ -92,5 +92,5 @@ def test_command_line_by_column(arena, tmp_path, capsys):
     assert doc["by"] == "language" and doc["cluster"] == ["prompt"]
     assert sorted(doc["categories"]) == sorted(fx.LANGUAGES)
     assert main(["leaderboard", str(arena), "--format", "arena", "--by", "language",
-                 "--html", str(tmp_path / "p.html")]) == 2
-    assert "--by writes text and --json, not --html" in capsys.readouterr().err
+                 "--csv", str(tmp_path / "p.csv")]) == 2
+    assert "--by writes text, --json and --html, not --csv" in capsys.readouterr().err

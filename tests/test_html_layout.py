@@ -244,3 +244,37 @@ def test_header_counts_ranked_models_not_the_baseline(desktop, load):
     lede = desktop.find_element("css selector", "p.lede").text
     assert lede.startswith("4 models ranked, ") and "model-00 (the reference" in lede
     assert len(browser.table_rows(desktop)) == 4
+
+
+def test_category_tabs_switch_boards_and_search_each(desktop, phone, load):
+    from winrate import read_comparisons
+    from winrate.by_category import analyze_by, boards_to_dict
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
+
+    frame = simulate_comparisons(SimulationDesign(n_models=6, n_prompts=40, n_judges=1),
+                                 seed=8).frame()
+    frame["topic"] = frame["prompt_id"].astype("category").cat.codes.map(
+        lambda c: "coding" if c % 2 else "writing")
+    with notes.gathered():
+        doc = boards_to_dict(analyze_by(read_comparisons(frame, cluster_cols=("topic",)),
+                                        "topic", cluster="prompt"))
+    page = html_page.render(doc, "1", ci_style="plusminus")
+    load(desktop, page)
+
+    def visible_rows(k: int) -> list[str]:
+        return [row[1] for row in browser.table_rows(desktop, f"leaderboard-{k}", shown=True)
+                if desktop.find_element("id", f"panel-{k}").is_displayed()]
+
+    boards = list(doc["categories"].values())
+    assert sorted(visible_rows(0)) == sorted(boards[0]["models"]) and visible_rows(1) == []
+    desktop.find_element("id", "tab-1").click()
+    assert visible_rows(0) == [] and sorted(visible_rows(1)) == sorted(boards[1]["models"])
+    header = browser.header_labels(desktop, "leaderboard-1")
+    rows = browser.table_rows(desktop, "leaderboard-1")
+    assert browser.table_problems(boards[1], header, rows) == []
+    desktop.find_element("id", "search-1").send_keys("model-02")
+    assert visible_rows(1) == ["model-02"]
+    desktop.find_element("id", "tab-0").click()
+    assert len(visible_rows(0)) == len(boards[0]["models"])  # the other board unfiltered
+    shown = load(phone, page)
+    assert shown["row_bottom"] <= shown["viewport"] and browser.horizontal_overflow(phone) == 0

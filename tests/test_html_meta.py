@@ -274,3 +274,57 @@ def test_cli_refuses_a_bad_metadata_file_before_the_analysis(simulated_log_file,
                  "--models-meta", str(meta)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no 'model' column" in err and not out.exists()
+
+
+# --------------------------------------------------------------------------- by category
+
+
+@pytest.fixture(scope="module")
+def by_category():
+    """Boards per category of a simulated log (prompts split into two categories, a third
+    category too thin for a board)."""
+    from winrate import read_comparisons
+    from winrate.by_category import analyze_by, boards_to_dict
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
+
+    frame = simulate_comparisons(SimulationDesign(n_models=5, n_prompts=40, n_judges=1),
+                                 seed=6).frame()
+    codes = frame["prompt_id"].astype("category").cat.codes
+    frame["topic"] = np.where(codes % 2 == 0, "coding <&>", "maths")
+    frame.loc[frame.index[:1], "topic"] = "tiny"
+    log = read_comparisons(frame, cluster_cols=("topic",))
+    with notes.gathered():
+        return boards_to_dict(analyze_by(log, "topic", cluster="prompt"))
+
+
+def test_one_tab_per_category_each_with_its_board(by_category):
+    page = html_page.render(by_category, "1")
+    parsed = Page(page)
+    tabs = [a for tag, a in parsed.tags if a.get("role") == "tab"]
+    panels = [a for tag, a in parsed.tags if a.get("role") == "tabpanel"]
+    labels = list(by_category["categories"])
+    assert len(tabs) == len(panels) == len(labels) == 2 and "tiny" not in labels
+    assert [t["aria-selected"] for t in tabs] == ["true", "false"]
+    assert ["hidden" in p for p in panels] == [False, True]
+    assert "coding &lt;&amp;&gt;" in page and "No board for tiny" in page
+    expected = [m for board in by_category["categories"].values() for m in board["models"]]
+    assert sorted(parsed.names) == sorted(expected)
+    ids = [a["id"] for _, a in parsed.tags if "id" in a]
+    assert len(ids) == len(set(ids))  # every id once, though every board has the same parts
+    assert html_page.render(json.loads(json.dumps(by_category)), "1") == page
+
+
+def test_cli_by_writes_the_tabbed_page(tmp_path, capsys):
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
+
+    frame = simulate_comparisons(SimulationDesign(n_models=4, n_prompts=30, n_judges=1),
+                                 seed=7).frame()
+    frame["topic"] = np.where(frame["prompt_id"].astype("category").cat.codes % 2, "a", "b")
+    log = tmp_path / "log.csv"
+    frame.to_csv(log, index=False)
+    out = tmp_path / "by.html"
+    assert main(["leaderboard", str(log), "--by", "topic", "--cluster", "prompt", "--html",
+                 str(out), "--no-progress"]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "<title>log.csv leaderboard by topic</title>" in page
+    assert page.count('role="tab" ') == 2

@@ -432,9 +432,10 @@ def _leaderboard_by(args: argparse.Namespace) -> int:
     from winrate.io.scan import Scan
     from winrate.report.output import write_text
 
-    for flag in ("csv", "plot", "html", "eee"):
+    for flag in ("csv", "plot", "eee"):
         if getattr(args, flag, None):
-            raise WinrateInputError(f"--by writes text and --json, not --{flag}")
+            raise WinrateInputError(f"--by writes text, --json and --html, not --{flag}")
+    meta = read_meta(args)
     clustering = parse_clustering(args.cluster) if args.cluster is not None else None
     log, loaded = load_log(args, (*(clustering or ()), args.by))
     if isinstance(log, Scan):
@@ -447,6 +448,9 @@ def _leaderboard_by(args: argparse.Namespace) -> int:
         import json
 
         write_text(args.json, json.dumps(boards_to_dict(boards), indent=1))
+    if args.html:  # one tab per category
+        write_page(boards_to_dict(boards), args, f"leaderboard by {args.by}", meta=meta,
+                   ci_style=args.ci_style)
     print(format_boards(boards, args.table_format))
     for note in loaded:
         print(note.line(), file=sys.stderr)

@@ -201,8 +201,11 @@ def model_cell(name: str, url: str | None = None, flags=(), maker: str = "") -> 
 
 
 def table(table_id: str, head: list[str], rows: list[str], tall: bool = False) -> str:
+    """A sortable table in its own scrolling box; ``tall`` ones (a board) have class ``lb``
+    and are at most most of the screen high."""
     cls = "scroll tall" if tall else "scroll"
-    return (f'<div class="{cls}"><table id="{table_id}" class="sortable"><thead><tr>'
+    kind = "sortable lb" if tall else "sortable"
+    return (f'<div class="{cls}"><table id="{table_id}" class="{kind}"><thead><tr>'
             + "".join(head) + "</tr></thead><tbody>\n" + "\n".join(rows)
             + "\n</tbody></table></div>")
 
@@ -248,12 +251,12 @@ def doc_notes(doc: dict) -> list[dict]:
     return found
 
 
-def notes_section(found: list[dict]) -> str:
+def notes_section(found: list[dict], section_id: str = "notes") -> str:
     """Every note with its code, severity, axis and models; nothing when there are none."""
     if not found:
         return ""
     items = [_note_item(note) for note in found]
-    return (f'<section id="notes"><h2>Notes ({len(items)})</h2>'
+    return (f'<section id="{section_id}"><h2>Notes ({len(items)})</h2>'
             f'<ul class="notes">{"".join(items)}</ul></section>')
 
 
@@ -331,7 +334,8 @@ def page(heading: Heading, actions: str, body: str, doc: dict, version: str) -> 
         "<main>",
         heading.html(actions),
         body,
-        f'<footer>Made with winrate {text(version)} from a <code>{text(doc["schema"])}'
+        f'<footer>Made with winrate {text(version)} from a <code>'
+        f'{text(doc.get("schema") or "winrate.leaderboard/1 by " + doc.get("by", "?"))}'
         "</code> document. Self-contained: this file loads nothing from the network.</footer>",
         "</main>",
         f'<script id="winrate-data" type="application/json">{script_json(doc)}</script>',
@@ -608,16 +612,17 @@ def _legend(view: dict) -> str:
             f'<span><i class="swatch cut"></i>cut at the chart\'s edge</span></div>')
 
 
-def _tools(doc: dict) -> str:
-    """The search box, the "more columns" switch and the count of shown rows."""
+def _tools(doc: dict, suffix: str = "") -> str:
+    """The search box, the "more columns" switch and the count of shown rows (their ids
+    end in ``suffix``, one set per board)."""
     k = len(doc["models"])
     return ('<div class="tools"><label class="search"><span class="visually-hidden">'
-            'Search models</span><input type="search" id="search" placeholder="Search '
-            'models, organisations, licences\u2026" autocomplete="off"></label>'
-            '<button type="button" id="more-columns" class="button" aria-pressed="false">'
-            'More columns</button>'
-            f'<span id="shown-count" class="muted small" aria-live="polite">{k:,} of {k:,} '
-            "models</span></div>")
+            f'Search models</span><input type="search" id="search{suffix}" placeholder="'
+            'Search models, organisations, licences\u2026" autocomplete="off"></label>'
+            f'<button type="button" id="more-columns{suffix}" class="button more-columns" '
+            'aria-pressed="false">More columns</button>'
+            f'<span id="shown-count{suffix}" class="muted small shown-count" '
+            f'aria-live="polite">{k:,} of {k:,} models</span></div>')
 
 
 def scale_text(doc: dict) -> str:
@@ -628,7 +633,8 @@ def scale_text(doc: dict) -> str:
     return f"{words[:1].upper()}{words[1:]}." if words else ""
 
 
-def leaderboard_section(doc: dict, view: dict) -> str:
+def leaderboard_section(doc: dict, view: dict, suffix: str = "") -> str:
+    """The table with its tools, legend and explanation (ids end in ``suffix``)."""
     head = _leaderboard_header(doc, view)
     rows = [_leaderboard_row(doc, view, rank, i)
             for rank, i in enumerate(view["order"], start=1)]
@@ -636,8 +642,8 @@ def leaderboard_section(doc: dict, view: dict) -> str:
                "treats every comparison as independent, the clustered one does not. The "
                "chart draws each model's intervals about its score, all rows on one scale. "
                "Click a column header to sort; again to reverse.")
-    return ('<section id="board"><h2>Leaderboard</h2>' + _tools(doc)
-            + table("leaderboard", head, rows, tall=True)
+    return (f'<section id="board{suffix}" class="board"><h2>Leaderboard</h2>'
+            + _tools(doc, suffix) + table(f"leaderboard{suffix}", head, rows, tall=True)
             + f'<p class="muted small">{text(explain)}</p>{_legend(view)}</section>')
 
 
@@ -673,7 +679,7 @@ def tied_list(doc: dict, view: dict) -> str:
         others = sorted(tied[model], key=rank.__getitem__)
         shown = ", ".join(f"#{rank[m]} {m}" for m in others) or "every other model differs"
         items.append(f"<li><b>#{rank[model]} {text(model)}</b>: {text(shown)}</li>")
-    return (f'<details id="tied"{" open" if len(items) <= 12 else ""}><summary>Not '
+    return (f'<details class="tied"{" open" if len(items) <= 12 else ""}><summary>Not '
             f"distinguishable from ({text(label)}), per model</summary>"
             f'<ul class="tied">{"".join(items)}</ul></details>')
 
@@ -814,16 +820,16 @@ def _leaderboard_facts(doc: dict) -> str:
     ])
 
 
-def notes_line(notes: list[dict]) -> str:
+def notes_line(notes: list[dict], target: str = "notes") -> str:
     """One line above the table: how many notes and warnings there are, by code, and a
-    link to them (the notes themselves follow the table)."""
+    link to them (the notes themselves, section ``target``, follow the table)."""
     if not notes:
         return ""
     warned = sum((n.get("severity") or "warning") == "warning" for n in notes)
     codes = ", ".join(dict.fromkeys(n["code"] for n in notes if n.get("code")))
     counted = f"{len(notes)} note{'s' if len(notes) != 1 else ''}" + (
         f" ({warned} warning{'s' if warned != 1 else ''})" if warned else "")
-    return (f'<p class="notes-line{" warned" if warned else ""}"><a href="#notes">'
+    return (f'<p class="notes-line{" warned" if warned else ""}"><a href="#{target}">'
             f"{text(counted)}</a>" + (f": {text(codes)}" if codes else "") + "</p>")
 
 
@@ -858,6 +864,62 @@ def leaderboard_page(doc: dict, version: str, options: PageOptions) -> str:
             + notes_section(found) + pairwise_section(doc, view)
             + method_section(doc) + coefficients_section(doc) + data_section(doc))
     return page(Heading(title, options.description, lede), actions, body, doc, version)
+
+
+# --------------------------------------------------------------------------- by category
+
+
+def is_by_category(doc) -> bool:
+    """A document of one leaderboard per category: ``by`` (the column), ``categories``
+    (each a ``winrate.leaderboard/1`` document under its value) and ``thin``
+    (:func:`winrate.by_category.boards_to_dict`)."""
+    return (isinstance(doc, dict) and "schema" not in doc and isinstance(doc.get("by"), str)
+            and isinstance(doc.get("categories"), dict))
+
+
+def _category_panel(k: int, label: str, board: dict, options: PageOptions) -> str:
+    """Category ``label``'s board: its notes line, table, "not distinguishable" list and
+    notes (ids end in ``-k``); hidden but for the first."""
+    view = _leaderboard_view(board, options)
+    found = page_notes(board, options)
+    tied = tied_list(board, view) if board.get("pairwise") else ""
+    lede = (f"{len(board['models']):,} models ranked, {count(board['n_comparisons'])} "
+            f"comparisons, {view['level']} intervals {_clustering_text(board['settings'])}.")
+    return (f'<div class="panel" role="tabpanel" id="panel-{k}" aria-labelledby="tab-{k}"'
+            f'{" hidden" if k else ""}><p class="muted">{text(lede)}</p>'
+            + notes_line(found, f"notes-{k}") + leaderboard_section(board, view, f"-{k}")
+            + tied + notes_section(found, f"notes-{k}") + "</div>")
+
+
+def _tab(k: int, label: str, board: dict) -> str:
+    return (f'<button type="button" role="tab" id="tab-{k}" aria-controls="panel-{k}" '
+            f'aria-selected="{"true" if k == 0 else "false"}">{text(label)}'
+            f'<span class="n">{len(board["models"]):,}</span></button>')
+
+
+def categories_page(doc: dict, version: str, options: PageOptions) -> str:
+    """The page of one leaderboard per category (:func:`is_by_category`): a tab per
+    category, each with its own table, search box and notes; the method as the first
+    category's (every category is analysed the same way)."""
+    boards = doc["categories"]
+    title = options.title or f"Leaderboard by {doc['by']}"
+    thin = "; ".join(f"{label}: {why}" for label, why in (doc.get("thin") or {}).items())
+    lede = (f"{len(boards):,} categories of {doc['by']}, each analysed on its own "
+            "comparisons: an interval covers at its level within its category, not jointly "
+            "over the categories." + (f" No board for {thin}." if thin else ""))
+    if not boards:
+        body = '<p class="muted">No category has a board.</p>'
+    else:
+        first = next(iter(boards.values()))
+        body = ('<div class="tabs" role="tablist" aria-label="categories">'
+                + "".join(_tab(k, label, board) for k, (label, board)
+                          in enumerate(boards.items())) + "</div>"
+                + "".join(_category_panel(k, label, board, options) for k, (label, board)
+                          in enumerate(boards.items()))
+                + method_section(first))
+    stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "winrate"
+    return page(Heading(title, options.description, lede), downloads("", stem), body, doc,
+                version)
 
 
 # --------------------------------------------------------------------------- eda
@@ -1037,11 +1099,14 @@ def render(doc: dict, version: str, title: str | None = None, *,
            description: str | None = None, meta=None, ci_style: str = "brackets") -> str:
     """The page of a JSON document of winrate (by its ``schema``), presented as the
     keywords say (:class:`PageOptions`)."""
+    options = PageOptions(title, description, meta, ci_style)
+    if is_by_category(doc):
+        return categories_page(doc, version, options)
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if schema not in _PAGES:
         raise WinrateInputError(f"cannot render a page of schema {schema!r}; expected one of "
                                 f"{', '.join(_PAGES)}")
-    return _PAGES[schema](doc, version, PageOptions(title, description, meta, ci_style))
+    return _PAGES[schema](doc, version, options)
 
 
 def publish(doc: dict, path=None, title: str | None = None, version: str | None = None,

@@ -46,35 +46,50 @@
     });
   });
 
-  /* ---- search: rows whose name or metadata (data-search, lower case) holds the text */
-  var search = document.getElementById("search");
-  var board = document.getElementById("leaderboard");
-  var shownCount = document.getElementById("shown-count");
-  if (search && board) {
-    search.addEventListener("input", function () {
-      var wanted = search.value.trim().toLowerCase();
-      var shown = 0, rows = board.tBodies[0].rows;
-      Array.prototype.forEach.call(rows, function (row) {
-        var hit = !wanted || row.getAttribute("data-search").indexOf(wanted) >= 0;
-        row.hidden = !hit;
-        if (hit) { shown += 1; }
-      });
-      if (shownCount) {
-        shownCount.textContent = shown.toLocaleString("en-US") + " of " +
-          rows.length.toLocaleString("en-US") + " models";
-      }
-    });
+  /* ---- per board: the search box filters its rows by name and metadata (data-search,
+     lower case); "more columns" shows or hides its columns of class "more" */
+  function countText(shown, total) {
+    return shown.toLocaleString("en-US") + " of " + total.toLocaleString("en-US") + " models";
   }
 
-  /* ---- "more columns": the columns of class "more" shown or hidden */
-  var more = document.getElementById("more-columns");
-  if (more && board) {
-    more.addEventListener("click", function () {
-      var all = board.classList.toggle("all");
-      more.setAttribute("aria-pressed", all ? "true" : "false");
-      more.textContent = all ? "Fewer columns" : "More columns";
+  Array.prototype.forEach.call(document.querySelectorAll("section.board"), function (board) {
+    var table = board.querySelector("table.lb");
+    var search = board.querySelector("input[type=search]");
+    var count = board.querySelector(".shown-count");
+    var more = board.querySelector(".more-columns");
+    if (!table) { return; }
+    if (search) {
+      search.addEventListener("input", function () {
+        var wanted = search.value.trim().toLowerCase();
+        var shown = 0, rows = table.tBodies[0].rows;
+        Array.prototype.forEach.call(rows, function (row) {
+          var hit = !wanted || row.getAttribute("data-search").indexOf(wanted) >= 0;
+          row.hidden = !hit;
+          if (hit) { shown += 1; }
+        });
+        if (count) { count.textContent = countText(shown, rows.length); }
+      });
+    }
+    if (more) {
+      more.addEventListener("click", function () {
+        var all = table.classList.toggle("all");
+        more.setAttribute("aria-pressed", all ? "true" : "false");
+        more.textContent = all ? "Fewer columns" : "More columns";
+      });
+    }
+  });
+
+  /* ---- category tabs: one panel shown at a time */
+  var tabs = document.querySelectorAll("[role=tab]");
+  Array.prototype.forEach.call(tabs, function (tab) {
+    tab.addEventListener("click", function () {
+      Array.prototype.forEach.call(tabs, function (other) {
+        var on = other === tab;
+        other.setAttribute("aria-selected", on ? "true" : "false");
+        document.getElementById(other.getAttribute("aria-controls")).hidden = !on;
+      });
     });
-  }
+  });
 
   /* ---- the full result as JSON: the embedded text itself, as a Blob */
   var jsonLink = document.getElementById("download-json");
