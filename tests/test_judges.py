@@ -222,3 +222,50 @@ def test_judge_family_text_and_errors(tmp_path):
     assert judge_families(str(tmp_path / "f.json")) == {"a": "x"}
     with pytest.raises(WinrateInputError, match="NAME=FAMILY"):
         judge_families("gpt-4")
+
+
+def test_krippendorff_alpha_of_krippendorffs_own_example():
+    """Krippendorff (2011), "Computing Krippendorff's alpha-reliability", the 4 observers x
+    12 units example with missing values: interval alpha = 0.849."""
+    from winrate.judges import judge_agreement
+
+    table = [[1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+             [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+             [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+             [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None]]
+    cells = [(u, o, v) for o, row in enumerate(table) for u, v in enumerate(row)
+             if v is not None]
+    unit, observer, value = (np.array(c) for c in zip(*cells, strict=True))
+    log = ComparisonLog.from_arrays(np.zeros(len(unit)), np.ones(len(unit)),
+                                    (value - 1) / 4, prompt=unit, judge=observer)
+    found = judge_agreement(log, 0.05)
+    assert found.alpha == pytest.approx(0.849, abs=5e-4)
+    assert found.units == 11 and found.values == 40  # unit 12 has one value
+
+
+def brute_force_alpha(log: ComparisonLog) -> float:
+    """Krippendorff's interval alpha by loops over every pair of values."""
+    values: dict = {}
+    for r in range(log.n_rows):
+        a, b = int(log.model_a[r]), int(log.model_b[r])
+        item = (int(log.axes["prompt"].codes[r]), min(a, b), max(a, b))
+        s = log.score[r] if a < b else 1 - log.score[r]
+        values.setdefault(item, {}).setdefault(int(log.axes["judge"].codes[r]), []).append(s)
+    units = [[float(np.mean(v)) for v in judges.values()] for judges in values.values()]
+    units = [u for u in units if len(u) > 1]
+    pooled = [v for u in units for v in u]
+    n = len(pooled)
+    observed = sum(sum((x - y) ** 2 for i, x in enumerate(u) for j, y in enumerate(u) if i != j)
+                   / (len(u) - 1) for u in units) / n
+    expected = sum((x - y) ** 2 for i, x in enumerate(pooled) for j, y in enumerate(pooled)
+                   if i != j) / (n * (n - 1))
+    return 1 - observed / expected
+
+
+def test_krippendorff_alpha_equals_a_brute_force_loop_and_its_interval_covers_it():
+    from winrate.judges import judge_agreement
+
+    log = simulated(8, n_prompts=12, both_orders=True, ties=True)
+    found = judge_agreement(log, 0.05, reps=200)
+    assert found.alpha == pytest.approx(brute_force_alpha(log), abs=1e-12)
+    assert found.low <= found.alpha <= found.high

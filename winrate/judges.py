@@ -127,6 +127,31 @@ class OrderConsistency:
                 "per_judge": {j: s.to_dict() for j, s in self.per_judge.items()}}
 
 
+@dataclass(frozen=True)
+class Agreement:
+    """Krippendorff's alpha (interval metric) between judges on shared items, with a
+    prompt-cluster bootstrap percentile interval: ``units`` items judged by two or more
+    judges, ``values`` their (item, judge) verdicts, ``reps`` bootstrap draws."""
+
+    alpha: float
+    low: float
+    high: float
+    units: int
+    values: int
+    reps: int
+
+    def to_dict(self) -> dict:
+        return {"krippendorff_alpha": self.alpha, "ci_low": self.low, "ci_high": self.high,
+                "metric": "interval", "units": self.units, "values": self.values,
+                "reps": self.reps}
+
+    def text(self, level: str) -> str:
+        return (f"Agreement between judges: Krippendorff's alpha {self.alpha:.3f} "
+                f"[{self.low:.3f}, {self.high:.3f}] ({level} prompt-cluster bootstrap, "
+                f"{self.reps} draws; {self.units:,} items judged by 2+ judges, "
+                f"{self.values:,} verdicts)")
+
+
 @dataclass(frozen=True, eq=False)
 class JudgeAudit:
     """:func:`audit_judges`'s result. ``boards``: the Bradley-Terry analyses
@@ -143,6 +168,7 @@ class JudgeAudit:
     clustering: tuple[str, ...]
     alpha: float
     notes: Notes = field(default_factory=Notes)
+    agreement: Agreement | None = None
 
     def rank_changes(self) -> dict[str, list[dict]]:
         """Per adjusted board, the models whose rank set differs from the board as judged:
@@ -166,6 +192,7 @@ class JudgeAudit:
             "order_consistency": (None if self.order_consistency is None
                                   else self.order_consistency.to_dict()),
             "tie_propensity": {j: s.to_dict() for j, s in self.tie_propensity.items()},
+            "agreement": None if self.agreement is None else self.agreement.to_dict(),
             "boards": {name: _board_dict(board) for name, board in self.boards.items()},
             "rank_changes": self.rank_changes(),
             "notes": [note.to_dict() for note in self.notes],
@@ -237,10 +264,11 @@ def audit_judges(log, *, cluster=None, alpha: float = 0.05, judge_family=None,
         if averaged is not None:
             boards["orders_averaged"] = fit.board(averaged)
         ties = tie_propensity(log, judges, alpha)
+    agreement = judge_agreement(log, alpha)
     audit_notes = Notes(dict.fromkeys([*([default_note] if default_note else []), *found]))
     notes.give(audit_notes)
     return JudgeAudit(position, self_pref, order, ties, boards, clustering, alpha,
-                      audit_notes)
+                      audit_notes, agreement)
 
 
 def _clustering(log: ComparisonLog, cluster):
@@ -406,6 +434,60 @@ def tie_propensity(log: ComparisonLog, judges: ClusterAxis, alpha: float) -> dic
     return found
 
 
+# ----------------------------------------------------------------- agreement
+
+
+def judge_agreement(log: ComparisonLog, alpha: float, reps: int = 999,
+                    seed: int = 0) -> Agreement | None:
+    """Krippendorff's alpha between the judges, ``1 - D_o / D_e``, with the interval
+    metric (Krippendorff, *Content Analysis*, 4th ed., 2019, sec. 12.2; Hayes &
+    Krippendorff 2007, Communication Methods and Measures 1(1)).
+
+    An item is a (prompt, unordered model pair); a judge's value is its mean score of the
+    lower-coded model there (both orders and repeats averaged). Over the items ``u`` with
+    ``m_u >= 2`` values, ``n = sum m_u``, and with ``S1``, ``S2`` sums of the values and of
+    their squares, the squared differences of all pairs within an item sum to
+    ``2 (m_u S2_u - S1_u^2)`` and over all values to ``2 (n S2 - S1^2)``, so
+    ``alpha = 1 - (n - 1) sum_u (m_u S2_u - S1_u^2) / (m_u - 1) / (n S2 - S1^2)``.
+    The interval resamples prompts with replacement (each prompt's items together) and
+    takes the percentiles of alpha. None without two judges sharing an item.
+    """
+    if "prompt" not in log.axes or "judge" not in log.axes:
+        return None
+    lo, hi, s_lo = low_orientation(log)
+    frame = pd.DataFrame({"prompt": log.axes["prompt"].codes, "lo": lo, "hi": hi,
+                          "judge": log.axes["judge"].codes, "ws": log.weight * s_lo,
+                          "w": log.weight})
+    values = frame.groupby(["prompt", "lo", "hi", "judge"])[["ws", "w"]].sum()
+    value = (values.ws / values.w).rename("v").reset_index()
+    units = value.assign(v2=value.v ** 2).groupby(["prompt", "lo", "hi"]).agg(
+        m=("v", "size"), s1=("v", "sum"), s2=("v2", "sum"))
+    units = units[units.m >= 2]
+    if units.empty:
+        return None
+    within = (units.m * units.s2 - units.s1 ** 2) / (units.m - 1)
+    per_prompt = pd.DataFrame({"n": units.m, "s1": units.s1, "s2": units.s2,
+                               "within": within}).groupby(level="prompt").sum()
+    estimate = _alpha_of(per_prompt.to_numpy()[None, :, :].sum(axis=1))[0]
+    rng = np.random.default_rng(seed)
+    g = len(per_prompt)
+    draws = rng.multinomial(g, np.full(g, 1.0 / g), size=reps)
+    boot = _alpha_of(draws @ per_prompt.to_numpy())
+    low, high = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+    return Agreement(float(estimate), float(low), float(high), len(units),
+                     int(units.m.sum()), reps)
+
+
+def _alpha_of(totals: np.ndarray) -> np.ndarray:
+    """Alpha from rows of summed ``(n, S1, S2, within)`` (NaN where the values do not
+    vary)."""
+    n, s1, s2, within = totals.T
+    spread = n * s2 - s1 ** 2
+    out = np.full(n.shape, np.nan)
+    np.divide((n - 1) * within, spread, out=out, where=spread > 0)
+    return 1.0 - out
+
+
 # ----------------------------------------------------------------- both orders
 
 
@@ -509,6 +591,8 @@ def _blocks(audit: JudgeAudit) -> list[str]:
     parts.append(_order_block(audit.order_consistency, level))
     parts.append(_shares_block(f"Tie propensity (share of ties, prompt-clustered {level} CI)",
                                audit.tie_propensity))
+    if audit.agreement is not None:
+        parts.append(audit.agreement.text(level))
     parts.append(_boards_block(audit))
     return parts
 
