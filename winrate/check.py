@@ -107,6 +107,13 @@ nominal level, ``z`` the 99% Bonferroni critical value over the K models) is bel
 1.4 alpha``. When the chosen method does not cover (or may not), the same replications are
 rerun with the other sandwich variants and the jackknife (not the bootstraps: too slow to
 try) and the verdict says which covers.
+
+**The narrowest method that covers** (``best=True``; ``winrate check --method best``): the
+other methods run on the same replications whatever the chosen one gives, and the verdict
+names the one with the smallest mean marginal interval width among those whose marginal
+and simultaneous coverage are not below their band (:func:`narrowest_covering`), with the
+flags to rerun with. The widths are compared on the same simulated logs of the user's
+design, so the choice rests on checked coverage, never on the log's own outcomes.
 """
 
 from __future__ import annotations
