@@ -278,3 +278,22 @@ def test_category_tabs_switch_boards_and_search_each(desktop, phone, load):
     assert len(visible_rows(0)) == len(boards[0]["models"])  # the other board unfiltered
     shown = load(phone, page)
     assert shown["row_bottom"] <= shown["viewport"] and browser.horizontal_overflow(phone) == 0
+
+
+def test_pointing_at_a_matrix_cell_names_both_models(desktop, load, wide):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    doc, page = wide
+    load(desktop, page)
+    order = [doc["models"][i] for i in html_page.best_first(doc["score"])]
+    canvas = desktop.find_element("id", "pair-matrix")
+    size = desktop.execute_script("var c = arguments[0]; return [c.clientWidth, "
+                                  "c.clientHeight];", canvas)
+    margin = 26  # the script's margin above 40 models
+    cell = (size[0] - margin - 2) / len(order)
+    row, col = 3, 140  # a far pair, as hard to read by position alone
+    x = margin + (col + 0.5) * cell - size[0] / 2  # offsets from the canvas' centre
+    y = margin + (row + 0.5) * cell - size[1] / 2
+    ActionChains(desktop).move_to_element_with_offset(canvas, round(x), round(y)).perform()
+    readout = desktop.find_element("id", "pair-readout").text
+    assert readout.startswith(f"#{row + 1} {order[row]} \u2212 #{col + 1} {order[col]} = ")

@@ -524,7 +524,7 @@ def _leaderboard_header(doc: dict, view: dict) -> list[str]:
             th("model", "ascending", numeric=False, cls="sticky-2", key="model")]
     head += [th(c, "ascending", numeric=False, cls="wide", key=f"meta:{c}")
              for c, more in _meta_columns(view) if not more]
-    head += [th(unit.quantity, "descending", sub=unit.label, key="score"),
+    head += [th(unit.plural.removesuffix("s"), "descending", sub=unit.label, key="score"),
              th(f"{level} CI", "descending", sub=f"clustered{plusminus}", key="ci"),
              f'<th class="chart" scope="col" data-key="chart">'
              f'{view["scale"].axis(_tick_decimals(view["scale"]), signed=True)}'
@@ -853,9 +853,9 @@ def leaderboard_page(doc: dict, version: str, options: PageOptions) -> str:
     view = _leaderboard_view(doc, options)
     title = options.title or "Leaderboard"
     s = doc["settings"]
-    lede = (f"{len(doc['models']):,} models ranked, {count(doc['n_comparisons'])} "
-            f"comparisons, {view['level']} intervals {_clustering_text(s)}. "
-            f"{scale_text(doc)}")
+    lede = " ".join(part for part in (
+        f"{len(doc['models']):,} models ranked, {count(doc['n_comparisons'])} comparisons, "
+        f"{view['level']} intervals {_clustering_text(s)}.", scale_text(doc)) if part)
     stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "winrate"
     header, rows = leaderboard_csv(doc, view)
     actions = downloads(csv_link(header, rows, f"{stem}.csv"), stem)

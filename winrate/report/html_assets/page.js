@@ -123,6 +123,7 @@
   var summary = document.getElementById("pair-summary");
   var choice = document.querySelectorAll("input[name=adjust]");
   var layout = null;
+  var hover = null;
 
   function adjustment() {
     var picked = document.querySelector("input[name=adjust]:checked");
@@ -174,6 +175,12 @@
       ctx.fillText(String(t + 1), margin / 2, mid);
     }
     layout = { margin: margin, cell: cell };
+    if (hover) {  /* the pointed pair's row and column, outlined */
+      ctx.strokeStyle = "#1b1f24";
+      ctx.lineWidth = 1;
+      ctx.strokeRect(margin - 0.5, margin + hover.r * cell - 0.5, k * cell + 1, cell + 1);
+      ctx.strokeRect(margin + hover.c * cell - 0.5, margin - 0.5, cell + 1, k * cell + 1);
+    }
     var name = key === "p_holm" ? "Holm" : "max-T";
     summary.textContent = real + " of " + total + " pairs differ at the " +
       Math.round(1000 * (1 - alpha)) / 10 + "% level (" + name + "-adjusted p < " + alpha + ")";
@@ -193,6 +200,8 @@
     var c = Math.floor((event.clientX - box.left - layout.margin) / layout.cell);
     var r = Math.floor((event.clientY - box.top - layout.margin) / layout.cell);
     if (r < 0 || c < 0 || r >= k || c >= k || r === c) { return; }
+    hover = { r: r, c: c };
+    draw();
     var cell = pairs[r * k + c];
     var a = data.models[order[r]], b = data.models[order[c]];
     if (!cell) { readout.textContent = "#" + (r + 1) + " " + a + " vs #" + (c + 1) + " " + b +
