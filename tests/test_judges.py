@@ -269,3 +269,18 @@ def test_krippendorff_alpha_equals_a_brute_force_loop_and_its_interval_covers_it
     found = judge_agreement(log, 0.05, reps=200)
     assert found.alpha == pytest.approx(brute_force_alpha(log), abs=1e-12)
     assert found.low <= found.alpha <= found.high
+
+
+def test_markdown_reports_of_the_three_commands(tmp_path, capsys):
+    from winrate.cli import main
+    from winrate.examples import write_examples
+
+    write_examples(tmp_path)
+    example = str(tmp_path / "example.csv")
+    lines = (tmp_path / "example.csv").read_text().splitlines()
+    (tmp_path / "old.csv").write_text("\n".join(lines[:700]) + "\n")
+    for argv in (["judges", example], ["plan", example, "--top", "3"],
+                 ["diff", str(tmp_path / "old.csv"), example]):
+        assert main([*argv, "--table-format", "markdown"]) == 0
+        shown = capsys.readouterr().out
+        assert shown.startswith("## ") and "|---|" in shown, argv

@@ -31,8 +31,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                        help="none | prompt | judge | prompt+judge | COL[+COL...] (default: "
                             "prompt+judge, or those of the two axes the log has)")
     group.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
-    section(parser, "output").add_argument("--json", metavar="PATH",
-                                           help="write the JSON report here")
+    _add_outputs(parser)
+
+
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
+    """--json, --table-format, --progress; the log is read in memory."""
+    group = section(parser, "output")
+    group.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    group.add_argument("--table-format", choices=("text", "markdown"), default="text",
+                       help="the report as text (default) or Markdown (pipe tables)")
     add_progress_argument(parser)
     parser.set_defaults(engine="memory", memory=None)
 
@@ -93,7 +100,7 @@ def run_judges(args: argparse.Namespace) -> int:
             audit = audit_judges(log, cluster=clustering, alpha=args.alpha,
                                  judge_family=families, first_shown=args.first_col)
     _write_json(audit.to_dict(), args.json)
-    print(audit.summary())
+    _print(audit, args.table_format)
     for note in [*loaded, *audit.notes]:
         print(note.line(), file=sys.stderr)
     return 0
@@ -105,6 +112,11 @@ def _clustering(args: argparse.Namespace):
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
     return parse_clustering(args.cluster) if args.cluster is not None else None
+
+
+def _print(report, table_format: str) -> None:
+    """The report on stdout, as text or Markdown."""
+    print(report.to_markdown() if table_format == "markdown" else report.summary())
 
 
 def _write_json(doc: dict, path: str | None) -> None:
@@ -152,7 +164,7 @@ def run_diff(args: argparse.Namespace) -> int:
             found = diff_releases(old, new, cluster=clustering, alpha=args.alpha,
                                   seed=args.seed, **options)
     _write_json(found.to_dict(), args.json)
-    print(found.summary())
+    _print(found, args.table_format)
     for note in [*loaded, *found.notes]:
         print(note.line(), file=sys.stderr)
     return 0
@@ -190,10 +202,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--power", type=float, default=0.8, help="1 - beta (default 0.8)")
     group.add_argument("--simultaneous", action="store_true",
                        help="test the contrasts together (max-|T| critical value)")
-    section(parser, "output").add_argument("--json", metavar="PATH",
-                                           help="write the JSON report here")
-    add_progress_argument(parser)
-    parser.set_defaults(engine="memory", memory=None)
+    _add_outputs(parser)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -215,7 +224,7 @@ def run_plan(args: argparse.Namespace) -> int:
                                 power=args.power, simultaneous=args.simultaneous)
     _write_json({**found.to_dict(), "notes": [n.to_dict() for n in result.notes]},
                 args.json)
-    print(found.summary())
+    _print(found, args.table_format)
     for note in result.notes:
         print(note.line(), file=sys.stderr)
     return 0

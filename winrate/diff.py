@@ -41,6 +41,7 @@ from winrate.inference.joint import simultaneous_intervals, wald_intervals
 from winrate.inference.plan import default_clustering, parse_clustering
 from winrate.io.logs import ClusterAxis, ComparisonLog, factorize_groups, read_comparisons
 from winrate.notes import Notes
+from winrate.report.builders import frame_table, markdown_document
 from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
 from winrate.settings import Variance
@@ -111,6 +112,14 @@ class ReleaseDiff:
 
     def summary(self) -> Summary:
         """The report as ``winrate diff`` prints it."""
+        return text_block("Changes between releases", self._parts("text"), self.notes)
+
+    def to_markdown(self) -> str:
+        """The report as a Markdown section (pipe tables)."""
+        return markdown_document("Changes between releases", self._parts("markdown"),
+                                 self.notes)
+
+    def _parts(self, fmt: str) -> list[str]:
         level = f"{100 * (1 - self.alpha):g}%"
         shared = ", ".join(f"{n} {name}s" for name, n in self.shared_clusters.items())
         head = (f"Old release: {self.old_fit.n_rows:,} rows; new: {self.new_fit.n_rows:,} rows; "
@@ -120,9 +129,9 @@ class ReleaseDiff:
         if self.added or self.removed:
             head += (f"\nAdded: {', '.join(self.added) or 'none'}; removed: "
                      f"{', '.join(self.removed) or 'none'}")
-        table = _printed(self.to_frame(), self.new_fit.leaderboard.scale).to_string()
-        return text_block("Changes between releases",
-                          [head, table, _rank_text(self.rank_changes)], self.notes)
+        table = frame_table(_printed(self.to_frame(), self.new_fit.leaderboard.scale), fmt,
+                            index=True)
+        return [head, table, _rank_text(self.rank_changes)]
 
     def __str__(self) -> str:
         return str(self.summary())

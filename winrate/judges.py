@@ -49,6 +49,7 @@ from winrate.inference.intervals import logit_bounds
 from winrate.inference.plan import default_clustering, parse_clustering
 from winrate.io.logs import ClusterAxis, ComparisonLog, read_comparisons
 from winrate.notes import Notes
+from winrate.report.builders import frame_table, markdown_document
 from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
 from winrate.settings import Joint, Variance
@@ -200,7 +201,11 @@ class JudgeAudit:
 
     def summary(self) -> Summary:
         """The audit as ``winrate judges`` prints it."""
-        return text_block("Judge audit", _blocks(self), self.notes)
+        return text_block("Judge audit", _blocks(self, "text"), self.notes)
+
+    def to_markdown(self) -> str:
+        """The audit as a Markdown section (pipe tables)."""
+        return markdown_document("Judge audit", _blocks(self, "markdown"), self.notes)
 
     def __str__(self) -> str:
         return str(self.summary())
@@ -579,32 +584,33 @@ def _relabelled(codes: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.n
 # ----------------------------------------------------------------- text
 
 
-def _blocks(audit: JudgeAudit) -> list[str]:
+def _blocks(audit: JudgeAudit, fmt: str) -> list[str]:
     level = f"{100 * (1 - audit.alpha):g}%"
     clustering = "+".join(audit.clustering) or "none"
     parts = [_effects_block(f"Position bias: the first-shown answer's advantage (clustered "
                             f"by {clustering}, {level} CI)", audit.position_bias,
-                            "P(first wins)")]
+                            "P(first wins)", fmt)]
     if audit.self_preference:
         parts.append(_effects_block("Self-preference: a judge's advantage to its own "
-                                    "family's answers", audit.self_preference, "P(own wins)"))
+                                    "family's answers", audit.self_preference, "P(own wins)",
+                                    fmt))
     parts.append(_order_block(audit.order_consistency, level))
     parts.append(_shares_block(f"Tie propensity (share of ties, prompt-clustered {level} CI)",
                                audit.tie_propensity))
     if audit.agreement is not None:
         parts.append(audit.agreement.text(level))
-    parts.append(_boards_block(audit))
+    parts.append(_boards_block(audit, fmt))
     return parts
 
 
-def _effects_block(title: str, effects, probability: str) -> str:
+def _effects_block(title: str, effects, probability: str, fmt: str) -> str:
     rows = [[e.judge, f"{e.logit:+.3f}", f"{e.se:.3f}",
              f"{ELO_SCALE * e.logit:+.1f} [{ELO_SCALE * e.low:+.1f}, {ELO_SCALE * e.high:+.1f}]",
              f"{expit(e.logit):.3f} [{expit(e.low):.3f}, {expit(e.high):.3f}]"]
             for e in effects]
     frame = pd.DataFrame(rows, columns=["judge", "logit", "se", "Elo [CI]",
                                         f"{probability} [CI]"])
-    return title + "\n" + frame.to_string(index=False)
+    return title + "\n" + ("\n" if fmt == "markdown" else "") + frame_table(frame, fmt)
 
 
 def _share_text(share: Share) -> str:
@@ -627,13 +633,15 @@ def _order_block(order: OrderConsistency | None, level: str) -> str:
     return "\n".join(lines)
 
 
-def _boards_block(audit: JudgeAudit) -> str:
+def _boards_block(audit: JudgeAudit, fmt: str) -> str:
     ratings = audit.ratings().round(1)
-    lines = ["Bradley-Terry ratings (Elo) as judged and adjusted", ratings.to_string()]
+    lines = ["Bradley-Terry ratings (Elo) as judged and adjusted"
+             + ("\n" if fmt == "markdown" else ""), frame_table(ratings, fmt, index=True)]
     for name, moved in audit.rank_changes().items():
         shown = ", ".join(f"{m['model']} {_ranks(m['before'])} -> {_ranks(m['after'])}"
                           for m in moved) or "none"
-        lines.append(f"rank sets changed ({name}): {shown}")
+        lines.append(("\n" if fmt == "markdown" else "")
+                     + f"rank sets changed ({name}): {shown}")
     return "\n".join(lines)
 
 

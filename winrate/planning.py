@@ -43,6 +43,7 @@ from scipy.special import ndtr, ndtri
 from winrate.errors import WinrateInputError
 from winrate.inference.analysis import Analysis
 from winrate.inference.joint import rank_sets, simultaneous_intervals
+from winrate.report.builders import frame_table, markdown_document
 from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
 from winrate.variance.cluster_sums import clustered, memory_sums
@@ -149,6 +150,14 @@ class Plan:
         })
 
     def summary(self) -> Summary:
+        """The plan as ``winrate plan`` prints it."""
+        return text_block("Plan", self._parts("text"))
+
+    def to_markdown(self) -> str:
+        """The plan as a Markdown section (pipe tables)."""
+        return markdown_document("Plan", self._parts("markdown"))
+
+    def _parts(self, fmt: str) -> list[str]:
         rows = [[r.name, f"{r.effect:.4g}", f"{r.se:.4g}", f"{100 * r.power:.0f}%",
                  *(_count(r.needed[lever]) for lever in LEVERS)] for r in self.requirements]
         needed = pd.DataFrame(rows, columns=["contrast", "effect", "SE now", "power now",
@@ -158,9 +167,10 @@ class Plan:
         head = (f"Pilot: {sizes}. Needed for {100 * self.power:g}% power at level "
                 f"{self.alpha:g}" + (" (simultaneous over the contrasts)" if self.simultaneous
                                      else "") + ", each lever alone:")
-        return text_block("Plan", [head + "\n" + needed.to_string(index=False),
-                                   "Projected at more prompts (same judges and design):\n"
-                                   + self.projection.round(4).to_string()])
+        gap = "\n\n" if fmt == "markdown" else "\n"
+        return [head + gap + frame_table(needed, fmt),
+                "Projected at more prompts (same judges and design):" + gap
+                + frame_table(self.projection.round(4), fmt, index=True)]
 
     def __str__(self) -> str:
         return str(self.summary())
