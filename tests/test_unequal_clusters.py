@@ -94,19 +94,38 @@ def single_prompt_pair_log(seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["prompt_id", "model_a", "model_b", "outcome"])
 
 
-def test_a_pair_seen_in_one_prompt_gets_the_variance_of_one_comparison():
+def hand_icc(frame: pd.DataFrame) -> float:
+    """One-way ANOVA ICC by prompt of the pair-centred scores (each pair's rows written in
+    one orientation here): (MSB - MSW) / (MSB + (n0 - 1) MSW), n0 = (N - sum n_g^2 / N) /
+    (G - 1) (Snedecor & Cochran; Donner 1986), by plain pandas group sums."""
+    score = frame["outcome"].map({"a": 1.0, "b": 0.0, "tie": 0.5})
+    pair = frame["model_a"] + "|" + frame["model_b"]
+    value = score - score.groupby(pair).transform("mean")
+    groups = value.groupby(frame["prompt_id"])
+    size, mean = groups.size(), groups.mean()
+    total, g = len(value), len(size)
+    ms_between = (size * (mean - value.mean()) ** 2).sum() / (g - 1)
+    ms_within = ((value - groups.transform("mean")) ** 2).sum() / (total - g)
+    n0 = (total - (size**2).sum() / total) / (g - 1)
+    return (ms_between - ms_within) / (ms_between + (n0 - 1) * ms_within)
+
+
+def test_a_pair_seen_in_one_prompt_gets_its_variance_inflated_by_the_design_effect():
     """The pair (m0, m4)'s centred scores sum to zero on its one prompt, so the clustered
-    sandwich sees none of its variance; the bound adds its sample variance s^2 (ddof 1, the
-    rho = 1 bound of the variance of its mean) through the win rate's weights: s^2 / 16 to
-    m0 (four opponents), s^2 / 4 to m4 (two) and -s^2 / 8 between them -- nothing else
-    (no pair is degenerate, so there is no other floor). The note says it widened."""
+    sandwich sees none of its variance; it is given Kish's s^2 (1 + (n - 1) rho) / n with
+    its sample variance s^2 (ddof 1), n = 6 and rho the prompt axis' pair-level ICC
+    (computed here by hand), through the win rate's weights: 1/16 of it to m0 (four
+    opponents), 1/4 to m4 (two) and -1/8 between them -- nothing else (no pair is
+    degenerate, so there is no other floor). The note says it widened."""
     frame = single_prompt_pair_log()
-    s2 = np.var([1, 0, 1, 0.5, 0, 1], ddof=1)
+    icc = hand_icc(frame)
+    var = np.var([1, 0, 1, 0.5, 0, 1], ddof=1) * (1 + 5 * np.clip(icc, 0, 1)) / 6
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run = analyze(frame, cluster="prompt")
+    np.testing.assert_allclose(run.axes["prompt"].icc, icc)
     expected = np.zeros((5, 5))
-    expected[0, 0], expected[4, 4], expected[0, 4] = s2 / 16, s2 / 4, -s2 / 8
+    expected[0, 0], expected[4, 4], expected[0, 4] = var / 16, var / 4, -var / 8
     expected[4, 0] = expected[0, 4]
     order = np.argsort(run.models.astype(str))
     np.testing.assert_allclose(run.small_sample_floor[np.ix_(order, order)], expected,

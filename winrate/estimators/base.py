@@ -229,9 +229,10 @@ class Estimator(ABC):
         floor is part of the covariance, so it must not depend on the interval's level."""
         return None
 
-    def unidentified_pair_floor(self, board, frequency, single):
-        """The (K, K) covariance bound of the ``single`` (P,) pairs, whose comparisons all
-        lie in one cluster of a clustering axis, or None when the estimator has none."""
+    def unidentified_pair_floor(self, board, frequency, single, rho):
+        """The (K, K) covariance of the ``single`` (P,) pairs, whose comparisons all lie in
+        one cluster of a clustering axis, with ``rho`` (P,) the within-cluster correlation
+        taken for each, or None when the estimator has none."""
         return None
 
     def wild_influence_map(self, board, total_counts):

@@ -162,23 +162,28 @@ MAX_SCORE_VARIANCE = 0.25
 
 
 def unidentified_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
-                          single: np.ndarray) -> np.ndarray:
+                          single: np.ndarray, rho: np.ndarray) -> np.ndarray:
     """The variance the clustered sandwich cannot see for the ``single`` (P,) pairs, whose
-    comparisons all lie in one cluster of a clustering axis, as a bound (issue 37).
+    comparisons all lie in one cluster of a clustering axis (issue 37).
 
     Such a pair's centred scores sum to zero in its one cluster, so the clustered meat gets
     nothing from it, yet its ``psi_ab`` (the mean of ``n`` comparisons) has variance
-    ``sigma_ab^2 (1 + (n - 1) rho_ab) / n``, with ``rho_ab`` the correlation of comparisons
-    that share the cluster -- which one cluster cannot identify. At ``rho_ab = 1`` (the
-    cluster behaves as one comparison) it is ``sigma_ab^2``, the largest value any
-    ``rho_ab <= 1`` gives, so the pair is given that bound: ``sigma_ab^2`` estimated by
-    the pair's sample variance ``sum_r f_r (s_r - psi_ab)^2 / (n - 1)``, at most
-    :data:`MAX_SCORE_VARIANCE`, or, for a pair whose comparisons all agree, by its
+    (Kish's design effect)::
+
+        Var(psi_ab) = sigma_ab^2 (1 + (n - 1) rho_ab) / n
+
+    with ``rho_ab`` the correlation of comparisons that share the cluster, which one
+    cluster cannot identify. It is taken from the other pairs of the axis: ``rho`` (P,), the
+    axis' pooled pair-level ANOVA ICC (:func:`winrate.variance.diagnostics.anova_icc` of the
+    pair-centred scores, clipped to [0, 1]; 1, the bound, where that ICC is not identified).
+    ``sigma_ab^2`` is the pair's sample variance ``sum_r f_r (s_r - psi_ab)^2 / (n - 1)``, at
+    most :data:`MAX_SCORE_VARIANCE`, or, for a pair whose comparisons all agree, its
     small-sample floor (``p (1 - p) / n``, :func:`degenerate_pair_variance`) times ``n``.
     What the analysis already counts for the pair (0 from the clustered meat, the floor) is
-    subtracted, and the rest is pushed onto the scores as :func:`pair_cov`. A pair of one
-    comparison adds nothing (its variance is ``sigma^2`` whatever ``rho``; the floor holds
-    it).
+    subtracted, and the rest is pushed onto the scores as :func:`pair_cov`. So the pair
+    counts at least as its ``n`` independent comparisons would, and more as the prompts'
+    comparisons correlate; a pair of one comparison adds nothing (its variance is
+    ``sigma^2`` whatever ``rho``; the floor holds it).
     """
     n = board.counts[board.pairs[:, 0], board.pairs[:, 1]].astype(float)
     bounded = single & (n > 1)
@@ -188,6 +193,8 @@ def unidentified_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
     sample = np.minimum(np.divide(spread, n - 1, out=np.zeros(n.shape), where=n > 1),
                         MAX_SCORE_VARIANCE)
     floor, degenerate, _ = degenerate_pair_variance(board, frequency)
-    extra = np.where(bounded, np.where(degenerate, floor * (n - 1), sample), 0.0)
+    inflation = 1 + (n - 1) * np.clip(rho, 0.0, 1.0)
+    extra = np.where(degenerate, floor * (inflation - 1), sample * inflation / n)
+    extra = np.where(bounded, extra, 0.0)
     keep = extra > 0
     return pair_cov(board, board.pairs[keep, 0], board.pairs[keep, 1], extra[keep])

@@ -87,10 +87,10 @@ class WinRate(Estimator):
 
         return degenerate_pair_cov(board, frequency)
 
-    def unidentified_pair_floor(self, board, frequency, single):
+    def unidentified_pair_floor(self, board, frequency, single, rho):
         from winrate.estimators.small_sample import unidentified_pair_cov
 
-        return unidentified_pair_cov(board, frequency, single)
+        return unidentified_pair_cov(board, frequency, single, rho)
 
     def thin_design_rule(self) -> bool:
         return True

@@ -218,8 +218,9 @@ def _reference_df(board: Leaderboard, axes: dict, plan, sandwich, cov: np.ndarra
 
 def _unidentified_bound(board: Leaderboard, log: ComparisonLog, sandwich,
                         clustered_sandwich: bool) -> np.ndarray:
-    """The estimator's variance bound for the pairs observed within a single cluster of
-    some clustering axis, whose variance the clustered sandwich cannot see
+    """The estimator's variance for the pairs observed within a single cluster of some
+    clustering axis, whose variance the clustered sandwich cannot see, with the
+    within-cluster correlation taken from the axis' pair-level ICC
     (:meth:`winrate.estimators.base.Estimator.unidentified_pair_floor`; for the win rate
     :func:`winrate.estimators.small_sample.unidentified_pair_cov`); zero for a resampling
     method, without clustering, or when the estimator has none."""
@@ -228,8 +229,13 @@ def _unidentified_bound(board: Leaderboard, log: ComparisonLog, sandwich,
         return np.zeros((k, k))
     from winrate import estimators
 
-    single = np.logical_or.reduce([design.single for design in sandwich.designs])
-    bound = estimators.of(board).unidentified_pair_floor(board, log.frequency, single)
+    single = np.zeros(len(board.pairs), bool)
+    rho = np.zeros(len(board.pairs))
+    for design in sandwich.designs:  # per pair, the largest ICC of an axis it is single on
+        icc = float(np.clip(design.icc, 0.0, 1.0)) if np.isfinite(design.icc) else 1.0
+        rho = np.where(design.single, np.maximum(rho, icc), rho)
+        single |= design.single
+    bound = estimators.of(board).unidentified_pair_floor(board, log.frequency, single, rho)
     return np.zeros((k, k)) if bound is None else bound
 
 
