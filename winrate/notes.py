@@ -268,11 +268,11 @@ def few_clusters(axis: str, n_clusters: int, method: str, t_reference: bool) -> 
 
 def single_cluster_pairs(axis: str, count: int, n_pairs: int, bounded: bool = False) -> Note:
     """Pairs whose comparisons all lie in one cluster of ``axis``; ``bounded``: the
-    estimator gave each the variance of a single comparison
-    (:func:`winrate.estimators.small_sample.unidentified_pair_cov`)."""
+    estimator gave each the variance of its comparisons inflated by the axis' design
+    effect (:func:`winrate.estimators.small_sample.unidentified_pair_cov`)."""
     consequence = (
-        "each is given the variance of a single comparison (its largest value, as if "
-        "the comparisons sharing the cluster were perfectly correlated), which widens the "
+        f"each is given the variance of its comparisons inflated by the design effect of "
+        f"the {axis} axis' pooled ICC (1 where it is not identified), which widens the "
         "intervals of the models involved" if bounded else
         "SEs of the models involved are understated on that axis")
     return Note("single-cluster-pairs",
