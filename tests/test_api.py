@@ -98,8 +98,9 @@ def test_main_names_and_py_typed_are_there():
 @pytest.mark.parametrize("reference, df", [("normal", None), ("t", 29)])
 @pytest.mark.parametrize("alpha", [0.05, 0.1, 0.32])
 def test_conf_int_is_the_logit_interval_of_quantile_times_se(log, reference, df, alpha):
+    # CR1 named: auto takes CR2 here (few effective prompt clusters, issue 37)
     result = quiet(winrate.analyze, log, cluster="prompt+judge",
-                   variance=Variance(reference=reference))
+                   variance=Variance(correction="cr1", reference=reference))
     assert result.settings["df"] == df  # t(G - 1) with the 30 judges
     q = stats.norm.ppf(1 - alpha / 2) if df is None else stats.t.ppf(1 - alpha / 2, df)
     ci = result.conf_int(alpha)
@@ -129,7 +130,8 @@ def test_jackknife_conf_int_uses_its_t_degrees_of_freedom(log):
 @pytest.mark.parametrize("reference, df", [("normal", None), ("t", 29)])
 def test_joint_conf_int_is_the_max_t_interval_of_the_covariance(log, reference, df):
     result = quiet(winrate.analyze, log, cluster="prompt+judge",
-                   variance=Variance(reference=reference), joint=Joint(simultaneous=True))
+                   variance=Variance(correction="cr1", reference=reference),
+                   joint=Joint(simultaneous=True))
     stored = result.conf_int(0.05, joint=True)
     np.testing.assert_allclose(by_model(stored, result.models)["lower"], result.joint.sim_low)
     for alpha in (0.05, 0.1):
