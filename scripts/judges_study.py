@@ -12,9 +12,10 @@
    model's change must cover 0 jointly.
 3. Release diff, one model changed: the new release adds prompts on which model 0's
    ability is higher by ``delta``; the share of replications whose simultaneous interval
-   of model 0's change excludes 0, against the power the diff's own SE predicts
-   (``P(|Z + mu / se| > c)`` with ``mu`` the mean estimated change and ``c`` the
-   simultaneous critical value).
+   of model 0's change excludes 0, against the power the diff's own SEs promise
+   (:func:`winrate.planning.detection_power`, ``P(|Z + mu / se| > c)`` averaged over the
+   replications' SE and simultaneous critical value ``c``, with ``mu`` the mean
+   estimated change: the true change of the estimand, which the shared rows dilute).
 
 Writes its table into ``docs/judges.md`` between the ``study:judges`` markers. Usage:
 ``python scripts/judges_study.py [--reps 400]`` (about 5 minutes on one core).
@@ -28,12 +29,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import norm
 
 from winrate.diff import diff_releases, split_since
 from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
 from winrate.judges import POSITION, covariate_effects
+from winrate.planning import detection_power
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "judges.md"
 MARKERS = ("<!-- study:judges -->\n", "<!-- /study:judges -->")
@@ -41,7 +42,7 @@ POSITION_DESIGN = SimulationDesign(n_models=6, n_prompts=80, n_judges=12, positi
                                    position_bias_sd=0.1)
 DIFF_DESIGN = SimulationDesign(n_models=6, n_prompts=160, n_judges=12)
 OLD_SHARE = 0.75
-DELTA = 0.6  # model 0's ability gain on the new prompts (latent units)
+DELTA = 0.9  # model 0's ability gain on the new prompts (latent units)
 
 
 def pseudo_true_position(seed: int = 10_000) -> float:
@@ -108,10 +109,11 @@ def one_changed(reps: int) -> dict:
         changes.append(found.change[index])
         ses.append(found.se[index])
         crits.append((found.sim_high[index] - found.change[index]) / found.se[index])
-    mu, se, crit = np.mean(changes), np.mean(ses), np.mean(crits)
-    predicted = norm.sf(crit - mu / se) + norm.cdf(-crit - mu / se)
+    mu, ses, crits = float(np.mean(changes)), np.array(ses), np.array(crits)
+    predicted = np.mean([detection_power(mu, se, crit) for se, crit in zip(ses, crits,
+                                                                          strict=True)])
     return {"detected": detected / reps, "predicted": float(predicted), "reps": reps,
-            "mean_change": float(mu), "mean_se": float(se)}
+            "mean_change": mu, "mean_se": float(ses.mean())}
 
 
 def _joined(old: ComparisonLog, extra: ComparisonLog) -> ComparisonLog:

@@ -61,6 +61,7 @@ def test_no_shared_cluster_means_no_covariance():
         warnings.simplefilter("ignore")
         found = diff_releases(_rows(log, first), _rows(log, second), cluster="prompt+judge")
     assert found.shared_rows == 0 and found.shared_clusters == {"prompt": 0, "judge": 0}
+    assert "releases-disjoint" in [note.code for note in found.notes]
     # Var(D) = V_old + V_new on the shared models' centred scores
     k = len(found.models)
     centre = np.eye(k) - 1.0 / k

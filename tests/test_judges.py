@@ -104,6 +104,9 @@ def test_self_preference_equals_the_statsmodels_glm_with_the_interaction():
     assert pooled.se == pytest.approx(se[-1], rel=1e-6)
     # one own-model effect per judge that is a contestant, none for the outsider
     assert [e.judge for e in audit.self_preference[1:]] == ["m0", "m3"]
+    # no pair was judged in both orders: the audit says so with its code
+    assert audit.order_consistency is None
+    assert "judges-design" in [note.code for note in audit.notes]
 
 
 def test_symmetrised_log_keeps_likelihood_sums_and_centres_the_covariate():

@@ -95,6 +95,17 @@ def test_the_planned_design_reaches_the_target_power_in_simulation():
     assert abs(power - 0.8) < 3 * mc_se, power
 
 
+def test_a_lever_that_cannot_reach_the_power_is_a_coded_note():
+    result = pilot("prompt+judge")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = plan(result, models=("model-00", "model-01"), delta=1e-3)
+    (requirement,) = found.requirements
+    assert np.isinf(requirement.multipliers["prompts"])
+    assert np.isfinite(requirement.multipliers["prompts and judges"])
+    assert [note.code for note in found.notes] == ["plan-unreachable"]
+
+
 def test_plan_command(tmp_path, capsys):
     import json
 

@@ -222,10 +222,10 @@ def run_plan(args: argparse.Namespace) -> int:
         with notes.gathered():
             found = result.plan(models=args.models, delta=args.delta, top=args.top,
                                 power=args.power, simultaneous=args.simultaneous)
-    _write_json({**found.to_dict(), "notes": [n.to_dict() for n in result.notes]},
-                args.json)
+    given = [*result.notes, *found.notes]
+    _write_json({**found.to_dict(), "notes": [n.to_dict() for n in given]}, args.json)
     _print(found, args.table_format)
-    for note in result.notes:
+    for note in given:
         print(note.line(), file=sys.stderr)
     return 0
 

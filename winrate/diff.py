@@ -185,6 +185,8 @@ def diff_releases(old, new, *, cluster=None, model: str | None = "bt", alpha: fl
         raise WinrateInputError(f"the releases share {len(common)} model(s); a diff needs "
                                 "at least 2")
     stacked = _stacked(fits, clustering)
+    if clustering and not any(stacked.shared_clusters.values()):
+        found.append(notes.releases_disjoint(list(clustering)))
     if stacked.shared_rows == fits[0].n_rows == fits[1].n_rows:
         raise WinrateInputError(f"the two releases hold the same {fits[0].n_rows:,} "
                                 "comparisons: nothing changed")

@@ -265,9 +265,15 @@ def audit_judges(log, *, cluster=None, alpha: float = 0.05, judge_family=None,
         if own.any():
             self_pref, boards["self_adjusted"] = fit.effects({POSITION: first, OWN: own})
             self_pref = self_pref[1:] + _per_judge(fit, judges, OWN, own, {POSITION: first})
+        else:
+            notes.emit(notes.judges_design("self-preference", "no judge's family is among "
+                                           "the contestants"))
         order, averaged = order_consistency(log, first, alpha)
         if averaged is not None:
             boards["orders_averaged"] = fit.board(averaged)
+        else:
+            notes.emit(notes.judges_design("order consistency", "no model pair is judged "
+                                           "in both orders on one prompt by one judge"))
         ties = tie_propensity(log, judges, alpha)
     agreement = judge_agreement(log, alpha)
     audit_notes = Notes(dict.fromkeys([*([default_note] if default_note else []), *found]))

@@ -97,6 +97,10 @@ CODES = {
                            "winrate starts would get from the memory budget",
     # issue 39: the leaderboard page's model metadata
     "unknown-meta-models": "models in a model-metadata file that are not on the leaderboard",
+    # issue 34: what leaderboard builders ask (judges, plan, diff)
+    "judges-design": "a part of the judge audit the log's design cannot give",
+    "plan-unreachable": "a lever of the plan that alone cannot reach the power asked",
+    "releases-disjoint": "two releases that share no cluster: their changes' variance is the sum",
 }
 
 
@@ -857,3 +861,31 @@ def unknown_meta_models(source: str, models: list[str]) -> Note:
     return Note("unknown-meta-models",
                 f"{plural(len(models), 'model')} in {source} not on the leaderboard, their "
                 f"metadata not shown: {shown}", severity="note", models=models)
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def judges_design(part: str, reason: str) -> Note:
+    """A ``part`` of the judge audit (:func:`winrate.judges.audit_judges`) left out because
+    of ``reason``."""
+    return Note("judges-design", f"judge audit: no {part}, because {reason}", severity="note")
+
+
+def plan_unreachable(contrast: str, levers: list[str]) -> Note:
+    """The ``levers`` that alone cannot give ``contrast`` the power asked
+    (:func:`winrate.planning.plan`): the variance of the parts they leave fixed exceeds
+    what the power allows."""
+    return Note("plan-unreachable",
+                f"plan: {contrast} cannot reach the power asked by more {' or '.join(levers)} "
+                "alone: the variance of the parts they leave unchanged already exceeds what "
+                "it allows; grow the other axes too (prompts and judges together)",
+                severity="note")
+
+
+def releases_disjoint(axes: list[str]) -> Note:
+    """Two releases (:func:`winrate.diff.diff_releases`) that share no cluster of ``axes``."""
+    return Note("releases-disjoint",
+                f"the two releases share no {' and no '.join(axes)} cluster: their estimates "
+                "are independent and the variance of each change is the sum of the two "
+                "releases' variances", severity="note")

@@ -34,15 +34,17 @@ subtraction left slightly indefinite is repaired as the multiway sum is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from winrate import notes
 from winrate.errors import WinrateInputError
 from winrate.inference.analysis import Analysis
 from winrate.inference.joint import rank_sets, simultaneous_intervals
+from winrate.notes import Notes
 from winrate.report.builders import frame_table, markdown_document
 from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
@@ -140,6 +142,7 @@ class Plan:
     alpha: float
     simultaneous: bool
     components: Components
+    notes: Notes = field(default_factory=Notes)
 
     def to_dict(self) -> dict:
         return json_safe({
@@ -147,15 +150,16 @@ class Plan:
             "pilot": self.components.sizes,
             "requirements": [r.to_dict() for r in self.requirements],
             "projection": self.projection.reset_index().to_dict(orient="records"),
+            "notes": [note.to_dict() for note in self.notes],
         })
 
     def summary(self) -> Summary:
         """The plan as ``winrate plan`` prints it."""
-        return text_block("Plan", self._parts("text"))
+        return text_block("Plan", self._parts("text"), self.notes)
 
     def to_markdown(self) -> str:
         """The plan as a Markdown section (pipe tables)."""
-        return markdown_document("Plan", self._parts("markdown"))
+        return markdown_document("Plan", self._parts("markdown"), self.notes)
 
     def _parts(self, fmt: str) -> list[str]:
         rows = [[r.name, f"{r.effect:.4g}", f"{r.se:.4g}", f"{100 * r.power:.0f}%",
@@ -205,8 +209,12 @@ def plan(result: Analysis, *, models=None, delta: float | None = None, top: int 
              "comparisons": parts.sizes["comparisons"]}
     requirements = tuple(_requirement(name, c, effect, crit, power, parts, pilot)
                          for name, c, effect in zip(names, contrasts, effects, strict=True))
+    found = Notes(notes.plan_unreachable(r.name, [lever for lever, m in r.multipliers.items()
+                                                   if np.isinf(m)])
+                  for r in requirements if np.isinf(list(r.multipliers.values())).any())
+    notes.give(found)
     return Plan(requirements, _projection(result, parts, alpha), power, alpha, simultaneous,
-                parts)
+                parts, found)
 
 
 def _contrasts(result: Analysis, models, delta, top):
