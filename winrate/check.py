@@ -840,13 +840,15 @@ ALTERNATIVES = (
 )
 
 
-def alternatives(result) -> list[tuple[str, Variance, str]]:
-    """The methods of :data:`ALTERNATIVES` other than the one ``result`` used that its
-    estimator supports and that apply to its clustering (none without one)."""
+def alternatives(result, every: bool = False) -> list[tuple[str, Variance, str]]:
+    """The methods of :data:`ALTERNATIVES` other than the one ``result`` used (``every``:
+    all of them, for a chosen method that differs from its namesake there, as auto's with
+    df from the effective clusters) that its estimator supports and that apply to its
+    clustering (none without one)."""
     if not result.clustering:
         return []
-    chosen = method_label(result.method, result.settings["correction"],
-                          result.settings["reference"])
+    chosen = None if every else method_label(result.method, result.settings["correction"],
+                                             result.settings["reference"])
     found = []
     for variance, flags in ALTERNATIVES:
         label = method_label(variance.method, variance.correction or "", variance.reference
@@ -1062,11 +1064,14 @@ def check_coverage(result, reps: int = 200, seed: int = 0, *, workers: int | Non
     spec = _spec_of(result, int(seed))
     label = method_label(result.method, result.settings["correction"],
                          result.settings["reference"])
+    if best and result.settings.get("method") == "auto":
+        label = f"auto: {label}"  # its df may differ from the named method's
     outcomes, used, slow = run_replications(spec, int(reps), workers, progress, label)
     coverage = summarise([o[0] for o in outcomes], label, result.alpha)
     found = [*_model_notes(spec.model), *([slow] if slow else [])]
     tried = {}
-    others = alternatives(result) if (best or not coverage.covers) and coverage.reps else []
+    others = (alternatives(result, every=best) if (best or not coverage.covers)
+              and coverage.reps else [])
     if others:
         tried, slow = _try_others(spec, others, int(reps), workers, progress)
         found.extend([slow] if slow else [])
