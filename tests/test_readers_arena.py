@@ -205,3 +205,19 @@ def test_layouts_are_detected_without_a_format(tmp_path, capsys):
                  "--no-progress"]) == 0
     assert sorted(json.loads(out.read_text())["models"]) == sorted(fx.MODELS)
     capsys.readouterr()
+
+
+def test_json_lines_read_as_the_parquet_file(tmp_path):
+    raw = fx.arena_100k(tmp_path / "100k.parquet")
+    lines = tmp_path / "100k.jsonl"
+    raw.drop(columns=["tstamp"]).to_json(lines, orient="records", lines=True)
+    with warns_code("battles-dropped"):
+        from_parquet = read_format(tmp_path / "100k.parquet", "arena")
+    with warns_code("battles-dropped"):
+        from_lines = read_format(lines, "arena")
+    pd.testing.assert_frame_equal(from_parquet, from_lines)
+    broken = raw.head(3).drop(columns=["tstamp"]).assign(category_tag=["math", None, "x"])
+    broken.to_json(lines, orient="records", lines=True)
+    with pytest.raises(WinrateInputError, match=r"column 'category_tag' is not an object in "
+                                                r"row\(s\) 1, 2, 3"):
+        read_format(lines, "arena")

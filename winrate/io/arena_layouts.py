@@ -75,6 +75,7 @@ or ``pair-math-v1`` by turn and category, one judge throughout) is kept as
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -83,7 +84,14 @@ import pandas as pd
 
 from winrate import notes
 from winrate.errors import WinrateInputError, first_rows
-from winrate.io.logs import file_positions, id_text, read_table, value_counts
+from winrate.io.logs import (
+    data_columns,
+    file_positions,
+    id_text,
+    read_table,
+    table_format,
+    value_counts,
+)
 
 __all__ = ["ARENA_LAYOUTS", "ARENA_MARKS", "HARD_PROMPT_CRITERIA", "arena_parts", "detect_layout",
            "mt_bench_parts"]
@@ -107,6 +115,11 @@ ARENA_MARKS = {"55k": "winner_tie", "100k": "judge_hash", "140k": "evaluation_se
 _WINNER = {"model_a": (1.0, False), "model_b": (0.0, False), "tie": (0.5, False),
            "tie (bothbad)": (0.5, True), "both_bad": (0.5, True)}
 _CATEGORIES = ("language", "is_code")
+#: The id and name columns, read as text.
+_TEXT = ("model_a", "model_b", "question_id", "judge_hash", "evaluation_session_id")
+#: The columns the layouts' readers use; no other column is read from a Parquet file.
+_USED = frozenset({*_TEXT, "winner", *_ONE_HOT, "prompt", "anony", "dedup_tag",
+                   "category_tag", *_CATEGORIES})
 
 
 def detect_layout(columns: Sequence[str], path) -> str:
@@ -136,19 +149,64 @@ def arena_parts(files: Sequence[Path], *, layout: str | None = None,
     counts = {"total": 0, "named": 0, "duplicates": 0}
     parts = []
     for path in files:
-        frame = read_table(path, text_cols=("model_a", "model_b", "question_id",
-                                            "judge_hash", "evaluation_session_id"))
-        frame.index = file_positions(path, len(frame))
-        found = layout or detect_layout(list(frame.columns), path)
-        missing = [c for c in _REQUIRED[found] if c not in frame.columns]
+        frame, columns = _read_votes(path)
+        found = layout or detect_layout(columns, path)
+        missing = [c for c in _REQUIRED[found] if c not in columns]
         if missing:
             raise WinrateInputError(f"{path}: column(s) {missing} missing for the LMArena "
-                                    f"{found} layout; it has {list(frame.columns)[:20]}")
+                                    f"{found} layout; it has {columns[:20]}")
         frame = _leaderboard_votes(frame, path, include_named, dedup, counts)
         parts.append(_arena_frame(frame, found, path, both_bad))
     if counts["named"] or counts["duplicates"]:
         notes.emit(_votes_left_out(counts))
     return parts
+
+
+def _read_votes(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The columns of one table the readers use (:data:`_USED`), objects flattened to
+    dotted columns (``dedup_tag.sampled``, ``category_tag.math_v0.1.math``), rows labelled
+    by their place in the file; and all the table's column names. A Parquet file's other
+    columns (the conversations, most of its bytes) are never read."""
+    if table_format(path) == "parquet":
+        frame, columns = _read_parquet_votes(path)
+    else:
+        frame = read_table(path, text_cols=_TEXT)
+        columns = [str(c) for c in frame.columns]
+        frame = _flatten_objects(frame[[c for c in frame.columns if c in _USED]], path)
+    frame.index = file_positions(path, len(frame))
+    return frame, columns
+
+
+def _read_parquet_votes(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`_read_votes` of a Parquet file, through Arrow (structs flattened there)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        columns = data_columns(pq.read_schema(path))
+        table = pq.read_table(path, columns=[c for c in columns if c in _USED])
+        while any(pa.types.is_struct(field.type) for field in table.schema):
+            table = table.flatten()
+        return table.to_pandas(), columns
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise WinrateInputError(f"{path}: cannot read it as Parquet: {error}") from None
+
+
+def _flatten_objects(frame: pd.DataFrame, path) -> pd.DataFrame:
+    """The object columns of a CSV / JSON table (``dedup_tag``, ``category_tag``) as
+    dotted columns, as Arrow flattens a Parquet struct; a value that is not an object
+    is an error naming the rows."""
+    for column in ("dedup_tag", "category_tag"):
+        if column not in frame.columns:
+            continue
+        values = frame[column]
+        bad = ~values.map(lambda v: isinstance(v, dict)).to_numpy(bool)
+        if bad.any():
+            raise WinrateInputError(f"{path}: column {column!r} is not an object in row(s) "
+                                    f"{first_rows(bad, file_positions(path, len(frame)))}")
+        flat = pd.json_normalize(values.tolist(), sep=".").add_prefix(f"{column}.")
+        frame = pd.concat([frame.drop(columns=column).reset_index(drop=True), flat], axis=1)
+    return frame
 
 
 def _votes_left_out(counts: dict) -> notes.Note:
@@ -177,7 +235,7 @@ def _arena_frame(frame: pd.DataFrame, layout: str, path, both_bad: str) -> pd.Da
         part["judge_id"] = _ids(frame, "judge_hash", path)
     else:
         part["prompt_id"] = _ids(frame, "evaluation_session_id", path)
-    part = part.assign(**_categories(frame, path))
+    part = part.assign(**_categories(frame))
     keep = ~bad_tie if both_bad == "drop" else np.ones(len(part), bool)
     return part.loc[keep].reset_index(drop=True)
 
@@ -210,7 +268,10 @@ def _one_hot_outcome(frame: pd.DataFrame, path) -> np.ndarray:
 def _winner_outcome(winner: pd.Series, path, rows) -> tuple[np.ndarray, np.ndarray]:
     """model_a's score and the both-bad flag of each ``winner`` label (:data:`_WINNER`);
     an unknown label is an error with its count and first rows."""
-    label = winner.map(lambda v: v.strip().lower() if isinstance(v, str) else "")
+    codes, uniques = pd.factorize(winner, use_na_sentinel=True)
+    labels = np.array([v.strip().lower() if isinstance(v, str) else "" for v in uniques]
+                      + [""], dtype=object)
+    label = pd.Series(labels[codes], index=winner.index)
     score = label.map({k: v[0] for k, v in _WINNER.items()}).to_numpy(float)
     unknown = np.isnan(score)
     if unknown.any():
@@ -233,19 +294,19 @@ def _text_hash(texts: pd.Series, path) -> pd.Series:
     return pd.Series(np.char.mod("%016x", hashed).astype(object), index=texts.index)
 
 
-def _categories(frame: pd.DataFrame, path) -> dict[str, pd.Series]:
+def _categories(frame: pd.DataFrame) -> dict[str, pd.Series]:
     """The per-vote categories as text columns: ``language``, ``is_code`` and the
     ``category_<name>`` flags of ``category_tag`` (module docstring)."""
-    out = {c: frame[c].map(_flag_text) for c in _CATEGORIES if c in frame.columns}
-    if "category_tag" in frame.columns:
-        tags = frame["category_tag"]
-        not_object = ~tags.map(lambda t: isinstance(t, dict)).to_numpy(bool)
-        if not_object.any():
-            raise WinrateInputError(f"{path}: column 'category_tag' is not an object in "
-                                    f"row(s) {first_rows(not_object, frame.index)} "
-                                    f"({frame.index.name})")
-        out.update(_tag_flags(tags))
-    return out
+    out = {c: _as_text(frame[c]) for c in _CATEGORIES if c in frame.columns}
+    return out | _tag_flags(frame)
+
+
+def _as_text(values: pd.Series) -> pd.Series:
+    """Category values as text, each distinct value converted once; booleans as ``true``
+    / ``false`` (JSON's spelling), a missing value as the empty text."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    text = np.array([_flag_text(v) for v in uniques] + [""], dtype=object)
+    return pd.Series(text[codes], index=values.index, dtype=object)
 
 
 def _flag_text(value) -> str:
@@ -255,21 +316,26 @@ def _flag_text(value) -> str:
     return "" if value is None else str(value)
 
 
-def _tag_flags(tags: pd.Series) -> dict[str, pd.Series]:
+_TAG = re.compile(r"^category_tag\.(?P<tag>(?P<name>.+?)_v\d+(?:\.\d+)*)\.(?P<flag>[^.]+)$")
+
+
+def _tag_flags(frame: pd.DataFrame) -> dict[str, pd.Series]:
     """``category_<name>`` for each tag ``<name>_v<version>`` holding a flag ``<name>``,
-    and ``category_hard_prompt`` from ``criteria_v0.1``."""
+    and ``category_hard_prompt`` from ``criteria_v0.1`` (at least
+    :data:`HARD_PROMPT_CRITERIA` of its criteria true), from the flattened columns
+    ``category_tag.<tag>.<flag>``; a missing flag is false."""
+    found = {column: _TAG.match(str(column)) for column in frame.columns}
+    found = {column: match for column, match in found.items() if match}
     out = {}
-    keys = sorted({key for tag in tags for key in tag})
-    for key in keys:
-        inner = tags.map(lambda tag, key=key: tag.get(key) or {})
-        name = key.rsplit("_v", 1)[0]
-        if key.startswith("criteria_"):
-            met = inner.map(lambda c: sum(bool(v) for v in c.values()))
-            out["category_hard_prompt"] = (met >= HARD_PROMPT_CRITERIA).map(_flag_text)
-        elif inner.map(lambda c, name=name: name in c).any():
-            out[f"category_{name}"] = inner.map(lambda c, name=name: bool(c.get(name))
-                                                ).map(_flag_text)
-    return out
+    criteria = [c for c, m in found.items() if m["name"] == "criteria"]
+    if criteria:
+        met = frame[criteria].fillna(False).astype(bool).sum(axis=1)
+        out["category_hard_prompt"] = _as_text(met >= HARD_PROMPT_CRITERIA)
+    for column, match in found.items():
+        if match["flag"] == match["name"] and match["name"] != "criteria":
+            out[f"category_{match['name']}"] = _as_text(
+                frame[column].fillna(False).astype(bool))
+    return dict(sorted(out.items()))
 
 
 def _leaderboard_votes(frame: pd.DataFrame, path, include_named: bool, dedup: bool,
@@ -280,17 +346,16 @@ def _leaderboard_votes(frame: pd.DataFrame, path, include_named: bool, dedup: bo
     keep = np.ones(len(frame), bool)
     counts["total"] += len(frame)
     if "anony" in frame.columns and not include_named:
-        anony = frame["anony"].map(lambda v: v if isinstance(v, (bool, np.bool_)) else None)
-        bad = anony.isna().to_numpy()
+        anony = frame["anony"]
+        bad = ~anony.isin([True, False]).to_numpy(bool) | anony.isna().to_numpy()
         if bad.any():
             raise WinrateInputError(f"{path}: column 'anony' is not true/false in row(s) "
                                     f"{first_rows(bad, frame.index)} ({frame.index.name})")
         named = ~anony.to_numpy(bool)
         counts["named"] += int(named.sum())
         keep &= ~named
-    if dedup and "dedup_tag" in frame.columns:
-        sampled = frame["dedup_tag"].map(
-            lambda t: isinstance(t, dict) and t.get("sampled", False) is True).to_numpy(bool)
+    if dedup and "dedup_tag.sampled" in frame.columns:
+        sampled = (frame["dedup_tag.sampled"] == True).to_numpy(bool)  # noqa: E712 (None)
         counts["duplicates"] += int((keep & ~sampled).sum())
         keep &= sampled
     return frame.loc[keep]
