@@ -328,3 +328,12 @@ def test_cli_by_writes_the_tabbed_page(tmp_path, capsys):
     page = out.read_text(encoding="utf-8")
     assert "<title>log.csv leaderboard by topic</title>" in page
     assert page.count('role="tab" ') == 2
+
+
+def test_eda_page_takes_the_title_and_description(simulated_log_file, tmp_path):
+    out = tmp_path / "eda.html"
+    assert main(["eda", str(simulated_log_file), "--html", str(out), "--title", "EDA <1>",
+                 "--description", "Why & how"]) == 0
+    parsed = Page(out.read_text(encoding="utf-8"))
+    assert parsed.paragraphs["description"] == "Why & how"
+    assert ("title", {}) in parsed.tags and "<title>EDA &lt;1&gt;</title>" in out.read_text()
