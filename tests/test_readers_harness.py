@@ -169,7 +169,7 @@ def test_every_eval_ever_instances(tmp_path):
     np.testing.assert_array_equal(wide.loc[questions, "org/m@gsm8k/org/m/2"], ACC_A[:30])
     correct = read_format(tmp_path / "a_samples.jsonl", "eee", value="is_correct")
     np.testing.assert_array_equal(correct["score"], (grades >= 0.5).astype(float))
-    assert set(read_log(tmp_path, "eee").axes) == {"prompt", "task"}
+    assert set(read_log(tmp_path, "eee").axes) == {"prompt", "task", "subject"}
 
 
 def test_every_eval_ever_errors(tmp_path):
@@ -229,3 +229,42 @@ def test_helm_stats_are_detected(tmp_path):
 
     path = fx.helm_run(tmp_path, "boolq,model=m", "m", {"a": [1.0]})
     assert detect_format(path) == "helm"
+
+
+def test_sample_metadata_become_columns_to_split_by(tmp_path):
+    from winrate.by_category import analyze_by
+
+    values = {k: ["C" if (k * 7) % 3 else "I"] for k in range(40)}
+    other = {k: ["C" if (k * 5) % 4 else "I"] for k in range(40)}
+    fx.inspect_eval(tmp_path / "a.eval", "model-a", "mmlu", values)
+    fx.inspect_eval(tmp_path / "b.eval", "model-b", "mmlu", other)
+    frame = read_format(tmp_path, "inspect")
+    assert set(frame["subject"]) == {"x"}  # the fixture's metadata
+    eee = tmp_path / "eee"
+    grades = [float(g) for g in ACC_A[:40]]
+    fx.eee_instances(eee / "a.jsonl", "e1", "m-a", "mmlu", grades)
+    fx.eee_instances(eee / "b.jsonl", "e2", "m-b", "mmlu", [float(g) for g in ACC_B[:40]])
+    table = read_log(eee, "eee")
+    assert set(table.axes["subject"].labels) == {"law", "physics"}
+    boards = analyze_by(table, "subject", cluster="prompt")
+    for subject, board in boards.boards.items():
+        rows = np.arange(40) % 2 == (subject == "physics")
+        a, b = ACC_A[:40][rows], ACC_B[:40][rows]  # the half-tie win rate by hand
+        assert board.scores[list(board.models).index("m-a")] == pytest.approx(
+            np.mean(0.5 + (a - b) / 2), abs=1e-12)
+
+
+def test_conflicting_metadata_takes_the_most_common_value(tmp_path):
+    from tests.note_codes import warns_code
+
+    for k, model in enumerate(("m-a", "m-b", "m-c")):
+        path = fx.eee_instances(tmp_path / f"{model}.jsonl", f"e{k}", model, "t", [1.0, 0.0])
+        if model == "m-c":  # m-c's first sample says 'biology' where the others say 'law'
+            lines = path.read_text().splitlines()
+            first = json.loads(lines[0])
+            first["metadata"]["subject"] = "biology"
+            path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    with warns_code("conflicting-metadata"):
+        table = read_log(tmp_path, "eee")
+    subject = table.axes["subject"]
+    assert list(subject.labels[subject.codes]) == ["law", "physics"]

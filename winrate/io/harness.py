@@ -74,6 +74,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from winrate import notes
 from winrate.errors import WinrateInputError, first_rows
 from winrate.io.logs import ScoreTable
 from winrate.io.scores import score_table
@@ -100,18 +101,63 @@ def read_harness(path, name: str, **options) -> pd.DataFrame:
 
 
 def harness_scores(path, name: str, **options) -> ScoreTable:
-    """:func:`read_harness` as a :class:`ScoreTable`: questions x runs, the task as a
-    further clustering axis."""
+    """:func:`read_harness` as a :class:`ScoreTable`: questions x runs, the task and each
+    sample metadata column as further clustering axes (and ``by`` columns). A metadata
+    value that differs between runs for one question takes its most common value, with
+    a ``conflicting-metadata`` note."""
     frame = read_harness(path, name, **options)
     questions, q_codes = np.unique(frame["question"].to_numpy(str), return_inverse=True)
     runs, r_codes = np.unique(frame["model"].to_numpy(str), return_inverse=True)
     matrix = np.full((questions.size, runs.size), np.nan)
     matrix[q_codes, r_codes] = frame["score"].to_numpy(float)
-    tasks, t_codes = np.unique(frame["task"].to_numpy(str), return_inverse=True)
+    axes = {column: _per_question(frame, column, questions, q_codes, name)
+            for column in ("task", *(c for c in frame.columns if c not in _RESERVED))}
+    return score_table(matrix, runs.astype(object), questions.astype(object), axes)
+
+
+def _per_question(frame: pd.DataFrame, column: str, questions: np.ndarray,
+                  q_codes: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A column's codes per question and its labels: each question's most common value
+    (ties: the first in label order); questions with several values are counted in a
+    note."""
+    labels, codes = np.unique(frame[column].fillna("").to_numpy(str), return_inverse=True)
+    pairs = pd.DataFrame({"q": q_codes, "v": codes})
+    counted = pairs.groupby(["q", "v"]).size().rename("n").reset_index()
+    distinct = np.bincount(counted["q"].to_numpy(), minlength=questions.size)
+    if (distinct > 1).any():
+        notes.emit(notes.conflicting_metadata(name, int((distinct > 1).sum()), column,
+                                              first_rows(distinct > 1, questions)))
+    best = counted.sort_values(["q", "n", "v"], ascending=[True, False, True])
+    best = best.drop_duplicates("q")
     per_question = np.empty(questions.size, np.int64)
-    per_question[q_codes] = t_codes
-    return score_table(matrix, runs.astype(object), questions.astype(object),
-                       {"task": (per_question, tasks.astype(object))})
+    per_question[best["q"].to_numpy()] = best["v"].to_numpy()
+    return per_question, labels.astype(object)
+
+
+#: Columns of the long table; a metadata key among them is read as ``metadata.<key>``.
+_RESERVED = {"question", "model", "score", "task", "metric", "filter", "epochs", "trials",
+             "run_id", "file", "model_name", "prompt"}
+
+
+def _metadata_columns(records: list[dict]) -> dict[str, list[str]]:
+    """The scalar values of the records' ``metadata`` objects (a sample's subject,
+    difficulty), one text column per key (empty where a record lacks it)."""
+    metas = [r.get("metadata") if isinstance(r.get("metadata"), dict) else {}
+             for r in records]
+    keys = sorted({k for m in metas for k, v in m.items()
+                   if isinstance(v, (str, int, float, bool))})
+    return {(f"metadata.{k}" if k in _RESERVED else k): [_scalar_text(m.get(k)) for m in metas]
+            for k in keys}
+
+
+def _scalar_text(value) -> str:
+    """A metadata value as text (``true`` / ``false`` for booleans; empty for none or a
+    list or object)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return ""
 
 
 def _label_runs(frame: pd.DataFrame) -> pd.DataFrame:
@@ -327,12 +373,15 @@ def _inspect_file(path: Path, scorer: str | None, key: str | None) -> pd.DataFra
                                 f"no score in [0, 1] (missing, a dict without key=, or not "
                                 f"a number / C / I / P / N): {shown}")
     ids = pd.Series([str(sample.get("id")) for sample in samples], dtype=object)
-    frame = pd.DataFrame({"question": spec["task"] + "/" + ids, "score": score})
-    per_question = frame.groupby("question", sort=False)["score"].agg(["mean", "size"])
+    frame = pd.DataFrame({"question": spec["task"] + "/" + ids, "score": score,
+                          **_metadata_columns(samples)})
+    grouped = frame.groupby("question", sort=False)
+    per_question = grouped["score"].agg(["mean", "size"])
     return pd.DataFrame({"question": per_question.index, "model": spec["model"],
                          "score": per_question["mean"].to_numpy(), "task": spec["task"],
                          "metric": chosen, "epochs": per_question["size"].to_numpy(),
-                         "run_id": path.stem, "file": str(path)})
+                         "run_id": path.stem, "file": str(path),
+                         **{c: grouped[c].first().to_numpy() for c in frame.columns[2:]}})
 
 
 def _inspect_log(path: Path) -> tuple[dict, list[dict], list[str]]:
@@ -403,7 +452,7 @@ def _eee_file(path: Path, value: str) -> pd.DataFrame:
                          "model": [str(r["model_id"]) for r in records], "score": score,
                          "task": name, "metric": f"evaluation.{value}",
                          "run_id": [str(r["evaluation_id"]) for r in records],
-                         "file": str(path)})
+                         "file": str(path), **_metadata_columns(records)})
 
 
 # --------------------------------------------------------------------------- helm
