@@ -287,3 +287,25 @@ def test_markdown_reports_of_the_three_commands(tmp_path, capsys):
         assert main([*argv, "--table-format", "markdown"]) == 0
         shown = capsys.readouterr().out
         assert shown.startswith("## ") and "|---|" in shown, argv
+
+
+def test_a_first_shown_column_equals_the_log_oriented_first_shown_first():
+    log = simulated(9, n_prompts=20)
+    rng = np.random.default_rng(0)
+    flip = rng.random(log.n_rows) < 0.4  # store these rows with model_b shown first
+    stored = ComparisonLog(np.where(flip, log.model_b, log.model_a),
+                           np.where(flip, log.model_a, log.model_b),
+                           np.where(flip, 1 - log.score, log.score), log.models, log.axes,
+                           features={"first": (~flip).astype(float)})
+    by_column = audit_judges(stored, cluster="prompt", first_shown="first")
+    oriented = audit_judges(log, cluster="prompt")
+    assert by_column.position_bias[0].logit == pytest.approx(oriented.position_bias[0].logit,
+                                                             abs=1e-9)
+    assert by_column.position_bias[0].se == pytest.approx(oriented.position_bias[0].se,
+                                                          rel=1e-9)
+    from winrate.errors import WinrateInputError
+
+    bad = ComparisonLog(log.model_a, log.model_b, log.score, log.models, log.axes,
+                        features={"first": np.full(log.n_rows, 2.0)})
+    with pytest.raises(WinrateInputError, match="first-shown column 'first': row 0"):
+        audit_judges(bad, first_shown="first")
