@@ -337,3 +337,23 @@ def test_eda_page_takes_the_title_and_description(simulated_log_file, tmp_path):
     parsed = Page(out.read_text(encoding="utf-8"))
     assert parsed.paragraphs["description"] == "Why & how"
     assert ("title", {}) in parsed.tags and "<title>EDA &lt;1&gt;</title>" in out.read_text()
+
+
+def test_csv_download_carries_the_metadata(doc):
+    import html
+    from io import StringIO
+    from urllib.parse import unquote
+
+    import pandas as pd
+
+    with notes.gathered():
+        page = html_page.render(doc, "1", meta=hostile_meta(doc))
+    href = html.unescape(re.search(r'id="download-csv" download="[^"]*" href="([^"]*)"',
+                                   page).group(1))
+    table = pd.read_csv(StringIO(unquote(href.split(",", 1)[1])), keep_default_na=False,
+                        dtype=str)
+    assert list(table.columns[-5:]) == ["organisation", "licence", "<th>", "url", "flags"]
+    first = table.set_index("model").loc[doc["models"][0]]
+    assert (first["organisation"], first["licence"], first["<th>"], first["flags"]) == (
+        "<b>Evil</b> & co", '"><script>x', "</td><td>", "<i>new</i>")
+    assert table.set_index("model").loc[doc["models"][1], "flags"] == "null model"

@@ -589,16 +589,28 @@ def _leaderboard_row(doc: dict, view: dict, rank: int, i: int) -> str:
 
 
 def leaderboard_csv(doc: dict, view: dict) -> tuple[list[str], list[list]]:
-    """The table as CSV, on the JSON's own scale (win probabilities in [0, 1] or Elo)."""
+    """The table as CSV, on the JSON's own scale (win probabilities in [0, 1] or Elo), then
+    the model metadata when the page has it (its columns, ``url``, ``flags`` joined by
+    ``;``)."""
     keys = ["score", "se_naive", "se", "ci_low", "ci_high"]
     keys += ["sim_low", "sim_high"] if view["sim"] else []
     keys += ["rank_low", "rank_high"] if view["ranks"] else []
     keys += ["inflation", "effective_clusters", "n"]
-    header = ["rank", "model", *keys[:5], "naive_low", "naive_high", *keys[5:]]
+    meta = view["meta"]
+    header = ["rank", "model", *keys[:5], "naive_low", "naive_high", *keys[5:],
+              *((*meta.columns, "url", "flags") if meta else ())]
     rows = [[rank, doc["models"][i], *(doc[k][i] for k in keys[:5]), view["naive"][0][i],
-             view["naive"][1][i], *(doc[k][i] for k in keys[5:])]
+             view["naive"][1][i], *(doc[k][i] for k in keys[5:]),
+             *(_meta_values(meta, doc["models"][i]) if meta else ())]
             for rank, i in enumerate(view["order"], start=1)]
     return header, rows
+
+
+def _meta_values(meta, model: str) -> list[str]:
+    """``model``'s metadata in the CSV's order (empty where it has none)."""
+    values = meta.values.get(model, {})
+    return [*(values.get(c, "") for c in meta.columns), meta.urls.get(model, ""),
+            ";".join(meta.flags.get(model, ()))]
 
 
 def _legend(view: dict) -> str:
