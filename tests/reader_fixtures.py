@@ -250,3 +250,24 @@ def helm_run(suite: Path, run_name: str, model: str, values: dict,
     path = folder / "per_instance_stats.json"
     path.write_text(json.dumps(records, indent=2))
     return path
+
+
+def lighteval_details(output: Path, model: str, date: str, task: str, metrics: dict,
+                      ids: bool = True) -> Path:
+    """``<output>/details/<model>/<date>/details_<task>_<date>.parquet`` as lighteval's
+    ``EvaluationTracker.save_details`` writes it: one row per sample, the struct columns
+    ``doc`` (``Doc``: ``query``, ``choices``, ``gold_index``, ``id``, ``task_name``),
+    ``metric`` (each metric by name) and ``model_response``; ``metrics``: metric ->
+    per-sample values."""
+    n = len(next(iter(metrics.values())))
+    frame = pd.DataFrame({
+        "doc": [{"query": f"question {k}", "choices": [" A", " B"], "gold_index": 0,
+                 "id": str(1000 + k) if ids else "", "task_name": task} for k in range(n)],
+        "metric": [{name: float(values[k]) for name, values in metrics.items()}
+                   for k in range(n)],
+        "model_response": [{"text": ["A"], "logprobs": [-0.1, -2.3]} for _ in range(n)]})
+    folder = output / "details" / model / date
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"details_{task}_{date}.parquet"
+    frame.to_parquet(path, index=False)
+    return path

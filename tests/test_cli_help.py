@@ -12,7 +12,7 @@ from winrate.cli import build_parser, main
 
 FORMATS = ["--format scores", "--format alpaca_eval", "--format clean_battle",
            "--format arena_hard", "--format arena", "--format mt_bench",
-           "--format lm_eval / inspect / helm"]
+           "--format lm_eval / inspect / helm / lighteval"]
 GROUPS = {
     "leaderboard": ["input", *FORMATS, "estimator", "variance", "joint inference", "output",
                     "engine"],
@@ -72,7 +72,7 @@ def test_the_top_level_help_lists_the_commands_and_points_to_their_groups(capsys
     ("--include-named", "--format clean_battle"), ("--no-dedup", "--format clean_battle"),
     ("--strong-weight", "--format arena_hard"), ("--answers", "--format arena_hard"),
     ("--layout", "--format arena"), ("--games", "--format mt_bench"),
-    ("--metric", "--format lm_eval / inspect / helm"),
+    ("--metric", "--format lm_eval / inspect / helm / lighteval"),
     ("--cluster", "variance"), ("--method", "variance"), ("--correction", "variance"),
     ("--model", "estimator"), ("--ranks", "joint inference"), ("--plot", "output"),
     ("--json", "output"), ("--engine", "engine"), ("--memory", "engine"),

@@ -53,7 +53,8 @@ def rows(frame: pd.DataFrame, *cols) -> list[tuple]:
 
 def test_format_names():
     assert LOG_FORMATS == ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard",
-                           "arena", "mt_bench", "lm_eval", "inspect", "eee", "helm")
+                           "arena", "mt_bench", "lm_eval", "inspect", "eee", "helm",
+                           "lighteval")
     with pytest.raises(WinrateInputError, match="unknown format 'nope'; available: alpaca"):
         read_format(".", "nope")
 

@@ -155,7 +155,7 @@ def test_harness_flags_reach_the_reader(tmp_path, capsys):
     assert main(["leaderboard", str(out), "--format", "lm_eval", "--no-progress"]) == 2
     assert "choose one (metric=)" in capsys.readouterr().err
     assert main(["leaderboard", str(out), "--format", "arena", "--metric", "acc"]) == 2
-    assert "--metric applies to --format lm_eval / helm only" in capsys.readouterr().err
+    assert "--metric applies to --format lm_eval / helm / lighteval only" in capsys.readouterr().err
 
 
 def test_every_eval_ever_instances(tmp_path):
@@ -268,3 +268,34 @@ def test_conflicting_metadata_takes_the_most_common_value(tmp_path):
         table = read_log(tmp_path, "eee")
     subject = table.axes["subject"]
     assert list(subject.labels[subject.codes]) == ["law", "physics"]
+
+
+def test_lighteval_details(tmp_path):
+    date = "2025-03-01T10-00-00.123456"
+    task = "lighteval|arc:easy|0"
+    fx.lighteval_details(tmp_path, "org/model-a", date, task, {"acc": ACC_A, "acc_norm": ACC_B})
+    fx.lighteval_details(tmp_path, "org/model-b", date, task, {"acc": ACC_B, "acc_norm": ACC_A})
+    with pytest.raises(WinrateInputError, match=r"2 metrics \['acc', 'acc_norm'\]"):
+        read_format(tmp_path, "lighteval")
+    frame = read_format(tmp_path / "details", "lighteval", metric="acc")
+    wide = frame.pivot(index="question", columns="model", values="score")
+    questions = [f"{task}/{1000 + k}" for k in range(40)]
+    np.testing.assert_array_equal(wide.loc[questions, "org/model-a"], ACC_A)
+    np.testing.assert_array_equal(wide.loc[questions, "org/model-b"], ACC_B)
+    no_ids = fx.lighteval_details(tmp_path / "x", "m", date, "t", {"em": ACC_A}, ids=False)
+    assert list(read_format(no_ids, "lighteval")["question"][:3]) == ["t/1", "t/2", "t/3"]
+    bad = fx.lighteval_details(tmp_path / "y", "m", date, "t", {"bleu": ACC_A * 30})
+    with pytest.raises(WinrateInputError, match=r"metric 'bleu' is missing, not a number or "
+                                                r"outside \[0, 1\] in row\(s\) "):
+        read_format(bad, "lighteval")
+
+
+def test_lighteval_details_are_detected(tmp_path, capsys):
+    from winrate.io.formats import detect_format
+
+    path = fx.lighteval_details(tmp_path, "org/m", "2025-01-01T00-00-00", "t", {"em": ACC_A})
+    assert detect_format(path) == "lighteval"
+    fx.lighteval_details(tmp_path, "org/n", "2025-01-01T00-00-00", "t", {"em": ACC_B})
+    assert main(["leaderboard", str(tmp_path / "details"), "--format", "lighteval",
+                 "--metric", "em", "--no-progress"]) == 0
+    assert "org/n" in capsys.readouterr().out

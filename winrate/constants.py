@@ -38,7 +38,7 @@ DATASET_NAMES = ("mmlu_pro", "llmfao", "pandalm", "chatbot_arena", "alpaca_eval"
 SCORE_DATASET_NAMES = ("mmlu_pro",)
 #: Published leaderboard formats of :func:`winrate.io.formats.read_log`.
 LOG_FORMATS = ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard", "arena",
-               "mt_bench", "lm_eval", "inspect", "eee", "helm")
+               "mt_bench", "lm_eval", "inspect", "eee", "helm", "lighteval")
 #: ``--format`` of per-question scores (one row per question and model), read as the
 #: comparison log of every two models on every question (:func:`winrate.io.scores.scores_log`).
 SCORES_FORMAT = "scores"

@@ -116,10 +116,10 @@ Formats (:data:`LOG_FORMATS`)
     :mod:`winrate.io.arena_layouts`. Their categories (``language``, ``is_code``,
     ``category_*``), ``turn`` and ``judge_prompt`` are further columns, read by
     :func:`read_log` as clustering axes.
-``lm_eval``, ``inspect``, ``eee``, ``helm``
+``lm_eval``, ``inspect``, ``eee``, ``helm``, ``lighteval``
     Evaluation harness logs (lm-evaluation-harness ``--log_samples``, Inspect AI ``.eval``
     / ``.json``, Every Eval Ever instance-level JSON Lines, HELM
-    ``per_instance_stats.json``): per-question scores, not
+    ``per_instance_stats.json``, lighteval details Parquet): per-question scores, not
     comparisons (:mod:`winrate.io.harness`); :func:`read_format` gives their long table
     and :func:`read_log` a :class:`~winrate.io.logs.ScoreTable` of the runs.
 
@@ -220,8 +220,8 @@ def detect_format(path) -> str | None:
     """The reader format a file's own layout names, where that is unambiguous: an
     Inspect ``.eval`` log, an lm-eval ``samples_<task>_<date>.jsonl``, MT-Bench pairwise
     judgments (``model_1, model_2, g1_winner, g2_winner``), Every Eval Ever instances
-    (``model_id, sample_id, evaluation``), a HELM ``per_instance_stats.json`` or one
-    LMArena battle layout
+    (``model_id, sample_id, evaluation``), a HELM ``per_instance_stats.json``, a lighteval
+    ``details_<task>_<date>.parquet`` or one LMArena battle layout
     (:func:`winrate.io.arena_layouts.detect_layout`); None for anything else, a folder,
     and any file with the columns of a comparison log (``model_a, model_b, outcome``)."""
     path = Path(path)
@@ -234,6 +234,8 @@ def detect_format(path) -> str | None:
         return "lm_eval"
     if name == "per_instance_stats.json":
         return "helm"
+    if name.startswith("details_") and name.endswith(".parquet"):
+        return "lighteval"
     columns = set(table_columns(path) or _first_keys(path))
     if {"model_a", "model_b", "outcome"} <= columns:
         return None

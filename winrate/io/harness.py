@@ -62,6 +62,16 @@ Formats (:data:`HARNESS_FORMATS`)
     HELM logs many, e.g. ``exact_match``, ``quasi_exact_match``, ``num_output_tokens``).
     Train trials are averaged. Perturbed instances (robustness and fairness runs) are an
     error: they are other questions than the originals (read their runs separately).
+``lighteval``
+    lighteval ``--save-details`` output (github.com/huggingface/lighteval,
+    ``src/lighteval/logging/evaluation_tracker.py``, ``save_details``):
+    ``<output>/details/<model name>/<date>/details_<task>_<date>.parquet``, one row per
+    sample with the struct columns ``doc`` (``lighteval/tasks/requests.py``, ``Doc``:
+    ``id``, ``task_name``, ...) and ``metric`` (each metric's value by name). The model is
+    the folder path under ``details/``, the task the file name's (as lighteval's own
+    ``load_details_datasets`` reads it); the question is ``<task>/<doc.id>``, or, where
+    the docs carry no id, ``<task>/<row>`` in the order the file lists them. The metric
+    must be named where there are several (``metric=``).
 """
 
 from __future__ import annotations
@@ -82,16 +92,16 @@ from winrate.io.scores import score_table
 __all__ = ["HARNESS_FORMATS", "harness_scores", "inspect_value", "read_harness"]
 
 #: The harness log formats of :func:`read_harness`.
-HARNESS_FORMATS = ("lm_eval", "inspect", "eee", "helm")
+HARNESS_FORMATS = ("lm_eval", "inspect", "eee", "helm", "lighteval")
 _COLUMNS = ("question", "model", "score", "task", "metric")
 
 
 def read_harness(path, name: str, **options) -> pd.DataFrame:
     """The long table of the logs under ``path`` in harness format ``name`` (module doc);
     ``options``: lm_eval ``metric``, ``filter``; inspect ``scorer``, ``key``; eee
-    ``value``; helm ``metric``."""
+    ``value``; helm and lighteval ``metric``."""
     readers = {"lm_eval": _read_lm_eval, "inspect": _read_inspect, "eee": _read_eee,
-               "helm": _read_helm}
+               "helm": _read_helm, "lighteval": _read_lighteval}
     if name not in readers:
         raise WinrateInputError(f"unknown harness format {name!r}; available: "
                                 f"{', '.join(HARNESS_FORMATS)}")
@@ -524,3 +534,66 @@ def _json_value(path: Path):
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise WinrateInputError(f"{path}: cannot read it as JSON: {error}") from None
+
+
+# --------------------------------------------------------------------------- lighteval
+
+
+def _read_lighteval(paths: Sequence, *, metric: str | None = None) -> pd.DataFrame:
+    """lighteval ``details_<task>_<date>.parquet`` files (module docstring)."""
+    files = [f for f in _files(paths, (".parquet",), "lighteval details_<task>_<date>.parquet "
+                               "file") if f.name.startswith("details_")]
+    if not files:
+        raise WinrateInputError(f"no lighteval details_<task>_<date>.parquet file under "
+                                f"{[str(p) for p in paths]}")
+    return pd.concat([_lighteval_file(path, metric) for path in files], ignore_index=True)
+
+
+def _lighteval_file(path: Path, metric: str | None) -> pd.DataFrame:
+    date = path.parent.name
+    task = path.stem.removeprefix("details_").removesuffix(f"_{date}")
+    flat = _lighteval_columns(path)
+    names = sorted(c.removeprefix("metric.") for c in flat.columns if c.startswith("metric."))
+    chosen = _choose(names, metric, "metric", path)
+    score = np.array([_number(v) for v in flat[f"metric.{chosen}"]], dtype=float)
+    rows = np.arange(1, len(flat) + 1)
+    bad = ~((score >= 0) & (score <= 1))
+    if bad.any():
+        raise WinrateInputError(f"{path}: metric {chosen!r} is missing, not a number or "
+                                f"outside [0, 1] in row(s) {first_rows(bad, rows)}")
+    ids = flat["doc.id"].fillna("").astype(str) if "doc.id" in flat.columns else None
+    if ids is None or (ids == "").any():
+        ids = pd.Series(rows.astype(str))
+    return pd.DataFrame({"question": f"{task}/" + ids.to_numpy(object), "score": score,
+                         "model": _lighteval_model(path), "task": task, "metric": chosen,
+                         "run_id": date, "file": str(path)})
+
+
+def _lighteval_columns(path: Path) -> pd.DataFrame:
+    """``doc.id`` and the ``metric.<name>`` columns of a details file (Arrow structs
+    flattened; no other column is read)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(path).names
+        table = pq.read_table(path, columns=[c for c in ("doc", "metric") if c in names])
+        while any(pa.types.is_struct(field.type) for field in table.schema):
+            table = table.flatten()
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise WinrateInputError(f"{path}: cannot read it as Parquet: {error}") from None
+    if "metric" not in names:
+        raise WinrateInputError(f"{path}: no 'metric' column (it has {names}): not a "
+                                "lighteval details file of this version")
+    keep = [c for c in table.column_names if c == "doc.id" or c.startswith("metric.")]
+    return table.select(keep).to_pandas()
+
+
+def _lighteval_model(path: Path) -> str:
+    """The model of ``.../details/<model name>/<date>/<file>``: the folders between
+    ``details`` and the date (``org/model``); else the date folder's parent."""
+    parts = path.parts
+    if "details" in parts[:-2]:
+        start = len(parts) - 1 - parts[::-1].index("details")
+        return "/".join(parts[start + 1:-2]) or path.parent.parent.name
+    return path.parent.parent.name
