@@ -119,9 +119,10 @@ def _add_format_arguments(parser: argparse.ArgumentParser) -> None:
         "--games", choices=("combined", "both"), default=None,
         help="combined (default): one row per judgment, a win only when both position "
              "orders agree (FastChat's count); both: each order a row")
-    harness = section(parser, "--format lm_eval / inspect / helm")
+    harness = section(parser, "--format lm_eval / inspect / helm / lighteval")
     harness.add_argument("--metric", default=None,
-                         help="lm_eval, helm: the metric, where the samples carry several")
+                         help="lm_eval, helm, lighteval: the metric, where the samples "
+                              "carry several")
     harness.add_argument("--filter", default=None,
                          help="lm_eval: the filter, where a task is logged under several")
     harness.add_argument("--scorer", default=None,
@@ -344,6 +345,7 @@ _FORMAT_FLAGS = (
     ("mt_bench", "games", "--games", None),
     ("lm_eval", "metric", "--metric", None),
     ("helm", "metric", "--metric", None),
+    ("lighteval", "metric", "--metric", None),
     ("lm_eval", "filter", "--filter", None),
     ("inspect", "scorer", "--scorer", None),
 )
