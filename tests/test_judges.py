@@ -309,3 +309,22 @@ def test_a_first_shown_column_equals_the_log_oriented_first_shown_first():
                         features={"first": np.full(log.n_rows, 2.0)})
     with pytest.raises(WinrateInputError, match="first-shown column 'first': row 0"):
         audit_judges(bad, first_shown="first")
+
+
+def test_unclustered_position_effect_is_the_row_robust_glm():
+    """Without clustering, each comparison is its own cluster: statsmodels' HC0 times
+    n / (n - 1) (CR1 with one comparison per cluster), not half of it (the symmetrised
+    log's two copies of a row are one cluster)."""
+    log = simulated(10, n_prompts=20)
+    effects, _ = covariate_effects(log, {POSITION: np.ones(log.n_rows)}, "none")
+    k = log.n_models
+    design = np.zeros((log.n_rows, k))
+    design[np.arange(log.n_rows), log.model_a] += 1.0
+    design[np.arange(log.n_rows), log.model_b] -= 1.0
+    X = np.column_stack([design[:, :-1], np.ones(log.n_rows)])
+    fitted = sm.GLM(log.score, X, family=sm.families.Binomial()).fit(tol=1e-13,
+                                                                      cov_type="HC0")
+    n = log.n_rows
+    assert effects[0].logit == pytest.approx(fitted.params[-1], abs=1e-6)
+    assert effects[0].se == pytest.approx(np.sqrt(fitted.cov_params()[-1, -1] * n / (n - 1)),
+                                          rel=1e-6)

@@ -59,6 +59,8 @@ from winrate.variance.reference import critical_value
 #: The covariate of the first-shown answer, and of a judge's own family.
 POSITION = "first shown"
 OWN = "own model"
+#: The axis of a symmetrised log that holds each comparison's two copies (:func:`symmetrised`).
+COMPARISON = "comparison"
 #: Per-judge effects are fitted when the log has at most this many judges.
 MAX_JUDGES = 12
 #: The variance of every fit: the multiway sandwich, CR1, as the covariates' intervals are.
@@ -97,7 +99,8 @@ class Effect:
 @dataclass(frozen=True)
 class Share:
     """A weighted share (flip rate, tie rate) with its prompt-clustered SE and its interval
-    built on the logit scale; ``n`` the units it averages, ``clusters`` the prompts."""
+    built on the logit scale; ``n`` the units it averages, ``clusters`` the number of
+    clusters and ``unit`` what they are (prompts; comparisons for a log without them)."""
 
     estimate: float
     se: float
@@ -105,10 +108,12 @@ class Share:
     high: float
     n: float
     clusters: int
+    unit: str = "prompts"
 
     def to_dict(self) -> dict:
         return {"estimate": self.estimate, "se": self.se, "ci_low": self.low,
-                "ci_high": self.high, "n": self.n, "clusters": self.clusters}
+                "ci_high": self.high, "n": self.n, "clusters": self.clusters,
+                "cluster_unit": self.unit}
 
 
 @dataclass(frozen=True)
@@ -364,7 +369,9 @@ class _Fitter:
 
     def effects(self, covariates: dict[str, np.ndarray]):
         """The covariates' effects in logits and the adjusted board (module doc)."""
-        board = self.board(symmetrised(self.log, covariates), covariates=tuple(covariates))
+        twice = symmetrised(self.log, covariates)
+        fitter = self if self.clustering else replace(self, clustering=(COMPARISON,))
+        board = fitter.board(twice, covariates=tuple(covariates))
         coef = board.coefficients
         moments = board.leaderboard.fitted["standardisation"]
         sd = np.array([moments[name]["sd"] for name in coef.names])
@@ -390,10 +397,15 @@ def covariate_effects(log: ComparisonLog, covariates: dict[str, np.ndarray], clu
 def symmetrised(log: ComparisonLog, covariates: dict[str, np.ndarray]) -> ComparisonLog:
     """Every row of ``log`` twice at half its frequency: as it is with ``covariates`` (per-row
     values of the (a, b) orientation), and as ``(b, a, 1 - s)`` with the covariates negated
-    (module doc: same likelihood and cluster sums, covariates of mean zero)."""
+    (module doc: same likelihood and cluster sums, covariates of mean zero). The axis
+    :data:`COMPARISON` holds the two copies of each row together: an unclustered analysis
+    of the original log is the symmetrised one clustered by it (each copy alone would count
+    half the variance twice as independent)."""
     w = log.weight / 2
     axes = {name: ClusterAxis(np.concatenate([axis.codes, axis.codes]), axis.labels)
             for name, axis in log.axes.items()}
+    rows = np.arange(log.n_rows)
+    axes[COMPARISON] = ClusterAxis(np.concatenate([rows, rows]), rows)
     features = {name: np.concatenate([x, -x]) for name, x in covariates.items()}
     return ComparisonLog(np.concatenate([log.model_a, log.model_b]),
                          np.concatenate([log.model_b, log.model_a]),
@@ -423,7 +435,8 @@ def clustered_share(values: np.ndarray, weights: np.ndarray, clusters: np.ndarra
     g = found.n_clusters[0]
     half = critical_value(alpha, g - 1) * se
     low, high, _ = logit_bounds(np.array([p]), np.array([p - half]), np.array([p + half]))
-    return Share(p, se, float(low[0]), float(high[0]), float(total), int(g))
+    return Share(p, se, float(low[0]), float(high[0]), float(total), int(g),
+                 "prompts" if clusters is not None else "comparisons")
 
 
 def tie_propensity(log: ComparisonLog, judges: ClusterAxis, alpha: float) -> dict[str, Share]:
@@ -592,9 +605,10 @@ def _relabelled(codes: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _blocks(audit: JudgeAudit, fmt: str) -> list[str]:
     level = f"{100 * (1 - audit.alpha):g}%"
-    clustering = "+".join(audit.clustering) or "none"
-    parts = [_effects_block(f"Position bias: the first-shown answer's advantage (clustered "
-                            f"by {clustering}, {level} CI)", audit.position_bias,
+    clustering = (f"clustered by {'+'.join(audit.clustering)}" if audit.clustering
+                  else "each comparison its own cluster")
+    parts = [_effects_block(f"Position bias: the first-shown answer's advantage "
+                            f"({clustering}, {level} CI)", audit.position_bias,
                             "P(first wins)", fmt)]
     if audit.self_preference:
         parts.append(_effects_block("Self-preference: a judge's advantage to its own "
@@ -621,7 +635,12 @@ def _effects_block(title: str, effects, probability: str, fmt: str) -> str:
 
 def _share_text(share: Share) -> str:
     return (f"{100 * share.estimate:.1f}% [{100 * share.low:.1f}%, {100 * share.high:.1f}%] "
-            f"(SE {100 * share.se:.1f}%, n {share.n:g}, {share.clusters} prompts)")
+            f"(SE {100 * share.se:.1f}%, n {_amount(share.n)}, {share.clusters:,} {share.unit})")
+
+
+def _amount(n: float) -> str:
+    """A count of comparisons: whole with thousands separators, or as it is if weighted."""
+    return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.6g}"
 
 
 def _shares_block(title: str, shares: dict[str, Share]) -> str:
