@@ -15,6 +15,11 @@ anything. Every string of the document is escaped (:func:`html.escape`, and
 :func:`script_json` for the embedded JSON). The same document and version give the same
 bytes: no timestamp, and every list in a fixed order (models best score first, ties in
 ``models`` order, as :func:`winrate.report.leaderboard.leaderboard_table` orders them).
+
+How a page is presented is not part of the document: its title and description, the model
+metadata (:mod:`winrate.report.models_meta`: organisation, licence, link, badges, other
+columns) and the interval style are :class:`PageOptions`. A document of one leaderboard per
+category (:func:`winrate.by_category.boards_to_dict`) is rendered as one tab per category.
 """
 
 from __future__ import annotations
