@@ -357,3 +357,18 @@ def test_csv_download_carries_the_metadata(doc):
     assert (first["organisation"], first["licence"], first["<th>"], first["flags"]) == (
         "<b>Evil</b> & co", '"><script>x', "</td><td>", "<i>new</i>")
     assert table.set_index("model").loc[doc["models"][1], "flags"] == "null model"
+
+
+@pytest.mark.parametrize("anchor, stated", [(None, "mean rating 1000"),
+                                            ("model-02=1200", "anchored at model-02 = 1200")])
+def test_the_header_states_the_rating_scale_and_its_anchor(anchor, stated):
+    import winrate
+    from winrate.io.simulate import SimulationDesign, simulate_comparisons
+
+    frame = simulate_comparisons(SimulationDesign(n_models=4, n_prompts=30, n_judges=1),
+                                 seed=3).frame()
+    with notes.gathered():
+        analysis = winrate.analyze(frame, model="bt", cluster="prompt",
+                                   **({"anchor": anchor} if anchor else {}))
+    lede = Page(html_page.render(document(analysis), "1")).paragraphs["lede"]
+    assert "Elo scale" in lede and stated in lede
