@@ -382,6 +382,60 @@ def test_a_spark_dataframe_is_scanned_on_its_own_session(spark_engine):
                          analysed(winrate.read_comparisons(log, weight_col="w"), {}, analysis))
 
 
+def pass_two_on_spark(engine, root: Path, n: int, monkeypatch) -> tuple[list[int], int]:
+    """The tasks of each Spark job pass 2 runs, and the bytes its results bring to the
+    driver, for a one-way Bradley-Terry analysis of an ``n``-row log in 4 Parquet parts
+    (``n / 10`` prompts). Pass 1 runs first (its results are kept on the scan), so the
+    job group holds pass 2's jobs only."""
+    from winrate.io.spark_engine import SparkEngine
+
+    log = scan_log(n, n)
+    log["prompt_id"] = np.char.add("p", (np.arange(n) % (n // 10)).astype(str))
+    folder = root / f"rows{n}"
+    folder.mkdir()
+    for part, rows in enumerate(np.array_split(np.arange(n), 4)):
+        log.iloc[rows].to_parquet(folder / f"part-{part}.parquet")
+    scanned = winrate.scan(str(folder), engine="spark")
+    scanned.key_log(())
+    for axis in scanned.columns.axes:
+        scanned.axis_size(axis)
+    collected = []
+    query = SparkEngine.query
+
+    def counted(self, sql):
+        result = query(self, sql)
+        collected.append(result.nbytes)
+        return result
+
+    monkeypatch.setattr(SparkEngine, "query", counted)
+    context = engine.session.sparkContext
+    group = f"winrate-pass-two-{n}"
+    context.setJobGroup(group, "pass 2")
+    try:
+        analysed(scanned, {}, dict(cluster="prompt", model="bt"))
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+        monkeypatch.setattr(SparkEngine, "query", query)
+    tracker = context.statusTracker()
+    tasks = [sum(tracker.getStageInfo(stage).numTasks
+                 for stage in tracker.getJobInfo(job).stageIds)
+             for job in sorted(tracker.getJobIdsForGroup(group))]
+    return tasks, sum(collected)
+
+
+def test_pass_two_on_spark_runs_distributed_and_returns_sums_not_rows(spark_engine, tmp_path,
+                                                                       monkeypatch):
+    """Pass 2 is the executors' work: every job of it has 2 tasks or more (the source's
+    parts, the shuffles' partitions), none is one task after another over the rows; and
+    what comes back to the driver is the covariance's sums, not rows: ten times the rows
+    and prompts bring back the same bytes (within 10%)."""
+    small_tasks, small_bytes = pass_two_on_spark(spark_engine, tmp_path, 2_000, monkeypatch)
+    large_tasks, large_bytes = pass_two_on_spark(spark_engine, tmp_path, 20_000, monkeypatch)
+    for tasks in (small_tasks, large_tasks):
+        assert tasks and min(tasks) >= 2, tasks
+    assert abs(large_bytes - small_bytes) <= 0.1 * small_bytes, (small_bytes, large_bytes)
+
+
 OUTCOME_SCORES = {"a": 1.0, "b": 0.0, "tie": 0.5}
 
 

@@ -33,6 +33,7 @@ order of floating-point sums. :class:`EngineSums` is this form of
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -189,45 +190,55 @@ class EngineSums(ClusterSums):
             self._designs = designs
 
     def _group_meat(self, sql: _TermSql, totals: str, dims: tuple[int, ...]) -> GroupMeat:
-        """The term's :class:`GroupMeat` from its cluster totals in the engine."""
+        """The term's :class:`GroupMeat` from its cluster totals in the engine: one query
+        for the numbers (:meth:`_TermSql.term`), one for the largest clusters' labels."""
         q = self.fit.influence.shape[1]
-        query = self.scan.query_frame
-        half = query(sql.meat(totals, dims))
+        parts = _parts(self.scan.query_frame(sql.term(totals, dims)))
+        half = parts["meat"]
         meat = np.zeros((q, q))
-        meat[half["i"].to_numpy(), half["j"].to_numpy()] = half["v"].to_numpy(float)
+        meat[half["i"], half["j"]] = half["x1"]
         meat = meat + meat.T - np.diag(np.diag(meat))
-        stats = query(sql.column_stats(totals))
-        cols = stats["col"].to_numpy()
-        found = {name: np.zeros(q) for name in ("row_squares", "spread", "fourth",
-                                                "largest")}
-        for name, values in found.items():
-            values[cols] = stats[name].to_numpy(float)
-        n_groups = int(query(sql.n_groups(totals, dims)).iloc[0, 0])
+        stats = parts["stats"]
+        found = [np.zeros(q) for _ in range(4)]  # row squares, spread, fourth, largest
+        for values, column in zip(found, ("x1", "x2", "x3", "x4"), strict=True):
+            values[stats["i"]] = stats[column]
+        row_squares, spread, fourth, largest = found
         argmax = np.full(q, -1, np.int64)
         if len(dims) == 1:
-            top = query(sql.largest(totals, dims[0]))
+            top = self.scan.query_frame(sql.largest(totals, dims[0]))
             labels = self.scan.read_labels(top["label"])
             argmax[top["col"].to_numpy()] = self.axes[dims[0]].code(labels)
-            argmax[found["largest"] <= 0] = -1
-        return GroupMeat(meat, n_groups, found["largest"], argmax, found["row_squares"],
-                         found["spread"], found["fourth"])
+            argmax[largest <= 0] = -1
+        return GroupMeat(meat, int(parts["groups"]["i"][0]), largest, argmax, row_squares,
+                         spread, fourth)
 
     def _axis_design(self, sql: _TermSql, rows: str, dim: int) -> AxisDesign:
-        """An axis' ``m``, single-cluster pairs and ICC from its rows ``D`` in the engine."""
-        fit, query = self.fit, self.scan.query_frame
-        models = query(sql.clusters_of_model(rows, dim))
+        """An axis' ``m``, single-cluster pairs and ICC from its rows ``D`` in the engine
+        (one query, :meth:`_TermSql.design`)."""
+        fit = self.fit
+        parts = _parts(self.scan.query_frame(sql.design(rows, dim)))
         clusters_of_model = np.zeros(fit.n_per_model.shape[0], np.int64)
-        clusters_of_model[models["m"].to_numpy()] = models["n"].to_numpy()
-        pairs = query(sql.clusters_of_pair(rows, dim))
+        clusters_of_model[parts["model"]["i"]] = parts["model"]["j"]
         single = np.ones(fit.n_pairs, bool)
-        single[pairs["pair"].to_numpy()] = pairs["n"].to_numpy() == 1
-        moments = query(sql.icc_moments(rows, dim)).iloc[0]
-        _check_unchanged(float(moments["total"]), float(fit.frequency.sum()))
-        icc = diagnostics.icc_of_moments(
-            int(moments["n_groups"]), float(moments["total"]),
-            float(moments["size_squares"]), float(moments["ss_between"]), fit.squares)
+        single[parts["pair"]["i"]] = parts["pair"]["j"] == 1
+        moments = parts["moments"]
+        _check_unchanged(float(moments["x1"][0]), float(fit.frequency.sum()))
+        icc = diagnostics.icc_of_moments(int(moments["i"][0]), float(moments["x1"][0]),
+                                         float(moments["x2"][0]), float(moments["x3"][0]),
+                                         fit.squares)
         return AxisDesign(diagnostics.per_cluster(fit.n_per_model, clusters_of_model),
                           single, icc)
+
+
+def _parts(frame: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
+    """A union of differently shaped results (column ``kind`` names each) as arrays; a
+    kind without rows reads as empty arrays."""
+    def arrays(part):
+        return {"i": part["i"].to_numpy(np.int64), "j": part["j"].to_numpy(np.int64),
+                **{c: part[c].to_numpy(float) for c in ("x1", "x2", "x3", "x4")}}
+
+    found = {kind: arrays(part) for kind, part in frame.groupby("kind")}
+    return defaultdict(lambda: arrays(frame.iloc[:0]), found)
 
 
 def _check_unchanged(joined: float, fitted: float) -> None:
@@ -242,6 +253,10 @@ def _check_unchanged(joined: float, fitted: float) -> None:
 
 def _progress(items, progress):
     return items if progress is None else progress(items)
+
+
+#: A missing number in a union's padding column.
+_NO = "CAST(NULL AS DOUBLE)"
 
 
 @dataclass(frozen=True)
@@ -288,22 +303,22 @@ class _TermSql:
                 f"AS winrate_s FROM {source} JOIN {self.entries} AS e "
                 f"ON d.{KEY} = e.{KEY} GROUP BY {clusters}, e.winrate_col")
 
-    def meat(self, totals: str, dims) -> str:
-        """``sum_g t_gi t_gj`` for i <= j."""
-        return (f"SELECT a.winrate_col AS i, b.winrate_col AS j, "
-                f"SUM(a.winrate_t * b.winrate_t) AS v FROM {totals} AS a JOIN {totals} AS b "
-                f"ON {self._same_cluster(dims, 'a', 'b')} AND a.winrate_col <= b.winrate_col "
-                "GROUP BY a.winrate_col, b.winrate_col")
-
-    @staticmethod
-    def column_stats(totals: str) -> str:
+    def term(self, totals: str, dims) -> str:
+        """The term's numbers as one union (columns kind, i, j, x1..x4): ``meat`` rows
+        (i <= j, ``sum_g t_gi t_gj``), ``stats`` per column i (row squares, spread, fourth
+        powers, largest squared total) and ``groups`` (i: the number of clusters)."""
         t2 = "winrate_t * winrate_t"
-        return (f"SELECT winrate_col AS col, SUM(winrate_s) AS row_squares, "
-                f"SUM(winrate_s * winrate_s) AS spread, SUM(({t2}) * ({t2})) AS fourth, "
-                f"MAX({t2}) AS largest FROM {totals} GROUP BY winrate_col")
-
-    def n_groups(self, totals: str, dims) -> str:
-        return (f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT "
+        return (f"SELECT 'meat' AS kind, a.winrate_col AS i, b.winrate_col AS j, "
+                f"SUM(a.winrate_t * b.winrate_t) AS x1, {_NO} AS x2, {_NO} AS x3, {_NO} AS x4 "
+                f"FROM {totals} AS a JOIN {totals} AS b ON "
+                f"{self._same_cluster(dims, 'a', 'b')} AND a.winrate_col <= b.winrate_col "
+                "GROUP BY a.winrate_col, b.winrate_col "
+                f"UNION ALL SELECT 'stats' AS kind, winrate_col AS i, -1 AS j, "
+                f"SUM(winrate_s) AS x1, SUM(winrate_s * winrate_s) AS x2, "
+                f"SUM(({t2}) * ({t2})) AS x3, MAX({t2}) AS x4 FROM {totals} "
+                "GROUP BY winrate_col "
+                f"UNION ALL SELECT 'groups' AS kind, COUNT(*) AS i, -1 AS j, {_NO} AS x1, "
+                f"{_NO} AS x2, {_NO} AS x3, {_NO} AS x4 FROM (SELECT DISTINCT "
                 f"{', '.join(self._clusters(dims))} FROM {totals}) AS g")
 
     @staticmethod
@@ -314,20 +329,23 @@ class _TermSql:
                 f"winrate_t DESC, winrate_c{dim}) AS winrate_rank FROM {totals}) AS x "
                 "WHERE winrate_rank = 1")
 
-    def clusters_of_model(self, rows: str, dim: int) -> str:
-        return (f"SELECT m, COUNT(*) AS n FROM (SELECT d.winrate_c{dim} AS c, k.winrate_ma "
-                f"AS m FROM {self._keyed(rows)} UNION SELECT d.winrate_c{dim} AS c, "
-                f"k.winrate_mb AS m FROM {self._keyed(rows)}) AS x GROUP BY m")
-
-    def clusters_of_pair(self, rows: str, dim: int) -> str:
-        return (f"SELECT k.winrate_pair AS pair, COUNT(DISTINCT d.winrate_c{dim}) AS n "
-                f"FROM {self._keyed(rows)} GROUP BY k.winrate_pair")
-
-    def icc_moments(self, rows: str, dim: int) -> str:
-        """The ANOVA ICC's moments of the axis (module doc)."""
-        return ("SELECT COUNT(*) AS n_groups, SUM(winrate_size) AS total, "
-                "SUM(winrate_size * winrate_size) AS size_squares, "
-                "SUM(winrate_sum * winrate_sum / winrate_size) AS ss_between FROM ("
-                f"SELECT d.winrate_c{dim}, SUM(d.winrate_w1) AS winrate_size, "
+    def design(self, rows: str, dim: int) -> str:
+        """An axis' design as one union (columns kind, i, j, x1..x4): per model i the
+        clusters j it appears in (``model``), per pair i its clusters j (``pair``), and
+        the ANOVA ICC's moments (``moments``: i clusters, x1 total size, x2 sum of
+        squared sizes, x3 ``sum_g S_g^2 / n_g``)."""
+        cluster = f"d.winrate_c{dim}"
+        nothing = f"{_NO} AS x1, {_NO} AS x2, {_NO} AS x3, {_NO} AS x4"
+        return (f"SELECT 'model' AS kind, m AS i, COUNT(*) AS j, {nothing} FROM ("
+                f"SELECT {cluster} AS c, k.winrate_ma AS m FROM {self._keyed(rows)} UNION "
+                f"SELECT {cluster} AS c, k.winrate_mb AS m FROM {self._keyed(rows)}) AS x "
+                "GROUP BY m "
+                f"UNION ALL SELECT 'pair' AS kind, k.winrate_pair AS i, "
+                f"COUNT(DISTINCT {cluster}) AS j, {nothing} FROM {self._keyed(rows)} "
+                "GROUP BY k.winrate_pair "
+                "UNION ALL SELECT 'moments' AS kind, COUNT(*) AS i, -1 AS j, "
+                "SUM(winrate_size) AS x1, SUM(winrate_size * winrate_size) AS x2, "
+                f"SUM(winrate_sum * winrate_sum / winrate_size) AS x3, {_NO} AS x4 FROM ("
+                f"SELECT {cluster}, SUM(d.winrate_w1) AS winrate_size, "
                 "SUM(d.winrate_w1 * k.winrate_dev) AS winrate_sum FROM "
-                f"{self._keyed(rows)} GROUP BY d.winrate_c{dim}) AS g")
+                f"{self._keyed(rows)} GROUP BY {cluster}) AS g")
