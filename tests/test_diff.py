@@ -160,3 +160,17 @@ def test_diff_command_two_logs_and_since(tmp_path, capsys):
     np.testing.assert_allclose([c["change"] for c in since["changes"]],
                                [c["change"] for c in doc["changes"]], rtol=1e-9)
     assert main(["diff", str(tmp_path / "timed.csv"), "--since", "2024-01-15"]) == 2
+
+
+def test_rank_swaps_are_real_only_when_the_gap_change_is_significant():
+    from winrate.diff import rank_swaps
+
+    models = np.array(["a", "b", "c"])
+    old, new = np.array([3.0, 2.0, 1.0]), np.array([2.0, 3.0, 1.0])
+    change = new - old
+    precise = rank_swaps(models, old, new, change, 0.01 * np.eye(3), 0.05)
+    assert precise[["above_now", "below_now"]].values.tolist() == [["b", "a"]]
+    assert precise.gap_change.tolist() == [2.0] and precise.real.tolist() == [True]
+    # se of the gap change sqrt(2 * 10) ~ 4.5: a change of 2 is not shown
+    assert rank_swaps(models, old, new, change, 10 * np.eye(3), 0.05).real.tolist() == [False]
+    assert rank_swaps(models, old, old, 0 * old, np.eye(3), 0.05).empty
