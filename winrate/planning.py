@@ -44,6 +44,7 @@ from winrate import notes
 from winrate.errors import WinrateInputError
 from winrate.inference.analysis import Analysis
 from winrate.inference.joint import rank_sets, simultaneous_intervals
+from winrate.io.logs import ComparisonLog
 from winrate.notes import Notes
 from winrate.report.builders import frame_table, markdown_document
 from winrate.report.leaderboard import json_safe
@@ -89,8 +90,9 @@ class Components:
 def components(result: Analysis) -> Components:
     """The variance components of ``result``'s fit (module doc), from its cluster sums by
     its clustering (CR1, as the leaderboard's own sandwich)."""
-    if result.log is None:
-        raise WinrateInputError("the analysis keeps no log to plan from")
+    if not isinstance(result.log, ComparisonLog):
+        raise WinrateInputError("plan reads the rows' influence: it needs an analysis of a "
+                                "comparison log in memory (not a scan or a score table)")
     clustering = tuple(result.clustering)
     if len(clustering) > 2:
         raise WinrateInputError(f"plan: at most two clustering axes, got {clustering}")
