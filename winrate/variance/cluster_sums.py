@@ -17,8 +17,8 @@ takes:
 
 Three forms implement it: influence rows in memory (CSR or dense, :class:`RowSums`), sums
 within cells that every clustering keeps whole (:class:`CellSums`, a per-question score
-table's :class:`~winrate.estimators.cells.CellTotals`), and buckets of whole clusters
-streamed from an engine (:class:`winrate.variance.buckets.BucketSums`). :func:`clustered`
+table's :class:`~winrate.estimators.cells.CellTotals`), and per-cluster sums reduced by
+grouped SQL inside an engine (:class:`winrate.variance.buckets.EngineSums`). :func:`clustered`
 is the one place that combines them: the inclusion-exclusion sum with ``c(G)``, the PSD
 repair (a flag, never a note: the caller decides), the bread, and each axis' ``m``, pair
 mask and ICC (:mod:`winrate.variance.diagnostics`).
