@@ -199,10 +199,8 @@ def test_thin_auto_intervals_use_each_models_pan_wall_t_and_the_smallest_jointly
     assert run.settings["correction"] == "cr2" and run.settings["reference"] == "t"
     codes, board = log.axes["prompt"].codes, run.leaderboard
     scaled = board.influence.multiply(stratum_leverage_scale(codes, board.pair)[:, None])
-    # Pan-Wall df, at most each model's G* - 1 (issue 37)
     np.testing.assert_allclose(run.intervals.df,
-                               np.fmin(_pan_wall_by_loop(scaled.tocsr(), codes, run.se**2),
-                                       effective_df_by_loop(run, log)), rtol=1e-10)
+                               _pan_wall_by_loop(scaled.tocsr(), codes, run.se**2), rtol=1e-10)
     q = stdtrit(run.intervals.df, 0.975)
     # win probabilities: the bounds are built on the logit scale (issue 24)
     np.testing.assert_allclose(run.intervals.high, logit_interval(run.scores, q * run.se)[1],
@@ -323,9 +321,7 @@ def test_auto_takes_cr2_with_pan_wall_df_when_every_axis_is_small():
     assert f"fewer than {SMALL_AXIS} clusters" in run.method_note
     explicit = quiet(sim.log, variance=Variance("sandwich", correction="cr2", reference="t"))
     np.testing.assert_array_equal(run.cov, explicit.cov)
-    # Pan-Wall df, at most each model's G* - 1 (issue 37)
-    np.testing.assert_allclose(run.intervals.df, np.fmin(explicit.intervals.df,
-                                                         effective_df_by_loop(run, sim.log)))
+    np.testing.assert_array_equal(run.intervals.df, explicit.intervals.df)
     assert np.all(np.asarray(run.intervals.df) <= 11)  # Pan-Wall: at most G_min - 1
     bt = quiet(sim.log, model="bt")
     assert bt.method == "jackknife" and "effective" in bt.method_note

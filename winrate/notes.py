@@ -306,13 +306,15 @@ def few_effective_clusters(axis: str, n_clusters: int, flagged: list[tuple[str, 
     """Models whose SE rests on fewer than :data:`FEW_EFFECTIVE` effective clusters G*
     (Carter, Schnepel & Steigerwald 2017), ``flagged`` as (model, G*) fewest first. For the
     first, ``critical``: the 95% critical value the method in use gives it and the one of
-    t(G* - 1); ``addressed``: the method in use already takes t on at most G* - 1 df;
+    t(G* - 1); ``addressed``: the method in use is auto's for such designs (CR2 or the
+    jackknife with small-sample t) or takes t on at most G* - 1 df;
     ``auto_method``: what method 'auto' runs on such a design (the remedy otherwise)."""
     worst, g_star = flagged[0]
     now, wanted = critical
     if addressed:
-        remedy = (f"the method in use allows for that with t on at most G* - 1 df (for "
-                  f"{worst}: a 95% critical value of {now:.2f}, against 1.96 for the normal).")
+        remedy = (f"the method in use allows for that with a bias-reduced variance and a t "
+                  f"reference (for {worst}: a 95% critical value of {now:.2f}, against 1.96 "
+                  "for the normal).")
     else:
         remedy = (f"with the method in use they are too narrow: method 'auto' widens them "
                   f"({auto_method}: for {worst} a 95% critical value of {wanted:.2f} instead "

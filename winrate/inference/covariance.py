@@ -325,7 +325,7 @@ def _design_notes(plan, source, board: Leaderboard, axes: dict[str, AxisSummary]
             found.append(notes.single_cluster_pairs(axis.name, axis.single_cluster_pairs,
                                                     len(board.pairs), bounded))
         found.append(_dominant_cluster_note(board, axis))
-        found.append(_few_effective_note(board, axis, df, plan.df is not None))
+        found.append(_few_effective_note(board, axis, df, _auto_small_sample(plan, df)))
     if not_estimable:
         found.append(notes.not_estimable(not_estimable))
     from winrate import estimators
@@ -355,13 +355,21 @@ def _dominant_cluster_note(board: Leaderboard, axis: AxisSummary):
                                   str(board.models[worst]), axis.largest_cluster[worst])
 
 
+def _auto_small_sample(plan, df) -> bool:
+    """Whether ``auto`` chose a small-sample method for the design (df from the effective
+    clusters, or CR2 with its Pan-Wall t)."""
+    return plan.df is not None or (bool(plan.auto_reason) and plan.correction == "cr2"
+                                   and df is not None)
+
+
 def _few_effective_note(board: Leaderboard, axis: AxisSummary, df, capped: bool):
     """The models whose SE rests on fewer than :data:`winrate.notes.FEW_EFFECTIVE` effective
     clusters on an axis with enough clusters overall (an axis with few clusters has its own
     warning), with the 95% critical value the reference in use (``df``: None for normal,
     one or per model) gives the fewest and the one of t(G* - 1), and whether the method in
-    use already takes at most G* - 1 df (``capped``: ``auto``'s df from the effective
-    clusters; or a df no larger) or what ``auto`` would run instead
+    use already allows for it (``capped``: ``auto``'s small-sample choice,
+    :func:`_auto_small_sample`; or a df no larger than G* - 1) or what ``auto`` would run
+    instead
     (:mod:`winrate.variance.method_choice`)."""
     if axis.effective_clusters is None or axis.n_clusters < FEW_CLUSTERS:
         return None
