@@ -94,3 +94,52 @@ def test_command_line_by_column(arena, tmp_path, capsys):
     assert main(["leaderboard", str(arena), "--format", "arena", "--by", "language",
                  "--csv", str(tmp_path / "p.csv")]) == 2
     assert "--by writes text, --json and --html, not --csv" in capsys.readouterr().err
+
+
+def test_family_intervals_are_each_board_at_the_sidak_level(arena):
+    from winrate.settings import Joint
+
+    log = read_log(arena, "arena")
+    boards = analyze_by(log, "is_code", cluster="prompt", family=True)
+    family = boards.family
+    assert family.rule == "sidak"  # sessions (the prompt clusters) never span is_code
+    assert family.board_alpha == pytest.approx(1 - 0.95 ** (1 / 2), abs=1e-15)
+    for label, part in split_by(log, "is_code").items():
+        alone = analyze(part, cluster="prompt", alpha=family.board_alpha,
+                        joint=Joint(simultaneous=True))
+        np.testing.assert_allclose(family.low[label], alone.joint.sim_low, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(family.high[label], alone.joint.sim_high, atol=1e-12,
+                                   rtol=0)
+        board = boards.boards[label]
+        assert (family.low[label] <= board.intervals.low + 1e-12).all()
+        assert (family.high[label] >= board.intervals.high - 1e-12).all()
+
+
+def test_family_falls_back_to_bonferroni_when_clusters_span_categories():
+    from winrate.by_category import disjoint_clusters
+
+    rng = np.random.default_rng(5)
+    n = 400
+    rows = pd.DataFrame({"prompt_id": rng.integers(0, 60, n).astype(str),
+                         "model_a": rng.choice(["a", "b"], n), "model_b": "c",
+                         "outcome": rng.integers(0, 2, n).astype(float),
+                         "subject": rng.choice(["law", "math", "art"], n)})
+    log = read_comparisons(rows, cluster_cols=("subject",))
+    assert not disjoint_clusters(log, "subject", ("prompt",))
+    assert disjoint_clusters(log, "subject", ())
+    with pytest.warns(Warning):
+        boards = analyze_by(log, "subject", cluster="prompt", family=True)
+    assert boards.family.rule == "bonferroni"
+    assert boards.family.board_alpha == pytest.approx(0.05 / 3, abs=1e-15)
+
+
+def test_command_line_family_intervals(arena, tmp_path, capsys):
+    out = tmp_path / "by.json"
+    assert main(["leaderboard", str(arena), "--format", "arena", "--by", "is_code",
+                 "--cluster", "prompt", "--simultaneous", "--json", str(out),
+                 "--no-progress"]) == 0
+    assert "family 95% intervals (every score of the 2 boards at once; sidak" in \
+        capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["family"]["rule"] == "sidak"
+    assert all(len(c["family_low"]) == len(c["models"]) for c in doc["categories"].values())
