@@ -107,8 +107,7 @@ def test_render_fills_placeholders_and_refuses_unknown_ones(build):
         render("{{table:t}}\n", {}, {}, {})
     text = "<!-- Template of the paper -->\n\na {{k}}\n{{table:t}}\n"
     out = render(text, {"k": "1.50"}, {"t": ("| x |", "Cap.")}, {})
-    assert out == ("a 1.50\n| x |\n\n**Table 1.** Cap. Files: `tables/t.md`, `tables/t.tex`, "
-                   "`tables/t.csv`.\n")
+    assert out == "a 1.50\n| x |\n\n**Table 1.** Cap.\n"
 
 
 def test_render_numbers_floats_in_order_and_resolves_references(build):
@@ -122,15 +121,23 @@ def test_render_numbers_floats_in_order_and_resolves_references(build):
                  "{{table:a}}\n", {}, tables, figures)
     assert out.splitlines()[0] == "See Table 2, Figure 1 and Table 1."
     assert "**Table 1.** B." in out and "**Table 2.** A." in out
-    assert "![Figure 1](figures/f.png)\n\n**Figure 1.** F. Files:" in out
+    assert "![Figure 1](figures/f.png)\n\n**Figure 1.** F.\n" in out
     assert out.count("F.") == 1  # the caption once: the image's alt text is its label
+    listed = render("{{table:b}}\n{{figure:f}}\n{{table:a}}\n{{files:floats}}\n", {}, tables,
+                    figures).splitlines()[-3:]
+    assert listed == ["- Table 1: `tables/b.md`, `tables/b.tex`, `tables/b.csv`",
+                      "- Table 2: `tables/a.md`, `tables/a.tex`, `tables/a.csv`",
+                      "- Figure 1: `figures/f.png`, `figures/f.pdf`"]
     with pytest.raises(TemplateError, match="reference to table a, which is not placed"):
         render("{{tab:a}}\n{{table:b}}\n", {}, tables, figures)
     with pytest.raises(TemplateError, match="table b placed twice"):
         render("{{table:b}}\n{{table:b}}\n", {}, tables, figures)
 
 
-_CAPTION = re.compile(r"^\*\*(Table|Figure) (\d+)\.\*\* (.*?) Files: ", re.M)
+_CAPTION = re.compile(r"^\*\*(Table|Figure) (\d+)\.\*\* (.*)$", re.M)
+#: What a caption must not name: files and folders of the repository.
+_PATH = re.compile(r"\w\.(md|csv|tex|json|png|pdf|py|txt)\b|\b(tables|figures|scripts|docs|"
+                   r"coverage|peers|results)/")
 
 
 def test_manuscript_tables_and_figures_are_numbered_and_every_reference_resolves():
@@ -145,6 +152,7 @@ def test_manuscript_tables_and_figures_are_numbered_and_every_reference_resolves
     assert sum(k == "Figure" for k, _, _ in captions) >= 2
     for _, _, caption in captions:
         assert manuscript.count(caption) == 1, caption
+        assert not _PATH.search(caption), caption  # captions say what, not where
     prose = "\n".join(line for line in manuscript.splitlines()
                       if not re.match(r"\*\*(Table|Figure) \d+\.\*\*|!\[|\|", line))
     cited = set(re.findall(r"\b(Table|Figure)\s+(\d+)\b", prose))
@@ -314,11 +322,12 @@ def test_rating_dependence_matches_loops_over_pairs(build):
 def test_closing_statements_name_every_requirement_and_the_data_licences():
     """The reproducibility statement lists each dependency of pyproject.toml with its range
     (read here line by line, not through the build's TOML parsing), and the data-licence
-    note gives AlpacaEval's non-commercial licence; both come before the References."""
+    note gives AlpacaEval's non-commercial licence; both sit in the last appendix, after the
+    References (a workshop paper's main text ends before them)."""
     manuscript = (PAPER / "paper.md").read_text()
-    licences = manuscript.index("## Data licences")
-    statement = manuscript.index("## Reproducibility")
-    assert licences < statement < manuscript.index("## References")
+    licences = manuscript.index("### Data licences")
+    statement = manuscript.index("### Reproducibility")
+    assert manuscript.index("## References") < licences < statement
     pyproject = (ROOT / "pyproject.toml").read_text()
     block = pyproject[pyproject.index("dependencies = ["):]
     block = block[:block.index("]")]
@@ -335,13 +344,19 @@ def test_closing_statements_name_every_requirement_and_the_data_licences():
         assert command in text, command
 
 
+def _caption_below(manuscript: str, name: str) -> str:
+    """The caption printed under table ``name`` (its Markdown, then ``**Table N.**``)."""
+    body = (PAPER / "tables" / f"{name}.md").read_text().strip()
+    after = manuscript[manuscript.index(body) + len(body):]
+    return re.search(r"^\*\*Table \d+\.\*\* (.*)$", after, re.M).group(1)
+
+
 def test_coverage_captions_define_every_method_they_show():
     """Each method column of the coverage tables is defined in words in its caption, and
     the paper shows no figure whose legend uses scripts/coverage.py's code names (its own
     figure stays in paper/coverage/; the paper's is coverage_methods, in words)."""
     manuscript = (PAPER / "paper.md").read_text()
-    captions = {name: re.search(rf"^\*\*(?:Table|Figure) \d+\.\*\* (.*`[a-z]+/{name}\.md`.*)$",
-                                manuscript, re.M).group(1)
+    captions = {name: _caption_below(manuscript, name)
                 for name in ("coverage_summary", "design_coverage")}
     for name, caption in captions.items():
         header = (PAPER / "tables" / f"{name}.md").read_text().splitlines()[0]

@@ -24,10 +24,10 @@ def test_table_quotes_the_published_lc_figures():
     table = pd.read_csv(ROOT / "paper" / "tables" / "lc_standard_errors.csv", index_col=0)
     assert set(table.index) <= set(with_se.index)
     for model, row in table.iterrows():
-        assert row["published LC win rate"] == pytest.approx(
+        assert row["LC, published"] == pytest.approx(
             with_se.loc[model, "length_controlled_winrate"], abs=0.005)
-        assert row["published LC SE"] == pytest.approx(
+        assert row["LC SE, published"] == pytest.approx(
             with_se.loc[model, "lc_standard_error"], abs=0.005)
-        assert row["published raw win-rate SE"] == pytest.approx(
+        assert row["raw win-rate SE, published"] == pytest.approx(
             with_se.loc[model, "standard_error"], abs=0.005)
-    assert (table["published LC SE"] < table["published raw win-rate SE"]).all()
+    assert (table["LC SE, published"] < table["raw win-rate SE, published"]).all()

@@ -27,6 +27,8 @@ from winrate.variance.diagnostics import anova_icc  # noqa: E402
 REAL = os.environ.get("WINRATE_DATA")
 needs_real = pytest.mark.skipif(not REAL or not Path(REAL, "mmlu_pro").is_dir(),
                                 reason="WINRATE_DATA lacks MMLU-Pro")
+needs_real_prd = pytest.mark.skipif(not REAL or not Path(REAL, "prd").is_dir(),
+                                    reason="WINRATE_DATA lacks PRD")
 
 
 # ------------------------------------------------------------------ A: the identity
@@ -202,18 +204,6 @@ def test_eda_kish_check_is_an_identity_on_a_balanced_log_and_not_on_an_unbalance
     assert np.any((unbalanced < 0.95) | (unbalanced > 1.05))
 
 
-def test_cluster_size_cv_by_hand():
-    """m0 meets m1 twice on prompt 0 and m2 once on prompt 1: m0's sizes 2, 1 (CV 1/3),
-    m1's 2 (0), m2's 1 (0): median 0. With m1 also once on prompt 1: m1's 2, 1."""
-    frame = pd.DataFrame({"prompt_id": [0, 0, 1], "model_a": ["m0", "m0", "m0"],
-                          "model_b": ["m1", "m1", "m2"], "outcome": ["a", "b", "a"]})
-    assert identity.cluster_size_cv(winrate.read_comparisons(frame), "prompt") == 0.0
-    frame.loc[3] = [1, "m1", "m2", "a"]
-    # sizes: m0 (2, 1), m1 (2, 1), m2 (0, 2): CVs 1/3, 1/3, 0
-    cv = identity.cluster_size_cv(winrate.read_comparisons(frame), "prompt")
-    assert cv == pytest.approx(1 / 3)
-
-
 @needs_real
 def test_implied_coverage_is_withheld_where_the_se_is_weakly_identified():
     from real_data import DATASETS, analyse, weakly_identified
@@ -242,3 +232,89 @@ def test_two_paths_to_mmlu_pro_inflation_agree():
     assert numbers["identity_sub_infl_min"] == numbers["mmlusub_infl_min"]
     assert numbers["identity_sub_infl_max"] == numbers["mmlusub_infl_max"]
     assert numbers["identity_sub_k"] == numbers["mmlusub_size"]
+
+
+# ------------------------------------------------------- B: the Kish table, per model
+
+TABLES = ROOT / "paper" / "tables"
+
+
+def _kish_committed() -> tuple[pd.DataFrame, pd.DataFrame]:
+    return (pd.read_csv(TABLES / "kish_models.csv"),
+            pd.read_csv(TABLES / "kish.csv", dtype=str, keep_default_na=False))
+
+
+def test_kish_per_model_values_recompute_from_m_and_icc():
+    """Every per-model Kish prediction is sqrt(1 + (m - 1) rho) (1 where m = 1), and the
+    squared ratio is (Kish / measured)^2, to the digits written."""
+    per_model, _ = _kish_committed()
+    kish = np.where(per_model.m == 1, 1.0,
+                    np.sqrt(np.clip(1 + (per_model.m - 1) * per_model.icc, 0, None)))
+    np.testing.assert_allclose(per_model.kish, kish, rtol=2e-5)
+    np.testing.assert_allclose(per_model.ratio_squared,
+                               (per_model.kish / per_model.measured) ** 2, rtol=2e-5)
+
+
+def test_kish_table_columns_are_statistics_of_the_per_model_values():
+    """Each printed cell of the Kish table recomputes from the per-model rows: the median
+    and range of the squared ratio, the models more than 10% from 1, the pair-size CVs."""
+    per_model, table = _kish_committed()
+    assert len(table) == per_model.groupby(["dataset", "axis"]).ngroups
+    for _, row in table.iterrows():
+        group = per_model[(per_model.dataset.str.split(" \\(").str[0]
+                           .str.replace(" Vicuna-80", "") == row["dataset"])
+                          & (per_model.axis == row["axis"])]
+        r = group.ratio_squared.to_numpy()
+        assert row["models"] == str(len(group))
+        assert row["(Kish / measured)^2 median [range]"] == (
+            f"{np.median(r):.2f} [{r.min():.2f}, {r.max():.2f}]")
+        assert row["models off by > 10%"] == str(int((np.abs(r - 1) > 0.10).sum()))
+        cv = group.pair_cv
+        assert row["pair-size CV median [max]"] == f"{cv.median():.2f} [{cv.max():.2f}]"
+
+
+def test_kish_matches_exactly_the_prd_models_whose_pairs_have_equal_sizes():
+    """PRD by prompt: the models whose pairs all have one size are matched within
+    G / (G - 1); the ones with pairs of 240 beside pairs of 880 and more are not."""
+    per_model, _ = _kish_committed()
+    prd = per_model[(per_model.key == "prd") & (per_model.axis == "prompt")]
+    equal = prd.pair_min == prd.pair_max
+    g = prd.clusters.iloc[0]
+    assert equal.sum() >= 4 and (~equal).sum() >= 3
+    assert np.all(np.abs(prd.ratio_squared[equal] - 1) <= 1 / (g - 1))
+    assert np.all(prd.ratio_squared[~equal] > 1.3)
+
+
+@needs_real_prd
+def test_kish_table_per_model_values_against_a_brute_force_recomputation():
+    """PRD by prompt, from the raw log with pandas only: the pair sizes, each model's
+    comparisons per prompt m_a, and the measured inflation, CR1 over naive (win rate
+    influence w_ab (s - psi_ab) / n_ab; naive: each pair's n / (n - 1) times the sum of
+    squares), against the committed per-model values."""
+    from winrate.io.datasets import read_dataset
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", WinrateWarning)
+        log = read_dataset("prd", progress=False)
+    names = np.asarray(log.models).astype(str)
+    weight = np.ones(log.n_rows) if log.frequency is None else log.frequency
+    rows = pd.DataFrame({"a": names[log.model_a], "b": names[log.model_b],
+                         "s": log.score, "w": weight,
+                         "prompt": log.axes["prompt"].codes})
+    rows = pd.concat([rows, rows.assign(a=rows.b, b=rows.a, s=1 - rows.s)])
+    committed = pd.read_csv(TABLES / "kish_models.csv")
+    committed = committed[(committed.key == "prd") & (committed.axis == "prompt")]
+    g = rows.prompt.nunique()
+    for _, expect in committed.iterrows():
+        own = rows[rows.a == expect.model].copy()
+        n = own.groupby("b").w.sum()
+        assert n.min() == expect.pair_min and n.max() == expect.pair_max
+        per_prompt = own.groupby("prompt").w.sum()
+        assert per_prompt.mean() == pytest.approx(expect.m, rel=1e-9)
+        psi = (own.s * own.w).groupby(own.b).sum() / n
+        k = len(n)
+        own["u"] = own.w * (own.s - own.b.map(psi)) / own.b.map(n) / k
+        clustered = g / (g - 1) * (own.groupby("prompt").u.sum() ** 2).sum()
+        own["u2"] = own.w * (own.s - own.b.map(psi)) ** 2 / own.b.map(n) ** 2 / k**2
+        naive = (own.groupby("b").u2.sum() * n / (n - 1)).sum()
+        assert np.sqrt(clustered / naive) == pytest.approx(expect.measured, rel=1e-4)

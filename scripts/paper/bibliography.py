@@ -1,7 +1,9 @@
 """Citations of ``paper/paper.template.md`` rendered from ``paper/references.bib``.
 
-The template cites with pandoc's bracket syntax, ``[@key]`` or ``[@key1; @key2]``. The
-build replaces each bracket with author-year text, ``(Owen 2007; Cameron et al. 2011)``,
+The template cites with pandoc's bracket syntax, ``[@key]`` or ``[@key1; @key2]``, or in
+the running text with a bare ``@key`` (pandoc's narrative citation). The build replaces
+each bracket with author-year text, ``(Owen 2007; Cameron et al. 2011)``, and each bare key
+with ``Owen (2007)``,
 and appends a "References" section listing the cited entries, sorted by the first
 author's surname and the year, so ``paper/paper.md`` is a complete Markdown document
 without a citation processor.
@@ -21,10 +23,12 @@ from dataclasses import dataclass, field
 #: A bracketed citation: one or more ``@key`` separated by semicolons.
 CITATION = re.compile(r"\[(@[\w:.-]+(?:\s*;\s*@[\w:.-]+)*)\]")
 KEY = re.compile(r"@([\w:.-]+)")
+#: A narrative citation: ``@key`` outside brackets, not inside a word (an e-mail address).
+NARRATIVE = re.compile(r"(?<![\w\[;@])@([A-Za-z][\w:.-]*\w)")
 APPENDIX = re.compile(r"^## Appendix\b", re.M)
 ENTRY_START = re.compile(r"@(\w+)\s*\{\s*([^,\s]+)\s*,")
 _LATEX = (("\\&", "&"), ('{\\"u}', "ü"), ('\\"u', "ü"), ("{\\'a}", "á"), ("\\'a", "á"),
-          ("{\\O}", "Ø"), ("\\O", "Ø"), ("--", "–"))
+          ("{\\O}", "Ø"), ("\\O", "Ø"), ("{\\oe}", "œ"), ("--", "–"))
 
 
 class BibliographyError(ValueError):
@@ -110,6 +114,7 @@ def parse_bibtex(text: str) -> dict[str, Entry]:
 def cited_keys(text: str) -> list[str]:
     """Keys cited in ``text``, in order of first citation."""
     keys = [key for group in CITATION.findall(text) for key in KEY.findall(group)]
+    keys += NARRATIVE.findall(CITATION.sub(" ", text))
     return list(dict.fromkeys(keys))
 
 
@@ -175,7 +180,11 @@ def render_citations(text: str, bib: dict[str, Entry]) -> str:
     def replace(match):
         return "(" + "; ".join(names[key] for key in KEY.findall(match.group(1))) + ")"
 
-    body = CITATION.sub(replace, text).rstrip("\n") + "\n"
+    def narrative(match):
+        who, year = names[match.group(1)].rsplit(" ", 1)
+        return f"{who} ({year})"
+
+    body = NARRATIVE.sub(narrative, CITATION.sub(replace, text)).rstrip("\n") + "\n"
     order = sorted(keys, key=lambda k: (bib[k].authors[0].lower(), names[k]))
     lines = [f"- {reference(bib[key], names[key])}" for key in order]
     section = "## References\n\n" + "\n".join(lines) + "\n"

@@ -84,10 +84,14 @@ TEMPLATE = "paper.template.md"
 ENVIRONMENT = "environment.txt"
 #: the distributions whose exact versions ``--record-environment`` writes to ENVIRONMENT
 RECORDED = ("numpy", "scipy", "pandas", "numba", "matplotlib", "duckdb", "pyarrow")
-#: LLM-judge logs in which a model answers a prompt once and meets several opponents on it
-#: (the abstract's range of prompt-clustered inflations, medians over models)
+#: Judged logs (LLM judges, and people in PRD) with at least FEW_CLUSTERS prompts in which a
+#: model answers a prompt once and meets several opponents on it (the abstract's range of
+#: prompt-clustered inflations, medians over models). LLMFAO also reuses answers but has 13
+#: prompts, too few for a prompt-clustered SE (its inflation is reported apart).
 ANSWER_REUSE = ("pandalm", "qlora", "prd")
 BIBLIOGRAPHY = "references.bib"
+#: The PDF's page layout (letter, 10 pt, tables that fit the text width), beside paper.md
+PRINT_CSS = "paper.css"
 
 
 def step_exact(paper: Paper, full: bool) -> None:
@@ -108,7 +112,7 @@ def step_exact(paper: Paper, full: bool) -> None:
                              for n in grid.columns}})
     paper.table("interval_coverage_exact_95", cells,
                 "Exact average coverage (%) of nominal 95% binomial intervals when theta is "
-                "uniform on [0, 1] (full table at every level: interval_coverage_exact.md).")
+                "uniform on [0, 1], computed exactly.")
     paper.number("exact_wald_small", 100 * grid.loc["wald", grid.columns.min()], ".1f")
     paper.number("exact_wald_large", 100 * grid.loc["wald", grid.columns.max()], ".1f")
     paper.number("exact_small_n", int(grid.columns.min()), "d")
@@ -196,21 +200,14 @@ def step_datasets(paper: Paper, full: bool) -> None:
 
 
 def step_simulations(paper: Paper, full: bool) -> None:
-    import numpy as np
-    from real_data import DATASETS, analyse
+    from real_data import implied_coverage_points, inflation_table
     from simulations import calibration_check, coverage_figure, simulation_results
 
     runs = simulation_results(paper)
     check = calibration_check()
     paper.number("sim_mmlu_m", check["m"], ".1f")
     paper.number("sim_mmlu_own_icc", check["own_icc"], ".2f")
-    measured = {}
-    for spec in DATASETS:
-        report = analyse(spec).report
-        if report.main is not None:
-            infl = report.clusterings[report.main].inflation
-            measured[f"{spec.label.split(' (')[0]} ({report.main})"] = float(np.nanmedian(infl))
-    coverage_figure(paper, runs, measured)
+    coverage_figure(paper, runs, implied_coverage_points(inflation_table()))
 
 
 def calls(module: str, function: str) -> Callable[[Paper, bool], None]:
@@ -276,9 +273,10 @@ def write_manuscript(paper: Paper) -> Path:
 
 def compile_pdf(paper: Paper) -> None:
     """paper.pdf (not committed: Chromium stamps dates): pandoc Markdown -> standalone HTML
-    with MathML (no implicit figures: the ``**Figure N.**`` line is the one caption), then
-    headless Chromium's print-to-PDF. Skipped, saying which program is
-    missing, without pandoc or chromium (``make paper`` installs both when it can)."""
+    with MathML (no implicit figures: the ``**Figure N.**`` line is the one caption) and
+    the print layout ``paper.css``, then headless Chromium's print-to-PDF. Skipped, saying
+    which program is missing, without pandoc or chromium (``make paper`` installs both when
+    it can)."""
     missing = [name for name in ("pandoc", "chromium") if shutil.which(name) is None]
     if missing:
         print(f"[paper] {' and '.join(missing)} not found: skipping the PDF "
@@ -287,7 +285,7 @@ def compile_pdf(paper: Paper) -> None:
     html, pdf = paper.root / "paper.html", paper.root / "paper.pdf"
     steps = (
         ["pandoc", "paper.md", "--from", "markdown-implicit_figures", "--to", "html5",
-         "--standalone",
+         "--standalone", "--css", PRINT_CSS,
          "--mathml", "--output", html.name],
         ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
          f"--print-to-pdf={pdf}", html.resolve().as_uri()],

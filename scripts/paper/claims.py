@@ -312,7 +312,7 @@ def claims_table(paper: Paper) -> None:
         paper.number(f"claims_{outcome.replace(' ', '_')}", int(counts.get(outcome, 0)), "d")
     paper.number("claims_total", len(table), "d")
     paper.table("claims", table.drop(columns=["key", "U"]),
-                "The lesson's claims audited under paper/claims_protocol.md, committed before "
+                "The lesson's claims audited under a protocol committed before "
                 "the audit was rerun: tolerance by one rule (R1 stated number, R3 verbal "
                 "approximation, R4 direction), measurement with its uncertainty (range over "
                 "the 19-model subsets, +- 2 Monte Carlo SE, or a full-data point), verdict. "

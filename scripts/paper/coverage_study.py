@@ -95,7 +95,7 @@ def coverage_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
     grid[["prompts", "judges"]] = grid[["prompts", "judges"]].astype(str)
     paper.table("coverage_summary", grid.rename(columns=GRID_HEADERS),
                 "Coverage (%) of nominal 95% intervals, marginal / simultaneous, "
-                f"{REPS} replications per cell (scripts/coverage.py). "
+                f"{REPS} replications per cell. "
                 f"{method_key(SHOWN, GRID_HEADERS)} (at 10 "
                 "prompts with fewer than 10 judges CR2 with Pan-Wall t, valid but very wide "
                 "there, and its output says the intervals are rough).")
@@ -177,7 +177,7 @@ def design_results(paper: Paper, source: Path = PAPER / "coverage") -> None:
                 .rename(columns=DESIGN_HEADERS),
                 "Coverage (%) of nominal 95% intervals, marginal / simultaneous, in thin, "
                 "lopsided thin, strong-judge and both-orders designs "
-                f"({int(table.reps.min())} replications per cell, scripts/coverage.py). "
+                f"({int(table.reps.min())} replications per cell). "
                 "naive: the independent-rows SE; CR1: the CR1 sandwich clustered by the "
                 "cell's axes, normal reference; CR2: the CR2 sandwich, normal reference; "
                 "jackknife: the delete-one-cluster jackknife; pigeonhole bootstrap: Owen's "

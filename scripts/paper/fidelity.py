@@ -25,6 +25,9 @@ import pandas as pd
 from common import Paper, fmt
 
 BOOTSTRAP_REPS = 200
+#: Leaderboard rows that are not language models: a submission that returns one constant
+#: answer to every instruction (Zheng et al. 2024, "null models"); reported apart.
+CONSTANT_OUTPUT = ("NullModel",)
 
 
 def lc_fidelity(paper: Paper) -> None:
@@ -49,21 +52,26 @@ def lc_fidelity(paper: Paper) -> None:
     paper.number("lc_upstream_se_models", len(published), "d")
     paper.extremes("lc_upstream_se", published["lc_standard_error"], ".2f")
     paper.extremes("lc_se_over_upstream", ratio, ".2f")
+    real = ~published.index.isin(CONSTANT_OUTPUT)
+    paper.number("lc_upstream_se_real_models", int(real.sum()), "d")
+    paper.extremes("lc_se_over_upstream_real", ratio[real], ".1f")
+    paper.number("lc_null_model", ", ".join(CONSTANT_OUTPUT))
+    paper.extremes("lc_se_over_upstream_null", ratio[~real], ".1f")
     table = pd.DataFrame({
         "model": published.index,
-        "published LC win rate": [fmt(v) for v in published["length_controlled_winrate"]],
-        "winrate LC win rate": [fmt(v) for v in published["lc"]],
-        "published LC SE": [fmt(v) for v in published["lc_standard_error"]],
-        "winrate LC SE (prompt-clustered sandwich)": [fmt(v) for v in published["se"]],
-        "LC SE, prompt-cluster bootstrap refitting every stage": [
-            fmt(v) for v in published["se_boot"]],
-        "published raw win-rate SE": [fmt(v) for v in published["standard_error"]],
+        "LC, published": [fmt(v) for v in published["length_controlled_winrate"]],
+        "LC, winrate": [fmt(v) for v in published["lc"]],
+        "LC SE, published": [fmt(v) for v in published["lc_standard_error"]],
+        "LC SE, sandwich": [fmt(v) for v in published["se"]],
+        "LC SE, bootstrap": [fmt(v) for v in published["se_boot"]],
+        "raw win-rate SE, published": [fmt(v) for v in published["standard_error"]],
     })
     paper.table("lc_standard_errors", table,
                 "AlpacaEval 2.0's length-controlled (LC) win rate, in points, for the models "
                 "whose published leaderboard row carries an LC standard error. The published "
                 "LC SE is the standard error of the mean of the fitted GLM's per-instruction "
-                "predictions, which treats the fit as known; winrate's is the prompt-clustered "
-                "sandwich of the stacked M-estimator of every stage, and the bootstrap "
-                f"resamples instructions and refits every stage ({BOOTSTRAP_REPS} replicates, "
-                "seed 0; scripts/lc_compare.py).")
+                "predictions, which treats the fit as known; the sandwich is winrate's "
+                "prompt-clustered sandwich of the stacked M-estimator of every stage, and the "
+                "bootstrap resamples instructions and refits every stage "
+                f"({BOOTSTRAP_REPS} replicates, seed 0). NullModel returns one constant "
+                "answer to every instruction (a null model).")

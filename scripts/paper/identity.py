@@ -65,12 +65,15 @@ grand mean, ``eta2 = SSB / SST`` and ``MSB = SSB / (G - 1)``:
   comparisons), the naive's factor is ``N / (N - 1)`` instead of ``G / (G - 1)`` and the
   ratio to winrate's measured DEFF is ``N / (N - 1) (G - 1) / (G - 1 + eta2)``, between
   ``(G - 1) / G`` and ``N / (N - 1)``. In a balanced design the Kish "check" is
-  therefore an identity up to a factor G / (G - 1), not evidence. Unbalanced designs break it: the
-  ANOVA ICC weighs clusters by size through ``n0``, the measured DEFF by the squared influence of
-  each cluster, and a model pair seen in one cluster carries no clustered variance at all. The
-  table puts the measured inflation next to Kish's prediction with two balance measures per axis:
-  the coefficient of variation of a model's comparisons per cluster (median over models) and the
-  share of model pairs compared in a single cluster.
+  therefore an identity up to a factor G / (G - 1), not evidence. Balance here means
+  equal pair sizes: every pair of models compared equally often, equally often in every
+  cluster. Unequal pair sizes break it: the win rate's influence of a comparison is
+  ``w_ab / n_ab``, so a model's comparisons in small pairs weigh more in the cluster
+  totals than in the unweighted ANOVA ICC (PRD by prompt: pairs of 240 comparisons beside
+  pairs of 880 to 1,200); a model pair seen in one cluster carries no clustered variance
+  at all. The table reports per-model results (:func:`kish_model_rows`, written to
+  ``tables/kish_models.csv``) and summarises them per axis (:func:`kish_summary`), each
+  column a statistic of the per-model values.
 """
 
 from __future__ import annotations
@@ -82,12 +85,10 @@ import pandas as pd
 from common import Paper, fmt, new_figure
 from real_data import (
     DATASETS,
-    MEASURED_DEFINITION,
     SUBSET_SEED,
     analyse,
     mmlu_subsets,
     read_log,
-    single_pair_share,
 )
 
 from winrate.analysis import analyze
@@ -335,67 +336,131 @@ def kish_over_measured(eta2, n_clusters):
     return n_clusters / (n_clusters - 1 + np.asarray(eta2, float))
 
 
-def cluster_size_cv(log, axis: str) -> float:
-    """Median over models of the coefficient of variation of a model's comparisons per
-    cluster of ``axis`` (over the clusters it appears in; 0: balanced)."""
-    codes, k = log.axes[axis].codes, log.n_models
-    g = log.axes[axis].n_clusters
+def pair_sizes(log, models) -> list[np.ndarray]:
+    """Per model of ``models`` (names), the comparison counts ``n_ab`` of its observed
+    pairs (frequency-weighted)."""
+    k = log.n_models
     weight = np.ones(log.n_rows) if log.frequency is None else log.frequency
-    sizes = (np.bincount(codes * k + log.model_a, weight, g * k)
-             + np.bincount(codes * k + log.model_b, weight, g * k)).reshape(g, k)
-    present = sizes > 0
-    count = present.sum(axis=0)
-    mean = sizes.sum(axis=0) / count
-    sd = np.sqrt((((sizes - mean) * present) ** 2).sum(axis=0) / count)
-    return float(np.median(sd / mean))
+    counts = np.bincount(log.model_a * k + log.model_b, weight, k * k).reshape(k, k)
+    counts = counts + counts.T
+    code = {str(name): i for i, name in enumerate(log.models)}
+    return [counts[code[str(m)]][counts[code[str(m)]] > 0] for m in models]
 
 
-def kish_rows() -> list[dict]:
+def coefficient_of_variation(x: np.ndarray) -> float:
+    """Population SD over mean (0: all equal)."""
+    return float(np.std(x) / np.mean(x)) if len(x) else float("nan")
+
+
+#: Columns of ``tables/kish_models.csv``, one row per model and axis.
+KISH_MODEL_COLUMNS = ("dataset", "key", "axis", "clusters", "model", "m", "icc",
+                      "kish", "measured", "ratio_squared", "pair_min", "pair_max",
+                      "pair_cv")
+
+
+def kish_model_rows() -> pd.DataFrame:
+    """Per model and axis (at least ``KISH_MIN_CLUSTERS`` clusters): m_a, the
+    own-comparison ANOVA ICC rho_a, Kish's ``sqrt(1 + (m_a - 1) rho_a)``, the measured
+    inflation of the sandwich's design effect (the eda's ``AxisCheck.measured``: clustered
+    CR1 over naive SE, without the small-sample floor, which is no design effect), the
+    squared ratio of the two and the sizes ``n_ab`` of the model's pairs."""
     rows = []
     for spec in DATASETS:
         result = analyse(spec)
         log = read_log(spec.name)[0]
+        models = result.report.models
+        sizes = pair_sizes(log, models)
         for axis, check in result.report.axes.items():
             if check.n_clusters < KISH_MIN_CLUSTERS:
                 continue
-            measured_ = float(np.nanmedian(result.report.clusterings[axis].inflation))
-            kish = float(np.nanmedian(check.predicted))
-            rows.append({"dataset": spec.label, "key": spec.key, "axis": axis,
-                         "clusters": check.n_clusters, "measured": measured_, "kish": kish,
-                         "cv": cluster_size_cv(log, axis),
-                         "single": single_pair_share(result, axis)})
-    return rows
+            for i, model in enumerate(models):
+                kish, measured_ = float(check.predicted[i]), float(check.measured[i])
+                if not (np.isfinite(kish) and np.isfinite(measured_) and measured_ > 0):
+                    continue
+                rows.append({"dataset": spec.label, "key": spec.key, "axis": axis,
+                             "clusters": check.n_clusters, "model": str(model),
+                             "m": float(check.m[i]), "icc": float(check.shared_icc[i]),
+                             "kish": kish, "measured": measured_,
+                             "ratio_squared": (kish / measured_) ** 2,
+                             "pair_min": float(sizes[i].min()),
+                             "pair_max": float(sizes[i].max()),
+                             "pair_cv": coefficient_of_variation(sizes[i])})
+    return pd.DataFrame(rows, columns=KISH_MODEL_COLUMNS)
+
+
+#: A model's squared Kish / measured ratio counts as matched within this relative distance
+#: of 1 (a balanced design guarantees [1, G / (G - 1)], G >= 5 here: at most 1.25).
+KISH_MATCH = 0.10
+
+
+def kish_summary(per_model: pd.DataFrame) -> pd.DataFrame:
+    """One row per dataset and axis, every column a statistic of the per-model values of
+    ``per_model`` (so each recomputes from ``tables/kish_models.csv``)."""
+    out = []
+    for (label, axis), group in per_model.groupby(["dataset", "axis"], sort=False):
+        ratio = group["ratio_squared"].to_numpy()
+        off = np.abs(ratio - 1) > KISH_MATCH
+        out.append({
+            "dataset": short_dataset(label), "axis": axis,
+            "clusters": f"{int(group['clusters'].iloc[0]):,}",
+            "models": str(len(group)),
+            "(Kish / measured)^2 median [range]":
+                f"{fmt(np.median(ratio))} [{fmt(ratio.min())}, {fmt(ratio.max())}]",
+            "models off by > 10%": str(int(off.sum())),
+            "pair-size CV median [max]":
+                f"{fmt(group['pair_cv'].median())} [{fmt(group['pair_cv'].max())}]",
+        })
+    return pd.DataFrame(out)
+
+
+def short_dataset(label: str) -> str:
+    """A dataset label without its parenthesis (``PRD (5 LLM ...)`` -> ``PRD``)."""
+    return label.split(" (")[0].replace(" Vicuna-80", "")
 
 
 def kish_table(paper: Paper) -> None:
-    """Part B: measured inflation, Kish's prediction, their ratio and the balance."""
-    rows = kish_rows()
-    cells = pd.DataFrame({
-        "dataset": [r["dataset"] for r in rows], "axis": [r["axis"] for r in rows],
-        "clusters": [f"{r['clusters']:,}" for r in rows],
-        "measured inflation": [fmt(r["measured"]) for r in rows],
-        "Kish prediction": [fmt(r["kish"]) for r in rows],
-        "Kish / measured": [fmt(r["kish"] / r["measured"]) for r in rows],
-        "cluster-size CV": [fmt(r["cv"]) for r in rows],
-        "pairs in one cluster %": [fmt(100 * r["single"], ".1f") for r in rows],
-    })
-    paper.table("kish", cells,
-                f"Kish's prediction sqrt(1 + (m - 1) rho), rho the own-comparison ANOVA ICC, "
-                f"against the measured inflation ({MEASURED_DEFINITION}), on every axis "
-                f"with at least {KISH_MIN_CLUSTERS} clusters. Balance: the coefficient of "
-                "variation of a model's comparisons per cluster (median over models; 0 when "
-                "every model has the same number in every cluster) and the share of model "
-                "pairs compared within a single cluster. In a balanced design (every model "
-                "pair compared equally often in every cluster) the squared ratio lies "
-                "within a factor G / (G - 1) of 1 whatever the data.")
+    """Part B: Kish's prediction against the measured inflation per model, summarised per
+    axis, with the balance of the pair sizes; the per-model values in
+    ``tables/kish_models.csv`` and, for PRD by prompt, ``tables/kish_prd.*``."""
+    per_model = kish_model_rows()
+    path = paper.path("tables", "kish_models.csv")
+    per_model.to_csv(path, index=False, float_format="%.6g", lineterminator="\n")
+    paper.written.append(path)
+    paper.table("kish", kish_summary(per_model),
+                "Kish's prediction sqrt(1 + (m_a - 1) rho_a) against the measured SE "
+                "inflation of each model (clustered CR1 over naive SE, without the "
+                "small-sample floor), on every axis with at least "
+                f"{KISH_MIN_CLUSTERS} clusters. Every column summarises per-model values: "
+                "the squared ratio (within a factor G/(G - 1) of 1 whenever the design is "
+                "balanced), the models whose squared ratio is more than 10% from 1, and "
+                "the coefficient of variation of each model's pair sizes n_ab (0 when "
+                "all its pairs have equal size).")
+    prd = per_model[(per_model.key == "prd") & (per_model.axis == "prompt")]
+    paper.table("kish_prd", pd.DataFrame({
+        "model": prd.model, "pair sizes n_ab": [f"{a:,.0f}-{b:,.0f}" for a, b in
+                                                zip(prd.pair_min, prd.pair_max, strict=True)],
+        "m_a": [fmt(v, ".1f") for v in prd.m], "rho_a": [fmt(v, ".3f") for v in prd.icc],
+        "Kish": [fmt(v) for v in prd.kish], "measured": [fmt(v) for v in prd.measured],
+        "(Kish / measured)^2": [fmt(v) for v in prd.ratio_squared]}),
+        "PRD by prompt, per model: Kish's prediction from m_a and rho_a, the measured "
+        "inflation and their squared ratio. The models whose pairs differ in size "
+        "are the ones Kish misses.")
     paper.number("kish_min_clusters", KISH_MIN_CLUSTERS, "d")
-    for r in rows:
-        tag = f"kish_{r['key']}_{r['axis']}"
-        paper.number(f"{tag}_measured", r["measured"], ".2f")
-        paper.number(f"{tag}_pred", r["kish"], ".2f")
-        paper.number(f"{tag}_ratio", r["kish"] / r["measured"], ".2f")
-        paper.number(f"{tag}_cv", r["cv"], ".2f")
-        paper.number(f"{tag}_single_pct", 100 * r["single"], ".1f")
+    paper.number("kish_match_pct", 100 * KISH_MATCH, ".0f")
+    for (key, axis), group in per_model.groupby(["key", "axis"], sort=False):
+        tag = f"kish_{key}_{axis}"
+        ratio = group["ratio_squared"]
+        paper.number(f"{tag}_ratio_sq_median", ratio.median(), ".2f")
+        paper.extremes(f"{tag}_ratio_sq", ratio)
+        paper.number(f"{tag}_off", int((np.abs(ratio - 1) > KISH_MATCH).sum()), "d")
+        paper.number(f"{tag}_models", len(group), "d")
+        paper.number(f"{tag}_pair_cv_max", group["pair_cv"].max(), ".2f")
+    paper.number("kish_prd_prompt_equal_pairs", int((prd.pair_min == prd.pair_max).sum()), "d")
+    off = prd[np.abs(prd.ratio_squared - 1) > KISH_MATCH]
+    paper.number("kish_prd_prompt_off_models", ", ".join(off.model))
+    paper.extremes("kish_prd_prompt_off_ratio_sq", off.ratio_squared)
+    paper.number("kish_prd_prompt_off_pair_min", off.pair_min.min(), ",.0f")
+    paper.number("kish_prd_prompt_off_pair_max", off.pair_max.max(), ",.0f")
 
 
 def identity_and_kish(paper: Paper) -> None:

@@ -5,9 +5,13 @@ Template syntax (everything else is copied as it is):
 * ``{{KEY}}``: the number registered under KEY (``paper/numbers.json``); an unknown key
   is an error, so no number can be typed in by hand and go stale unnoticed.
 * ``{{table:NAME}}``: the Markdown table ``tables/NAME.md``, then its caption once, as
-  ``**Table N.** caption Files: ...`` with the names of its LaTeX and CSV versions.
+  ``**Table N.** caption`` (the caption says what a reader needs; the LaTeX and CSV
+  versions sit beside the Markdown one, ``tables/NAME.tex`` and ``.csv``).
 * ``{{figure:NAME}}``: ``figures/NAME.png`` (alt text ``Figure N``), then its caption
-  once, as ``**Figure N.** caption Files: ...`` with the name of its PDF.
+  once, as ``**Figure N.** caption``.
+* ``{{files:floats}}``: a list, one line per placed table and figure in order, of the
+  files that hold it (``Table N: tables/NAME.md, .tex, .csv``; ``Figure N:
+  figures/NAME.png, .pdf``), for the reproducibility appendix (captions name no files).
 * ``{{tab:NAME}}`` and ``{{fig:NAME}}``: a reference in the text, rendered ``Table N`` or
   ``Figure N``. Tables and figures are numbered separately, 1, 2, ..., in the order their
   ``{{table:...}}`` and ``{{figure:...}}`` placeholders appear, so a reference may come
@@ -51,6 +55,19 @@ def float_numbers(text: str) -> tuple[dict[tuple[str, str], int], list[str]]:
     return numbers, twice
 
 
+def float_files(placed: dict[tuple[str, str], int]) -> str:
+    """The Markdown list of ``{{files:floats}}``: each placed float's files, tables first."""
+    lines = []
+    for (kind, name), number in sorted(placed.items(), key=lambda kv: (kv[0][0] != "table", kv[1])):
+        if kind == "table":
+            files = [f"tables/{name}.{ext}" for ext in ("md", "tex", "csv")]
+        else:
+            files = [f"figures/{name}.{ext}" for ext in ("png", "pdf")]
+        word = FLOATS[kind][1]
+        lines.append(f"- {word} {number}: " + ", ".join(f"`{f}`" for f in files))
+    return "\n".join(lines)
+
+
 def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, str]],
            figures: dict[str, str]) -> str:
     """The manuscript: ``tables`` maps a name to (Markdown text, caption), ``figures`` a
@@ -67,15 +84,15 @@ def render(template: str, numbers: dict[str, str], tables: dict[str, tuple[str, 
                 missing.append(f"table {name}")
                 return match.group(0)
             body, caption = tables[name]
-            return (f"{body.rstrip()}\n\n**Table {placed[kind, name]}.** {caption} Files: "
-                    f"`tables/{name}.md`, `tables/{name}.tex`, `tables/{name}.csv`.")
+            return f"{body.rstrip()}\n\n**Table {placed[kind, name]}.** {caption}"
         if kind == "figure":
             if name not in figures:
                 missing.append(f"figure {name}")
                 return match.group(0)
             label = f"Figure {placed[kind, name]}"
-            return (f"![{label}](figures/{name}.png)\n\n**{label}.** {figures[name]} "
-                    f"Files: `figures/{name}.png`, `figures/{name}.pdf`.")
+            return f"![{label}](figures/{name}.png)\n\n**{label}.** {figures[name]}"
+        if kind == "files" and name == "floats":
+            return float_files(placed)
         if kind in cited:
             placed_kind, word = cited[kind]
             if (placed_kind, name) not in placed:

@@ -66,8 +66,8 @@ RANK_SEED = 0
 SIMULTANEOUS = Joint(simultaneous=True, ranks=True, rank_method="simultaneous")
 MARGINAL = Joint(ranks=True, rank_method="marginal")
 ALPACA_BASELINE = ARENA_DATASETS["alpaca_eval"]
-NAIVE_LABEL = "independent comparisons (naive)"
-PROMPT_LABEL = "clustered by prompt"
+NAIVE_LABEL = "naive"
+PROMPT_LABEL = "prompt"
 # Okabe & Ito (2008) colour-blind-safe palette: orange, blue, bluish green
 FOREST_STYLES = (("naive 95% (independent comparisons)", "#E69F00", "o", "-"),
                  ("clustered by prompt, 95% per model", "#0072B2", "s", "-"),
@@ -160,11 +160,10 @@ def unidentified(result: LeaderboardAnalysis) -> int:
 
 
 def _default_label(result: LeaderboardAnalysis) -> str:
-    label = (f"default: clustered by {' + '.join(result.settings['cluster'])}, "
+    label = (f"default: {' + '.join(result.settings['cluster'])}, "
              f"{reference_label(result.intervals.df)}")
     missing = unidentified(result)
-    return label + (f"; {missing} models with no identified SE rank anywhere" if missing
-                    else "")
+    return label + (f"; {missing} not estimable" if missing else "")
 
 
 def prd_rows(prd_bt_prompt: LeaderboardAnalysis) -> tuple[list[RankRow], LeaderboardAnalysis]:
@@ -197,7 +196,7 @@ def alpaca_rows() -> tuple[list[RankRow], dict[str, float]]:
     """AlpacaEval 2.0, each model's win rate against the baseline: naive and by prompt;
     plus the median inflation of the models' own SEs and of the SEs of their differences."""
     log, _ = read_log("alpaca_eval")
-    label = f"AlpacaEval 2.0 (vs {ALPACA_BASELINE})"
+    label = "AlpacaEval"
     results = {tag: _analyse(log, cluster, baseline=ALPACA_BASELINE)
                for cluster, tag in (("none", "naive"), ("prompt", "prompt"))}
     rows = [analysis_row(results[tag], label, variance, ("alpaca", tag))
@@ -220,15 +219,15 @@ def arena_rows(inflations: dict[str, float]) -> list[RankRow]:
     for tag, (variance, factor) in {"naive": (NAIVE_LABEL, 1.0), **inflations}.items():
         sets = scaled_rank_sets(scores, cov, factor)
         marginal = scaled_rank_sets(scores, cov, factor, method="marginal")
-        rows.append(RankRow("Chatbot Arena (counts)", estimators.of(naive.leaderboard).title,
+        rows.append(RankRow("Chatbot Arena", estimators.of(naive.leaderboard).title,
                             variance, "arena", tag, summarise(sets.low, sets.high),
                             float(np.median(marginal.high - marginal.low + 1))))
     return rows
 
 
 RANK_COLUMNS = ("dataset", "estimator", "variance", "models",
-                "median rank-set width, simultaneous", "median rank-set width, marginal",
-                "singleton rank sets %", "could be first %", "model pairs ordered")
+                "median width, simultaneous", "median width, marginal",
+                "singleton sets %", "could be first %", "pairs ordered")
 
 
 def _cells(row: RankRow) -> dict[str, str]:
@@ -260,20 +259,24 @@ def rank_set_results(paper: Paper) -> None:
     prd_bt_prompt = _analyse(read_log("prd")[0], "prompt", "bt")
     qlora_bt_prompt = _analyse(read_log("qlora")[0], "prompt", "bt", joint=Joint())
     infl = {"prd": se_inflation(prd_bt_prompt), "qlora": se_inflation(qlora_bt_prompt)}
-    scaled = {tag: (f"naive x {name} inflation^2 ({fmt(value)}^2)", value)
+    scaled = {tag: (f"naive x {fmt(value)}^2 ({name})", value)
               for (tag, value), name in zip(infl.items(), ("PRD", "QLoRA"), strict=True)}
     prd, default = prd_rows(prd_bt_prompt)
     alpaca, alpaca_inflation = alpaca_rows()
     rows = prd + alpaca + arena_rows(scaled)
     paper.table("rank_sets", pd.DataFrame([_cells(r) for r in rows], columns=RANK_COLUMNS),
                 "Confidence sets for ranks (rank 1 = best; Mogstad et al. 2024) at 95% under "
-                "independent-comparison (naive) and clustered covariances. Simultaneous sets "
+                "the independent-comparison (naive) covariance, clustered by prompt, and "
+                "under the default analysis (clusters, reference distribution, and models "
+                "whose SE is not identified, whose sets span every rank). AlpacaEval: each "
+                f"model's win rate against {ALPACA_BASELINE}. Simultaneous sets "
                 "cover all ranks jointly (max-|T| step-down), marginal sets each rank alone; "
                 "width = upper - lower + 1 ranks. 'Could be first': the set contains rank 1. "
-                "'Model pairs ordered': pairs whose order the simultaneous procedure "
-                "establishes. Chatbot Arena has no prompt or voter ids; its rows scale the "
-                "naive covariance of the Bradley-Terry ratings by the squared median "
-                "prompt-clustered / naive SE ratio of Bradley-Terry on PRD and on QLoRA. "
+                "'Pairs ordered': model pairs whose order the simultaneous procedure "
+                "establishes. Chatbot Arena publishes counts without prompt or voter ids; its "
+                "last rows multiply the naive covariance of the Bradley-Terry ratings "
+                "uniformly by the squared median prompt-clustered / naive SE ratio of "
+                "Bradley-Terry on PRD or on QLoRA (a what-if, not an estimate). "
                 f"Monte-Carlo critical values with seed {RANK_SEED}.")
     for row in rows:
         _register(paper, row)

@@ -167,36 +167,44 @@ MEASURED_DEFINITION = (
     "models")
 
 INFLATION_COLUMNS = ("dataset", "clustering", "clusters", "SE inflation median [range]",
-                     "own-comparison ICC", "m", "Kish prediction", "implied naive coverage %")
+                     "implied naive coverage %")
+#: Short codes of :func:`weakly_identified`'s reasons, as Table 1 prints them.
+WEAK_CODES = {f"< {FEW_CLUSTERS} clusters": "a", "most pairs in one cluster": "b",
+              "one cluster carries most of a model's variance": "c"}
+IMPLIED = "implied naive coverage %"
 
 
 def inflation_rows(result: DatasetResult) -> list[dict]:
-    """One row per clustering: inflation, and per single axis the Kish check."""
+    """One row per identified clustering (and one for a log without cluster ids): the
+    inflation and the naive coverage its median implies, or '-' with the codes of
+    :data:`WEAK_CODES` where the SE is weakly identified."""
+    label = result.spec.label.split(" (")[0]
     if not result.report.structure["axes"]:
-        return [{**dict.fromkeys(INFLATION_COLUMNS, ""), "dataset": result.spec.label,
-                 "clustering": "none possible",
-                 "clusters": "no prompt or judge ids: aggregated counts only"}]
+        return [{**dict.fromkeys(INFLATION_COLUMNS, ""), "dataset": label,
+                 "clustering": "none possible", "clusters": "no prompt or judge ids"}]
     rows = []
     for name, r in result.report.clusterings.items():
-        row = dict.fromkeys(INFLATION_COLUMNS, "")
-        row.update({"dataset": result.spec.label, "clustering": name})
         if not r.identified:
-            row["clusters"] = "not identified"
-            row["SE inflation median [range]"] = r.reason.split(":")[0]
-            rows.append(row)
             continue
-        row["clusters"] = " x ".join(f"{g:,}" for g in r.n_clusters)
-        row["SE inflation median [range]"] = _spread(r.inflation)
         weak = weakly_identified(result, name)
-        row["implied naive coverage %"] = (
-            f"- ({weak})" if weak else pct(implied_naive_coverage(_median(r.inflation))))
-        check = result.report.axes.get(name)
-        if check is not None:
-            row["own-comparison ICC"] = fmt(_median(check.shared_icc), ".3f")
-            row["m"] = fmt(_median(check.m), ",.1f")
-            row["Kish prediction"] = fmt(_median(check.predicted))
-        rows.append(row)
+        codes = ", ".join(WEAK_CODES[w] for w in weak.split("; ")) if weak else ""
+        rows.append({
+            "dataset": label, "clustering": name,
+            "clusters": " x ".join(f"{g:,}" for g in r.n_clusters),
+            "SE inflation median [range]": _spread(r.inflation),
+            IMPLIED: f"- ({codes})" if weak else pct(implied_naive_coverage(
+                _median(r.inflation)))})
     return rows
+
+
+def implied_coverage_points(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the inflation table (Table 1) that print an implied naive coverage,
+    with the median inflation and that coverage as printed: Figure 5 plots exactly these."""
+    shown = table[table[IMPLIED].str.match(r"^\d")]
+    return pd.DataFrame({
+        "dataset": shown["dataset"].to_numpy(), "clustering": shown["clustering"].to_numpy(),
+        "inflation": [float(c.split()[0]) for c in shown["SE inflation median [range]"]],
+        "implied": shown[IMPLIED].astype(float).to_numpy()})
 
 
 ICC_COLUMNS = ("dataset", "axis", "pair-level ICC", "own-comparison ICC", "m", "sqrt(m)",
@@ -304,20 +312,30 @@ def dataset_results(paper: Paper, specs=DATASETS) -> None:
         paper.merge(doc["numbers"])
 
 
+def inflation_table(specs=DATASETS) -> pd.DataFrame:
+    """Table 1's cells (the inflation rows of every dataset in ``specs``)."""
+    rows = [row for spec in specs for row in dataset_document(spec)["inflation"]]
+    return pd.DataFrame(rows, columns=INFLATION_COLUMNS)
+
+
 def real_data_tables(paper: Paper, specs=DATASETS) -> None:
     """Inflation, ICC-paradox and dominance tables over ``specs`` from their results."""
     docs = [dataset_document(spec) for spec in specs]
     tables = (("inflation", "inflation", INFLATION_COLUMNS,
-               f"{MEASURED_DEFINITION}, per dataset and clustering; the own-comparison ICC, "
-               "m (a model's mean comparisons per cluster) and Kish's prediction "
-               "sqrt(1 + (m - 1) ICC); and the naive coverage each median inflation implies, "
-               f"none ('-') where the SE is weakly identified: an axis with fewer than "
-               f"{FEW_CLUSTERS} clusters, most model pairs compared within one cluster, or "
-               f"one cluster carrying more than {DOMINANT_SHARE} of some model's clustered "
-               "variance. src: MMLU-Pro's source subject of a question."),
+               "SE inflation (clustered SE over naive SE; median and range over models) "
+               "per log and clustering, and the coverage of a nominal 95% naive interval "
+               "that the median implies, 2 Phi(1.96 / inflation) - 1. '-': not implied "
+               f"because the clustered SE is weakly identified: (a) fewer than {FEW_CLUSTERS} "
+               "clusters, (b) most model pairs compared within one cluster, (c) one "
+               f"cluster carries more than {DOMINANT_SHARE} of some model's clustered "
+               "variance. Axes with a single judge are left out. src: MMLU-Pro's source "
+               "subject of a question."),
               ("icc_paradox", "icc", ICC_COLUMNS,
-               "The ICC paradox: pair-level ICC, own-comparison ICC and SE inflation "
-               f"(measured inflation: {MEASURED_DEFINITION[len('SE inflation: '):]})."),
+               "The ICC paradox: the pair-level ICC beside the own-comparison ICC, m (a "
+               "model's mean comparisons per cluster), Kish's prediction and the measured "
+               "SE inflation. Every column but the pair-level ICC is the median of "
+               "per-model values, so Kish's column is not sqrt(1 + (m - 1) ICC) of the "
+               "printed medians."),
               ("dominant_cluster", "dominance", DOMINANCE_COLUMNS,
                "Largest cluster's share of each model's clustered variance."))
     for name, part, columns, caption in tables:

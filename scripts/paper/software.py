@@ -43,5 +43,4 @@ def scale_table(paper: Paper) -> None:
                 "Logs larger than memory: wall time and peak resident memory of a two-way "
                 "CR1 Bradley-Terry analysis clustered by prompt and judge, run from a Parquet "
                 "file on DuckDB through `winrate leaderboard --engine duckdb --memory SIZE` "
-                "(scripts/bench.py --only scale; machine and load in "
-                "benchmarks_scale.txt).")
+                "(the scale benchmark; machine and load in Appendix K).")
