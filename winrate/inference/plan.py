@@ -252,7 +252,10 @@ def _chosen(source: Source, fitted: Fitted, clustering: tuple[str, ...],
                                     effective, jackknife=effective is not None)
         given = {"correction": (correction, auto.correction),
                  "reference": (reference, auto.reference)}
-        reason = auto.reason + "".join(
+        unread = ("" if effective is not None or not clustering else
+                  " (from the raw cluster counts: the effective clusters G* need the rows "
+                  "in memory)")
+        reason = auto.reason + unread + "".join(
             f"; {name} {mine} as requested (auto's choice: {theirs})"
             for name, (mine, theirs) in given.items() if mine is not None and mine != theirs)
         method = auto.method
