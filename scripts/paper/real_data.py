@@ -371,7 +371,10 @@ def mmlu_subset_table(paper: Paper) -> None:
                      "pair-level ICC": fmt(a.pair_icc, ".4f")})
     paper.table("mmlu_subsets", pd.DataFrame(rows),
                 f"MMLU-Pro, {N_SUBSETS} seeded random subsets of {SUBSET_SIZE} models, "
-                f"clustered by question ({MEASURED_DEFINITION}).")
+                f"clustered by question ({MEASURED_DEFINITION}). The own-comparison ICC, m "
+                "and Kish's prediction are medians of per-model values (so Kish's column "
+                "need not equal sqrt(1 + (m - 1) ICC) of the printed medians); sqrt(m) is "
+                "the root of the median m.")
     paper.number("mmlusub_size", SUBSET_SIZE, "d")
     paper.number("mmlusub_count", N_SUBSETS, "d")
     paper.extremes("mmlusub_infl", medians)
