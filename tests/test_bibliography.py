@@ -205,9 +205,11 @@ Not counted at all.
 
 
 def test_committed_manuscript_word_count_is_positive_and_excludes_appendix():
+    """The main text is counted without the appendices and stays within a workshop's
+    length (issue 36: about 4,500 words; the PDF's page count is checked on the render)."""
     manuscript = (PAPER / "paper.md").read_text(encoding="utf-8")
     words = main_text_words(manuscript)
-    assert 1000 < words < len(manuscript.split())
+    assert 1000 < words <= 4500 < len(manuscript.split())
 
 
 # ------------------------------------------------------------------ CITATION.cff
