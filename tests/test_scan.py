@@ -411,6 +411,26 @@ def test_a_judge_only_in_dropped_rows_is_not_a_cluster(tmp_path):
     assert_same(mem, eng)
 
 
+def test_a_key_table_beyond_the_budget_is_refused_before_it_leaves_the_engine(
+        tmp_path, monkeypatch):
+    """Pass 1's key table is the fit's log in memory: with a continuous covariate it has a
+    key per row, so its rows are counted in the engine first and more than the budget
+    holds is a one-line error naming the keys (here 300 keys at a third of the floor
+    each, against a budget of the floor)."""
+    from winrate.io import scan as scan_module
+
+    frame = _random_log(4, 300, 4, 30, 2)
+    frame["length"] = np.random.default_rng(4).normal(size=len(frame))
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    monkeypatch.setattr(scan_module, "BYTES_PER_ROW", scan_module.MIN_BUDGET // 3)
+    scanned = winrate.scan(path, engine="duckdb", feature_cols=("length",),
+                           memory=scan_module.MIN_BUDGET)
+    with pytest.raises(WinrateInputError, match="300 distinct keys"):
+        winrate.analyze(scanned, "prompt", "bt", covariates=("length",),
+                        variance=winrate.Variance(method="sandwich"))
+
+
 def test_a_source_that_changes_between_the_passes_is_an_error(tmp_path):
     """Pass 2 joins the rows to pass 1's keys; rows the keys lack would drop out of the
     join unseen, so the fit rows' total weight is checked: a source rewritten between the

@@ -163,25 +163,31 @@ def test_the_partition_column_of_a_hive_folder_is_read(log, files, spark_engine)
     assert column_dict(got, "judge", "n") == expected.to_dict()
 
 
-@pytest.mark.parametrize("rows", [1, 700, 10_000])
-def test_batches_cover_every_row_once(rows, log, spark_engine):
-    """Over four partitions, batches of at most ``rows`` rows return each row once with its
-    values; a batch is cut within a partition, so there are at least ceil(n / rows)."""
-    frame = spark_engine.session.createDataFrame(log).repartition(4)
-    sql = "SELECT row_id, model_a, weight FROM {table} WHERE row_id < {n}"
-    n = 60 if rows == 1 else len(log)  # one-row batches: keep the Arrow overhead small
-    batches = list(spark_engine.batches(sql.format(table=spark_engine.table(frame), n=n),
-                                        rows=rows))
-    assert all(0 < batch.num_rows <= rows for batch in batches)
-    assert len(batches) >= -(-n // rows)
-    got = pa.Table.from_batches(batches).to_pandas().sort_values("row_id")
-    expected = log.loc[log.row_id < n, ["row_id", "model_a", "weight"]]
-    assert got.reset_index(drop=True).equals(expected.reset_index(drop=True))
-
-
-def test_batches_of_an_empty_result_are_none(log, spark_engine):
-    table = spark_engine.table(log)
-    assert list(spark_engine.batches(f"SELECT * FROM {table} WHERE votes > 99")) == []
+def test_a_registered_frame_joins_and_a_materialized_result_is_read_and_dropped(
+        log, spark_engine):
+    """The requests pass 2 makes of an engine: a small frame registered as a table, a
+    join of the source with it materialized in the engine, the materialized table read by
+    a later query, and both dropped; Spark and DuckDB give the pandas result."""
+    weights = pd.DataFrame({"m": sorted(log.model_a.unique())})
+    weights["factor"] = np.arange(len(weights)) + 0.5
+    expected = (log.merge(weights, left_on="model_a", right_on="m")
+                .assign(fw=lambda f: f.factor * f.weight).groupby("judge").fw.sum())
+    for engine in (spark_engine, DuckDBEngine()):
+        table = engine.table(log)
+        engine.register("winrate_test_factors", weights)
+        engine.materialize("winrate_test_sums", (
+            f"SELECT /*+ BROADCAST(k) */ s.judge AS judge, SUM(k.factor * s.weight) AS fw "
+            f"FROM {table} AS s JOIN winrate_test_factors AS k ON s.model_a = k.m "
+            "GROUP BY s.judge"))
+        got = column_dict(engine.query("SELECT judge, fw FROM winrate_test_sums"), "judge",
+                          "fw")
+        assert got.keys() == expected.to_dict().keys(), engine.name
+        np.testing.assert_allclose([got[j] for j in expected.index], expected.to_numpy(),
+                                   rtol=1e-12, err_msg=engine.name)
+        for name in ("winrate_test_sums", "winrate_test_factors"):
+            engine.drop(name)
+        with pytest.raises(Exception):  # noqa: B017 - each engine's own error: gone
+            engine.query("SELECT * FROM winrate_test_sums")
 
 
 def test_a_dataframe_of_another_session_is_refused(spark_engine):
@@ -307,9 +313,9 @@ def scan_log(seed: int, n: int = 2_400) -> pd.DataFrame:
 
 #: Seeded cases: the log, how it is scanned, and how it is analysed.
 SCAN_CASES = {
-    "win rate, 3 buckets": (1, dict(buckets=3), dict(cluster="prompt+judge")),
-    "weighted Davidson BT, 2 buckets": (
-        2, dict(weight_col="w", buckets=2),
+    "win rate, CR2": (1, {}, dict(cluster="prompt+judge", correction="cr2")),
+    "weighted Davidson BT": (
+        2, dict(weight_col="w"),
         dict(cluster="prompt+judge", model="bt", ties="davidson")),
     "weighted BT with a covariate, from CSV": (
         3, dict(weight_col="w", feature_cols=("length_diff",)),
@@ -318,10 +324,13 @@ SCAN_CASES = {
 
 
 def analysed(source, scan_options: dict, analysis: dict):
+    """The sandwich analysis of ``source`` (``analysis``: analyze's keywords, and the
+    ``correction``)."""
+    options = dict(analysis)
+    variance = Variance("sandwich", correction=options.pop("correction", None))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", WinrateWarning)  # few judges: asserted elsewhere
-        return winrate.analyze(source, variance=Variance("sandwich"), progress=False,
-                               **analysis)
+        return winrate.analyze(source, variance=variance, progress=False, **options)
 
 
 def assert_close(got, expected, name: str) -> None:

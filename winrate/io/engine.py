@@ -10,8 +10,7 @@ runs unchanged on DuckDB and Spark SQL (plain ``SELECT``/``JOIN``/``GROUP BY`` w
   Parquet or CSV files, a pandas DataFrame or Arrow table, or the engine's own relation or
   DataFrame); CSV fields are read as text, as :func:`winrate.io.logs.read_table` reads
   ids exactly as written (numbers are cast where used);
-* ``query(sql)``: the result as an Arrow table; ``batches(sql)``: the same as a stream of
-  Arrow record batches, so a large result is never held whole;
+* ``query(sql)``: the (reduced, small) result as an Arrow table;
 * ``register(name, frame)``: a small pandas frame of winrate's (pass 1's keys and their
   influence) as a table the SQL joins (on Spark broadcast to the executors);
   ``materialize(name, sql)``: a query's result kept in the engine as a table (DuckDB's temp
@@ -30,7 +29,6 @@ import itertools
 import os
 import re
 import sys
-from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,9 +51,6 @@ class Engine:
         raise NotImplementedError
 
     def query(self, sql: str):
-        raise NotImplementedError
-
-    def batches(self, sql: str, rows: int = 1 << 20) -> Iterator:
         raise NotImplementedError
 
     def register(self, name: str, frame) -> None:
@@ -357,8 +352,6 @@ class DuckDBEngine(Engine):
     def query(self, sql: str):
         return self._retrying(lambda: self.connection.sql(sql).to_arrow_table())
 
-    def batches(self, sql: str, rows: int = 1 << 20) -> Iterator:
-        yield from self._retrying(lambda: self.connection.sql(sql).to_arrow_reader(rows))
 
     def register(self, name: str, frame) -> None:
         self.connection.register(name, frame)

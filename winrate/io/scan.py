@@ -157,7 +157,7 @@ class Scan:
         sql = (f"SELECT {grouped}, SUM({self._weight()}) AS {FREQUENCY}, "
                f"COUNT(*) AS {ROW_COUNT} FROM {self.table}{self._positive()} "
                f"GROUP BY {grouped}")
-        frame = self._query_frame(sql)
+        frame = self._within_budget(sql, by)
         if frame.empty:
             any_row = f"SELECT COUNT(*) AS n FROM {self.table}"
             if cols.weight is not None and self._query_frame(any_row).iloc[0, 0]:
@@ -179,6 +179,25 @@ class Scan:
         self._cache[("keys", axes)] = result
         return result
 
+    def _within_budget(self, sql: str, by: list[str]) -> pd.DataFrame:
+        """Pass 1's key table, kept in the engine until its rows are counted: the fit holds
+        it in memory, so more keys than the budget holds at :data:`BYTES_PER_ROW` each (a
+        continuous covariate gives about a key per row) are a one-line error, before any
+        of them leaves the engine."""
+        name = self.materialize(sql)
+        try:
+            n_keys = int(self._query_frame(f"SELECT COUNT(*) AS n FROM {name}").iloc[0, 0])
+            need = n_keys * BYTES_PER_ROW
+            if need > self.budget:
+                raise WinrateInputError(
+                    f"pass 1 of {self._name()} has {n_keys:,} distinct keys ({', '.join(by)}"
+                    f"), whose fit needs about {need / 2**30:.2f} GiB, more than the "
+                    f"{self.budget / 2**30:.2f} GiB memory budget: give a larger budget, or "
+                    "round a continuous covariate to fewer values")
+            return self._query_frame(f"SELECT * FROM {name}")
+        finally:
+            self.drop(name)
+
     def _key_frame(self, axes: tuple[str, ...]) -> pd.DataFrame:
         """Pass 1's key table with the raw values, as the engine holds them."""
         self.key_log(axes)
@@ -187,27 +206,32 @@ class Scan:
     def axis_size(self, axis: str) -> tuple[int, object]:
         """An axis' number of clusters (labels among the rows of positive weight) and its
         least label as a file read in memory gives it, counted by the engine (the labels
-        stay there); an error for a missing label."""
-        cached = self._cache.get(("axis", axis))
-        if cached is not None:
-            return cached
-        name = self.columns.axes[axis]
-        col = _quote(name)
-        frame = self._query_frame(
-            f"SELECT COUNT(DISTINCT {col}) AS n, MIN({col}) AS least, "
-            f"SUM(CASE WHEN {col} IS NULL THEN 1 ELSE 0 END) AS missing "
-            f"FROM {self.table}{self._positive()}")
-        missing = int(frame["missing"].fillna(0).iloc[0])
-        check_rows(np.array([missing > 0]), name, "missing value",
-                   GroupedRows(np.array([missing], np.int64), self._name()))
-        if self._reads_decoded_text():
-            bad = self._query_frame(f"SELECT COUNT(*) AS n FROM {self.table} "
-                                    f"WHERE {col} LIKE '%\ufffd%'").iloc[0, 0]
-            if bad:
+        stay there), every axis in one query; an error for a missing label."""
+        if ("axis", axis) not in self._cache:
+            self._count_axes()
+        return self._cache[("axis", axis)]
+
+    def _count_axes(self) -> None:
+        """:meth:`axis_size` of every axis, from one read of the source."""
+        named = list(self.columns.axes.items())
+        parts = []
+        for i, (_, column) in enumerate(named):
+            col = _quote(column)
+            parts += [f"COUNT(DISTINCT {col}) AS n{i}", f"MIN({col}) AS least{i}",
+                      f"SUM(CASE WHEN {col} IS NULL THEN 1 ELSE 0 END) AS missing{i}"]
+            if self._reads_decoded_text():
+                parts.append(f"SUM(CASE WHEN {col} LIKE '%\ufffd%' THEN 1 ELSE 0 END) "
+                             f"AS replaced{i}")
+        frame = self._query_frame(f"SELECT {', '.join(parts)} FROM {self.table}"
+                                  f"{self._positive()}")
+        for i, (axis, column) in enumerate(named):
+            missing = int(frame[f"missing{i}"].fillna(0).iloc[0])
+            check_rows(np.array([missing > 0]), column, "missing value",
+                       GroupedRows(np.array([missing], np.int64), self._name()))
+            if f"replaced{i}" in frame and frame[f"replaced{i}"].fillna(0).iloc[0]:
                 diagnose_parts(self.source)
-        result = (int(frame["n"].iloc[0]), self.read_labels(frame["least"])[0])
-        self._cache[("axis", axis)] = result
-        return result
+            self._cache[("axis", axis)] = (int(frame[f"n{i}"].iloc[0]),
+                                           self.read_labels(frame[f"least{i}"])[0])
 
     @staticmethod
     def read_labels(values: pd.Series) -> np.ndarray:

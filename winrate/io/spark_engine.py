@@ -2,7 +2,8 @@
 ``SparkSession``.
 
 A scan's SQL runs unchanged on Spark SQL (:mod:`winrate.io.engine`); this module only makes
-sources queryable as temporary views and brings results back to the driver as Arrow. PySpark
+sources queryable as temporary views, registers winrate's small tables, caches results the
+executors compute for later queries, and brings the (reduced) results back as Arrow. PySpark
 is an extra (``pip install winrate[spark]``) and is imported only inside the methods below,
 so importing winrate never loads it.
 
@@ -32,11 +33,12 @@ and the Python side), and Java exits on its first OutOfMemoryError instead of li
 without the thread that died. A session that was running is used as it is (its memory is
 fixed when it starts), with a note when its driver has less than that share. While Spark
 works for winrate (:meth:`~SparkEngine.table`, :meth:`~SparkEngine.query`,
-:meth:`~SparkEngine.batches`), a watchdog looks at the Java process behind the session
-every :data:`WATCH_INTERVAL` seconds: Java that exited (out of memory, killed) or, for a
-session winrate started, that has not answered a trivial call for :data:`PATIENCE`
-seconds (then stopped, so that the waiting call returns) ends the work in a one-line
-:class:`~winrate.errors.WinrateInputError` saying what happened and what to do.
+:meth:`~SparkEngine.register`, :meth:`~SparkEngine.materialize`), a watchdog looks at
+the Java process behind the session every :data:`WATCH_INTERVAL` seconds: Java that
+exited (out of memory, killed) or, for a session winrate started, that has not answered
+a trivial call for :data:`PATIENCE` seconds (then stopped, so that the waiting call
+returns) ends the work in a one-line :class:`~winrate.errors.WinrateInputError` saying
+what happened and what to do.
 """
 
 from __future__ import annotations
@@ -49,7 +51,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -176,7 +177,7 @@ class _Watchdog:
         if self.verdict is None:
             for name in PY4J_LOGGERS:
                 logging.getLogger(name).removeFilter(self)
-        elif kind is not GeneratorExit:  # GeneratorExit: the caller left batches unread
+        else:
             raise WinrateInputError(f"engine 'spark': {self.verdict}") from None
         return False
 
@@ -369,45 +370,3 @@ class SparkEngine(Engine):
         """The result as one Arrow table, collected on the driver."""
         with self._watched():
             return self.session.sql(sql).toArrow()
-
-    def batches(self, sql: str, rows: int = 1 << 20) -> Iterator:
-        """The result as Arrow record batches of at most ``rows`` rows.
-
-        The executors cut each partition of the result into batches and serialize each as
-        an Arrow IPC stream (``mapInArrow``); the driver fetches one partition at a time
-        (``toLocalIterator`` without prefetch). The driver's memory is thus bounded by the
-        largest partition of the result (for a ``GROUP BY``, one of
-        ``spark.sql.shuffle.partitions``; for a plain scan, about
-        ``spark.sql.files.maxPartitionBytes`` of input), never the whole result. The cutter
-        is defined here, not at module level, so that it is pickled by value and the
-        executors need PyArrow but not winrate."""
-        rows = int(rows)
-
-        def serialize(parts):
-            import pyarrow as pa
-
-            def stream(batch):
-                sink = pa.BufferOutputStream()
-                with pa.ipc.new_stream(sink, batch.schema) as writer:
-                    writer.write_batch(batch)
-                payload = pa.array([sink.getvalue().to_pybytes()], pa.binary())
-                return pa.RecordBatch.from_arrays([payload], names=["batch"])
-
-            held, count = [], 0
-            for part in parts:
-                held.append(part)
-                count += part.num_rows
-                while count >= rows:
-                    whole = pa.Table.from_batches(held).combine_chunks()
-                    yield stream(whole.slice(0, rows).to_batches()[0])
-                    rest = whole.slice(rows)
-                    held, count = rest.to_batches(), rest.num_rows
-            if count:
-                yield stream(pa.Table.from_batches(held).combine_chunks().to_batches()[0])
-
-        import pyarrow as pa
-
-        with self._watched():
-            frame = self.session.sql(sql).mapInArrow(serialize, "batch binary")
-            for row in frame.toLocalIterator(prefetchPartitions=False):
-                yield from pa.ipc.open_stream(pa.py_buffer(row[0]))
