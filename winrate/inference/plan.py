@@ -70,8 +70,8 @@ class InMemory:
 @dataclass(frozen=True)
 class Scanned:
     """A scan analysed on its engine (:mod:`winrate.inference.scanned`): the key ``log``
-    of pass 1, which the estimator fits, and the ``scan_design`` of the full log, from
-    whose buckets the cluster sums are read."""
+    of pass 1, which the estimator fits, and the ``scan_design`` of the full log, whose
+    engine reduces the rows to the cluster sums (pass 2)."""
 
     scan: Scan
     log: ComparisonLog
