@@ -128,9 +128,10 @@ def test_a_pair_seen_in_one_prompt_gets_its_variance_inflated_by_the_design_effe
     expected[0, 0], expected[4, 4], expected[0, 4] = var / 16, var / 4, -var / 8
     expected[4, 0] = expected[0, 4]
     order = np.argsort(run.models.astype(str))
-    np.testing.assert_allclose(run.small_sample_floor[np.ix_(order, order)], expected,
+    np.testing.assert_allclose(run.unidentified_bound[np.ix_(order, order)], expected,
                                atol=1e-15)
-    assert (np.diag(run.cov) - np.diag(run.small_sample_floor) > 0).all()  # plus the sandwich
+    np.testing.assert_array_equal(run.small_sample_floor, 0.0)
+    assert (np.diag(run.cov) - np.diag(run.unidentified_bound) > 0).all()  # plus the sandwich
     said = [str(w.message) for w in caught if "single prompt cluster" in str(w.message)]
     assert said and "widens the intervals" in said[0]
 

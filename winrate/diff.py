@@ -317,9 +317,12 @@ def _map(fit: LeaderboardAnalysis, common: np.ndarray) -> np.ndarray:
 
 
 def _floor(fit: LeaderboardAnalysis) -> np.ndarray:
-    """The fit's small-sample variance floor (zeros without one): added per release."""
-    floor = fit.small_sample_floor
-    return np.zeros((len(fit.models),) * 2) if floor is None else floor
+    """What the fit adds to its clustered covariance, added per release: its small-sample
+    variance floor and the bound of its pairs seen in a single cluster (zeros without)."""
+    added = np.zeros((len(fit.models),) * 2)
+    for part in (fit.small_sample_floor, fit.unidentified_bound):
+        added = added if part is None else added + part
+    return added
 
 
 def _result(common, scores, cov, fits, stacked: _Stacked, clustering, alpha, seed,

@@ -414,7 +414,7 @@ def _clustering_result(log, spec, runs: dict[tuple, _Run], base: _Base) -> Clust
         se, deff, cov = runs[spec].se, runs[spec].deff, runs[spec].cov
     else:
         axis = next(r.summaries[spec[0]] for r in runs.values() if spec[0] in r.summaries)
-        cov = axis.cov + base.floor
+        cov = axis.cov + base.floor + axis.unidentified
         deff = diagnostics.design_effect(cov, np.diag(base.se_naive**2))
         se = np.sqrt(np.diag(cov))
         # as analyze blanks them (not_estimable_models): unidentified or zero variance,

@@ -99,6 +99,10 @@ class Analysis(IntervalResults):
     #: (:mod:`winrate.estimators.small_sample`); zeros without single-outcome pairs or for
     #: estimators without a floor
     small_sample_floor: np.ndarray | None = None
+    #: (K, K) variance bound of the pairs seen in a single cluster of a clustering axis,
+    #: already in ``cov`` (:func:`winrate.inference.covariance.estimate_variance`); zeros
+    #: without such pairs, for estimators without a bound, or for a resampling method
+    unidentified_bound: np.ndarray | None = None
     #: the log analysed, for re-inference (:meth:`with_clustering`)
     log: ComparisonLog | None = field(default=None, repr=False)
     #: the option objects of the call (variance, joint, monte_carlo)
@@ -374,7 +378,8 @@ def _assembled(into: type[Analysis], source, fitted: Fitted, plan, variance: Var
         settings=_settings(fitted, plan, variance, inference.intervals.alpha), notes=found,
         method=variance.method, method_note=variance.method_note, joint=inference.joint,
         coefficients=inference.coefficients, not_estimable=variance.not_estimable,
-        small_sample_floor=variance.floor, log=source.kept(fitted.log),
+        small_sample_floor=variance.floor, unidentified_bound=variance.unidentified,
+        log=source.kept(fitted.log),
         requested=(plan.variance, joint, plan.monte_carlo))
 
 

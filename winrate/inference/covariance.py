@@ -12,7 +12,7 @@ intervals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -42,7 +42,9 @@ class AxisSummary:
     ``largest_cluster`` that cluster's label
     (:func:`winrate.variance.diagnostics.largest_cluster_share`); ``effective_clusters`` each
     model's effective number of clusters G* on this axis
-    (:func:`winrate.variance.diagnostics.effective_clusters`).
+    (:func:`winrate.variance.diagnostics.effective_clusters`); ``unidentified`` the (K, K)
+    bound the pairs seen in a single cluster of this axis add to an analysis by this axis
+    alone (:func:`_unidentified_bound`).
     """
 
     name: str
@@ -58,6 +60,7 @@ class AxisSummary:
     largest_share: np.ndarray | None = None
     largest_cluster: np.ndarray | None = None
     effective_clusters: np.ndarray | None = None
+    unidentified: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,19 +68,21 @@ class VarianceResult:
     """The covariance of an analysis and what follows from it, at no level yet.
 
     ``cov`` and ``cov_naive`` (K, K) are the ratings' clustered and naive covariances with
-    the small-sample ``floor`` included; ``full`` and ``naive_full`` those of every
-    parameter (ratings, then coefficients) without it; ``se`` the SEs the intervals use
-    (NaN for the ``not_estimable`` models); ``df`` the t degrees of freedom (None:
-    normal; per model with CR2); ``method`` what ran and ``method_note`` why;
-    ``axes`` each clustering axis' :class:`AxisSummary`; ``wild`` the wild bootstrap's
-    draws when that method ran; ``notes`` what the covariance means for the numbers and
-    ``design_notes`` what the design and the engine mean for them."""
+    the small-sample ``floor`` included, ``cov`` also with the ``unidentified`` bound of the
+    pairs seen in a single cluster of some axis (:func:`_unidentified_bound`); ``full`` and
+    ``naive_full`` those of every parameter (ratings, then coefficients) without them;
+    ``se`` the SEs the intervals use (NaN for the ``not_estimable`` models); ``df`` the t
+    degrees of freedom (None: normal; per model with CR2); ``method`` what ran and
+    ``method_note`` why; ``axes`` each clustering axis' :class:`AxisSummary`; ``wild`` the
+    wild bootstrap's draws when that method ran; ``notes`` what the covariance means for
+    the numbers and ``design_notes`` what the design and the engine mean for them."""
 
     cov: np.ndarray
     cov_naive: np.ndarray
     full: np.ndarray
     naive_full: np.ndarray
     floor: np.ndarray
+    unidentified: np.ndarray
     se: np.ndarray
     df: object
     method: str
@@ -100,16 +105,16 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
     with notes.gathered() as found:
         sums = source.cluster_sums(log, board, plan.clustering, strata, progress)
         sandwich = clustered(sums, plan.correction)
-        axes = _axis_summaries(source.design, board, plan.clustering, sandwich)
+        axes = _axis_summaries(source.design, fitted, plan.clustering, sandwich)
         full = sandwich.naive if sandwich.covariance is None else sandwich.covariance.cov
         resampled = _resampled(plan, fitted, progress)
     psd_repaired = sandwich.psd_repaired or (resampled is not None
                                              and resampled.psd_repaired)
     cov = full[:k, :k] if resampled is None else resampled.cov
     floor, floor_notes = _small_sample_floor(board, log)
-    bound = _unidentified_bound(board, log, sandwich, resampled is None)
+    bound = (_unidentified_bound(fitted, sandwich.designs) if resampled is None
+             else np.zeros((k, k)))
     cov, cov_naive = cov + floor + bound, sandwich.naive[:k, :k] + floor
-    floor = floor + bound
     if resampled is None:
         df = _reference_df(board, axes, plan, sandwich, cov)
         method_note = sandwich_note(plan.clustering, [a.n_clusters for a in axes.values()],
@@ -126,7 +131,7 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
     design_notes = _design_notes(plan, source, board, axes, not_estimable, psd_repaired,
                                  method, df, bound.any())
     return VarianceResult(
-        cov, cov_naive, full, sandwich.naive, floor, se, df, method, method_note,
+        cov, cov_naive, full, sandwich.naive, floor, bound, se, df, method, method_note,
         plan.correction, axes, psd_repaired, not_estimable, wild,
         Notes([*design_notes[0], *floor_notes, *found.without("psd-repaired")]),
         Notes(design_notes[1]))
@@ -151,16 +156,19 @@ def _resampled_reference(plan, resampled) -> tuple:
                                            f"{reference_label(plan.df)} reference", 1)
 
 
-def _axis_summaries(design, board: Leaderboard, clustering: tuple[str, ...],
+def _axis_summaries(design, fitted, clustering: tuple[str, ...],
                     sandwich) -> dict[str, AxisSummary]:
-    """Each axis' :class:`AxisSummary` from its one-way term of the multiway sum."""
+    """Each axis' :class:`AxisSummary` from its one-way term of the multiway sum, with the
+    bound its single-cluster pairs would add to a one-way analysis by it."""
     if sandwich.covariance is None:
         return {}
+    board = fitted.board
     k = len(board.models)
     result = sandwich.covariance
-    return {name: _axis_summary(design, board, name, result.term_covs[i][:k, :k],
-                                sandwich.naive[:k, :k], result.term_meats[i],
-                                sandwich.designs[i])
+    return {name: replace(_axis_summary(design, board, name, result.term_covs[i][:k, :k],
+                                        sandwich.naive[:k, :k], result.term_meats[i],
+                                        sandwich.designs[i]),
+                          unidentified=_unidentified_bound(fitted, [sandwich.designs[i]]))
             for i, name in enumerate(clustering)}
 
 
@@ -216,26 +224,24 @@ def _reference_df(board: Leaderboard, axes: dict, plan, sandwich, cov: np.ndarra
     return pan_wall if plan.df is None else np.fmin(pan_wall, plan.df)
 
 
-def _unidentified_bound(board: Leaderboard, log: ComparisonLog, sandwich,
-                        clustered_sandwich: bool) -> np.ndarray:
-    """The estimator's variance for the pairs observed within a single cluster of some
-    clustering axis, whose variance the clustered sandwich cannot see, with the
+def _unidentified_bound(fitted, designs) -> np.ndarray:
+    """The estimator's variance for the pairs observed within a single cluster of one of
+    the axes whose ``designs`` are given, which the clustered sandwich cannot see, with the
     within-cluster correlation taken from the axis' pair-level ICC
     (:meth:`winrate.estimators.base.Estimator.unidentified_pair_floor`; for the win rate
-    :func:`winrate.estimators.small_sample.unidentified_pair_cov`); zero for a resampling
-    method, without clustering, or when the estimator has none."""
+    :func:`winrate.estimators.small_sample.unidentified_pair_cov`); zero without
+    clustering or when the estimator has none."""
+    board, log = fitted.board, fitted.log
     k = len(board.models)
-    if not clustered_sandwich or not sandwich.designs:
+    if not designs:
         return np.zeros((k, k))
-    from winrate import estimators
-
     single = np.zeros(len(board.pairs), bool)
     rho = np.zeros(len(board.pairs))
-    for design in sandwich.designs:  # per pair, the largest ICC of an axis it is single on
+    for design in designs:  # per pair, the largest ICC of an axis it is single on
         icc = float(np.clip(design.icc, 0.0, 1.0)) if np.isfinite(design.icc) else 1.0
         rho = np.where(design.single, np.maximum(rho, icc), rho)
         single |= design.single
-    bound = estimators.of(board).unidentified_pair_floor(board, log.frequency, single, rho)
+    bound = fitted.estimator.unidentified_pair_floor(board, log.frequency, single, rho)
     return np.zeros((k, k)) if bound is None else bound
 
 
