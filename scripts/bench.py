@@ -45,13 +45,18 @@ Sections (``--only`` runs one):
   ``--repeat`` runs and their range; issue 23's target <= 5 s and <= 1 GiB; the pairwise
   log it stands for has 239 million rows), and in this process the time of reading the
   table, the fit (pair table and per-question influence totals) and the analysis.
-* ``scale``: logs beyond memory on an engine (issue 23). For each of ``--scale-n`` (row
-  counts, default 50M and 200M) a prompt-partitioned zstd Parquet log with integer ids
-  (100 models, 1,000 judges, 200 rows per prompt; written once by DuckDB into
+* ``scale``: logs beyond memory on an engine (issues 23, 38). For each of ``--scale-n``
+  (row counts, default 50M and 200M) a prompt-partitioned zstd Parquet log with integer
+  ids (100 models, 1,000 judges, 200 rows per prompt; written once by DuckDB into
   ``--workdir``), then ``winrate leaderboard FILE --engine duckdb --model bt --cluster
   prompt+judge --method sandwich --correction cr1 --memory --scale-memory`` in a fresh
   process: wall time and peak resident memory (median of ``--repeat`` runs, with the
-  range). ``--scale-random N`` adds a log of N rows in random row order with string ids.
+  range), paired with a floor measured in the same run on the same engine and memory
+  limit (:func:`scale_floor`: the grouped SQL any exact method runs, one pass per pair
+  and, per term, per (cluster, model) totals reduced to K x K sums) and their ratio.
+  ``--scale-random N`` adds a log of N rows in random row order with string ids,
+  ``--scale-wide N`` one of N rows with N / 10 string prompts and 100,000 string judges
+  (about one row per (prompt, judge) cell).
 * ``arena``: two-way clustering at LMArena's shape (issue 40): for each of ``--arena-n``
   (default 1,000,000 and 10,000,000 rows) a Parquet log of 20 models, rows / 2 string
   prompts drawn uniformly (so about 0.43 n distinct) and 100,000 string judges, nearly one
@@ -574,17 +579,22 @@ def bench_evals_scale(args, workdir: Path) -> None:
         print(f"    {name:<14} {_median_range(seconds, 's')}")
 
 
-def write_scale_log(path: Path, n: int, random_order: bool) -> None:
+def write_scale_log(path: Path, n: int, kind: str) -> None:
     """A Bradley-Terry log of ``n`` rows written by DuckDB (in a child process): 100 models
-    with abilities
-    spread over 4 logits, 1,000 judges, 200 rows per prompt, 10% ties; prompt-partitioned
-    (rows in prompt order) with integer ids, or in random order with string ids. Draws are
-    hashes of the row number, so the file is the same on every run."""
-    if random_order:
+    with abilities spread over 4 logits, 10% ties. ``kind``: ``partitioned`` (1,000
+    judges, 200 rows per prompt, rows in prompt order, integer ids), ``random`` (the same
+    in random order with string ids) or ``wide`` (n / 10 string prompts drawn at random,
+    100,000 string judges, random order). Draws are hashes of the row number, so the file
+    is the same on every run."""
+    order = "ORDER BY hash(i, 6)"
+    if kind == "random":
         ids = ("'prompt-' || (hash(i, 5) % {p})::VARCHAR AS prompt_id, "
                "'judge-' || (hash(i, 1) % 1000)::VARCHAR AS judge_id, "
                "'model-' || a::VARCHAR AS model_a, 'model-' || b::VARCHAR AS model_b")
-        order = "ORDER BY hash(i, 6)"
+    elif kind == "wide":
+        ids = ("'prompt-' || (hash(i, 5) % {w})::VARCHAR AS prompt_id, "
+               "'judge-' || (hash(i, 1) % 100000)::VARCHAR AS judge_id, "
+               "'model-' || a::VARCHAR AS model_a, 'model-' || b::VARCHAR AS model_b")
     else:
         ids = ("i // 200 AS prompt_id, (hash(i, 1) % 1000)::INTEGER AS judge_id, "
                "a::SMALLINT AS model_a, b::SMALLINT AS model_b")
@@ -592,7 +602,8 @@ def write_scale_log(path: Path, n: int, random_order: bool) -> None:
     draws = ("SELECT i, (hash(i, 2) % 100)::INTEGER AS a, ((hash(i, 2) % 100 + 1 + hash(i, 3) "
              "% 99) % 100)::INTEGER AS b, (hash(i, 4) % 1000000) / 1e6 AS u "
              "FROM range({n}) t(i)")
-    sql = (f"COPY (SELECT {ids.format(p=max(n // 200, 1))}, CASE WHEN u < 0.1 THEN 0.5 "
+    ids = ids.format(p=max(n // 200, 1), w=max(n // 10, 1))
+    sql = (f"COPY (SELECT {ids}, CASE WHEN u < 0.1 THEN 0.5 "
            "WHEN u < 0.1 + 0.9 / (1 + exp((b - a) / 25.0)) THEN 1.0 ELSE 0.0 END AS outcome "
            f"FROM ({draws.format(n=n)}) {order}) TO '{path}' "
            "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)")
@@ -602,26 +613,64 @@ def write_scale_log(path: Path, n: int, random_order: bool) -> None:
                    check=True)
 
 
+#: The floor's SQL (:func:`scale_floor`) over a Parquet log at ``{path}``: the pair table,
+#: then per term of the two-way sum the (cluster, model) totals of the scores reduced to
+#: their K x K cross-products.
+_FLOOR_PAIRS = ("SELECT model_a, model_b, outcome, COUNT(*) AS n FROM read_parquet('{path}') "
+                "GROUP BY model_a, model_b, outcome")
+_FLOOR_TERM = ("WITH s AS (SELECT {c}, model_a AS m, outcome AS x FROM read_parquet('{path}') "
+               "UNION ALL SELECT {c}, model_b AS m, 1 - outcome AS x FROM "
+               "read_parquet('{path}')), t AS (SELECT {c}, m, SUM(x) AS t FROM s GROUP BY "
+               "{c}, m) SELECT a.m, b.m, SUM(a.t * b.t) FROM t AS a JOIN t AS b ON {on} "
+               "GROUP BY a.m, b.m")
+
+
+def scale_floor(path: Path, memory: str) -> tuple[float, float]:
+    """Wall time and peak memory of the least grouped SQL an exact two-way analysis runs
+    on DuckDB, in a fresh process with the engine's memory limit (a third of the budget,
+    as :func:`winrate.io.scan.scan` gives it): one pass per pair, and for each term
+    (prompt, judge, prompt x judge) one per (cluster, model), reduced to K x K in SQL."""
+    from winrate.cli import _byte_size  # the command line's reading of --memory
+
+    terms = (["prompt_id"], ["judge_id"], ["prompt_id", "judge_id"])
+    queries = [_FLOOR_PAIRS.format(path=path)] + [
+        _FLOOR_TERM.format(path=path, c=", ".join(cols),
+                           on=" AND ".join(f"a.{c} = b.{c}" for c in cols))
+        for cols in terms]
+    limit = (_byte_size(memory) // 3) >> 20
+    script = ("import duckdb, sys; con = duckdb.connect(); "
+              f"con.execute(\"SET memory_limit = '{limit}MB'\"); "
+              "con.execute('SET preserve_insertion_order = false'); "
+              f"[con.sql(q).fetchall() for q in {queries!r}]")
+    return _child_run([sys.executable, "-c", script])
+
+
 def bench_scale(args, workdir: Path) -> None:
-    logs = [(n, False) for n in args.scale_n]
-    if args.scale_random:
-        logs.append((args.scale_random, True))
-    for n, random_order in logs:
-        kind = "random-order-strings" if random_order else "prompt-partitioned-ints"
+    logs = [(n, "partitioned") for n in args.scale_n]
+    logs += [(n, kind) for n, kind in ((args.scale_random, "random"),
+                                       (args.scale_wide, "wide")) if n]
+    for n, kind in logs:
         path = workdir / f"scale_{kind}_{n}.parquet"
         if not path.exists():
             start = time.perf_counter()
-            write_scale_log(path, n, random_order)
+            write_scale_log(path, n, kind)
             print(f"wrote {path.name} ({path.stat().st_size / 2**30:.2f} GiB) in "
                   f"{time.perf_counter() - start:.0f} s (not counted)")
         command = [*_winrate_command(), "leaderboard", str(path), "--engine", "duckdb",
                    "--model", "bt", "--cluster", "prompt+judge", "--method", "sandwich",
                    "--correction", "cr1", "--memory", args.scale_memory]
+        load = os.getloadavg()[0]
         runs = [_child_run(command) for _ in range(args.repeat)]
+        floors = [scale_floor(path, args.scale_memory) for _ in range(args.repeat)]
         print(f"scale: {n:,} rows, {kind}, two-way CR1 Bradley-Terry on DuckDB, --memory "
-              f"{args.scale_memory}")
+              f"{args.scale_memory} (load {load:.1f} -> {os.getloadavg()[0]:.1f})")
         print(f"  wall time: {_median_range([r[0] for r in runs], 's', 1)}")
         print(f"  peak resident memory: {_median_range([r[1] for r in runs], 'GiB', 2)}")
+        print(f"  floor (grouped SQL, same engine and limit): "
+              f"{_median_range([f[0] for f in floors], 's', 1)}, peak "
+              f"{_median_range([f[1] for f in floors], 'GiB', 2)}")
+        ratio = np.median([r[0] for r in runs]) / np.median([f[0] for f in floors])
+        print(f"  winrate / floor: {ratio:.2f}")
 
 
 def bench_arena(args, workdir: Path) -> None:
@@ -667,6 +716,7 @@ def main() -> None:
     parser.add_argument("--eval-questions", type=int, default=12_032)
     parser.add_argument("--scale-n", type=int, nargs="*", default=[50_000_000, 200_000_000])
     parser.add_argument("--scale-random", type=int, default=None, metavar="N")
+    parser.add_argument("--scale-wide", type=int, default=None, metavar="N")
     parser.add_argument("--scale-memory", default="4G")
     parser.add_argument("--arena-n", type=int, nargs="*", default=[1_000_000, 10_000_000])
     parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
