@@ -14,7 +14,14 @@ from winrate.analysis import analyze
 from winrate.cli import main
 from winrate.errors import WinrateWarning
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
-from winrate.variance.method_choice import LARGE_AXIS, choose, effective_df
+from winrate.variance.method_choice import (
+    JACKKNIFE_MAX_CLUSTERS,
+    JACKKNIFE_MAX_ROW_REFITS,
+    LARGE_AXIS,
+    choose,
+    effective_df,
+    jackknife_affordable,
+)
 
 #: 60 prompts whose sizes are heavy-tailed (gamma-Poisson with shape 0.15: a few prompts
 #: carry most comparisons), one judge: G = 60 >= LARGE_AXIS, G* far fewer.
@@ -76,6 +83,12 @@ def test_choose_reads_effective_clusters_not_the_raw_count():
     wr = choose(("prompt",), [100], True, 50, few)
     assert (wr.method, wr.correction, wr.reference) == ("sandwich", "cr2", "t")
     np.testing.assert_array_equal(wr.df, bt.df)  # CR2's Pan-Wall df capped at G* - 1
+    # the jackknife only where its refits are affordable: clusters, and clusters x rows when
+    # each refit reads the rows (covariates)
+    assert jackknife_affordable([JACKKNIFE_MAX_CLUSTERS], False, 10**9)
+    assert not jackknife_affordable([JACKKNIFE_MAX_CLUSTERS + 1], False, 10)
+    assert jackknife_affordable([100, 20], True, JACKKNIFE_MAX_ROW_REFITS // 120)
+    assert not jackknife_affordable([100, 20], True, JACKKNIFE_MAX_ROW_REFITS // 120 + 1)
     # the smallest df over the axes, never above G - 1
     np.testing.assert_array_equal(
         effective_df([100, 12], [np.array([30.0, 60.0]), np.array([11.5, 40.0])]),

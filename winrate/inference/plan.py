@@ -246,10 +246,12 @@ def _chosen(source: Source, fitted: Fitted, clustering: tuple[str, ...],
         board = fitted.board
         sizes = [source.design.axes[name].n_clusters for name in clustering]
         effective = _effective_sizes(source, fitted, clustering)
-        auto = method_choice.choose(clustering, sizes,
-                                    estimators.of(board).thin_design_rule(),
+        estimator = estimators.of(board)
+        jackknife = effective is not None and clustering and method_choice.jackknife_affordable(
+            sizes, estimator.refits_rows(board.options), fitted.log.n_rows)
+        auto = method_choice.choose(clustering, sizes, estimator.thin_design_rule(),
                                     method_choice.thinnest_pair_size(board.counts),
-                                    effective, jackknife=effective is not None)
+                                    effective, jackknife=bool(jackknife))
         given = {"correction": (correction, auto.correction),
                  "reference": (reference, auto.reference)}
         unread = ("" if effective is not None or not clustering else

@@ -42,8 +42,8 @@ the tuning grid tied the rule to it (a handful of judges, rule 4).
    estimator without CR2 strata (Bradley-Terry) the delete-one-cluster jackknife (CV3J,
    :func:`winrate.variance.resampling.multiway_jackknife_cov`, bias-reduced like CR2:
    MacKinnon, Nielsen & Webb 2023) with t on each model's ``G* - 1``; where the jackknife
-   cannot run (per-question fits without rows, a scan on an engine, more than
-   :data:`JACKKNIFE_MAX_CLUSTERS` clusters) CR1 with t on ``G* - 1``. The issue-37 design
+   cannot run (per-question fits without rows, a scan on an engine) or would take too long
+   (:func:`jackknife_affordable`) CR1 with t on ``G* - 1``. The issue-37 design
    (60 prompts with Pareto sizes, G* about 11-15): CR1 with a normal reference covered
    90.0 / 80.3 (win rate) and 90.6 / 82.0 (Bradley-Terry); CR2 with Pan-Wall df 95.2 /
    98.3, the jackknife with t 94.9 / 90.3 and 94.7 / 89.0 (300 exploratory replications,
@@ -104,8 +104,19 @@ MIN_CROSSED_AXIS = 10
 LARGE_AXIS = 50
 #: The delete-one-cluster jackknife refits the estimator once per cluster (from its
 #: sufficient statistics: 0.15 s for Bradley-Terry on 1,000 prompts); above this many
-#: clusters on an axis rule 2 keeps CR1 with t on G* - 1.
+#: clusters on an axis rule 2 keeps CR1 with t on G* - 1 ...
 JACKKNIFE_MAX_CLUSTERS = 5000
+#: ... and, for an estimator whose refits read the rows (covariates, Davidson ties,
+#: Rao-Kupper), above this many clusters x rows (each refit a fit of the whole log).
+JACKKNIFE_MAX_ROW_REFITS = 20_000_000
+
+
+def jackknife_affordable(sizes: list[int], refits_rows: bool, n_rows: int) -> bool:
+    """Whether rule 2 may run the delete-one-cluster jackknife: at most
+    :data:`JACKKNIFE_MAX_CLUSTERS` clusters on every axis and, when each refit reads the
+    rows, at most :data:`JACKKNIFE_MAX_ROW_REFITS` clusters x rows."""
+    return (max(sizes) <= JACKKNIFE_MAX_CLUSTERS
+            and (not refits_rows or sum(sizes) * n_rows <= JACKKNIFE_MAX_ROW_REFITS))
 #: Median comparisons per observed pair of some model below which the win rate's design is
 #: thin (the study's thin cells have 1-6 for their rarest models, the crossed grid from 30
 #: prompts about 20 and more).
@@ -186,7 +197,8 @@ def choose(names: tuple[str, ...], sizes: list[int], thin_design_rule: bool,
     raw counts stand in), whether the estimator takes the CR2 rules (CR2 with Pan-Wall
     df; they need the estimator's CR2 strata,
     :meth:`winrate.estimators.base.Estimator.thin_design_rule`), :func:`thinnest_pair_size`
-    and whether the delete-one-cluster ``jackknife`` can run on this fit."""
+    and whether the delete-one-cluster ``jackknife`` can run on this fit, affordably
+    (:func:`jackknife_affordable`)."""
     if not names:
         return AutoChoice("sandwich", "cr1", "normal",
                           "no clustering, so each comparison is an independent unit")
@@ -229,7 +241,7 @@ def _few_effective(sizes: list[int], effective: list[np.ndarray], fewest: tuple,
         return AutoChoice("sandwich", "cr2", "t", head + "CR2 corrects the leverage of the "
                           "large clusters, t with Pan-Wall df per model, at most its G* - 1, "
                           "carries the noise of the variance estimate", df)
-    if jackknife and max(sizes) <= JACKKNIFE_MAX_CLUSTERS:
+    if jackknife:
         return AutoChoice("jackknife", "cr1", "t", head + "the delete-one-cluster jackknife "
                           "corrects the leverage of the large clusters, t with G* - 1 df per "
                           "model (Bell-McCaffrey df under working independence) carries the "
