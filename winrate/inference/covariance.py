@@ -19,7 +19,7 @@ import numpy as np
 from winrate import notes
 from winrate.constants import FEW_CLUSTERS
 from winrate.estimators.leaderboard import Leaderboard
-from winrate.io.logs import ComparisonLog
+from winrate.io.logs import ComparisonLog, factorize_groups
 from winrate.notes import Notes
 from winrate.variance import diagnostics, method_choice
 from winrate.variance.cluster_sums import clustered
@@ -112,8 +112,9 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
                                              and resampled.psd_repaired)
     cov = full[:k, :k] if resampled is None else resampled.cov
     floor, floor_notes = _small_sample_floor(board, log)
-    bound = (_unidentified_bound(fitted, sandwich.designs) if resampled is None
-             else np.zeros((k, k)))
+    bound = (_unidentified_bound(fitted, dict(zip(plan.clustering, sandwich.designs,
+                                                  strict=True)))
+             if resampled is None else np.zeros((k, k)))
     cov, cov_naive = cov + floor + bound, sandwich.naive[:k, :k] + floor
     if resampled is None:
         df = _reference_df(board, axes, plan, sandwich, cov)
@@ -168,7 +169,8 @@ def _axis_summaries(design, fitted, clustering: tuple[str, ...],
     return {name: replace(_axis_summary(design, board, name, result.term_covs[i][:k, :k],
                                         sandwich.naive[:k, :k], result.term_meats[i],
                                         sandwich.designs[i]),
-                          unidentified=_unidentified_bound(fitted, [sandwich.designs[i]]))
+                          unidentified=_unidentified_bound(fitted,
+                                                           {name: sandwich.designs[i]}))
             for i, name in enumerate(clustering)}
 
 
@@ -224,10 +226,11 @@ def _reference_df(board: Leaderboard, axes: dict, plan, sandwich, cov: np.ndarra
     return pan_wall if plan.df is None else np.fmin(pan_wall, plan.df)
 
 
-def _unidentified_bound(fitted, designs) -> np.ndarray:
+def _unidentified_bound(fitted, designs: dict) -> np.ndarray:
     """The estimator's variance for the pairs observed within a single cluster of one of
-    the axes whose ``designs`` are given, which the clustered sandwich cannot see, with the
-    within-cluster correlation taken from the axis' pair-level ICC
+    the axes whose ``designs`` are given (by axis name), which the clustered sandwich
+    cannot see, with the within-cluster correlation of one pair's comparisons taken from
+    the axis' other pairs (:func:`_same_pair_icc`)
     (:meth:`winrate.estimators.base.Estimator.unidentified_pair_floor`; for the win rate
     :func:`winrate.estimators.small_sample.unidentified_pair_cov`); zero without
     clustering or when the estimator has none."""
@@ -237,12 +240,30 @@ def _unidentified_bound(fitted, designs) -> np.ndarray:
         return np.zeros((k, k))
     single = np.zeros(len(board.pairs), bool)
     rho = np.zeros(len(board.pairs))
-    for design in designs:  # per pair, the largest ICC of an axis it is single on
-        icc = float(np.clip(design.icc, 0.0, 1.0)) if np.isfinite(design.icc) else 1.0
+    for axis, design in designs.items():  # per pair, the largest ICC of an axis it is single on
+        if not design.single.any():
+            continue
+        icc = _same_pair_icc(fitted, axis, design.icc)
+        icc = float(np.clip(icc, 0.0, 1.0)) if np.isfinite(icc) else 1.0
         rho = np.where(design.single, np.maximum(rho, icc), rho)
         single |= design.single
     bound = fitted.estimator.unidentified_pair_floor(board, log.frequency, single, rho)
     return np.zeros((k, k)) if bound is None else bound
+
+
+def _same_pair_icc(fitted, axis: str, pooled: float) -> float:
+    """The one-way ANOVA ICC of the pair-centred scores grouped by (cluster, pair) cells:
+    the correlation of two comparisons of one pair in one cluster, Kish's ``rho`` for a
+    pair's mean (Kish 1965, sec. 5.4). A cell holds one pair, whose scores share one
+    orientation, so it does not depend on which model of a pair is coded first (the
+    axis-level ICC of the diagnostics, grouping by cluster alone, adds deviations of
+    differently oriented pairs and does). Where the rows are not in memory (an engine's key
+    log, per-question cell totals) the ``pooled`` axis-level ICC stands in."""
+    board, log = fitted.board, fitted.log
+    if board.pair is None or axis not in log.axes:
+        return pooled
+    cells = log.axes[axis].codes.astype(np.int64) * len(board.pairs) + board.pair
+    return diagnostics.anova_icc(board.centered, factorize_groups(cells)[0], log.frequency)
 
 
 def _small_sample_floor(board: Leaderboard, log: ComparisonLog):
