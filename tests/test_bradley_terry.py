@@ -251,7 +251,7 @@ def test_clustered_covariance_equals_statsmodels(case, correction):
         assert_cov_close(two_way.cov, expected)
     # the end-to-end analysis reports the same ratings block and coefficient block
     result = analyze(log, "prompt", model="bt", covariates=covariates,
-                     variance=Variance(correction=correction))
+                     variance=Variance(method="sandwich", correction=correction))
     k = log.n_models
     assert_cov_close(result.cov, oracle.cluster(prompt, correction)[:k, :k])
     if covariates:
