@@ -127,7 +127,8 @@ def test_eda_markdown_reads_back_to_the_json(special_log, tmp_path, capsys):
 def test_eda_of_a_file_equals_the_leaderboard_of_that_file(simulated_log_file, tmp_path,
                                                            capsys):
     """`winrate eda FILE`: each clustering's SEs are the leaderboard's for that clustering
-    (two commands, each reading the file on its own)."""
+    with the same method, the CR1 sandwich (two commands, each reading the file on its
+    own; the leaderboard's auto may choose another method by the effective clusters)."""
     eda_json = tmp_path / "eda.json"
     text = _stdout(capsys, "eda", simulated_log_file, "--json", eda_json)
     assert text.startswith("Comparison log: ")
@@ -136,8 +137,8 @@ def test_eda_of_a_file_equals_the_leaderboard_of_that_file(simulated_log_file, t
                                                                    "prompt+judge"]
     for clustering, found in eda["clusterings"].items():
         board_json = tmp_path / f"{clustering}.json"
-        _stdout(capsys, "leaderboard", simulated_log_file, "--cluster", clustering, "--json",
-                board_json)
+        _stdout(capsys, "leaderboard", simulated_log_file, "--cluster", clustering,
+                "--method", "sandwich", "--correction", "cr1", "--json", board_json)
         board = json.loads(board_json.read_text())
         assert board["models"] == eda["models"]
         np.testing.assert_allclose(found["se"], board["se"], rtol=1e-12)
