@@ -91,7 +91,7 @@ def analyze_by(log, column: str, cluster=None, *, family: bool = False,
         if reason is not None:
             thin[label] = reason
     if thin:
-        notes.emit(_thin_note(column, thin))
+        notes.emit(notes.thin_categories(column, thin))
     if not boards:
         raise WinrateInputError(f"no category of {column!r} has enough comparisons for a "
                                 "board")
@@ -133,14 +133,6 @@ def _thin(part, cluster: tuple[str, ...]) -> str | None:
     if part is None:
         return "fewer than two models"
     return clustering_problem(part, cluster) if cluster else None
-
-
-def _thin_note(column: str, thin: dict[str, str]) -> notes.Note:
-    shown = "; ".join(f"{label!r}: {reason}" for label, reason in list(thin.items())[:5])
-    more = f"; ... and {len(thin) - 5} more" if len(thin) > 5 else ""
-    return notes.Note("not-estimable", f"by {column}: {len(thin)} categor"
-                      f"{'y' if len(thin) == 1 else 'ies'} too thin for a board: "
-                      f"{shown}{more}")
 
 
 def format_boards(result: CategoryBoards, table_format: str = "text") -> str:

@@ -624,19 +624,28 @@ def copied_files(copies: list[tuple[str, str, int]]) -> Note:
                 f"annotations (a duplicated file is counted twice): {shown}")
 
 
-def battles_dropped(total: int, named: int, duplicates: int) -> Note:
-    """clean_battle battles left out as LMArena leaves them out: ``named`` (non-anonymous)
-    and ``duplicates`` (dedup_tag not 'sampled'), of ``total``."""
+def battles_dropped(total: int, named: int, duplicates: int, reader: str = "clean_battle",
+                    unit: str = "battle") -> Note:
+    """Battles (or votes) of ``reader`` left out as LMArena leaves them out: ``named``
+    (non-anonymous) and ``duplicates`` (dedup_tag not 'sampled'), of ``total``."""
     parts = []
     if named:
-        parts.append(f"{named} named (non-anonymous) battle(s) (LMArena ranks "
-                     "anonymous battles only; include_named keeps them)")
+        parts.append(f"{named} named (non-anonymous) {unit}(s) (LMArena ranks "
+                     "anonymous ones only; include_named keeps them)")
     if duplicates:
-        parts.append(f"{duplicates} battle(s) whose dedup_tag is not 'sampled' "
+        parts.append(f"{duplicates} {unit}(s) whose dedup_tag is not 'sampled' "
                      "(LMArena's de-duplication of over-frequent prompts; dedup=False "
                      "keeps them)")
-    return Note("battles-dropped", f"clean_battle: of {total} battles, left out "
+    return Note("battles-dropped", f"{reader}: of {total} {unit}s, left out "
                 + " and ".join(parts), severity="note")
+
+
+def thin_categories(column: str, thin: dict[str, str]) -> Note:
+    """Categories of ``column`` whose rows give no board, with the reason of each."""
+    shown = "; ".join(f"{label!r}: {reason}" for label, reason in list(thin.items())[:5])
+    more = f"; ... and {len(thin) - 5} more" if len(thin) > 5 else ""
+    return Note("not-estimable", f"by {column}: {plural(len(thin), 'category', 'categories')}"
+                f" too thin for a board: {shown}{more}")
 
 
 def similar_names(groups: list[list[str]]) -> Note:

@@ -158,7 +158,8 @@ def arena_parts(files: Sequence[Path], *, layout: str | None = None,
         frame = _leaderboard_votes(frame, path, include_named, dedup, counts)
         parts.append(_arena_frame(frame, found, path, both_bad))
     if counts["named"] or counts["duplicates"]:
-        notes.emit(_votes_left_out(counts))
+        notes.emit(notes.battles_dropped(counts["total"], counts["named"],
+                                         counts["duplicates"], "arena", "vote"))
     return parts
 
 
@@ -207,15 +208,6 @@ def _flatten_objects(frame: pd.DataFrame, path) -> pd.DataFrame:
         flat = pd.json_normalize(values.tolist(), sep=".").add_prefix(f"{column}.")
         frame = pd.concat([frame.drop(columns=column).reset_index(drop=True), flat], axis=1)
     return frame
-
-
-def _votes_left_out(counts: dict) -> notes.Note:
-    """The note (``battles-dropped``) counting the votes LMArena's leaderboard leaves out."""
-    return notes.Note("battles-dropped",
-                      f"arena: of {counts['total']} votes, left out {counts['named']} named "
-                      f"(non-anonymous) vote(s) and {counts['duplicates']} whose dedup_tag is "
-                      "not 'sampled', as LMArena's leaderboard does (include_named and "
-                      "dedup=False keep them)", severity="note")
 
 
 def _arena_frame(frame: pd.DataFrame, layout: str, path, both_bad: str) -> pd.DataFrame:
