@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.estimators import ESTIMATORS as ESTIMATORS
     from winrate.estimators import fit as fit
     from winrate.evals.frame import EvalReport as EvalReport
+    from winrate.evals.frame import compare as compare
     from winrate.evals.frame import evaluate as evaluate
     from winrate.evals.frame import question_scores as question_scores
     from winrate.evals.intervals import binomial_interval as binomial_interval
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers (test_
     from winrate.inference.joint import simultaneous_intervals as simultaneous_intervals
     from winrate.io.datasets import read_dataset as read_dataset
     from winrate.io.formats import read_log as read_log
+    from winrate.io.harness import read_harness as read_harness
     from winrate.io.logs import ComparisonLog as ComparisonLog
     from winrate.io.logs import read_comparisons as read_comparisons
     from winrate.io.logs import read_table as read_table
@@ -72,6 +74,7 @@ _EXPORTS = {
     "winrate.io.datasets": ("read_dataset",),
     "winrate.io.formats": ("read_log",),
     "winrate.io.scores": ("scores_log",),
+    "winrate.io.harness": ("read_harness",),
     "winrate.io.scan": ("scan", "Scan"),
     "winrate.constants": ("VARIANCE_METHODS", "CORRECTIONS", "DATASET_NAMES", "LOG_FORMATS"),
     # leaderboards: estimator, covariance, intervals, diagnostics
@@ -86,7 +89,7 @@ _EXPORTS = {
     # joint inference from any estimate and covariance
     "winrate.inference.joint": ("simultaneous_intervals", "pairwise_differences", "rank_sets"),
     # eval statistics of per-question scores
-    "winrate.evals.frame": ("question_scores", "evaluate", "EvalReport"),
+    "winrate.evals.frame": ("question_scores", "evaluate", "EvalReport", "compare"),
     "winrate.evals.summary": ("summarize_scores",),
     "winrate.evals.paired": ("paired_difference", "mcnemar"),
     "winrate.evals.intervals": ("binomial_interval",),
