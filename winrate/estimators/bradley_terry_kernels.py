@@ -786,6 +786,22 @@ def _reach_all(counts, wins, tol, lo, hi, starts, incident, k, ridge):  # pragma
     return out
 
 
+def _solve_each(matrices: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """(B, K) solutions of B systems ``matrices[b] x = vectors[b]``; NaN for a replicate
+    whose system is singular (its Newton path saturated the win probabilities: it has
+    diverged, and the caller reports it as undefined), the others solved as one batch."""
+    try:
+        return np.linalg.solve(matrices, vectors[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        out = np.full(vectors.shape, np.nan)
+        for b in range(vectors.shape[0]):  # only when some replicate is singular
+            try:
+                out[b] = np.linalg.solve(matrices[b], vectors[b])
+            except np.linalg.LinAlgError:
+                continue
+        return out
+
+
 class PairRefit:
     """Bradley-Terry refits of many re-weighted logs at once, from their pair totals.
 
@@ -859,7 +875,7 @@ class PairRefit:
             t = theta[moving]
             w, n = wins[moving], counts[moving]
             info = self._information(t, n)
-            step = np.linalg.solve(info + fix, self._gradient(t, w, n)[..., None])[..., 0]
+            step = _solve_each(info + fix, self._gradient(t, w, n))
             theta[moving] = t + step
             moving[moving] = np.abs(step).max(axis=1) >= _STEP_TOL
             if not moving.any():
