@@ -26,7 +26,7 @@ import pandas as pd
 from winrate import estimators, notes
 from winrate.constants import DEFAULT_COLUMNS
 from winrate.errors import WinrateInputError
-from winrate.estimators.cells import keeps_rows, require_rows
+from winrate.estimators.cells import require_rows
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.inference.scanned import ScanDesign, refuse_on_engine, scanned_log
 from winrate.io.logs import ComparisonLog, as_log
@@ -255,8 +255,8 @@ def _chosen(source: Source, fitted: Fitted, clustering: tuple[str, ...],
         given = {"correction": (correction, auto.correction),
                  "reference": (reference, auto.reference)}
         unread = ("" if effective is not None or not clustering else
-                  " (from the raw cluster counts: the effective clusters G* need the rows "
-                  "in memory)")
+                  " (from the raw cluster counts: the effective clusters G* need the "
+                  "influence in memory)")
         reason = auto.reason + unread + "".join(
             f"; {name} {mine} as requested (auto's choice: {theirs})"
             for name, (mine, theirs) in given.items() if mine is not None and mine != theirs)
@@ -269,10 +269,10 @@ def _chosen(source: Source, fitted: Fitted, clustering: tuple[str, ...],
 
 def _effective_sizes(source: Source, fitted: Fitted, clustering: tuple[str, ...]):
     """Per axis, each model's effective number of clusters G*
-    (:func:`winrate.variance.method_choice.effective_sizes`) from the fit's influence rows;
-    None where the rows are not in memory (a scan on an engine, per-question cell totals):
+    (:func:`winrate.variance.method_choice.effective_sizes`) from the fit's influence (rows
+    or per-question cell totals); None for a scan on an engine, whose rows stay there:
     ``auto`` then reads the raw cluster counts."""
-    if not isinstance(source, InMemory) or not keeps_rows(fitted.board.influence):
+    if not isinstance(source, InMemory):
         return None
     return method_choice.effective_sizes(fitted.board, fitted.log, clustering)
 

@@ -416,15 +416,13 @@ def dominant_share(group: GroupMeat) -> tuple[np.ndarray, np.ndarray]:
     return share, np.where(positive, group.argmax, -1)
 
 
-def effective_size(influence, codes: np.ndarray, n_clusters: int,
-                   columns: np.ndarray) -> np.ndarray:
+def effective_size(group: GroupMeat, columns: np.ndarray) -> np.ndarray:
     """Each reported model's effective number of clusters G* on one axis
-    (:func:`effective_clusters`) from the fit's influence rows and the rows' cluster
-    ``codes``, before any covariance is computed (``method="auto"`` reads it,
+    (:func:`effective_clusters`) from that axis' one-way ``group`` sums, before any
+    covariance is computed (``method="auto"`` reads it,
     :func:`winrate.variance.method_choice.choose`); ``columns`` maps models to influence
     columns. NaN where the model's variance on the axis is not identified (all of its
     comparisons in one cluster: its cluster totals are zero, as in the covariance step)."""
-    group = meat_from_codes(as_rows(influence), codes, n_clusters)
     own, rows = np.diag(group.meat), group.row_squares
     unidentified = (own <= 1e-12 * rows) & (rows > 0)
     return np.where(unidentified, np.nan, effective_clusters(group))[columns]

@@ -92,6 +92,7 @@ import numpy as np
 
 from winrate import notes
 from winrate.variance import diagnostics
+from winrate.variance.cluster_sums import influence_sums
 
 #: Below this many clusters on every one of two or more axes, the win rate takes CR2 with
 #: Pan-Wall df...
@@ -160,11 +161,12 @@ def thinnest_pair_size(counts: np.ndarray) -> float:
 
 def effective_sizes(board, log, clustering: tuple[str, ...]) -> list[np.ndarray]:
     """Per axis of ``clustering``, each model's effective number of clusters G*
-    (:func:`winrate.variance.diagnostics.effective_size`) from the influence rows of
-    ``board`` fitted to ``log``: what :func:`choose` reads."""
-    return [diagnostics.effective_size(board.influence, log.axes[name].codes,
-                                       log.axes[name].n_clusters, board.codes)
-            for name in clustering]
+    (:func:`winrate.variance.diagnostics.effective_size`) from the influence of ``board``
+    fitted to ``log`` (rows or per-question cell totals: their one-way cluster sums,
+    :func:`winrate.variance.cluster_sums.influence_sums`): what :func:`choose` reads."""
+    return [diagnostics.effective_size(
+        influence_sums(board.influence, [log.axes[name].codes]).term_meats("none")[0],
+        board.codes) for name in clustering]
 
 
 def effective_df(sizes: list[int], effective: list[np.ndarray]) -> np.ndarray:
