@@ -28,6 +28,7 @@ from winrate.analysis import analyze
 from winrate.errors import WinrateWarning
 from winrate.estimators import fit
 from winrate.io.logs import ComparisonLog
+from winrate.settings import Variance
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "scripts" / "paper"
@@ -125,7 +126,8 @@ def test_alpaca_sem_is_the_naive_and_the_prompt_clustered_se(peers):
     by_model = frame.groupby("model").value
     sem = (by_model.std(ddof=1) / np.sqrt(by_model.count())).loc[["a", "b", "c"]]
     naive = quiet(analyze, log, baseline="base", cluster="none")
-    clustered = quiet(analyze, log, baseline="base", cluster="prompt")
+    clustered = quiet(analyze, log, baseline="base", cluster="prompt",
+                      variance=Variance(method="sandwich", correction="cr1"))
     assert [str(m) for m in naive.models] == ["a", "b", "c"]
     np.testing.assert_allclose(naive.scores, by_model.mean().loc[["a", "b", "c"]], atol=1e-14)
     np.testing.assert_allclose(naive.se, sem, rtol=1e-12)
