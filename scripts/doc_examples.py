@@ -147,7 +147,8 @@ EXAMPLES = {
                     "winrate power --n 198 --omega2 0.1111 --sigma2-a 0.1667 --sigma2-b 0.1667 "
                     "--k-a 10 --k-b 10", POWER_PILOT),
     "judges-example": session("winrate judges example.csv"),
-    "diff-example": session("head -700 example.csv > old.csv", "winrate diff old.csv example.csv"),
+    "diff-example": session("head -700 example.csv > old.csv && wc -l < old.csv",
+                            "winrate diff old.csv example.csv"),
     "judges-qlora": lambda: command("winrate judges --dataset qlora"),
     "judges-prd": lambda: command("winrate judges --dataset prd"),
     "plan-example": session("winrate plan example.csv --top 3"),
