@@ -229,6 +229,22 @@ def test_study_resumes_and_is_deterministic(tmp_path):
     np.testing.assert_allclose(study.model_covered(ok).mean(axis=1), ok["marginal"])
 
 
+def test_chunks_are_taken_in_turn_and_summaries_cut_every_cell_to_one_count(tmp_path):
+    """An interrupted run leaves the cells at equal counts: the first chunk of every cell,
+    then the second; the summaries can read the replications below one count only."""
+    assert study.interleaved([["a0", "a1", "a2"], ["b0"], ["c0", "c1"]]) == [
+        "a0", "b0", "c0", "a1", "c1", "a2"]
+    cells = [Cell(f"tiny-{n}", "thurstone", "5 models", Thurstone(Design(5, n, 2, 1, 1)),
+                  ("winrate",)) for n in (30, 40)]
+    study.run(cells[:1], 3, tmp_path, workers=1, progress=False)
+    study.run(cells, 2, tmp_path, workers=1, progress=False)
+    cut = study.load_all(tmp_path, cells, reps=2)
+    assert cut.groupby("cell")["rep"].apply(sorted).map(list).to_dict() == {
+        "tiny-30": [0, 1], "tiny-40": [0, 1]}
+    shares = study.per_model(cut, "bound").to_numpy()
+    assert ((shares >= 0) & (shares <= 1)).all()
+
+
 def test_small_crossed_cell_covers_with_the_default_cr2():
     """The held-out S-small cell (8 models, every pair on 30 prompts x 30 judges, mostly
     prompt x judge cell noise), 150 seeded replications of the default win-rate analysis:

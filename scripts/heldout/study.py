@@ -4,20 +4,23 @@ For every pre-registered cell (:mod:`heldout.cells`, ``docs/coverage.md``) and e
 replication r draws a log with seed ``SeedSequence([HELD_OUT_SEED, crc32(key), r])``, runs
 winrate's default analysis (:func:`analyse`) and records, per replication, the coverage of
 the marginal and simultaneous intervals, and per model the standardised error ``z =
-(estimate - truth) / SE``, the reference's degrees of freedom, the share of the variance
-from the small-sample floor, the mean comparisons per observed pair and whether its reported
+(estimate - truth) / SE``, the reference's degrees of freedom, the shares of the variance
+from the small-sample floor and from the bound of the pairs seen in a single cluster
+(``unidentified_bound``, issue 37), the mean comparisons per observed pair and whether its reported
 interval covered (:func:`replication`; win-rate intervals are asymmetric on the logit scale
 since issue 24's fix, so ``|z| <= q`` no longer decides coverage). Rows are appended to
 ``OUT/reps/<cell>.csv`` as each chunk of replications finishes, one row per replication and
 estimator, so an interrupted run resumes where it stopped (and a rerun with more
 replications adds only the new ones; every replication has its own seed, so the rows do not
-depend on how the run was split).
+depend on how the run was split). Chunks are taken in turn across the cells
+(:func:`interleaved`), so the cells hold equal numbers of replications as the run goes.
 
 Summaries (:func:`summarise`, :func:`model_table`, :func:`pair_size_table`) are rebuilt from
-every row on disk and written to ``OUT/summary.csv``, ``OUT/models.csv``,
-``OUT/pair_sizes.csv`` and ``OUT/report.md``. Monte-Carlo SEs as in ``docs/coverage.md``:
-the SD of the per-replication shares / sqrt(reps) for marginal coverage, binomial for
-simultaneous coverage; 99% MC intervals are +/- 2.576 SE.
+every row on disk (or the replications below ``--summary-reps``, one count for every cell)
+and written to ``OUT/summary.csv``, ``OUT/models.csv``, ``OUT/pair_sizes.csv`` and
+``OUT/report.md``. Monte-Carlo SEs as in ``docs/coverage.md``: the SD of the
+per-replication shares / sqrt(reps) for marginal coverage, binomial for simultaneous
+coverage; 99% MC intervals are +/- 2.576 SE.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ MC_Z = float(norm.ppf(0.5 + MC_LEVEL / 200))
 #: (percent: 92 for issue 24's cells, 90 for issue 37's)
 RULE_MARGINAL = (93, 97)
 ROUGH_CODES = ("few-clusters", "no-reliable-method")
-PER_MODEL = ("z", "df", "floor", "pair_size", "cover")
+PER_MODEL = ("z", "df", "floor", "bound", "pair_size", "cover")
 BASE_COLUMNS = ("cell", "estimator", "rep", "seed", "error", "method", "reps_models",
                 "marginal", "simultaneous", "width", "not_estimable", "rough_said",
                 "miss_low", "miss_high")
@@ -121,8 +124,6 @@ def measure(run, truth: pd.Series) -> dict:
     board = run.leaderboard
     counts = board.counts[board.codes]
     pair_size = counts.sum(1) / np.maximum((counts > 0).sum(1), 1)
-    floor = (np.zeros(len(models)) if run.small_sample_floor is None
-             else np.diag(run.small_sample_floor))
     variance = np.diag(run.cov)
     row = {"method": "/".join(str(run.settings[k]) for k in ("method", "correction",
                                                               "reference"))
@@ -131,12 +132,18 @@ def measure(run, truth: pd.Series) -> dict:
            "simultaneous": bool(joint.all()),
            "not_estimable": float(blank.mean()), "rough_said": _rough_said(run)}
     values = {"z": (estimate - target) / se, "df": _per_model_df(run),
-              "floor": np.divide(floor, variance, out=np.zeros_like(floor),
-                                 where=variance > 0),
+              "floor": _share(run.small_sample_floor, variance),
+              "bound": _share(run.unidentified_bound, variance),
               "pair_size": pair_size, "cover": covered.astype(float)}
     for name, array in values.items():
         row.update({f"{name}:{m}": float(v) for m, v in zip(models, array, strict=True)})
     return row
+
+
+def _share(part: np.ndarray | None, variance: np.ndarray) -> np.ndarray:
+    """Each model's share of its variance from the (K, K) ``part`` (zero when None)."""
+    part = np.zeros_like(variance) if part is None else np.diag(part)
+    return np.divide(part, variance, out=np.zeros_like(variance), where=variance > 0)
 
 
 def marginal_measures(run, target: np.ndarray) -> dict:
@@ -234,19 +241,27 @@ def _append(cell: Cell, rows: list[dict], out: Path, cols: list[str]) -> None:
         handle.write(text)
 
 
+def interleaved(per_cell: list[list]) -> list:
+    """The cells' task lists taken in turn (the first chunk of every cell, then the
+    second, ...), so an interrupted run leaves the cells with equal numbers of replications
+    (to a chunk)."""
+    longest = max(map(len, per_cell), default=0)
+    return [tasks[i] for i in range(longest) for tasks in per_cell if i < len(tasks)]
+
+
 def run(cells: list[Cell], reps: int, out: Path = DEFAULT_OUT, workers: int = 2,
         estimators=None, chunk: int = 10, progress: bool | None = None) -> None:
     """Compute every missing replication of ``cells`` up to ``reps`` and append it."""
-    tasks, cols = [], {}
+    per_cell, cols = [], {}
     for cell in cells:
         wanted = tuple(e for e in cell.estimators if not estimators or e in estimators)
         todo = missing(cell, reps, wanted, out)
         pending = sorted(set().union(*todo.values())) if todo else []
         cols[cell.key] = columns(cell)
-        for start in range(0, len(pending), chunk):
-            part = pending[start:start + chunk]
-            need = tuple(e for e in wanted if set(part) & set(todo[e]))
-            tasks.append((cell.key, need, tuple(part)))
+        parts = [pending[start:start + chunk] for start in range(0, len(pending), chunk)]
+        per_cell.append([(cell.key, tuple(e for e in wanted if set(part) & set(todo[e])),
+                          tuple(part)) for part in parts])
+    tasks = interleaved(per_cell)
     by_key = {cell.key: cell for cell in cells}
     _CELLS.update(by_key)
     bar = tqdm(total=sum(len(t[2]) for t in tasks), desc="held-out coverage",
@@ -320,7 +335,7 @@ def summarise(per_rep: pd.DataFrame, rare: dict[str, tuple[str, ...]]) -> pd.Dat
         z = per_model(ok, "z")
         rare_cols = [m for m in rare[key] if m in z.columns]
         covered = model_covered(ok).mean()
-        floor = per_model(ok, "floor")
+        floor, bound = per_model(ok, "floor"), per_model(ok, "bound")
         rows.append({
             "cell": key, "estimator": estimator, "reps": n, "errors": len(part) - n,
             "method": ok["method"].mode().iloc[0] if n else "",
@@ -340,6 +355,9 @@ def summarise(per_rep: pd.DataFrame, rare: dict[str, tuple[str, ...]]) -> pd.Dat
             "other_cover_min": 100 * _nan_stat(np.min, covered.drop(rare_cols)),
             "floor_share_rare": _nan_stat(np.mean, floor[rare_cols]),
             "floor_share": _nan_stat(np.mean, floor),
+            "bound_share_rare": _nan_stat(np.mean, bound[[m for m in rare_cols
+                                                           if m in bound.columns]]),
+            "bound_share": _nan_stat(np.mean, bound),
         })
     return pd.DataFrame(rows)
 
@@ -368,22 +386,24 @@ def compared_summary(ok: pd.DataFrame) -> dict:
 
 def model_table(per_rep: pd.DataFrame, rare: dict[str, tuple[str, ...]]) -> pd.DataFrame:
     """One row per cell, estimator and model: coverage, mean and SD of z, median df,
-    mean floor share and mean comparisons per observed pair."""
+    mean floor and single-cluster bound shares and mean comparisons per observed pair."""
     out = []
     for (key, estimator), part in per_rep.groupby(["cell", "estimator"], sort=False):
         ok = part[part["error"].isna()]
         z = per_model(ok, "z")
         table = pd.DataFrame({
             "coverage": 100 * model_covered(ok).mean(), "mean_z": z.mean(), "sd_z": z.std(),
-            "df_median": per_model(ok, "df").median(), "floor_share": per_model(ok, "floor")
-            .mean(), "pair_size": per_model(ok, "pair_size").mean(),
+            "df_median": per_model(ok, "df").median(),
+            "floor_share": per_model(ok, "floor").mean(),
+            "bound_share": per_model(ok, "bound").mean(),
+            "pair_size": per_model(ok, "pair_size").mean(),
             "reps": z.notna().sum()})
         table = table[table["reps"] > 0]
         table.insert(0, "rare", table.index.isin(rare[key]))
         out.append(table.rename_axis("model").reset_index().assign(cell=key,
                                                                     estimator=estimator))
     cols = ["cell", "estimator", "model", "rare", "reps", "coverage", "mean_z", "sd_z",
-            "df_median", "floor_share", "pair_size"]
+            "df_median", "floor_share", "bound_share", "pair_size"]
     return pd.concat(out, ignore_index=True)[cols]
 
 
@@ -409,8 +429,12 @@ def pair_size_table(per_rep: pd.DataFrame) -> pd.DataFrame:
                                               "coverage", "floor_share"]]
 
 
-def load_all(out: Path, cells: list[Cell]) -> pd.DataFrame:
+def load_all(out: Path, cells: list[Cell], reps: int | None = None) -> pd.DataFrame:
+    """Every cell's rows on disk, in registration order; with ``reps`` only the
+    replications below it (every cell cut to the same count)."""
     frames = [read_reps(rep_path(out, c)) for c in cells if rep_path(out, c).exists()]
+    if reps is not None:
+        frames = [f[f["rep"] < reps] for f in frames]
     order = {c.key: i for i, c in enumerate(cells)}
     frame = pd.concat(frames, ignore_index=True)
     rank = {e: i for i, e in enumerate(ESTIMATORS)}
@@ -444,7 +468,7 @@ def report(summary: pd.DataFrame, models: pd.DataFrame, sizes: pd.DataFrame) -> 
                           summary.simultaneous_hi99, strict=True)])
     main = shown[["cell", "estimator", "reps", "errors", "method", "marginal", "simultaneous",
                   "rule_met", "sd_z", "sd_z_rare", "rare_cover_min", "rare_cover_max",
-                  "floor_share_rare", "rough_said"]]
+                  "floor_share_rare", "bound_share_rare", "rough_said"]]
     rare = models[models["rare"]].drop(columns="rare")
     extra = [c for c in ("miss_low", "miss_high", "one_sided_flag", "width",
                          *(f"{n}:{q}" for n in COMPARED for q in COMPARED_MEASURES))
@@ -469,7 +493,8 @@ def report(summary: pd.DataFrame, models: pd.DataFrame, sizes: pd.DataFrame) -> 
         "itself is for 2,000). `sd_z`: SD of (estimate - truth) / SE over all model-"
         "replications (1 if the SEs are right); `sd_z_rare` over the rare models; "
         "`rare_cover_*`: the lowest and highest per-model coverage of the rare models; "
-        "`floor_share_rare`: their mean share of variance from the small-sample floor; "
+        "`floor_share_rare`, `bound_share_rare`: their mean shares of variance from the "
+        "small-sample floor and from the bound of pairs seen in a single cluster; "
         "`rough_said`: % of replications whose output says the intervals are rough.",
         "",
         "## Coverage by cell and estimator",
@@ -491,8 +516,8 @@ def report(summary: pd.DataFrame, models: pd.DataFrame, sizes: pd.DataFrame) -> 
     ])
 
 
-def write_summaries(out: Path, cells: list[Cell]) -> pd.DataFrame:
-    per_rep = load_all(out, cells)
+def write_summaries(out: Path, cells: list[Cell], reps: int | None = None) -> pd.DataFrame:
+    per_rep = load_all(out, cells, reps)
     rare = {c.key: c.generator.draw(rep_seed(c.key, 0, c.seed)).rare for c in cells}
     summary = summarise(per_rep, rare)
     models, sizes = model_table(per_rep, rare), pair_size_table(per_rep)
@@ -515,6 +540,8 @@ def main(argv=None) -> None:
     parser.add_argument("--chunk", type=int, default=10,
                         help="replications per task: each is appended as it finishes")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--summary-reps", type=int, default=None,
+                        help="summarise only the replications below this (every cell)")
     parser.add_argument("--summary-only", action="store_true",
                         help="only rebuild the summaries from the rows on disk")
     args = parser.parse_args(argv)
@@ -524,4 +551,4 @@ def main(argv=None) -> None:
     if not args.summary_only:
         run(cells, args.reps, out, args.workers, tuple(args.estimators), args.chunk)
     on_disk = [c for c in registry if rep_path(out, c).exists()]
-    print(write_summaries(out, on_disk).to_string())
+    print(write_summaries(out, on_disk, args.summary_reps).to_string())
