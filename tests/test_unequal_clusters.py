@@ -96,25 +96,29 @@ def test_choose_reads_effective_clusters_not_the_raw_count():
 
 
 def single_prompt_pair_log(seed: int = 0) -> pd.DataFrame:
-    """Models m0-m3 meet in every pair on each of 30 prompts (twice, random outcomes), m4
-    meets m1 on each prompt and m0 only on prompt p0 (6 comparisons): the pair (m0, m4) lies
-    in a single prompt."""
+    """Models m0-m3 meet in every pair on each of 30 prompts (twice), m4 meets m1 on each
+    prompt and m0 only on prompt p0 (6 comparisons): the pair (m0, m4) lies in a single
+    prompt. A pair's two comparisons on a prompt share its chance of a win (0.15 or 0.85,
+    drawn per prompt and pair), so comparisons of one pair within a prompt correlate, while
+    different pairs of a prompt do not."""
     rng = np.random.default_rng(seed)
-    rows = [(f"p{p}", f"m{a}", f"m{b}", rng.choice(["a", "b", "tie"]))
-            for p in range(30) for a, b in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3),
-                                            (1, 4)] * 2]
+    pairs = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (1, 4)]
+    chance = rng.choice([0.15, 0.85], (30, len(pairs)))
+    wins = rng.random((30, len(pairs), 2)) < chance[:, :, None]
+    rows = [(f"p{p}", f"m{a}", f"m{b}", "a" if wins[p, i, r] else "b")
+            for p in range(30) for i, (a, b) in enumerate(pairs) for r in range(2)]
     rows += [("p0", "m0", "m4", outcome) for outcome in ["a", "b", "a", "tie", "b", "a"]]
     return pd.DataFrame(rows, columns=["prompt_id", "model_a", "model_b", "outcome"])
 
 
-def hand_icc(frame: pd.DataFrame) -> float:
-    """One-way ANOVA ICC by prompt of the pair-centred scores (each pair's rows written in
-    one orientation here): (MSB - MSW) / (MSB + (n0 - 1) MSW), n0 = (N - sum n_g^2 / N) /
-    (G - 1) (Snedecor & Cochran; Donner 1986), by plain pandas group sums."""
+def hand_icc(frame: pd.DataFrame, by: pd.Series) -> float:
+    """One-way ANOVA ICC of the pair-centred scores (each pair's rows written in one
+    orientation here) grouped by ``by``: (MSB - MSW) / (MSB + (n0 - 1) MSW), n0 = (N - sum
+    n_g^2 / N) / (G - 1) (Snedecor & Cochran; Donner 1986), by plain pandas group sums."""
     score = frame["outcome"].map({"a": 1.0, "b": 0.0, "tie": 0.5})
     pair = frame["model_a"] + "|" + frame["model_b"]
     value = score - score.groupby(pair).transform("mean")
-    groups = value.groupby(frame["prompt_id"])
+    groups = value.groupby(by.to_numpy())
     size, mean = groups.size(), groups.mean()
     total, g = len(value), len(size)
     ms_between = (size * (mean - value.mean()) ** 2).sum() / (g - 1)
@@ -126,17 +130,22 @@ def hand_icc(frame: pd.DataFrame) -> float:
 def test_a_pair_seen_in_one_prompt_gets_its_variance_inflated_by_the_design_effect():
     """The pair (m0, m4)'s centred scores sum to zero on its one prompt, so the clustered
     sandwich sees none of its variance; it is given Kish's s^2 (1 + (n - 1) rho) / n with
-    its sample variance s^2 (ddof 1), n = 6 and rho the prompt axis' pair-level ICC
-    (computed here by hand), through the win rate's weights: 1/16 of it to m0 (four
-    opponents), 1/4 to m4 (two) and -1/8 between them -- nothing else (no pair is
-    degenerate, so there is no other floor). The note says it widened."""
+    its sample variance s^2 (ddof 1), n = 6 and rho the ICC of the (prompt, pair) cells --
+    the correlation of one pair's comparisons within a prompt (computed here by hand), not
+    the prompt axis' pooled ICC, which this design makes much smaller -- through the win
+    rate's weights: 1/16 of it to m0 (four opponents), 1/4 to m4 (two) and -1/8 between
+    them, and nothing else (no pair is degenerate, so there is no other floor). The note
+    says it widened."""
     frame = single_prompt_pair_log()
-    icc = hand_icc(frame)
-    var = np.var([1, 0, 1, 0.5, 0, 1], ddof=1) * (1 + 5 * np.clip(icc, 0, 1)) / 6
+    cell_icc = hand_icc(frame, frame["prompt_id"] + "/" + frame["model_a"] + "|"
+                        + frame["model_b"])
+    axis_icc = hand_icc(frame, frame["prompt_id"])
+    assert 0.3 < cell_icc < 1 and axis_icc < cell_icc / 3  # the two readings differ
+    var = np.var([1, 0, 1, 0.5, 0, 1], ddof=1) * (1 + 5 * cell_icc) / 6
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run = analyze(frame, cluster="prompt")
-    np.testing.assert_allclose(run.axes["prompt"].icc, icc)
+    np.testing.assert_allclose(run.axes["prompt"].icc, axis_icc)  # the diagnostics' ICC
     expected = np.zeros((5, 5))
     expected[0, 0], expected[4, 4], expected[0, 4] = var / 16, var / 4, -var / 8
     expected[4, 0] = expected[0, 4]

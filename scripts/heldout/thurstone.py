@@ -98,6 +98,15 @@ class Thurstone:
 
     def draw(self, seed) -> Sample:
         """One log and its truths."""
+        rows, outcome = self.draw_codes(seed)
+        names = model_names(self.design.n_models)
+        return Sample(log_frame(rows, outcome, names), truths(self.psi, rows, names),
+                      rare=tuple(names[rare_indices(self.design.n_models,
+                                                    self.design.rare_models)]))
+
+    def draw_codes(self, seed) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """One log as codes: the design's rows (:meth:`heldout.design.Design.draw`) and
+        the outcome codes (:data:`heldout.sample.LABELS`), before any labels."""
         rng = np.random.default_rng(seed)
         design = self.design
         rows = design.draw(rng)
@@ -110,7 +119,4 @@ class Thurstone:
         d = (self.abilities[a] - self.abilities[b]
              - (self.loadings[a] - self.loadings[b]) * delta[p]
              + response[p, a] - response[p, b] + omega[j] * rng.standard_normal(n))
-        outcome = np.where(d > tau[j], 2, np.where(d < -tau[j], 0, 1))
-        names = model_names(k)
-        return Sample(log_frame(rows, outcome, names), truths(self.psi, rows, names),
-                      rare=tuple(names[rare_indices(k, design.rare_models)]))
+        return rows, np.where(d > tau[j], 2, np.where(d < -tau[j], 0, 1))
