@@ -45,7 +45,8 @@ Usage: ``python scripts/coverage.py [--reps 600] [--workers 2] [--out paper/cove
 ``--quick`` runs a tiny grid for a smoke test. ``--held-out`` runs the pre-registered
 held-out study instead (``docs/coverage.md``; :mod:`heldout.study` in ``scripts/heldout/``
 takes the remaining options: ``--reps``, ``--cells``, ``--estimators``, ``--workers``,
-``--out``, ``--summary-only``).
+``--out``, ``--summary-only``). ``--confirmatory --reps N`` runs the confirmatory study of
+the frozen default (issue 36; ``paper/confirmatory/registration.md``, :mod:`heldout.confirmatory`).
 """
 
 from __future__ import annotations
@@ -758,6 +759,11 @@ def main(argv=None) -> None:
         from heldout.study import main as held_out
 
         held_out([a for a in argv if a != "--held-out"])
+        return
+    if "--confirmatory" in argv:  # issue 36's confirmatory study (its own options)
+        from heldout.confirmatory import main as confirmatory
+
+        confirmatory([a for a in argv if a != "--confirmatory"])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=600)
