@@ -19,6 +19,7 @@ from winrate.cli import (
     add_progress_argument,
     estimator_options,
     load_log,
+    write_page,
 )
 from winrate.commands import check_output_flags, section
 from winrate.errors import WinrateInputError
@@ -35,11 +36,18 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_outputs(parser: argparse.ArgumentParser) -> None:
-    """--json, --table-format, --progress; the log is read in memory."""
+    """--json, --table-format, --html (with --title, --description), --progress; the log
+    is read in memory."""
     group = section(parser, "output")
     group.add_argument("--json", metavar="PATH", help="write the JSON report here")
     group.add_argument("--table-format", choices=("text", "markdown"), default="text",
                        help="the report as text (default) or Markdown (pipe tables)")
+    group.add_argument("--html", metavar="PATH",
+                       help="write the leaderboard with this report as one self-contained "
+                            "web page here (loads nothing from the network)")
+    group.add_argument("--title", help="the web page's title (default: the dataset or input "
+                                       "file and the report's kind)")
+    group.add_argument("--description", help="a paragraph under the web page's title")
     add_progress_argument(parser)
     parser.set_defaults(engine="memory", memory=None)
 
@@ -90,7 +98,7 @@ def run_judges(args: argparse.Namespace) -> int:
     from winrate.judges import audit_judges
     from winrate.progress import preference
 
-    check_output_flags(args, ("json",))
+    check_output_flags(args, ("json", "html"))
     families = judge_families(args.judge_family)
     clustering = _clustering(args)
     args.covariates = args.first_col or ""  # read the column as a feature
@@ -100,6 +108,8 @@ def run_judges(args: argparse.Namespace) -> int:
             audit = audit_judges(log, cluster=clustering, alpha=args.alpha,
                                  judge_family=families, first_shown=args.first_col)
     _write_json(audit.to_dict(), args.json)
+    if args.html:
+        write_page(audit.page_document(), args, "judge audit")
     _print(audit, args.table_format)
     for note in [*loaded, *audit.notes]:
         print(note.line(), file=sys.stderr)
@@ -155,7 +165,7 @@ def run_diff(args: argparse.Namespace) -> int:
     from winrate.diff import diff_releases
     from winrate.progress import preference
 
-    check_output_flags(args, ("json",))
+    check_output_flags(args, ("json", "html"))
     clustering = _clustering(args)
     with preference(args.progress):
         old, new, loaded = _releases(args, clustering)
@@ -164,6 +174,8 @@ def run_diff(args: argparse.Namespace) -> int:
             found = diff_releases(old, new, cluster=clustering, alpha=args.alpha,
                                   seed=args.seed, **options)
     _write_json(found.to_dict(), args.json)
+    if args.html:
+        write_page(found.page_document(), args, "changes since the last release")
     _print(found, args.table_format)
     for note in [*loaded, *found.notes]:
         print(note.line(), file=sys.stderr)
@@ -216,7 +228,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from winrate.cli import analyze_input
     from winrate.progress import preference
 
-    check_output_flags(args, ("json",))
+    check_output_flags(args, ("json", "html"))
     with preference(args.progress):
         result = analyze_input(args, {})
         with notes.gathered():
@@ -224,6 +236,8 @@ def run_plan(args: argparse.Namespace) -> int:
                                 power=args.power, simultaneous=args.simultaneous)
     given = [*result.notes, *found.notes]
     _write_json({**found.to_dict(), "notes": [n.to_dict() for n in given]}, args.json)
+    if args.html:
+        write_page(found.page_document(), args, "plan")
     _print(found, args.table_format)
     for note in given:
         print(note.line(), file=sys.stderr)

@@ -41,7 +41,12 @@ from winrate.inference.joint import simultaneous_intervals, wald_intervals
 from winrate.inference.plan import default_clustering, parse_clustering
 from winrate.io.logs import ClusterAxis, ComparisonLog, factorize_groups, read_comparisons
 from winrate.notes import Notes
-from winrate.report.builders import frame_table, markdown_document
+from winrate.report.builders import (
+    frame_table,
+    markdown_document,
+    page_document,
+    publish_page,
+)
 from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
 from winrate.settings import Variance
@@ -109,6 +114,16 @@ class ReleaseDiff:
             "estimator": self.new_fit.settings["estimator"],
             "notes": [note.to_dict() for note in self.notes],
         })
+
+    def page_document(self) -> dict:
+        """The new release's leaderboard document with the diff under ``changes``: the web
+        page's source (:func:`winrate.report.builders.page_document`)."""
+        return page_document(self.new_fit, "changes", self.to_dict())
+
+    def to_html(self, path=None, title: str | None = None) -> str:
+        """The new release's board as a web page with a change column
+        (:mod:`winrate.report.html_page`), also written to ``path`` when given."""
+        return publish_page(self.new_fit, "changes", self.to_dict(), path, title)
 
     def summary(self) -> Summary:
         """The report as ``winrate diff`` prints it."""

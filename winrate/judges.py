@@ -49,7 +49,12 @@ from winrate.inference.intervals import logit_bounds
 from winrate.inference.plan import default_clustering, parse_clustering
 from winrate.io.logs import ClusterAxis, ComparisonLog, read_comparisons
 from winrate.notes import Notes
-from winrate.report.builders import frame_table, markdown_document
+from winrate.report.builders import (
+    frame_table,
+    markdown_document,
+    page_document,
+    publish_page,
+)
 from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
 from winrate.settings import Joint, Variance
@@ -203,6 +208,16 @@ class JudgeAudit:
             "rank_changes": self.rank_changes(),
             "notes": [note.to_dict() for note in self.notes],
         })
+
+    def page_document(self) -> dict:
+        """The leaderboard document of the board as judged with the audit under
+        ``judges``: the web page's source (:func:`winrate.report.builders.page_document`)."""
+        return page_document(self.boards["as_judged"], "judges", self.to_dict())
+
+    def to_html(self, path=None, title: str | None = None) -> str:
+        """The board as judged as a web page with a judges section
+        (:mod:`winrate.report.html_page`), also written to ``path`` when given."""
+        return publish_page(self.boards["as_judged"], "judges", self.to_dict(), path, title)
 
     def summary(self) -> Summary:
         """The audit as ``winrate judges`` prints it."""

@@ -46,7 +46,12 @@ from winrate.inference.analysis import Analysis
 from winrate.inference.joint import rank_sets, simultaneous_intervals
 from winrate.io.logs import ComparisonLog
 from winrate.notes import Notes
-from winrate.report.builders import frame_table, markdown_document
+from winrate.report.builders import (
+    frame_table,
+    markdown_document,
+    page_document,
+    publish_page,
+)
 from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
 from winrate.variance.cluster_sums import clustered, memory_sums
@@ -145,6 +150,7 @@ class Plan:
     simultaneous: bool
     components: Components
     notes: Notes = field(default_factory=Notes)
+    analysis: Analysis | None = None
 
     def to_dict(self) -> dict:
         return json_safe({
@@ -154,6 +160,16 @@ class Plan:
             "projection": self.projection.reset_index().to_dict(orient="records"),
             "notes": [note.to_dict() for note in self.notes],
         })
+
+    def page_document(self) -> dict:
+        """The pilot's leaderboard document with the plan under ``plan``: the web page's
+        source (:func:`winrate.report.builders.page_document`)."""
+        return page_document(self.analysis, "plan", self.to_dict())
+
+    def to_html(self, path=None, title: str | None = None) -> str:
+        """The pilot's board as a web page with the plan's tables
+        (:mod:`winrate.report.html_page`), also written to ``path`` when given."""
+        return publish_page(self.analysis, "plan", self.to_dict(), path, title)
 
     def summary(self) -> Summary:
         """The plan as ``winrate plan`` prints it."""
@@ -216,7 +232,7 @@ def plan(result: Analysis, *, models=None, delta: float | None = None, top: int 
                   for r in requirements if np.isinf(list(r.multipliers.values())).any())
     notes.give(found)
     return Plan(requirements, _projection(result, parts, alpha), power, alpha, simultaneous,
-                parts, found)
+                parts, found, result)
 
 
 def _contrasts(result: Analysis, models, delta, top):

@@ -1,7 +1,8 @@
 """Reports of the leaderboard builder's applications (:mod:`winrate.judges`,
-:mod:`winrate.diff`, :mod:`winrate.planning`): their tables as text or Markdown, and a
+:mod:`winrate.diff`, :mod:`winrate.planning`): their tables as text or Markdown, a
 report's parts as a Markdown section (their text form is
-:func:`winrate.report.text.text_block`)."""
+:func:`winrate.report.text.text_block`), and the leaderboard document their web page is
+rendered from (:func:`page_document`)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,24 @@ def markdown_document(title: str, parts: list[str], found: Notes | tuple = ()) -
     listed = [f"- ({note.code}) {note}" for note in found]
     return "\n\n".join([f"## {title}", *shown, *(["Notes:\n\n" + "\n".join(listed)]
                                                   if listed else [])])
+
+
+def page_document(board, key: str, part: dict) -> dict:
+    """The leaderboard document of ``board`` (an analysis,
+    :func:`winrate.report.leaderboard.to_dict`) carrying an application's JSON document
+    ``part`` under ``key`` (one of :data:`winrate.report.html_page.BUILDER_PARTS`), which
+    the page shows as its judges section, plan table or changes column."""
+    from winrate.report.html_page import BUILDER_PARTS
+    from winrate.report.leaderboard import to_dict
+
+    if key not in BUILDER_PARTS:
+        raise ValueError(f"key must be one of {BUILDER_PARTS}, got {key!r}")
+    return {**to_dict(board), key: part}
+
+
+def publish_page(board, key: str, part: dict, path=None, title: str | None = None) -> str:
+    """The web page of :func:`page_document` (:func:`winrate.report.html_page.publish`),
+    also written to ``path`` when given."""
+    from winrate.report.html_page import publish
+
+    return publish(page_document(board, key, part), path, title)

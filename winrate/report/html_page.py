@@ -42,6 +42,10 @@ from winrate.estimators.base import Scale as ScoreScale
 
 LEADERBOARD_SCHEMA = "winrate.leaderboard/1"
 EDA_SCHEMA = "winrate.eda/1"
+#: Keys of a leaderboard document that the leaderboard builder's commands add: the judge
+#: audit (``winrate judges``), the plan (``winrate plan``) and the changes since the last
+#: release (``winrate diff``), each that application's own JSON document.
+BUILDER_PARTS = ("judges", "plan", "changes")
 DASH = "\u2014"
 MINUS = "\u2212"
 #: Width and height (CSS pixels) of each model's interval chart.
@@ -253,7 +257,12 @@ def doc_notes(doc: dict) -> list[dict]:
     if found is None:
         found = [{"code": None, "severity": "warning", "text": w}
                  for w in doc.get("warnings") or ()]
-    return found
+    parts = [note for key in BUILDER_PARTS if isinstance(doc.get(key), dict)
+             for note in doc[key].get("notes") or ()]
+    kept: dict = {}  # a note the part shares with the board (same code and text) once
+    for note in [*found, *parts]:
+        kept.setdefault((note.get("code"), note.get("text")), note)
+    return list(kept.values())
 
 
 def notes_section(found: list[dict], section_id: str = "notes") -> str:
@@ -491,7 +500,8 @@ def _leaderboard_view(doc: dict, options: PageOptions) -> dict:
             "gstar": any(defined(g) for g in doc["effective_clusters"]),
             "order": best_first(doc["score"]), "level": level_label(doc["settings"]["alpha"]),
             "reach": reach, "scale": Scale.spanning([-reach, reach], least=1e-9),
-            "meta": options.meta, "ci_style": options.ci_style}
+            "meta": options.meta, "ci_style": options.ci_style,
+            "changes": changes_by_model(doc)}
 
 
 def _interval_text(doc: dict, view: dict, i: int, low, high) -> str:
@@ -540,6 +550,9 @@ def _leaderboard_header(doc: dict, view: dict) -> list[str]:
     if view["ranks"]:
         head.append(th("rank set", "ascending", sub=doc.get("rank_method") or "",
                        key="rank_set"))
+    if view["changes"] is not None:
+        head.append(th("change", "descending", sub=f"since the last release, "
+                       f"{level} simult.", key="change"))
     head.append(th("comparisons", "descending", sub="n", key="n"))
     head += [th(c, "ascending", numeric=False, cls="more l", key=f"meta:{c}")
              for c, more in _meta_columns(view) if more]
@@ -581,6 +594,8 @@ def _leaderboard_row(doc: dict, view: dict, rank: int, i: int) -> str:
         low, high = doc["rank_low"][i], doc["rank_high"][i]
         shown = f"{low}\u2013{high}" if defined(low) else DASH
         cells.append(td(shown, low * (k + 1) + high if defined(low) else None))
+    if view["changes"] is not None:
+        cells.append(change_cell(view["changes"].get(model), unit))
     cells += [td(count(doc["n"][i]), doc["n"][i]), *_meta_cells(view, model, True),
               td(_interval_text(doc, view, i, lows[i], highs[i]), lows[i], "ci more"),
               td(score_text(unit, doc["se"][i]), doc["se"][i], "num more"),
@@ -604,9 +619,12 @@ def leaderboard_csv(doc: dict, view: dict) -> tuple[list[str], list[list]]:
     meta = view["meta"]
     header = ["rank", "model", *keys[:5], "naive_low", "naive_high", *keys[5:],
               *((*meta.columns, "url", "flags") if meta else ())]
+    changes = view["changes"]
+    header += list(CHANGE_CSV) if changes is not None else []
     rows = [[rank, doc["models"][i], *(doc[k][i] for k in keys[:5]), view["naive"][0][i],
              view["naive"][1][i], *(doc[k][i] for k in keys[5:]),
-             *(_meta_values(meta, doc["models"][i]) if meta else ())]
+             *(_meta_values(meta, doc["models"][i]) if meta else ()),
+             *(_change_values(changes.get(doc["models"][i])) if changes is not None else ())]
             for rank, i in enumerate(view["order"], start=1)]
     return header, rows
 
@@ -863,6 +881,224 @@ def page_notes(doc: dict, options: PageOptions) -> list[dict]:
     return found
 
 
+# --------------------------------------------------------------------------- builders' parts
+# The parts a leaderboard document carries when ``winrate judges``, ``plan`` or ``diff``
+# write the page (:data:`BUILDER_PARTS`): each is that application's own JSON document.
+
+#: The CSV download's columns of the changes since the last release.
+CHANGE_CSV = ("change", "change_se", "change_sim_low", "change_sim_high", "change_real")
+_LEVERS = ("prompts", "judges", "comparisons", "prompts and judges")
+
+
+def changes_by_model(doc: dict) -> dict | None:
+    """Per model, its entry of the document's ``changes`` (the diff's ``changes`` records:
+    ``change``, ``se``, ``sim_low``, ``sim_high``, ``real``, ...), ``{"added": True}`` for a
+    model new in this release; None without ``changes``."""
+    part = doc.get("changes")
+    if not isinstance(part, dict):
+        return None
+    found = {str(entry["model"]): entry for entry in part.get("changes") or ()}
+    found.update({str(model): {"added": True} for model in part.get("added") or ()})
+    return found
+
+
+def signed(unit: ScoreScale, value) -> str:
+    """A difference of scores on the shown scale, with its sign: ``+17.8``, ``-3.2``."""
+    return f"{unit.factor * value:+.{unit.decimals}f}" if defined(value) else DASH
+
+
+def signed_interval(low, high, unit: ScoreScale) -> str:
+    if not (defined(low) and defined(high)):
+        return DASH
+    return f"[{signed(unit, low)}, {signed(unit, high)}]"
+
+
+def change_cell(entry: dict | None, unit: ScoreScale) -> str:
+    """A model's change since the last release with its simultaneous interval, and a
+    ``real`` badge when that interval excludes 0; ``new`` for a model added in this
+    release, a dash for one the diff does not hold. Sorts by the change."""
+    if entry is None or entry.get("added"):
+        return td("new" if entry else DASH, None, "ci")
+    value = entry.get("change")
+    bounds = signed_interval(entry.get("sim_low"), entry.get("sim_high"), unit)
+    shown = f"{signed(unit, value)} {bounds}"
+    badge = '<span class="flag" data-flag="real">real</span>' if entry.get("real") else ""
+    key = repr(float(value)) if defined(value) else ""
+    return f'<td class="ci" data-v="{text(key)}">{text(shown)}{badge}</td>'
+
+
+def _change_values(entry: dict | None) -> list:
+    """A model's change in the CSV's columns (:data:`CHANGE_CSV`), empty where it has none."""
+    if entry is None or entry.get("added"):
+        return [None] * len(CHANGE_CSV)
+    return [entry.get("change"), entry.get("se"), entry.get("sim_low"), entry.get("sim_high"),
+            bool(entry.get("real"))]
+
+
+def changes_section(doc: dict, view: dict) -> str:
+    """What the releases share, which models' changes are real and which order swaps are
+    (the diff's document under ``changes``); nothing without it."""
+    part = doc.get("changes")
+    if not isinstance(part, dict):
+        return ""
+    unit, level = view["unit"], level_label(part["alpha"])
+    changes = part.get("changes") or []
+    real = [str(c["model"]) for c in changes if c.get("real")]
+    shared = ", ".join(f"{n:,} {axis}s" for axis, n in (part.get("shared_clusters") or {}).items())
+    items = [("rows", f"old release {count(part['rows']['old'])}, new release "
+                      f"{count(part['rows']['new'])}, shared {count(part['shared_rows'])}"),
+             ("shared clusters", shared or DASH),
+             ("added models", ", ".join(part.get("added") or ()) or "none"),
+             ("removed models", ", ".join(part.get("removed") or ()) or "none")]
+    lede = (f"The change column shows each model's change of score since the last release "
+            f"with its {level} simultaneous interval (all changes jointly), from the "
+            "covariance of both releases' fits on the rows they share; on the Elo scale both "
+            "releases are centred on the models they share. Real changes: "
+            + (", ".join(real) if real else "none") + ".")
+    return ('<section id="changes"><h2>Changes since the last release</h2>'
+            f'<p class="muted small">{text(lede)}</p>{key_values(items)}'
+            + _swaps_html(part.get("rank_changes") or [], unit, level) + "</section>")
+
+
+def _swaps_html(swaps: list[dict], unit: ScoreScale, level: str) -> str:
+    if not swaps:
+        return "<p>No two shared models changed order.</p>"
+    rows = [[s["above_now"], s["below_now"], signed(unit, s["gap_change"]),
+             signed_interval(s["sim_low"], s["sim_high"], unit),
+             "real" if s["real"] else "not shown"] for s in swaps]
+    return ("<h3>Order swaps</h3>" + plain_table(
+        ["above now", "below now", f"gap change ({unit.label})",
+         f"{level} simult. (over the swaps)", "swap"], rows, left=2))
+
+
+def judges_section(doc: dict) -> str:
+    """The judge audit (the document's ``judges``): position bias, self-preference, order
+    consistency, tie propensity, agreement and the boards with and without each
+    adjustment; nothing without it."""
+    part = doc.get("judges")
+    if not isinstance(part, dict):
+        return ""
+    level = level_label(part["alpha"])
+    clustering = " + ".join(part.get("clustering") or ["none"])
+    parts = ["<h3>Position bias: the first-shown answer's advantage</h3>"
+             + _effects_table(part["position_bias"], "P(first wins)", level)]
+    if part.get("self_preference"):
+        parts.append("<h3>Self-preference: a judge's advantage to its own family's answers"
+                     "</h3>" + _effects_table(part["self_preference"], "P(own wins)", level))
+    parts += [_order_html(part.get("order_consistency"), level),
+              "<h3>Tie propensity</h3>" + _shares_table(part["tie_propensity"], "ties", level),
+              _agreement_html(part.get("agreement"), level), _boards_html(part)]
+    lede = (f"Effects are Bradley-Terry covariates clustered by {clustering}, with {level} "
+            "intervals; shares are clustered by prompt.")
+    return ('<section id="judges"><h2>Judge audit</h2><p class="muted small">'
+            f"{text(lede)}</p>" + "".join(parts) + "</section>")
+
+
+def _effects_table(effects: list[dict], probability: str, level: str) -> str:
+    rows = [[e["judge"], f"{e['logit']:+.3f}", f"{e['se']:.3f}",
+             f"{e['elo']:+.1f} [{e['elo_low']:+.1f}, {e['elo_high']:+.1f}]",
+             f"{e['probability']:.3f} [{e['probability_low']:.3f}, "
+             f"{e['probability_high']:.3f}]"] for e in effects]
+    return plain_table(["judge", "logit", "SE", f"Elo [{level} CI]",
+                        f"{probability} [{level} CI]"], rows)
+
+
+def _share_cells(share: dict) -> list[str]:
+    return [f"{100 * share['estimate']:.1f}%",
+            f"[{100 * share['ci_low']:.1f}%, {100 * share['ci_high']:.1f}%]",
+            f"{100 * share['se']:.1f}%", count(share["n"]),
+            f"{share['clusters']:,} {share.get('cluster_unit') or 'prompts'}"]
+
+
+def _shares_table(shares: dict, what: str, level: str) -> str:
+    return plain_table(["judge", f"share of {what}", f"{level} CI", "SE", "n", "clusters"],
+                       [[judge, *_share_cells(share)] for judge, share in shares.items()])
+
+
+def _order_html(order: dict | None, level: str) -> str:
+    if order is None:
+        return ("<h3>Order consistency</h3><p>No model pair is judged in both orders on one "
+                "prompt by one judge.</p>")
+    lede = (f"{order['pairs']:,} verdict pairs judged in both orders "
+            f"({order['unmatched_rows']:,} comparisons in one order only); a flip is a "
+            "verdict that changes when the answers swap places.")
+    shares = {"all": order["flip_rate"], **(order.get("per_judge") or {})}
+    return (f"<h3>Order consistency</h3><p>{text(lede)}</p>"
+            + _shares_table(shares, "flips", level))
+
+
+def _agreement_html(agreement: dict | None, level: str) -> str:
+    if not agreement:
+        return ""
+    shown = (f"Krippendorff's alpha ({agreement['metric']} metric) "
+             f"{agreement['krippendorff_alpha']:.3f} [{agreement['ci_low']:.3f}, "
+             f"{agreement['ci_high']:.3f}] ({level} prompt-cluster bootstrap, "
+             f"{agreement['reps']:,} draws; {agreement['units']:,} items judged by 2+ judges, "
+             f"{agreement['values']:,} verdicts)")
+    return f"<h3>Agreement between judges</h3><p>{text(shown)}</p>"
+
+
+def _boards_html(part: dict) -> str:
+    """The Bradley-Terry ratings of every board side by side (models best first as
+    judged) and the models whose rank sets each adjustment changes."""
+    boards = part["boards"]
+    judged = boards["as_judged"]
+    order = sorted(judged, key=lambda m: -judged[m]["rating"] if defined(judged[m]["rating"])
+                   else math.inf)
+    rows = [[model, *(number(board.get(model, {}).get("rating"), 1)
+                      for board in boards.values())] for model in order]
+    changed = [f"{name.replace('_', ' ')}: " + (", ".join(
+        f"{m['model']} {_rank_text(m['before'])} -> {_rank_text(m['after'])}" for m in moved)
+        or "no rank set changes") for name, moved in (part.get("rank_changes") or {}).items()]
+    return ("<h3>Bradley-Terry ratings (Elo) as judged and adjusted</h3>"
+            + plain_table(["model", *(name.replace("_", " ") for name in boards)], rows)
+            + "".join(f"<p>{text(line)}</p>" for line in changed))
+
+
+def _rank_text(bounds: list[int]) -> str:
+    return f"[{bounds[0]}]" if bounds[0] == bounds[1] else f"[{bounds[0]}, {bounds[1]}]"
+
+
+def plan_section(doc: dict, view: dict) -> str:
+    """The plan (the document's ``plan``): per contrast, what each lever alone needs for
+    the power asked, and the projected widths and rank-set sizes; nothing without it."""
+    part = doc.get("plan")
+    if not isinstance(part, dict):
+        return ""
+    unit, pilot = view["unit"], part["pilot"]
+    sizes = ", ".join(f"{count(n)} {k if k == 'comparisons' else k + 's'}"
+                      for k, n in pilot.items())
+    lede = (f"Pilot: {sizes}. Needed for {100 * part['power']:g}% power at level "
+            f"{part['alpha']:g}" + (" (simultaneous over the contrasts)" if part["simultaneous"]
+                                    else "") + ", each lever alone (the total count; "
+            "unreachable: that lever alone cannot reach the power).")
+    rows = [[r["contrast"], signed(unit, r["effect"]), score_text(unit, r["se_now"]),
+             f"{100 * r['power_now']:.0f}%", *(_needed_text(r, lever, pilot)
+                                              for lever in _LEVERS)]
+            for r in part["requirements"]]
+    projected = [[f"{p['prompts_multiplier']:g}x" + (" (pilot)" if p["prompts_multiplier"] == 1
+                                                      else ""),
+                  score_text(unit, p["mean_width"]), number(p["mean_rank_set_size"], 1)]
+                 for p in part["projection"]]
+    return ('<section id="plan"><h2>Plan: how much more data</h2>'
+            f"<p>{text(lede)}</p>"
+            + plain_table(["contrast", f"effect ({unit.label})", f"SE now ({unit.label})",
+                           "power now", *_LEVERS], rows)
+            + "<h3>Projected at more prompts (same judges and design)</h3>"
+            + plain_table(["prompts", f"mean interval width ({unit.label})",
+                           "mean rank-set size"], projected) + "</section>")
+
+
+def _needed_text(requirement: dict, lever: str, pilot: dict) -> str:
+    """What ``lever`` alone needs: a count, ``unreachable`` (null for a lever the pilot
+    has), or a dash for a lever its clustering has not (no prompt or judge axis)."""
+    axis = {"prompts": "prompt", "judges": "judge", "prompts and judges": "prompt"}.get(lever)
+    value = (requirement.get("needed") or {}).get(lever)
+    if axis is not None and axis not in pilot:
+        return DASH
+    return count(value) if defined(value) else "unreachable"
+
+
 def leaderboard_page(doc: dict, version: str, options: PageOptions) -> str:
     """The page of a ``winrate.leaderboard/1`` document (module docstring): the header,
     the table first (so a phone's first screen holds its first rows), then the headline
@@ -878,6 +1114,7 @@ def leaderboard_page(doc: dict, version: str, options: PageOptions) -> str:
     actions = downloads(csv_link(header, rows, f"{stem}.csv"), stem)
     found = page_notes(doc, options)
     body = (notes_line(found) + leaderboard_section(doc, view) + _leaderboard_facts(doc)
+            + changes_section(doc, view) + judges_section(doc) + plan_section(doc, view)
             + notes_section(found) + pairwise_section(doc, view)
             + method_section(doc) + coefficients_section(doc) + data_section(doc))
     return page(Heading(title, options.description, lede), actions, body, doc, version)
