@@ -422,12 +422,13 @@ def _cut_to_range(board: Leaderboard, intervals: WaldIntervals, joint, wald: boo
 def _coefficients(board: Leaderboard, full: np.ndarray, naive_full: np.ndarray, alpha: float,
                   df) -> Coefficients | None:
     """Sandwich inference for the non-rating parameters (always the sandwich: resampling
-    methods refit ratings only)."""
+    methods refit ratings only); where each model has its own t df, the coefficients take
+    the smallest (:func:`winrate.variance.reference.joint_df`)."""
     if not board.coef_names:
         return None
     k = len(board.models)
     cov = full[k:, k:]
-    iv = wald_intervals(board.coef, cov, alpha, df)
+    iv = wald_intervals(board.coef, cov, alpha, joint_df(df))
     se_naive = np.sqrt(np.clip(np.diag(naive_full[k:, k:]), 0, None))
     return Coefficients(tuple(board.coef_names), board.coef, iv.se, se_naive, iv.low, iv.high,
                         cov, full)
