@@ -178,7 +178,7 @@ def test_random_slopes_draw_keeps_the_design_and_reports_truths():
 
 
 def _summary_row(**overrides):
-    row = {"rule_i": True, "cr1_rule_i": True, "bm_rule_i": False,
+    row = {"rule_i": True, "cr1_covers": True, "bm_covers": False,
            "width_ratio_cr1": 1.10, "width_ratio_bm": 0.9}
     row.update(overrides)
     return row
@@ -188,12 +188,15 @@ def test_verdict_applies_the_width_rule_to_alternatives_that_cover():
     assert cf.verdict(_summary_row()) == {"rule_ii": True, "verdict": "pass"}
     assert cf.verdict(_summary_row(width_ratio_cr1=1.2))["verdict"] == "fail"
     # an alternative that does not meet rule (i) does not set the width bar
-    assert cf.verdict(_summary_row(cr1_rule_i=False, width_ratio_cr1=2.0)) == {
+    assert cf.verdict(_summary_row(cr1_covers=False, width_ratio_cr1=2.0)) == {
         "rule_ii": "n/a", "verdict": "pass"}
     assert cf.verdict(_summary_row(rule_i=False))["verdict"] == "fail"
 
 
-def test_rule_i_reads_the_monte_carlo_intervals():
+def test_rule_i_reads_the_monte_carlo_intervals_and_covers_the_point_estimates():
     assert cf.meets_rule_i(96.0, 98.0, 93.0, 92.0)
     assert not cf.meets_rule_i(97.5, 98.5, 99.0, 92.0)
     assert not cf.meets_rule_i(94.0, 96.0, 91.0, 92.0)
+    assert cf.covers(95.0, 93.0, 92.0)
+    assert not cf.covers(90.0, 99.0, 92.0)  # its MC interval might meet the band: not enough
+    assert not cf.covers(95.0, 91.0, 92.0)
