@@ -534,7 +534,10 @@ def report(summary: pd.DataFrame, reps: int) -> str:
 
 
 def write_summaries(out: Path, cells, reps: int) -> pd.DataFrame:
-    summary = summarise(load_all(out, cells))
+    """``summary.csv`` and ``report.md`` from the replications below ``reps`` on disk (an
+    interrupted run: the completed rounds, the same count in every cell)."""
+    per_rep = load_all(out, cells)
+    summary = summarise(per_rep[per_rep["rep"] < reps])
     summary.to_csv(out / "summary.csv", index=False, float_format="%.4f")
     (out / "report.md").write_text(report(summary, reps))
     return summary
@@ -546,7 +549,9 @@ def main(argv=None) -> None:
     parser.add_argument("--cells", nargs="+", default=(), help="cell keys (default: all)")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--chunk", type=int, default=1)
-    parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument("--summary-only", action="store_true",
+                        help="only rebuild the summary and report from the first --reps "
+                             "replications of every cell on disk")
     args = parser.parse_args(argv)
     out = Path(args.out)
     cells = [cell_by_key(k) for k in args.cells] if args.cells else list(confirmatory_cells())
