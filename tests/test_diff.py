@@ -174,3 +174,50 @@ def test_rank_swaps_are_real_only_when_the_gap_change_is_significant():
     # se of the gap change sqrt(2 * 10) ~ 4.5: a change of 2 is not shown
     assert rank_swaps(models, old, new, change, 10 * np.eye(3), 0.05).real.tolist() == [False]
     assert rank_swaps(models, old, old, 0 * old, np.eye(3), 0.05).empty
+
+
+def test_extension_change_is_the_diffs_change_covariance_on_average():
+    """``Components.extension_change`` (what ``winrate plan`` predicts for the change when a
+    log of 300 prompts grows to 400) against the diff's own covariance of the change, from
+    the stacked influence of both fits: the same quantity in expectation, so their traces
+    agree on average over seeds (the sum ``V(old) + V(new)``, which ignores the shared
+    rows, would be 7 times as large)."""
+    from winrate.analysis import analyze
+    from winrate.planning import components
+    from winrate.settings import Variance
+
+    ratios = []
+    for seed in range(4):
+        log = crossed(seed, n_prompts=400)
+        old = _rows(log, log.axes["prompt"].codes < 300)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = diff_releases(old, log, cluster="prompt")
+            pilot = analyze(old, cluster="prompt", model="bt",
+                            variance=Variance("sandwich", "cr1"))
+        centre = np.eye(5) - 1 / 5
+        planned = centre @ components(pilot).extension_change(4 / 3) @ centre
+        ratios.append(np.trace(planned) / np.trace(found.cov))
+    assert 0.8 < np.mean(ratios) < 1.25, ratios
+
+
+def test_diff_detects_a_change_at_the_planned_power_in_a_small_seeded_study():
+    """The small version of scripts/diff_study.py: nothing changed, the simultaneous
+    intervals cover 0 together; one model changed, the diff detects it about as often as
+    ``winrate.planning.change_power`` plans from each old release."""
+    from tests.script_modules import load_script
+
+    study = load_script("diff_study", "diff_study_for_tests")
+    study.DESIGN = SimulationDesign(n_models=6, n_prompts=160, n_judges=12)
+    study.OLD_PROMPTS, study.DELTA, study.BIG = 120, 1.0, 30
+    reps = 14
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        truth = study.pseudo_true_change(study.DELTA)
+        unchanged = study.nothing_changed(reps)
+        changed = study.one_changed(reps, truth)
+    assert unchanged["coverage"] >= 12 / 14, unchanged
+    planned = changed["own_plan"]
+    assert 0.3 < planned < 0.9  # a design whose power can be missed both ways
+    assert abs(changed["detected"] - planned) < 3 * np.sqrt(planned * (1 - planned) / reps), \
+        changed

@@ -118,3 +118,31 @@ def test_plan_command(tmp_path, capsys):
                  str(out)]) == 0
     assert "Needed for 80% power" in capsys.readouterr().out
     assert len(json.loads(out.read_text())["requirements"]) == 2
+
+
+def test_an_extensions_change_keeps_the_prompt_and_residual_parts_of_the_added_prompts():
+    """``V(old) - V(new)``: with one axis ``V (1/old - 1/new)``; with prompt and judge axes
+    the judge part (the same judges in both releases) drops out."""
+    one = components(pilot("prompt"))
+    np.testing.assert_allclose(one.extension_change(4 / 3), one.projected() / 4, atol=1e-15)
+    two = components(pilot("prompt+judge"))
+    kept = (two.parts["prompt"] + two.residual) * (1 / 2 - 1 / 6)
+    assert np.linalg.eigvalsh(kept).min() > -1e-15  # PSD to rounding: the repair is nil
+    np.testing.assert_allclose(two.extension_change(6.0, 2.0), kept, atol=1e-15)
+    with pytest.raises(WinrateInputError, match="new > old"):
+        two.extension_change(1.0)
+
+
+def test_change_power_is_the_detection_power_of_the_centred_change():
+    from winrate.inference.joint import simultaneous_intervals
+    from winrate.planning import change_power
+
+    result = pilot("prompt")
+    k = len(result.models)
+    centre = np.eye(k) - 1 / k if not result.leaderboard.scale.bounded else np.eye(k)
+    cov = centre @ (result.cov * (1 - 1 / 2)) @ centre
+    crit = simultaneous_intervals(np.zeros(k), cov, 0.05).critical_value
+    expected = detection_power(0.05, np.sqrt(cov[1, 1]), crit)
+    assert change_power(result, "model-01", 0.05, 2.0) == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(WinrateInputError, match="not on the leaderboard"):
+        change_power(result, "nobody", 0.05, 2.0)

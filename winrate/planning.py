@@ -85,6 +85,25 @@ class Components:
             total = total + part / scale.get(axis, 1.0)
         return repair_psd(total)[0] if repair else total
 
+    def extension_change(self, new: float, old: float = 1.0) -> np.ndarray:
+        """The covariance of ``S_new - S_old`` when a release of ``old`` times the pilot's
+        prompts is extended to ``new`` times them (the same judges and design; the new
+        release holds the old one's rows).
+
+        With ``P(m) = (A_prompt + R) / m`` the part that averages the prompts' influence,
+        ``V(m) = A_judge + P(m)``. The new release's prompts include the old one's, so
+        the releases' prompt parts have covariance ``P(new)`` (the larger release's); the
+        same judges, with the same tastes, give both releases the judge part ``A_judge``.
+        So ``Var(S_new - S_old) = V(old) + V(new) - 2 (A_judge + P(new)) = P(old) - P(new)
+        = V(old) - V(new)``, repaired to PSD.
+        The same covariance as :mod:`winrate.diff`'s stacked influence of both fits, in
+        expectation (``tests/test_plan.py`` compares them)."""
+        if not new > old > 0:
+            raise WinrateInputError(f"an extension needs new > old > 0, got {new}, {old}")
+        change = (self.projected(prompts=old, repair=False)
+                  - self.projected(prompts=new, repair=False))
+        return repair_psd(change)[0]
+
     def of(self, contrast: np.ndarray) -> dict[str, float]:
         """A contrast's variance components, each clipped at 0."""
         found = {axis: float(contrast @ part @ contrast) for axis, part in self.parts.items()}
@@ -233,6 +252,33 @@ def plan(result: Analysis, *, models=None, delta: float | None = None, top: int 
     notes.give(found)
     return Plan(requirements, _projection(result, parts, alpha), power, alpha, simultaneous,
                 parts, found, result)
+
+
+def change_power(result: Analysis, model: str, change: float, new: float, old: float = 1.0,
+                 *, alpha: float | None = None, seed: int = 0) -> float:
+    """The power with which ``winrate diff`` (:func:`winrate.diff.diff_releases`) detects a
+    change ``change`` of ``model``'s score between a release of ``old`` times the prompts
+    of ``result``'s log and its extension to ``new`` times them (same judges and design).
+
+    The change covariance is :meth:`Components.extension_change`; on an unbounded scale
+    (Elo) both releases are centred on their models, as the diff centres them
+    (``D = M (S_new - S_old)``, ``M = I - 11'/K``), and ``change`` is the centred change.
+    A change is detected when its simultaneous interval over every model's change excludes
+    0: two-sided, at the max-|T| critical value ``c`` of the changes' covariance
+    (:func:`winrate.inference.joint.simultaneous_intervals`, ``seed`` its draws), so the
+    power is :func:`detection_power` ``(change, sd, c)``.
+    """
+    alpha = result.alpha if alpha is None else alpha
+    index = pd.Index(result.models.astype(str))
+    at = index.get_indexer([str(model)])[0]
+    if at < 0:
+        raise WinrateInputError(f"plan: model {model!r} is not on the leaderboard")
+    cov = components(result).extension_change(new, old)
+    k = len(index)
+    centre = np.eye(k) if result.leaderboard.scale.bounded else np.eye(k) - 1.0 / k
+    cov = centre @ cov @ centre.T
+    crit = simultaneous_intervals(np.zeros(k), cov, alpha, seed=seed).critical_value
+    return detection_power(change, float(np.sqrt(cov[at, at])), float(crit))
 
 
 def _contrasts(result: Analysis, models, delta, top):
