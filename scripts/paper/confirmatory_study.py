@@ -100,8 +100,11 @@ def confirmatory_results(paper: Paper, source=PAPER / "confirmatory") -> None:
     paper.extremes("conf_sim", summary.simultaneous, ".1f")
     winrate = summary[summary.estimator == "winrate"]
     paper.extremes("conf_floor", winrate.floor_share_median.dropna(), ".0f")
+    ratings = summary[summary.estimator != "winrate"]
     for alt, key in (("cr1", "cr"), ("bm", "bm")):
         paper.extremes(f"conf_ratio_{key}", summary[f"width_ratio_{alt}"].dropna(), ".2f")
+        paper.extremes(f"conf_wr_ratio_{key}", winrate[f"width_ratio_{alt}"].dropna(), ".2f")
+        paper.extremes(f"conf_bt_ratio_{key}", ratings[f"width_ratio_{alt}"].dropna(), ".2f")
     paper.number("conf_fail_list", "none" if failed.empty else "; ".join(
         f"{c} ({ESTIMATOR_SHORT[e]}: {_why(r)})" for c, e, r in
         zip(failed.cell, failed.estimator, failed.itertuples(), strict=True)))
