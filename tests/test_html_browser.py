@@ -522,6 +522,54 @@ def test_pointing_at_a_matrix_cell_names_both_models(desktop, place, wide):
     assert readout.startswith(f"#{row + 1} {order[row]} \u2212 #{col + 1} {order[col]} = ")
 
 
+# --------------------------------------------------------------------------- builders' pages
+
+
+@pytest.fixture(scope="module")
+def builder_pages():
+    """The pages of ``winrate diff`` (a change column) and ``winrate judges`` (a judges
+    section), from tests/test_html_builders.py's release pair and judged log."""
+    import warnings
+
+    from tests.test_html_builders import release_pair
+    from tests.test_judges import simulated
+    from winrate.diff import diff_releases
+    from winrate.judges import audit_judges
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = diff_releases(*release_pair(), cluster="prompt+judge")
+        audit = audit_judges(simulated(2, n_prompts=12, own=0.6, both_orders=True))
+        return [(result.page_document(), html_page.render(result.page_document(), "9.9.9"))
+                for result in (found, audit)]
+
+
+def test_builders_pages_show_their_parts_clean_and_sort_by_change(desktop, phone, load,
+                                                                  builder_pages):
+    (diff_doc, diff_page), (judges_doc, judges_page) = builder_pages
+    for driver in (desktop, phone):
+        for doc, page in builder_pages:
+            load(driver, page)
+            assert browser.console_errors(driver) == []
+            assert browser.resource_requests(driver) == []
+            assert browser.horizontal_overflow(driver) == 0
+            assert browser.table_problems(doc, *shown(driver)) == []
+    load(desktop, judges_page)
+    assert desktop.find_element("id", "judges").is_displayed()
+    load(desktop, diff_page)
+    header = browser.header_labels(desktop)
+    where = browser.layout(desktop)
+    assert where["box_scroll"] <= where["box_client"]  # the change column fits 1280 px
+    change = {c["model"]: c["change"] for c in diff_doc["changes"]["changes"]}
+    desktop.execute_script("document.querySelectorAll('#leaderboard thead th')"
+                           "[arguments[0]].querySelector('button').click();",
+                           header.index("change"))
+    models = [row[header.index("model")] for row in browser.table_rows(desktop)]
+    shared = [m for m in models if m in change]
+    assert shared == sorted(change, key=lambda m: -change[m])  # largest change first
+    assert models[len(shared):] == diff_doc["changes"]["added"]  # no change: sorted last
+
+
 # --------------------------------------------------------------------------- real data
 
 
