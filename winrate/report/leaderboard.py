@@ -83,6 +83,10 @@ monte_carlo            precision of the Monte-Carlo critical values: ``tolerance
                        ``critical_value``, ``mc_se`` and ``n_draws`` (ranks: per model, in
                        ``models`` order, null for a model left out); null when no joint
                        inference was requested
+judges, plan, changes  only in the document of a page written by ``winrate judges``,
+                       ``plan`` or ``diff`` (``--html``): that report's own JSON document
+                       (:func:`winrate.report.builders.page_document`), shown as a judges
+                       section, a plan table or a change column
 =====================  ==================================================================
 """
 
