@@ -39,10 +39,12 @@ from winrate.estimators.cells import CellTotals, keeps_rows
 from winrate.variance import diagnostics
 from winrate.variance.meats import (
     DENSE_INNER_LIMIT,
+    ColumnSpread,
     GroupMeat,
     MultiwayCovariance,
     as_rows,
     check_correction,
+    column_spread,
     combine_terms,
     group_codes,
     intersect_codes,
@@ -54,6 +56,7 @@ from winrate.variance.meats import (
     sandwich,
     scale_rows,
     small_sample_factor,
+    spread_of_parts,
     stratum_leverage_scale,
     subsets,
     term_sign,
@@ -119,6 +122,13 @@ class ClusterSums(ABC):
     @abstractmethod
     def design_sums(self, axis: int) -> DesignSums:
         """The :class:`DesignSums` of clustering axis ``axis``."""
+
+    def column_spread(self, axis: int) -> ColumnSpread:
+        """The :class:`~winrate.variance.meats.ColumnSpread` of axis ``axis``'s clusters
+        (uncorrected): what the effective cluster counts read; from its one-way term here,
+        in fewer operations where the form allows."""
+        group = self.term_meats("none")[axis]
+        return ColumnSpread(np.diag(group.meat), group.row_squares, group.spread)
 
     def design(self, axis: int) -> AxisDesign:
         """``m``, single-cluster pairs and ICC of an axis from its :class:`DesignSums`."""
@@ -253,9 +263,13 @@ class RowSums(ClusterSums):
             codes, n_range = intersect_codes([self.codes[d] for d in dims],
                                              [self.sizes[d] for d in dims])
             rows = infl if not cr2 else scale_rows(
-                infl, stratum_leverage_scale(codes, self.strata, self.frequency))
+                infl, stratum_leverage_scale(codes, self.strata, self.frequency,
+                                             n_range=n_range))
             found.append(meat_from_codes(rows, codes, n_range))
         return found
+
+    def column_spread(self, axis: int) -> ColumnSpread:
+        return column_spread(self.influence, self.codes[axis], self.sizes[axis])
 
     def design_sums(self, axis: int) -> DesignSums:
         rows = self.rows
@@ -303,6 +317,10 @@ class CellSums(ClusterSums):
             cells = self.cells.leverage_scaled(codes) if correction == "cr2" else self.cells
             found.append(meat_of_parts(cells.totals, cells.within, codes, n_range))
         return found
+
+    def column_spread(self, axis: int) -> ColumnSpread:
+        return spread_of_parts(self.cells.totals, self.cells.within, self.codes[axis],
+                               self.sizes[axis])
 
     def design_sums(self, axis: int) -> DesignSums:
         return DesignSums(*diagnostics.cell_design_sums(self.cells, self.pairs, self.counts,

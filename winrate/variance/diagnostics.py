@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from winrate.estimators.cells import CellTotals
-from winrate.variance.meats import GroupMeat, as_rows, group_codes, meat_from_codes
+from winrate.variance.meats import ColumnSpread, GroupMeat, as_rows, group_codes, meat_from_codes
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
 #: Why one half (``largest_cluster_share``): for independent normal cluster totals the
@@ -416,19 +416,19 @@ def dominant_share(group: GroupMeat) -> tuple[np.ndarray, np.ndarray]:
     return share, np.where(positive, group.argmax, -1)
 
 
-def effective_size(group: GroupMeat, columns: np.ndarray) -> np.ndarray:
+def effective_size(group: ColumnSpread, columns: np.ndarray) -> np.ndarray:
     """Each reported model's effective number of clusters G* on one axis
     (:func:`effective_clusters`) from that axis' one-way ``group`` sums, before any
     covariance is computed (``method="auto"`` reads it,
     :func:`winrate.variance.method_choice.choose`); ``columns`` maps models to influence
     columns. NaN where the model's variance on the axis is not identified (all of its
     comparisons in one cluster: its cluster totals are zero, as in the covariance step)."""
-    own, rows = np.diag(group.meat), group.row_squares
+    own, rows = group.own, group.row_squares
     unidentified = (own <= 1e-12 * rows) & (rows > 0)
     return np.where(unidentified, np.nan, effective_clusters(group))[columns]
 
 
-def effective_clusters(group: GroupMeat) -> np.ndarray:
+def effective_clusters(group: GroupMeat | ColumnSpread) -> np.ndarray:
     """Effective number of clusters behind each column (Carter, Schnepel & Steigerwald 2017,
     "Asymptotic behavior of a t-test robust to cluster heterogeneity", Review of Economics
     and Statistics 99(4)): ``G* = G / (1 + Gamma) = (sum_g gamma_g)^2 / sum_g gamma_g^2``,

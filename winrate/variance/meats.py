@@ -67,19 +67,55 @@ def small_sample_factor(n_clusters: int, correction: str) -> float:
 
 def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
                            frequency: np.ndarray | None = None,
-                           stratum_total: np.ndarray | None = None) -> np.ndarray:
+                           stratum_total: np.ndarray | None = None,
+                           n_range: int | None = None) -> np.ndarray:
     """CR2 row factors ``(1 - m_gh / n_h)^{-1/2}`` for clusters ``codes`` and strata
     ``strata`` (module doc, ``"cr2"``): ``m_gh`` is the frequency of stratum h in cluster g,
     ``n_h`` that of stratum h (from these rows, or ``stratum_total[h]`` when the rows are a
     part of the log holding whole clusters); 1 where the stratum lies wholly in the
-    cluster."""
+    cluster. Codes in ``[0, n_range)`` (default: ``max + 1``)."""
     freq = np.ones(codes.shape[0]) if frequency is None else np.asarray(frequency, float)
     stratum, n_strata = group_codes(strata)
-    block, n_blocks = group_codes(codes.astype(np.int64) * n_strata + stratum)
-    m = np.bincount(block, weights=freq, minlength=n_blocks)[block]
+    n_range = int(codes.max(initial=-1)) + 1 if n_range is None else n_range
+    m = _block_frequency(*cluster_order(codes, n_range), stratum, n_strata, freq)
     n = (np.bincount(stratum, weights=freq, minlength=n_strata)[stratum]
          if stratum_total is None else stratum_total[strata])
     return leverage_factor(m, n)
+
+
+@njit(cache=True)
+def cluster_order(codes, n_range):  # pragma: no cover - numba
+    """The rows in order of their cluster code, rows of a cluster in row order (a stable
+    counting sort, O(n + n_range)), and where each cluster starts in that order
+    (``n_range + 1`` offsets)."""
+    start = np.zeros(n_range + 1, np.int64)
+    for r in range(codes.shape[0]):
+        start[codes[r] + 1] += 1
+    for g in range(n_range):
+        start[g + 1] += start[g]
+    fill = start[:-1].copy()
+    order = np.empty(codes.shape[0], np.int64)
+    for r in range(codes.shape[0]):
+        order[fill[codes[r]]] = r
+        fill[codes[r]] += 1
+    return order, start
+
+
+@njit(cache=True)
+def _block_frequency(order, start, stratum, n_strata, freq):  # pragma: no cover - numba
+    """Per row, the total frequency of the rows sharing its cluster and its stratum (the
+    block ``m_gh`` of :func:`stratum_leverage_scale`), each block summed in row order, so
+    the result is that of a bincount over the blocks, without coding them."""
+    m = np.empty(order.shape[0])
+    scratch = np.zeros(n_strata)
+    for g in range(start.shape[0] - 1):
+        for i in range(start[g], start[g + 1]):
+            scratch[stratum[order[i]]] += freq[order[i]]
+        for i in range(start[g], start[g + 1]):
+            m[order[i]] = scratch[stratum[order[i]]]
+        for i in range(start[g], start[g + 1]):
+            scratch[stratum[order[i]]] = 0.0
+    return m
 
 
 def leverage_factor(m: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -422,23 +458,84 @@ def meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
     return meat_of_parts(infl, infl**2, codes, n_range)
 
 
-def meat_of_parts(totals, within, codes: np.ndarray, n_range: int) -> GroupMeat:
-    """:class:`GroupMeat` from per-part influence sums and sums of squares (rows of a dense
-    influence, or cells), each part's cluster given by ``codes``: a cluster's total is the
-    sum of its parts' totals, its sum of squared rows the sum of theirs."""
+def _cluster_parts(totals, within, codes: np.ndarray, n_range: int):
+    """Per cluster (``n_range`` rows), the sums of its parts' ``totals`` and ``within``."""
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
         shape=(n_range, codes.shape[0]),
     )
-    totals = indicator @ totals
+    return indicator @ totals, indicator @ within
+
+
+def meat_of_parts(totals, within, codes: np.ndarray, n_range: int) -> GroupMeat:
+    """:class:`GroupMeat` from per-part influence sums and sums of squares (rows of a dense
+    influence, or cells), each part's cluster given by ``codes``: a cluster's total is the
+    sum of its parts' totals, its sum of squared rows the sum of theirs."""
+    totals, within = _cluster_parts(totals, within, codes, n_range)
     squared = totals**2
     touched = squared.max(axis=0, initial=0.0) > 0
-    within = indicator @ within
     return GroupMeat(totals.T @ totals,
                      int(np.count_nonzero(np.bincount(codes, minlength=n_range))),
                      squared.max(axis=0, initial=0.0),
                      np.where(touched, squared.argmax(axis=0), -1),
                      within.sum(axis=0), (within**2).sum(axis=0), (squared**2).sum(axis=0))
+
+
+@dataclass(frozen=True)
+class ColumnSpread:
+    """Per column of one clustering: ``own = sum_g t_g^2`` (the diagonal of the
+    :class:`GroupMeat`'s meat), ``row_squares = sum_r u_r^2`` and ``spread = sum_g (sum_{r in
+    g} u_r^2)^2``: what the effective number of clusters reads
+    (:func:`winrate.variance.diagnostics.effective_size`), in O(non-zeros), without the
+    (q, q) meat."""
+
+    own: np.ndarray
+    row_squares: np.ndarray
+    spread: np.ndarray
+
+
+def spread_of_parts(totals, within, codes: np.ndarray, n_range: int) -> ColumnSpread:
+    """:class:`ColumnSpread` from per-part sums (:func:`meat_of_parts`' parts)."""
+    totals, within = _cluster_parts(totals, within, codes, n_range)
+    return ColumnSpread((totals**2).sum(axis=0), within.sum(axis=0), (within**2).sum(axis=0))
+
+
+def column_spread(infl, codes: np.ndarray, n_range: int) -> ColumnSpread:
+    """:class:`ColumnSpread` of influence rows (CSR or dense) clustered by ``codes`` in
+    ``[0, n_range)``: CSR rows in one pass in cluster order (:func:`cluster_order`)."""
+    if sp.issparse(infl):
+        return ColumnSpread(*_csr_column_spread(*cluster_order(codes, n_range),
+                                                *csr_parts(infl), infl.shape[1]))
+    return spread_of_parts(infl, infl**2, codes, n_range)
+
+
+@njit(cache=True)
+def _csr_column_spread(order, start, indptr, indices, data, k):  # pragma: no cover
+    """:class:`ColumnSpread`'s three sums of CSR rows visited cluster by cluster: each
+    cluster's per-column total and sum of squares gathered in (k,) scratch, touched
+    columns listed so that closing a cluster costs its own columns only."""
+    own, row_squares, spread = np.zeros(k), np.zeros(k), np.zeros(k)
+    total, square = np.zeros(k), np.zeros(k)
+    seen, touched = np.zeros(k, np.bool_), np.empty(k, np.int64)
+    for g in range(start.shape[0] - 1):
+        m = 0
+        for i in range(start[g], start[g + 1]):
+            r = order[i]
+            for p in range(indptr[r], indptr[r + 1]):
+                c = indices[p]
+                if not seen[c]:
+                    seen[c] = True
+                    touched[m] = c
+                    m += 1
+                total[c] += data[p]
+                square[c] += data[p] * data[p]
+        for j in range(m):
+            c = touched[j]
+            own[c] += total[c] * total[c]
+            row_squares[c] += square[c]
+            spread[c] += square[c] * square[c]
+            total[c], square[c], seen[c] = 0.0, 0.0, False
+    return own, row_squares, spread
 
 
 #: Largest (inner clusters x columns) whose totals a two-way pass keeps densely per thread.

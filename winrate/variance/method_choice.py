@@ -165,7 +165,7 @@ def effective_sizes(board, log, clustering: tuple[str, ...]) -> list[np.ndarray]
     fitted to ``log`` (rows or per-question cell totals: their one-way cluster sums,
     :func:`winrate.variance.cluster_sums.influence_sums`): what :func:`choose` reads."""
     return [diagnostics.effective_size(
-        influence_sums(board.influence, [log.axes[name].codes]).term_meats("none")[0],
+        influence_sums(board.influence, [log.axes[name].codes]).column_spread(0),
         board.codes) for name in clustering]
 
 

@@ -1,0 +1,68 @@
+"""The O(rows) kernels that visit rows cluster by cluster (issue 35's speed): the CR2
+block frequencies of :func:`winrate.variance.meats.stratum_leverage_scale` and the
+:class:`~winrate.variance.meats.ColumnSpread` the effective cluster counts read, against
+dense brute-force sums (numpy ``add.at`` over a (clusters, columns) table) and a pandas
+group-by, on random sparse designs whose codes leave gaps."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from winrate.variance.cluster_sums import influence_sums
+from winrate.variance.meats import column_spread, leverage_factor, stratum_leverage_scale
+
+
+def _design(seed: int):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, 400)), int(rng.integers(1, 12))
+    n_range = int(rng.integers(1, 60))
+    codes = rng.integers(0, n_range, n)
+    per_row = rng.integers(0, 4, n)  # rows with no non-zero too
+    indices = np.concatenate([rng.choice(k, size=min(m, k), replace=False)
+                              for m in per_row]) if per_row.sum() else np.array([], int)
+    indptr = np.concatenate([[0], np.cumsum(np.minimum(per_row, k))])
+    data = rng.normal(size=indices.shape[0])
+    infl = sp.csr_array((data, indices, indptr), shape=(n, k))
+    return rng, infl, codes, n_range + int(rng.integers(0, 5))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_column_spread_equals_dense_brute_force(seed):
+    _, infl, codes, n_range = _design(seed)
+    dense = infl.toarray()
+    totals = np.zeros((n_range, dense.shape[1]))
+    squares = np.zeros((n_range, dense.shape[1]))
+    np.add.at(totals, codes, dense)
+    np.add.at(squares, codes, dense**2)
+    for found in (column_spread(infl, codes, n_range), column_spread(dense, codes, n_range)):
+        np.testing.assert_allclose(found.own, (totals**2).sum(axis=0), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(found.row_squares, squares.sum(axis=0), rtol=1e-12,
+                                   atol=1e-14)
+        np.testing.assert_allclose(found.spread, (squares**2).sum(axis=0), rtol=1e-12,
+                                   atol=1e-14)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_column_spread_is_the_one_way_meats_diagonal_and_sums(seed):
+    _, infl, codes, _ = _design(seed)
+    sums = influence_sums(infl, [codes])
+    group, found = sums.term_meats("none")[0], sums.column_spread(0)
+    np.testing.assert_allclose(found.own, np.diag(group.meat), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(found.row_squares, group.row_squares, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(found.spread, group.spread, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_block_frequencies_equal_a_pandas_group_by(seed):
+    rng, infl, codes, n_range = _design(seed)
+    strata = rng.integers(0, int(rng.integers(1, 20)), codes.shape[0]) * 7  # gaps
+    freq = rng.integers(1, 4, codes.shape[0]) * 0.5
+    frame = pd.DataFrame({"g": codes, "h": strata, "f": freq})
+    m = frame.groupby(["g", "h"])["f"].transform("sum").to_numpy()
+    n = frame.groupby("h")["f"].transform("sum").to_numpy()
+    expected = leverage_factor(m, n)
+    np.testing.assert_allclose(stratum_leverage_scale(codes, strata, freq, n_range=n_range),
+                               expected, rtol=1e-13)
+    np.testing.assert_allclose(stratum_leverage_scale(codes, strata, freq), expected,
+                               rtol=1e-13)
