@@ -292,6 +292,26 @@ def test_engine_flags_on_a_score_table_are_a_one_line_error(tmp_path, capsys, fl
     assert len(err) == 1 and "read in memory" in err[0] and flags[0] in err[0]
 
 
+@pytest.mark.parametrize("named", [True, False])
+@pytest.mark.parametrize("flags", [["--engine", "duckdb"], ["--memory", "1G"]])
+def test_engine_flags_on_a_named_format_are_a_one_line_error(tmp_path, capsys, flags,
+                                                             named):
+    """A file of a named layout (here LMArena's 100k table, named by --format or detected
+    from its columns) is parsed by its reader in memory: --engine duckdb or --memory would
+    be ignored, so they are refused in one line naming the format and the flag; without
+    them the same file reads."""
+    from tests.reader_fixtures import arena_100k
+    from winrate.cli import main
+
+    path = tmp_path / "battles.parquet"
+    arena_100k(path)
+    named_flags = ["--format", "arena"] if named else []
+    assert main(["leaderboard", str(path), *named_flags, *flags]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--format arena" in err[0] and flags[0] in err[0], err
+    assert main(["leaderboard", str(path), *named_flags]) == 0
+
+
 def test_memory_sizes_parse():
     from winrate.cli import _byte_size
 

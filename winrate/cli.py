@@ -276,6 +276,7 @@ def _read_log(args: argparse.Namespace, clustering):
                           cluster_cols=extra)
     fmt = getattr(args, "format", None) or _detected_format(args)
     if fmt:
+        _refuse_engine(args, f"--format {fmt} (its reader parses the file's own layout)")
         return read_log(args.input, fmt, **discrete, **_format_options(args))
     from winrate.io.scan import scan
 
