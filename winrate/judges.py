@@ -239,7 +239,8 @@ def _rank_sets(board: LeaderboardAnalysis) -> pd.DataFrame:
 
 
 def _changed(before: pd.DataFrame, after: pd.DataFrame) -> list[dict]:
-    both = before.join(after, lsuffix="_before", rsuffix="_after", how="inner")
+    both = before.merge(after, left_index=True, right_index=True, how="inner",
+                        suffixes=("_before", "_after"))
     moved = both[(both.low_before != both.low_after) | (both.high_before != both.high_after)]
     return [{"model": str(m), "before": [int(r.low_before), int(r.high_before)],
              "after": [int(r.low_after), int(r.high_after)]} for m, r in moved.iterrows()]
