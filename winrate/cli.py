@@ -468,15 +468,21 @@ def analyze_input(args: argparse.Namespace, joint: dict):
     default and the loader's notes first, so the JSON, the page and stderr carry them."""
     from dataclasses import replace
 
-    from winrate.analysis import analyze
-    from winrate.inference.plan import default_clustering, parse_clustering
-    from winrate.io.scan import Scan
-    from winrate.notes import Notes
+    from winrate.inference.plan import parse_clustering
 
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
     clustering = parse_clustering(args.cluster) if args.cluster is not None else None
-    log, loaded = load_log(args, clustering or ())
+    preparing = _prepare_analysis()
+    try:
+        log, loaded = load_log(args, clustering or ())
+    finally:  # an input error waits too: no import left running at exit
+        preparing.join()
+    from winrate.analysis import analyze
+    from winrate.inference.plan import default_clustering
+    from winrate.io.scan import Scan
+    from winrate.notes import Notes
+
     note = None
     if clustering is None and not isinstance(log, Scan):  # a scan's analysis gives the note
         clustering, note = default_clustering(log)
@@ -484,6 +490,35 @@ def analyze_input(args: argparse.Namespace, joint: dict):
         result = analyze(log, cluster=clustering, alpha=args.alpha,
                          **estimator_options(args), **_variance_flags(args), **joint)
     return replace(result, notes=Notes([*([note] if note else []), *loaded, *result.notes]))
+
+
+def _prepare_analysis():
+    """A started thread that imports the analysis and report modules and loads numba's
+    compiler tables (:func:`winrate.parallel.load_compiler_tables`) while this thread reads
+    the log: a second of start-up that Arrow's reading, which runs without the interpreter
+    lock, leaves room for. The reader's modules are imported here first, so the two
+    threads never wait on each other's imports; a failure in the thread is left to the
+    main thread's own import to report."""
+    import threading
+
+    import winrate.io.datasets
+    import winrate.io.formats
+    import winrate.io.scan
+    import winrate.io.scores
+    import winrate.progress  # noqa: F401
+
+    def prepare() -> None:
+        try:
+            import winrate.report.leaderboard  # noqa: F401
+            from winrate.parallel import load_compiler_tables
+
+            load_compiler_tables()
+        except Exception:  # noqa: BLE001, S110 - reported by the main thread's import
+            pass
+
+    thread = threading.Thread(target=prepare, name="winrate-prepare", daemon=True)
+    thread.start()
+    return thread
 
 
 def _variance_flags(args: argparse.Namespace) -> dict:

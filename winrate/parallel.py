@@ -80,3 +80,16 @@ def sized_kernel(func=None, **options):
     if func is None:
         return lambda inner: SizedKernel(inner, **options)
     return SizedKernel(func, **options)
+
+
+def load_compiler_tables() -> None:
+    """Load numba's typing and lowering tables, as the first compilation or cache load of
+    a process does (about half a second on the development machine: numba imports its
+    implementations of numpy and the builtins), under numba's compiler lock, so a kernel
+    called meanwhile from another thread waits for them instead of loading them twice."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    with global_compiler_lock:
+        cpu_target.typing_context.refresh()
+        cpu_target.target_context.refresh()
