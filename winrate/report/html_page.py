@@ -967,7 +967,7 @@ def _swaps_html(swaps: list[dict], unit: ScoreScale, level: str) -> str:
              signed_interval(s["sim_low"], s["sim_high"], unit),
              "real" if s["real"] else "not shown"] for s in swaps]
     return ("<h3>Order swaps</h3>" + plain_table(
-        ["above now", "below now", f"gap change ({unit.label})",
+        ["above now", "below now", f"gap change ({unit.points})",
          f"{level} simult. (over the swaps)", "swap"], rows, left=2))
 
 
@@ -1082,10 +1082,10 @@ def plan_section(doc: dict, view: dict) -> str:
                  for p in part["projection"]]
     return ('<section id="plan"><h2>Plan: how much more data</h2>'
             f"<p>{text(lede)}</p>"
-            + plain_table(["contrast", f"effect ({unit.label})", f"SE now ({unit.label})",
+            + plain_table(["contrast", f"effect ({unit.points})", f"SE now ({unit.points})",
                            "power now", *_LEVERS], rows)
             + "<h3>Projected at more prompts (same judges and design)</h3>"
-            + plain_table(["prompts", f"mean interval width ({unit.label})",
+            + plain_table(["prompts", f"mean interval width ({unit.points})",
                            "mean rank-set size"], projected) + "</section>")
 
 
