@@ -69,7 +69,7 @@ def write_eee(result, folder, **options) -> list[Path]:
 def _common(doc: dict, evaluation_name: str, organization: str, relationship: str,
             retrieved: str) -> dict:
     """The parts every model's record shares."""
-    from winrate import __version__
+    from importlib.metadata import version
 
     settings = doc["settings"]
     return {
@@ -78,7 +78,7 @@ def _common(doc: dict, evaluation_name: str, organization: str, relationship: st
         "source_metadata": {"source_name": evaluation_name, "source_type": "evaluation_run",
                             "source_organization_name": organization,
                             "evaluator_relationship": relationship},
-        "eval_library": {"name": "winrate", "version": str(__version__),
+        "eval_library": {"name": "winrate", "version": version("winrate"),
                          "additional_details": {
                              "estimator": str(settings["estimator"]),
                              "clustering": "+".join(settings["cluster"]) or "none",
