@@ -189,6 +189,7 @@ STAGES = {
     "read": ("winrate.io.logs:read_table",),
     "code": ("winrate.io.logs:read_comparisons",),
     "fit": ("winrate.inference.plan:fit",),
+    "method choice": ("winrate.inference.plan:resolve",),
     "covariance": ("winrate.inference.covariance:estimate_variance",),
     "diagnostics": ("winrate.variance.cluster_sums:ClusterSums.design",
                     "winrate.inference.covariance:_axis_summaries"),
@@ -627,17 +628,19 @@ _FLOOR_TERM = ("WITH s AS (SELECT {c}, model_a AS m, outcome AS x FROM read_parq
 
 def scale_floor(path: Path, memory: str) -> tuple[float, float]:
     """Wall time and peak memory of the least grouped SQL an exact two-way analysis runs
-    on DuckDB, in a fresh process with the engine's memory limit (a third of the budget,
-    as :func:`winrate.io.scan.scan` gives it): one pass per pair, and for each term
-    (prompt, judge, prompt x judge) one per (cluster, model), reduced to K x K in SQL."""
+    on DuckDB, in a fresh process with the engine's memory limit (as
+    :func:`winrate.io.scan.scan` gives it for the budget ``memory``): one pass per pair,
+    and for each term (prompt, judge, prompt x judge) one per (cluster, model), reduced
+    to K x K in SQL."""
     from winrate.cli import _byte_size  # the command line's reading of --memory
+    from winrate.io.scan import engine_memory
 
     terms = (["prompt_id"], ["judge_id"], ["prompt_id", "judge_id"])
     queries = [_FLOOR_PAIRS.format(path=path)] + [
         _FLOOR_TERM.format(path=path, c=", ".join(cols),
                            on=" AND ".join(f"a.{c} = b.{c}" for c in cols))
         for cols in terms]
-    limit = (_byte_size(memory) // 3) >> 20
+    limit = engine_memory(_byte_size(memory)) >> 20
     script = ("import duckdb, sys; con = duckdb.connect(); "
               f"con.execute(\"SET memory_limit = '{limit}MB'\"); "
               "con.execute('SET preserve_insertion_order = false'); "
