@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -533,3 +534,48 @@ def test_scans_share_a_users_connection_and_leave_its_settings(tmp_path):
                                 memory=2 << 30)
             assert_same(mem, winrate.analyze(scan, "prompt", variance=variance))
     assert connection.execute(settings).fetchall() == before
+
+
+def _cell_icc(centered, cells, weight) -> float:
+    """One-way ANOVA ICC of ``centered`` grouped by ``cells`` with frequency ``weight``,
+    from its textbook terms (Searle, Casella & McCulloch 1992, sec. 3.6): MSB, MSW and
+    ``n0 = (N - sum n_c^2 / N) / (C - 1)``, computed by pandas."""
+    frame = pd.DataFrame({"x": centered, "cell": cells,
+                          "w": np.ones(len(cells)) if weight is None else weight})
+    frame["wx"] = frame.w * frame.x
+    size = frame.groupby("cell").w.sum()
+    mean = frame.groupby("cell").wx.sum() / size
+    grand = frame.wx.sum() / frame.w.sum()
+    total, groups = size.sum(), len(size)
+    between = float((size * (mean - grand) ** 2).sum()) / (groups - 1)
+    within = float((frame.w * (frame.x - frame.cell.map(mean)) ** 2).sum()) / (total - groups)
+    n0 = (total - (size ** 2).sum() / total) / (groups - 1)
+    return (between - within) / (between + (n0 - 1) * within)
+
+
+def test_the_engine_reduces_the_cell_icc_of_single_cluster_pairs(tmp_path):
+    """Where a pair is seen in one prompt only, the engine reduces the ICC of the centred
+    scores by (prompt, pair) cell (the correlation the single-cluster pairs' bound reads),
+    equal to pandas' one-way ANOVA of the in-memory fit's rows and to the in-memory
+    function; the judge axis has no such pair and reduces none."""
+    from winrate.inference.covariance import _same_pair_icc
+    from winrate.inference.scanned import scanned_log
+
+    frame = _random_log(11, 400, 4, 40, 6)
+    frame.loc[:5, ["prompt_id", "model_a", "model_b"]] = [0, 0, 4]  # pair (0, 4): prompt 0
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    scanned = winrate.scan(path, engine="duckdb")
+    key_log, design = scanned_log(scanned, "bt")
+    board = winrate.fit(key_log, "bt")
+    sums = design.cluster_sums(key_log, board, ("prompt", "judge"), None, None)
+    log = winrate.read_comparisons(frame)
+    memory = winrate.fit(log, "bt")
+    cells = log.axes["prompt"].codes.astype(np.int64) * len(memory.pairs) + memory.pair
+    expected = _cell_icc(memory.centered, cells, log.frequency)
+
+    fitted = SimpleNamespace(board=memory, log=log)  # what _same_pair_icc reads
+    assert sums.design(0).single.sum() == 1
+    assert abs(sums.same_pair_icc(0) - expected) <= 1e-12 * abs(expected)
+    assert abs(_same_pair_icc(fitted, "prompt", np.nan) - expected) <= 1e-12 * abs(expected)
+    assert not sums.design(1).single.any() and sums.same_pair_icc(1) is None

@@ -62,6 +62,10 @@ class Engine:
     def drop(self, name: str) -> None:
         raise NotImplementedError
 
+    def limit_memory(self, limit: int) -> None:
+        """Lower the engine's own memory limit to ``limit`` bytes where winrate set it
+        (a session or connection of the user's keeps its settings)."""
+
 
 def source_files(source) -> tuple[list[str], str]:
     """The files a path, glob or folder names and their format (``parquet``, ``csv`` or
@@ -269,12 +273,13 @@ class DuckDBEngine(Engine):
 
         self._strict: dict[str, tuple[object, str]] = {}  # CSV views not yet relaxed
         self._registered: set[str] = set()  # frames registered as tables
+        self._own = connection is None
         if connection is not None:
             self.connection = connection
             return
         self.connection = duckdb.connect()
         if memory_limit is not None:
-            self.connection.execute(f"SET memory_limit = '{int(memory_limit) >> 20}MB'")
+            self.limit_memory(memory_limit)
         if threads is not None:
             self.connection.execute(f"SET threads = {int(threads)}")
         self.connection.execute("SET preserve_insertion_order = false")
@@ -352,6 +357,10 @@ class DuckDBEngine(Engine):
     def query(self, sql: str):
         return self._retrying(lambda: self.connection.sql(sql).to_arrow_table())
 
+
+    def limit_memory(self, limit: int) -> None:
+        if self._own:
+            self.connection.execute(f"SET memory_limit = '{int(limit) >> 20}MB'")
 
     def register(self, name: str, frame) -> None:
         self.connection.register(name, frame)

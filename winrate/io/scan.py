@@ -15,8 +15,8 @@ session). On an engine winrate reads only what two passes of SQL return:
   equations are sums over rows of a function of the key: :mod:`winrate.estimators.base`).
   Each cluster axis' labels come with their frequencies (the dictionaries).
 * **pass 2, reduced in the engine**: the rows joined to pass 1's keys (uploaded with
-  their influence) and grouped by cluster and key (:meth:`Scan.rows_by_cluster`); the
-  engine reduces them further to the sums of the clustered covariance
+  their influence, :meth:`Scan.rows_joined`) and grouped by cluster; the engine reduces
+  the cluster totals further to the sums of the clustered covariance
   (:mod:`winrate.variance.buckets`), so no row and no label list leaves it.
 
 The same SQL runs on DuckDB and Spark SQL (:mod:`winrate.io.engine`).
@@ -70,7 +70,13 @@ BYTES_PER_ROW = 220
 #: The least memory (bytes) an engine is given, whatever the budget.
 MIN_ENGINE_MEMORY = 256 << 20
 
-#: The smallest memory budget (bytes) a scan accepts (an engine runs in a third of it).
+#: DuckDB's memory limit as a share of the budget: the driver holds only pass 1's key
+#: table and its fit (counted against the budget at :data:`BYTES_PER_ROW` a key, and
+#: refused beyond it) and pass 2's small results; the engine's grouped SQL spills to disk
+#: beyond its limit.
+ENGINE_SHARE = 0.75
+
+#: The smallest memory budget (bytes) a scan accepts.
 MIN_BUDGET = 64 << 20
 
 #: Table names unique within the process (scans may share one connection).
@@ -194,6 +200,9 @@ class Scan:
                     f"), whose fit needs about {need / 2**30:.2f} GiB, more than the "
                     f"{self.budget / 2**30:.2f} GiB memory budget: give a larger budget, or "
                     "round a continuous covariate to fewer values")
+            # the engine keeps what the fit of the keys leaves of the budget
+            self.engine.limit_memory(min(engine_memory(self.budget),
+                                         max(self.budget - need, MIN_ENGINE_MEMORY)))
             return self._query_frame(f"SELECT * FROM {name}")
         finally:
             self.drop(name)
@@ -274,26 +283,27 @@ class Scan:
         """The result of ``sql`` (a small, reduced one) as a pandas frame."""
         return self._query_frame(sql)
 
-    def rows_by_cluster(self, axes: dict[int, str], keys: str,
-                        key_columns: list[str]) -> str:
-        """SQL: the rows of positive weight joined to the key table ``keys`` (an uploaded
-        table with the raw key values as ``winrate_k0, winrate_k1, ...`` in the order of
-        ``key_columns`` and the key's position as ``winrate_key``) and grouped by their
-        cluster on each of ``axes`` (column ``winrate_c{i}`` for axis number i) and key:
-        ``winrate_w1 = sum w`` and ``winrate_w2 = sum w^2`` of each group. Rows whose key
-        the table lacks (left out by the estimator) drop out in the join."""
+    def query_table(self, sql: str):
+        """The result of ``sql`` (a small, reduced one) as an Arrow table."""
+        with reading(self.source, self.mode):
+            return self.engine.query(sql)
+
+    def rows_joined(self, axes: dict[int, str], table: str, key_columns: list[str]) -> str:
+        """SQL: the rows of positive weight joined to ``table`` (an uploaded table with
+        the raw key values as ``winrate_k0, winrate_k1, ...`` in the order of
+        ``key_columns``; a key may have several rows there), each with every column of
+        ``table``, its cluster on each of ``axes`` (column ``winrate_c{i}`` for axis
+        number i) and its weight ``winrate_w``. Rows whose key the table lacks (left out
+        by the estimator) drop out in the join."""
         weight = ("CAST(1 AS DOUBLE)" if self.columns.weight is None
                   else f"CAST(s.{_quote(self.columns.weight)} AS DOUBLE)")
-        clusters = [f"s.{_quote(self.columns.axes[name])}" for name in axes.values()]
-        labels = ", ".join(f"{c} AS winrate_c{i}" for i, c in zip(axes, clusters,
-                                                                   strict=True))
-        joined = " AND ".join(f"s.{_quote(c)} = k.winrate_k{i}"
+        labels = ", ".join(f"s.{_quote(self.columns.axes[name])} AS winrate_c{i}"
+                           for i, name in axes.items())
+        joined = " AND ".join(f"s.{_quote(c)} = e.winrate_k{i}"
                               for i, c in enumerate(key_columns))
         where = "" if self.columns.weight is None else f" WHERE {weight} > 0"
-        return (f"SELECT /*+ BROADCAST(k) */ {labels}, k.winrate_key AS winrate_key, "
-                f"SUM({weight}) AS winrate_w1, SUM({weight} * {weight}) AS winrate_w2 "
-                f"FROM {self.table} AS s JOIN {keys} AS k ON {joined}{where} "
-                f"GROUP BY {', '.join(clusters)}, k.winrate_key")
+        return (f"SELECT /*+ BROADCAST(e) */ {labels}, e.*, {weight} AS winrate_w "
+                f"FROM {self.table} AS s JOIN {table} AS e ON {joined}{where}")
 
     def _reads_decoded_text(self) -> bool:
         """Whether text may hold replacement characters (Spark reading CSV / TSV files)."""
@@ -407,9 +417,14 @@ def _make_engine(name: str, source, budget: int, connection=None,
         return SparkEngine.for_source(source, budget, check=stated)
     if type(source).__module__.startswith("pyspark"):
         raise WinrateInputError("a Spark DataFrame is scanned with engine='spark'")
-    # DuckDB gets a third of the budget (at least what it needs to run at all); the rest
-    # holds a bucket's rows and influence
-    return DuckDBEngine(memory_limit=max(budget // 3, MIN_ENGINE_MEMORY), connection=connection)
+    return DuckDBEngine(memory_limit=engine_memory(budget), connection=connection)
+
+
+def engine_memory(budget: int) -> int:
+    """DuckDB's memory limit (bytes) for a budget: :data:`ENGINE_SHARE` of it, at least
+    :data:`MIN_ENGINE_MEMORY` (what it needs to run at all); after pass 1, at most what
+    the key table's fit leaves of the budget (:meth:`Scan.key_log`)."""
+    return max(int(budget * ENGINE_SHARE), MIN_ENGINE_MEMORY)
 
 
 def _check_scan_options(engine: str, columns: dict | None) -> None:

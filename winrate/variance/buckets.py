@@ -41,7 +41,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from winrate.errors import WinrateInputError
-from winrate.io.scan import KEY, Scan
+from winrate.io.scan import Scan
 from winrate.variance import diagnostics
 from winrate.variance.cluster_sums import AxisDesign, ClusterSums
 from winrate.variance.meats import GroupMeat, require_two_clusters, subsets
@@ -76,26 +76,74 @@ class KeyFit:
         """The key log's sum of squared centred scores (the ICC's total sum of squares)."""
         return float(self.frequency @ (self.centered - self.grand_mean) ** 2)
 
-    def tables(self, raw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The two tables the engine joins (module doc): per fitted key, its raw values
-        (``raw``, pass 1's key table in key order) as ``winrate_k0, ...``, its position
-        ``winrate_key``, models, pair, centred score, stratum and stratum total; and
-        per stored influence entry its key, column and ``U_kj / F_k``."""
+    @property
+    def n_columns(self) -> int:
+        return int(self.influence.shape[1])
+
+    def model_columns_are_entries(self) -> bool:
+        """Whether each fitted key's stored influence entries are exactly the columns of
+        its two models (column i of model i): then a (cluster, column) total exists
+        where the model appears in the cluster, and the entries count each model's
+        clusters without rows of their own."""
+        n_models = self.n_per_model.shape[0]
+        if self.n_columns != n_models:
+            return False
+        entries = _entries(self.influence, np.arange(self.pair.shape[0]))
+        stored = sp.csr_array((np.ones(entries.nnz), (entries.row, entries.col)),
+                              shape=(self.pair.shape[0], n_models))
+        rows = np.arange(self.pair.shape[0])
+        models = sp.csr_array((np.ones(2 * rows.size), (np.concatenate([rows, rows]),
+                               np.concatenate([self.model_a, self.model_b]))),
+                              shape=stored.shape)
+        return (stored != models).nnz == 0
+
+    def table(self, raw: pd.DataFrame, model_rows: bool) -> pd.DataFrame:
+        """The one table the engine joins to the rows (module doc): per fitted key its
+        raw values (``raw``, pass 1's key table in key order) as ``winrate_k0, ...``, on
+        rows told apart by ``winrate_idx``:
+
+        * a stored influence entry: ``idx = j`` (its column), ``v = U_kj / F_k``,
+          ``v2 = v^2``; the key's first entry also carries the key once, ``u = 1`` and
+          ``d`` its centred score (``u = d = 0`` on the others);
+        * a key without stored entries: ``idx = -1``, ``u = 1``, ``d``, nothing else;
+        * with ``model_rows``, each of its models m: ``idx = q + m``, nothing summed.
+
+        So each key has one row with ``u = 1``. Every row carries the key's ``pair`` and,
+        with CR2 strata, its ``stratum`` and the stratum's total ``n``."""
+        rows = self.key_rows[self.key_rows >= 0]
         kept = np.flatnonzero(self.key_rows >= 0)
-        rows = self.key_rows[kept]
-        keys = pd.DataFrame({f"winrate_k{i}": _plain(raw[c].to_numpy()[kept])
-                             for i, c in enumerate(raw.columns)})
-        keys[KEY] = kept
-        keys["winrate_ma"], keys["winrate_mb"] = self.model_a[rows], self.model_b[rows]
-        keys["winrate_pair"] = self.pair[rows]
-        keys["winrate_dev"] = self.centered[rows] - self.grand_mean
-        if self.strata is not None:
-            keys["winrate_stratum"] = self.strata[rows]
-            keys["winrate_n"] = self.stratum_total[self.strata[rows]]
+        values = {f"winrate_k{i}": _plain(raw[c].to_numpy()[kept])
+                  for i, c in enumerate(raw.columns)}
         entries = _entries(self.influence, rows)
-        return keys, pd.DataFrame({KEY: kept[entries.row], "winrate_col": entries.col,
-                                   "winrate_v": entries.data / self.frequency[rows][
-                                       entries.row]})
+        order = np.lexsort((entries.col, entries.row))
+        key, col, v = entries.row[order], entries.col[order], entries.data[order]
+        v = v / self.frequency[rows][key]
+        first = np.r_[True, key[1:] != key[:-1]] if key.size else np.zeros(0, bool)
+        dev = self.centered[rows] - self.grand_mean
+        bare = np.flatnonzero(np.bincount(key, minlength=rows.size) == 0)
+        q = self.n_columns
+        parts = [(key, col, v, v * v, first, np.where(first, dev[key], 0.0)),
+                 (bare, -1, 0.0, 0.0, 1.0, dev[bare])]
+        if model_rows:
+            every = np.arange(rows.size)
+            parts += [(every, q + models[rows], 0.0, 0.0, 0.0, 0.0)
+                      for models in (self.model_a, self.model_b)]
+        return pd.concat([self._rows(values, rows, *part) for part in parts],
+                         ignore_index=True)
+
+    def _rows(self, values: dict, rows: np.ndarray, which: np.ndarray, idx, v, v2, u,
+              d) -> pd.DataFrame:
+        """Rows of :meth:`table` for the fitted keys ``which`` (positions in ``rows``)."""
+        frame = pd.DataFrame({name: column[which] for name, column in values.items()})
+        for name, part, kind in (("winrate_idx", idx, np.int64), ("winrate_v", v, float),
+                                 ("winrate_v2", v2, float), ("winrate_u", u, float),
+                                 ("winrate_d", d, float)):
+            frame[name] = np.broadcast_to(np.asarray(part, kind), which.shape).copy()
+        frame["winrate_pair"] = self.pair[rows][which]
+        if self.strata is not None:
+            frame["winrate_stratum"] = self.strata[rows][which]
+            frame["winrate_n"] = self.stratum_total[self.strata[rows][which]]
+        return frame
 
 
 def _plain(values: np.ndarray) -> np.ndarray:
@@ -132,6 +180,7 @@ class EngineSums(ClusterSums):
         self.naive, self.progress = naive, progress
         self._meats: dict[bool, list[GroupMeat]] = {}
         self._designs: list[AxisDesign] | None = None
+        self._pair_iccs: dict[int, float] = {}
 
     @property
     def n_clusters(self) -> tuple[int, ...]:
@@ -155,45 +204,87 @@ class EngineSums(ClusterSums):
             self._reduce(False)
         return self._designs[axis]
 
+    def same_pair_icc(self, axis: int) -> float | None:
+        """The ANOVA ICC of the centred scores grouped by (cluster, pair) cells of
+        ``axis`` (:func:`winrate.inference.covariance._same_pair_icc`'s, from sums the
+        engine reduced): reduced with the designs where the axis has single-cluster pairs,
+        the only ones that read it; None elsewhere."""
+        self.design(axis)
+        return self._pair_iccs.get(axis)
+
     def _reduce(self, cr2: bool) -> None:
         """One reduction in the engine: every term's meat (and, the first time, every
-        axis' design) from the uploaded key tables, which are dropped at the end."""
-        scan, created = self.scan, []
+        axis' design) from the uploaded key table, dropped at the end."""
+        scan, fit = self.scan, self.fit
+        covered = fit.model_columns_are_entries()
+        sql = _TermSql(fit.n_columns, fit.n_per_model.shape[0],
+                       0 if covered else fit.n_columns, cr2)
+        key_columns = scan.key_columns(self.key_axes)
+        table = scan.upload(fit.table(scan.key_table(self.key_axes)[key_columns],
+                                      model_rows=not covered))
         try:
-            keys_frame, entries_frame = self.fit.tables(scan.key_table(self.key_axes)[
-                scan.key_columns(self.key_axes)])
-            keys, entries = (scan.upload(keys_frame), scan.upload(entries_frame))
-            created += [keys, entries]
-            sql = _TermSql(keys, entries, cr2)
+            def rows(dims):
+                return "(" + scan.rows_joined({d: self.clustering[d] for d in dims}, table,
+                                              key_columns) + ")"
+
+            spans = None
+            if self._designs is None:
+                spans = self._single_pairs(sql, rows(tuple(range(len(self.clustering)))))
             meats, designs = [], []
-            terms = subsets(len(self.clustering))
-            for dims in _progress(terms, self.progress):
-                rows = scan.rows_by_cluster({d: self.clustering[d] for d in dims}, keys,
-                                            scan.key_columns(self.key_axes))
-                if len(dims) == 1:  # read again by the axis' design
-                    rows = scan.materialize(rows)
-                    created.append(rows)
-                    if self._designs is None:
-                        designs.append(self._axis_design(sql, rows, dims[0]))
-                else:
-                    rows = f"({rows})"
-                totals = scan.materialize(sql.totals(rows, dims))
-                created.append(totals)
-                meats.append(self._group_meat(sql, totals, dims))
-                if len(dims) == 1:  # as in memory: the fit's rows must span two clusters
-                    require_two_clusters(meats[-1].n_groups, f"groups[{dims[0]}]")
+            for dims in _progress(subsets(len(self.clustering)), self.progress):
+                meat, design = self._term(sql, rows(dims), dims, spans)
+                meats.append(meat)
+                designs += [design] if design is not None else []
+        finally:
+            scan.drop(table)
+        self._meats[cr2] = meats
+        if spans is not None:
+            self._designs = designs
+
+    def _term(self, sql: _TermSql, rows: str, dims: tuple[int, ...],
+              spans: list[np.ndarray] | None) -> tuple[GroupMeat, AxisDesign | None]:
+        """A term's :class:`GroupMeat` from its cluster sums, kept in the engine while
+        read (CR2: with its clusters' masses), and an axis' design where ``spans`` (each
+        axis' single-cluster pairs) are given."""
+        scan, created, design = self.scan, [], None
+        try:
+            mass = None
+            if sql.cr2:
+                mass = scan.materialize(sql.mass(rows, dims))
+                created.append(mass)
+            sums = scan.materialize(sql.sums(rows, dims, mass))
+            created.append(sums)
+            meat, parts = self._group_meat(sql, sums, dims)
+            if len(dims) == 1:  # as in memory: the fit's rows must span two clusters
+                require_two_clusters(meat.n_groups, f"groups[{dims[0]}]")
+                if spans is not None:
+                    design = self._axis_design(parts, spans[dims[0]])
+                    if design.single.any():
+                        self._pair_iccs[dims[0]] = self._cells_icc(sql, rows, dims[0])
         finally:
             for name in reversed(created):
                 scan.drop(name)
-        self._meats[cr2] = meats
-        if self._designs is None:
-            self._designs = designs
+        return meat, design
 
-    def _group_meat(self, sql: _TermSql, totals: str, dims: tuple[int, ...]) -> GroupMeat:
-        """The term's :class:`GroupMeat` from its cluster totals in the engine: one query
-        for the numbers (:meth:`_TermSql.term`), one for the largest clusters' labels."""
-        q = self.fit.influence.shape[1]
-        parts = _parts(self.scan.query_frame(sql.term(totals, dims)))
+    def _single_pairs(self, sql: _TermSql, rows: str) -> list[np.ndarray]:
+        """Per clustering axis, the pairs whose rows lie in one cluster (one query: the
+        least and largest label of each pair's rows); a pair without rows counts as one."""
+        found = self.scan.query_frame(sql.pair_spans(rows, len(self.clustering)))
+        pairs = found["i"].to_numpy(np.int64)
+        spans = []
+        for d in range(len(self.clustering)):
+            single = np.ones(self.fit.n_pairs, bool)
+            single[pairs] = found[f"single{d}"].to_numpy() == 1
+            spans.append(single)
+        return spans
+
+    def _group_meat(self, sql: _TermSql, sums: str,
+                    dims: tuple[int, ...]) -> tuple[GroupMeat, dict]:
+        """The term's :class:`GroupMeat` from its cluster sums in the engine, and the rest
+        of what one query (:meth:`_TermSql.term`) returns (its clusters' moments; for an
+        axis each model's clusters)."""
+        q = sql.q
+        parts = _parts(self.scan.query_table(sql.term(sums, dims)))
         half = parts["meat"]
         meat = np.zeros((q, q))
         meat[half["i"], half["j"]] = half["x1"]
@@ -205,40 +296,54 @@ class EngineSums(ClusterSums):
         row_squares, spread, fourth, largest = found
         argmax = np.full(q, -1, np.int64)
         if len(dims) == 1:
-            top = self.scan.query_frame(sql.largest(totals, dims[0]))
-            labels = self.scan.read_labels(top["label"])
-            argmax[top["col"].to_numpy()] = self.axes[dims[0]].code(labels)
+            top = parts["largest"]
+            argmax[top["i"]] = self.axes[dims[0]].code(self.scan.read_labels(top["label"]))
             argmax[largest <= 0] = -1
-        return GroupMeat(meat, int(parts["groups"]["i"][0]), largest, argmax, row_squares,
-                         spread, fourth)
+        return GroupMeat(meat, int(parts["clusters"]["i"][0]), largest, argmax, row_squares,
+                         spread, fourth), parts
 
-    def _axis_design(self, sql: _TermSql, rows: str, dim: int) -> AxisDesign:
-        """An axis' ``m``, single-cluster pairs and ICC from its rows ``D`` in the engine
-        (one query, :meth:`_TermSql.design`)."""
+    def _cells_icc(self, sql: _TermSql, rows: str, dim: int) -> float:
+        """The ICC over (cluster, pair) cells of axis ``dim`` (:meth:`same_pair_icc`)."""
+        found = self.scan.query_frame(sql.pair_cells(rows, dim))
+        return diagnostics.icc_of_moments(int(found["i"][0]), float(found["x1"][0]),
+                                          float(found["x2"][0]), float(found["x3"][0]),
+                                          self.fit.squares)
+
+    def _axis_design(self, parts: dict, single: np.ndarray) -> AxisDesign:
+        """An axis' ``m`` and ICC from its term's ``parts`` (:meth:`_group_meat`) and its
+        ``single`` pairs."""
         fit = self.fit
-        parts = _parts(self.scan.query_frame(sql.design(rows, dim)))
         clusters_of_model = np.zeros(fit.n_per_model.shape[0], np.int64)
         clusters_of_model[parts["model"]["i"]] = parts["model"]["j"]
-        single = np.ones(fit.n_pairs, bool)
-        single[parts["pair"]["i"]] = parts["pair"]["j"] == 1
-        moments = parts["moments"]
+        moments = parts["clusters"]
         _check_unchanged(float(moments["x1"][0]), float(fit.frequency.sum()))
-        icc = diagnostics.icc_of_moments(int(moments["i"][0]), float(moments["x1"][0]),
+        icc = diagnostics.icc_of_moments(int(moments["j"][0]), float(moments["x1"][0]),
                                          float(moments["x2"][0]), float(moments["x3"][0]),
                                          fit.squares)
         return AxisDesign(diagnostics.per_cluster(fit.n_per_model, clusters_of_model),
                           single, icc)
 
 
-def _parts(frame: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
-    """A union of differently shaped results (column ``kind`` names each) as arrays; a
-    kind without rows reads as empty arrays."""
-    def arrays(part):
-        return {"i": part["i"].to_numpy(np.int64), "j": part["j"].to_numpy(np.int64),
-                **{c: part[c].to_numpy(float) for c in ("x1", "x2", "x3", "x4")}}
+def _parts(table) -> dict[str, dict]:
+    """A union of differently shaped results (an Arrow table whose column ``kind`` names
+    each) as arrays per kind; a kind's ``label`` as a pandas Series of its own rows (an
+    integer label stays an integer: the other kinds' NULLs are not in it); a kind without
+    rows reads as empty arrays."""
+    import pyarrow.compute as pc
 
-    found = {kind: arrays(part) for kind, part in frame.groupby("kind")}
-    return defaultdict(lambda: arrays(frame.iloc[:0]), found)
+    def arrays(part):
+        found = {"i": np.asarray(part["i"].to_numpy(zero_copy_only=False), np.int64),
+                 "j": np.asarray(part["j"].to_numpy(zero_copy_only=False), np.int64),
+                 "label": part["label"].to_pandas() if "label" in part.column_names
+                 else None}
+        for column in ("x1", "x2", "x3", "x4"):
+            found[column] = np.asarray(
+                part[column].to_numpy(zero_copy_only=False), float)
+        return found
+
+    found = {kind: arrays(table.filter(pc.equal(table["kind"], kind)))
+             for kind in pc.unique(table["kind"]).to_pylist()}
+    return defaultdict(lambda: arrays(table.slice(0, 0)), found)
 
 
 def _check_unchanged(joined: float, fitted: float) -> None:
@@ -261,13 +366,15 @@ _NO = "CAST(NULL AS DOUBLE)"
 
 @dataclass(frozen=True)
 class _TermSql:
-    """The SQL of the reduction (module doc) over the uploaded ``keys`` and ``entries``;
-    ``cr2`` scales each (cluster, key) by its leverage factor. Plain SELECT / JOIN /
-    GROUP BY with SUM, COUNT, MAX, CASE, SQRT and ROW_NUMBER: the same text on DuckDB and
-    Spark SQL (a ``/*+ BROADCAST */`` hint is a comment to DuckDB)."""
+    """The SQL of the reduction (module doc) over the rows joined to the uploaded key
+    table (:meth:`KeyFit.table`): ``q`` influence columns, ``n_models`` models whose
+    presence rows start at ``model_base`` (0: the entries themselves), ``cr2`` scales
+    each entry by its leverage factor. Plain SELECT / JOIN / GROUP BY with SUM, COUNT,
+    MIN, MAX, CASE and SQRT: the same text on DuckDB and Spark SQL."""
 
-    keys: str
-    entries: str
+    q: int
+    n_models: int
+    model_base: int
     cr2: bool
 
     @staticmethod
@@ -280,72 +387,107 @@ class _TermSql:
                                                          self._clusters(dims, right),
                                                          strict=True))
 
-    def _keyed(self, rows: str) -> str:
-        return f"{rows} AS d JOIN {self.keys} AS k ON d.{KEY} = k.{KEY}"
+    def _entry(self, alias: str = "") -> str:
+        """The condition of an influence entry's row (module doc)."""
+        idx = f"{alias}.winrate_idx" if alias else "winrate_idx"
+        return f"{idx} >= 0 AND {idx} < {self.q}"
 
-    def totals(self, rows: str, dims: tuple[int, ...]) -> str:
-        """Per (cluster, column): ``winrate_t`` the cluster's total, ``winrate_s`` its
-        sum of squared rows, CR2-scaled when asked."""
-        clusters = ", ".join(self._clusters(dims, "d"))
-        source, factor = f"{rows} AS d", "1"
-        if self.cr2:
-            mass = (f"SELECT {clusters}, k.winrate_stratum AS winrate_stratum, "
-                    f"SUM(d.winrate_w1) AS winrate_m, MIN(k.winrate_n) AS winrate_n FROM "
-                    f"{self._keyed(rows)} GROUP BY {clusters}, k.winrate_stratum")
-            rest = "(1 - f.winrate_m / f.winrate_n)"
+    def mass(self, rows: str, dims: tuple[int, ...]) -> str:
+        """CR2: per cluster and stratum the weight ``m_gh`` of the cluster's rows."""
+        clusters = ", ".join(self._clusters(dims, "r"))
+        return (f"SELECT {clusters}, r.winrate_stratum AS winrate_stratum, "
+                f"SUM(r.winrate_w) AS winrate_m FROM {rows} AS r WHERE r.winrate_u = 1 "
+                f"GROUP BY {clusters}, r.winrate_stratum")
+
+    def sums(self, rows: str, dims: tuple[int, ...], mass: str | None = None) -> str:
+        """Per (cluster, idx) of the joined ``rows``: ``winrate_t = sum v w``,
+        ``winrate_s = sum v2 w^2`` (an entry's total and sum of squared rows, CR2-scaled
+        by the cluster's ``mass``), and for an axis the cluster's size ``winrate_n = sum u
+        w`` and sum of centred scores ``winrate_d = sum d w`` spread over its rows. A term
+        of several axes reads the entries only."""
+        clusters = ", ".join(self._clusters(dims, "r"))
+        source, factor = f"{rows} AS r", "1"
+        if mass is not None:
+            rest = "(1 - f.winrate_m / r.winrate_n)"
             factor = f"(CASE WHEN {rest} > 1e-12 THEN 1 / SQRT({rest}) ELSE 1 END)"
-            source = (f"{self._keyed(rows)} JOIN ({mass}) AS f ON "
-                      f"{self._same_cluster(dims, 'd', 'f')} AND "
-                      "f.winrate_stratum = k.winrate_stratum")
-        return (f"SELECT /*+ BROADCAST(e) */ {clusters}, e.winrate_col AS winrate_col, "
-                f"SUM(e.winrate_v * d.winrate_w1 * {factor}) AS winrate_t, "
-                f"SUM(e.winrate_v * e.winrate_v * d.winrate_w2 * {factor} * {factor}) "
-                f"AS winrate_s FROM {source} JOIN {self.entries} AS e "
-                f"ON d.{KEY} = e.{KEY} GROUP BY {clusters}, e.winrate_col")
+            source += (f" JOIN {mass} AS f ON {self._same_cluster(dims, 'r', 'f')} AND "
+                       "f.winrate_stratum = r.winrate_stratum")
+        axis = len(dims) == 1
+        where = "" if axis else f" WHERE r.winrate_idx >= 0 AND r.winrate_idx < {self.q}"
+        sizes = (", SUM(r.winrate_u * r.winrate_w) AS winrate_n, SUM(r.winrate_d * "
+                 "r.winrate_w) AS winrate_d" if axis else "")
+        return (f"SELECT {clusters}, r.winrate_idx AS winrate_idx, "
+                f"SUM(r.winrate_v * r.winrate_w * {factor}) AS winrate_t, "
+                f"SUM(r.winrate_v2 * r.winrate_w * r.winrate_w * {factor} * {factor}) "
+                f"AS winrate_s{sizes} FROM {source}{where} GROUP BY {clusters}, "
+                "r.winrate_idx")
 
-    def term(self, totals: str, dims) -> str:
-        """The term's numbers as one union (columns kind, i, j, x1..x4): ``meat`` rows
-        (i <= j, ``sum_g t_gi t_gj``), ``stats`` per column i (row squares, spread, fourth
-        powers, largest squared total) and ``groups`` (i: the number of clusters)."""
+    def term(self, sums: str, dims) -> str:
+        """The term's numbers as one union (columns kind, i, j, x1..x4, label): ``meat``
+        rows (i <= j, ``sum_g t_gi t_gj``), ``stats`` per column i (row squares, spread,
+        fourth powers, largest squared total) and ``clusters`` (:meth:`clusters`); for an
+        axis also ``largest`` (per column i the label of the cluster of the largest
+        squared total, the least on ties) and ``model`` (per model i the clusters j it
+        appears in: its presence rows)."""
         t2 = "winrate_t * winrate_t"
-        return (f"SELECT 'meat' AS kind, a.winrate_col AS i, b.winrate_col AS j, "
-                f"SUM(a.winrate_t * b.winrate_t) AS x1, {_NO} AS x2, {_NO} AS x3, {_NO} AS x4 "
-                f"FROM {totals} AS a JOIN {totals} AS b ON "
-                f"{self._same_cluster(dims, 'a', 'b')} AND a.winrate_col <= b.winrate_col "
-                "GROUP BY a.winrate_col, b.winrate_col "
-                f"UNION ALL SELECT 'stats' AS kind, winrate_col AS i, -1 AS j, "
-                f"SUM(winrate_s) AS x1, SUM(winrate_s * winrate_s) AS x2, "
-                f"SUM(({t2}) * ({t2})) AS x3, MAX({t2}) AS x4 FROM {totals} "
-                "GROUP BY winrate_col "
-                f"UNION ALL SELECT 'groups' AS kind, COUNT(*) AS i, -1 AS j, {_NO} AS x1, "
-                f"{_NO} AS x2, {_NO} AS x3, {_NO} AS x4 FROM (SELECT DISTINCT "
-                f"{', '.join(self._clusters(dims))} FROM {totals}) AS g")
+        nothing = f"{_NO} AS x1, {_NO} AS x2, {_NO} AS x3, {_NO} AS x4"
+        parts = [
+            f"SELECT 'meat' AS kind, a.winrate_idx AS i, b.winrate_idx AS j, "
+            f"SUM(a.winrate_t * b.winrate_t) AS x1, {_NO} AS x2, {_NO} AS x3, {_NO} AS x4, "
+            f"NULL AS label FROM {sums} AS a JOIN {sums} AS b ON "
+            f"{self._same_cluster(dims, 'a', 'b')} AND a.winrate_idx <= b.winrate_idx "
+            f"WHERE a.winrate_idx >= 0 AND b.winrate_idx < {self.q} "
+            "GROUP BY a.winrate_idx, b.winrate_idx",
+            f"SELECT 'stats' AS kind, winrate_idx AS i, -1 AS j, SUM(winrate_s) AS x1, "
+            f"SUM(winrate_s * winrate_s) AS x2, SUM(({t2}) * ({t2})) AS x3, MAX({t2}) AS x4, "
+            f"NULL AS label FROM {sums} WHERE {self._entry()} GROUP BY winrate_idx",
+            self.clusters(sums, dims)]
+        if len(dims) == 1:
+            base = self.model_base
+            parts += [
+                f"SELECT 'largest' AS kind, g.winrate_idx AS i, -1 AS j, {nothing}, "
+                f"MIN(g.winrate_c{dims[0]}) AS label FROM {sums} AS g JOIN (SELECT "
+                f"winrate_idx, MAX({t2}) AS winrate_top FROM {sums} WHERE {self._entry()} "
+                "GROUP BY winrate_idx) AS m ON g.winrate_idx = m.winrate_idx WHERE "
+                "g.winrate_t * g.winrate_t = m.winrate_top GROUP BY g.winrate_idx",
+                f"SELECT 'model' AS kind, winrate_idx - {base} AS i, COUNT(*) AS j, "
+                f"{nothing}, NULL AS label FROM {sums} WHERE winrate_idx >= {base} AND "
+                f"winrate_idx < {base + self.n_models} GROUP BY winrate_idx"]
+        return " UNION ALL ".join(parts)
+
+    def clusters(self, sums: str, dims) -> str:
+        """The term's ``clusters`` row: i the clusters with entries; for an axis also j
+        all its clusters, x1 their total size, x2 the sum of squared sizes and x3 ``sum_g
+        S_g^2 / n_g`` (the ANOVA ICC's moments; S_g the cluster's sum of centred
+        scores)."""
+        clusters = ", ".join(self._clusters(dims))
+        if len(dims) > 1:
+            return (f"SELECT 'clusters' AS kind, COUNT(*) AS i, -1 AS j, {_NO} AS x1, "
+                    f"{_NO} AS x2, {_NO} AS x3, {_NO} AS x4, NULL AS label FROM (SELECT "
+                    f"{clusters} FROM {sums} GROUP BY {clusters}) AS g")
+        return ("SELECT 'clusters' AS kind, SUM(winrate_e) AS i, COUNT(*) AS j, "
+                "SUM(winrate_n) AS x1, SUM(winrate_n * winrate_n) AS x2, "
+                f"SUM(winrate_d * winrate_d / winrate_n) AS x3, {_NO} AS x4, NULL AS label "
+                f"FROM (SELECT {clusters}, SUM(winrate_n) AS winrate_n, SUM(winrate_d) AS "
+                f"winrate_d, MAX(CASE WHEN {self._entry()} THEN 1 ELSE 0 END) AS winrate_e "
+                f"FROM {sums} GROUP BY {clusters}) AS g")
 
     @staticmethod
-    def largest(totals: str, dim: int) -> str:
-        """Per column the cluster of the largest squared total (the least label on ties)."""
-        return (f"SELECT col, label FROM (SELECT winrate_col AS col, winrate_c{dim} AS "
-                f"label, ROW_NUMBER() OVER (PARTITION BY winrate_col ORDER BY winrate_t * "
-                f"winrate_t DESC, winrate_c{dim}) AS winrate_rank FROM {totals}) AS x "
-                "WHERE winrate_rank = 1")
+    def pair_cells(rows: str, dim: int) -> str:
+        """The ANOVA ICC's moments over (cluster, pair) cells of axis ``dim`` (columns
+        i: cells, x1 total size, x2 sum of squared sizes, x3 ``sum_c S_c^2 / n_c``): the
+        key rows' centred scores summed by cell."""
+        return ("SELECT COUNT(*) AS i, SUM(winrate_n) AS x1, SUM(winrate_n * winrate_n) "
+                "AS x2, SUM(winrate_s * winrate_s / winrate_n) AS x3 FROM (SELECT "
+                "SUM(r.winrate_w) AS winrate_n, SUM(r.winrate_d * r.winrate_w) AS winrate_s "
+                f"FROM {rows} AS r WHERE r.winrate_u = 1 GROUP BY r.winrate_c{dim}, "
+                "r.winrate_pair) AS c")
 
-    def design(self, rows: str, dim: int) -> str:
-        """An axis' design as one union (columns kind, i, j, x1..x4): per model i the
-        clusters j it appears in (``model``), per pair i its clusters j (``pair``), and
-        the ANOVA ICC's moments (``moments``: i clusters, x1 total size, x2 sum of
-        squared sizes, x3 ``sum_g S_g^2 / n_g``)."""
-        cluster = f"d.winrate_c{dim}"
-        nothing = f"{_NO} AS x1, {_NO} AS x2, {_NO} AS x3, {_NO} AS x4"
-        return (f"SELECT 'model' AS kind, m AS i, COUNT(*) AS j, {nothing} FROM ("
-                f"SELECT {cluster} AS c, k.winrate_ma AS m FROM {self._keyed(rows)} UNION "
-                f"SELECT {cluster} AS c, k.winrate_mb AS m FROM {self._keyed(rows)}) AS x "
-                "GROUP BY m "
-                f"UNION ALL SELECT 'pair' AS kind, k.winrate_pair AS i, "
-                f"COUNT(DISTINCT {cluster}) AS j, {nothing} FROM {self._keyed(rows)} "
-                "GROUP BY k.winrate_pair "
-                "UNION ALL SELECT 'moments' AS kind, COUNT(*) AS i, -1 AS j, "
-                "SUM(winrate_size) AS x1, SUM(winrate_size * winrate_size) AS x2, "
-                f"SUM(winrate_sum * winrate_sum / winrate_size) AS x3, {_NO} AS x4 FROM ("
-                f"SELECT {cluster}, SUM(d.winrate_w1) AS winrate_size, "
-                "SUM(d.winrate_w1 * k.winrate_dev) AS winrate_sum FROM "
-                f"{self._keyed(rows)} GROUP BY {cluster}) AS g")
+    @staticmethod
+    def pair_spans(rows: str, n_axes: int) -> str:
+        """Per pair i, whether its rows lie in one cluster of each axis d (``single{d}``:
+        1 when the least and the largest label agree)."""
+        single = ", ".join(f"CASE WHEN MIN(r.winrate_c{d}) = MAX(r.winrate_c{d}) THEN 1 "
+                           f"ELSE 0 END AS single{d}" for d in range(n_axes))
+        return (f"SELECT r.winrate_pair AS i, {single} FROM {rows} AS r "
+                "WHERE r.winrate_u = 1 GROUP BY r.winrate_pair")
