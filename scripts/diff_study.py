@@ -46,6 +46,7 @@ import numpy as np
 from winrate.analysis import analyze
 from winrate.diff import diff_releases, split_since
 from winrate.estimators import fit
+from winrate.inference.joint import simultaneous_intervals
 from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
 from winrate.planning import change_power
@@ -115,13 +116,24 @@ def pilot_power(change: float, seed: int = 20_000) -> float:
 
 def nothing_changed(reps: int, first_seed: int = 0) -> dict:
     """The share of ``reps`` release pairs without a change whose simultaneous intervals
-    of every model's change all cover 0."""
-    covered = 0
+    of every model's change all cover 0: as the diff gives them (t with Satterthwaite's
+    df), and, for comparison, with a normal reference and with the few-cluster reference
+    t(G - 1), G the smallest axis' clusters (Cameron & Miller 2015, sec. VI.C)."""
+    covered = dict.fromkeys(("diff", "normal", "t"), 0)
     for seed in bar(range(first_seed, first_seed + reps), desc="nothing changed"):
-        found = diff_releases(*release_logs(DESIGN, OLD_PROMPTS, 0.0, seed), cluster=CLUSTER,
-                              seed=seed)
-        covered += bool(((found.sim_low <= 0) & (found.sim_high >= 0)).all())
-    return {"coverage": covered / reps, "reps": reps}
+        old, new = release_logs(DESIGN, OLD_PROMPTS, 0.0, seed)
+        found = diff_releases(old, new, cluster=CLUSTER, seed=seed)
+        few = min(new.axes[axis].n_clusters for axis in CLUSTER.split("+")) - 1
+        for name, df in (("normal", None), ("t", few)):
+            other = simultaneous_intervals(found.change, found.cov, df=df, seed=seed)
+            covered[name] += _covers(other.low, other.high)
+        covered["diff"] += _covers(found.sim_low, found.sim_high)
+    return {"coverage": covered["diff"] / reps, "coverage_normal": covered["normal"] / reps,
+            "coverage_t": covered["t"] / reps, "reps": reps}
+
+
+def _covers(low: np.ndarray, high: np.ndarray) -> bool:
+    return bool(((low <= 0) & (high >= 0)).all())
 
 
 def one_changed(reps: int, change: float, first_seed: int = 0) -> dict:
@@ -156,8 +168,14 @@ def report(unchanged: dict, changed: dict, truth: float, planned: float,
         "| study | replications | result | Monte-Carlo SE |",
         "|---|---|---|---|",
         f"| nothing changed: the simultaneous 95% intervals of all {DESIGN.n_models} "
-        f"changes cover 0 | {unchanged['reps']} | {100 * unchanged['coverage']:.1f}% | "
+        f"changes cover 0 (t, Satterthwaite df) | {unchanged['reps']} | "
+        f"{100 * unchanged['coverage']:.1f}% | "
         f"{100 * mc_se(unchanged['coverage'], unchanged['reps']):.1f} points |",
+        *(f"| the same with {label} (not what the diff does) | {unchanged['reps']} | "
+          f"{100 * unchanged[key]:.1f}% | {100 * mc_se(unchanged[key], unchanged['reps']):.1f}"
+          " points |" for key, label in (
+              ("coverage_normal", "a normal reference"),
+              ("coverage_t", f"t(G - 1), G = {DESIGN.n_judges} judges"))),
         f"| {_name(CHANGED)} {DELTA:g} stronger on the new prompts: detected (simultaneous) | "
         f"{reps} | {100 * changed['detected']:.1f}% | "
         f"{100 * mc_se(changed['detected'], reps):.1f} points |",

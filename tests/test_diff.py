@@ -221,3 +221,34 @@ def test_diff_detects_a_change_at_the_planned_power_in_a_small_seeded_study():
     assert 0.3 < planned < 0.9  # a design whose power can be missed both ways
     assert abs(changed["detected"] - planned) < 3 * np.sqrt(planned * (1 - planned) / reps), \
         changed
+
+
+def test_satterthwaite_df_of_one_term_is_its_clusters_less_one_and_matches_a_loop():
+    from winrate.diff import satterthwaite_df
+
+    rng = np.random.default_rng(0)
+    sums = [rng.normal(size=(g, 3)) for g in (40, 7, 280)]
+    terms = [(sign * s.T @ s, len(s)) for sign, s in zip((1, 1, -1), sums, strict=True)]
+    contrasts = rng.normal(size=(4, 3))
+    assert satterthwaite_df(contrasts, terms[:1]) == pytest.approx(np.full(4, 39.0))
+    for c, df in zip(contrasts, satterthwaite_df(contrasts, terms), strict=True):
+        a = [sign * float(c @ s.T @ s @ c) for sign, s in zip((1, 1, -1), sums, strict=True)]
+        loop = sum(a) ** 2 / sum(x ** 2 / (len(s) - 1) for x, s in zip(a, sums, strict=True))
+        assert df == pytest.approx(max(loop, 1.0), rel=1e-12)
+    assert satterthwaite_df(contrasts, [(terms[0][0], 1)]).tolist() == [np.inf] * 4
+
+
+def test_the_diffs_intervals_are_t_on_satterthwaites_df():
+    from scipy import stats
+
+    log = crossed(3, n_judges=8)
+    old = _rows(log, log.axes["prompt"].codes < 90)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = diff_releases(old, log, cluster="prompt+judge")
+    assert np.all((found.df >= 1) & (found.df < 119))  # below the prompts' G - 1
+    half = stats.t.ppf(0.975, found.df) * found.se
+    np.testing.assert_allclose(found.high - found.change, half, rtol=1e-12)
+    assert "Satterthwaite df" in str(found.summary())
+    assert [c["df"] for c in found.to_dict()["changes"]] == pytest.approx(
+        list(pd.Series(found.df, index=found.models)[found.to_frame().index]))

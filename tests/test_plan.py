@@ -141,8 +141,20 @@ def test_change_power_is_the_detection_power_of_the_centred_change():
     k = len(result.models)
     centre = np.eye(k) - 1 / k if not result.leaderboard.scale.bounded else np.eye(k)
     cov = centre @ (result.cov * (1 - 1 / 2)) @ centre
-    crit = simultaneous_intervals(np.zeros(k), cov, 0.05).critical_value
+    # one axis: the diff's variance is its prompt term alone, G - 1 = 2 x 150 - 1 df
+    crit = simultaneous_intervals(np.zeros(k), cov, 0.05, df=299).critical_value
     expected = detection_power(0.05, np.sqrt(cov[1, 1]), crit)
     assert change_power(result, "model-01", 0.05, 2.0) == pytest.approx(expected, rel=1e-12)
     with pytest.raises(WinrateInputError, match="not on the leaderboard"):
         change_power(result, "nobody", 0.05, 2.0)
+
+
+def test_planned_change_df_with_judges_counts_the_judge_terms_share():
+    from winrate.planning import planned_change_df
+
+    parts = components(pilot("prompt+judge"))
+    contrast = np.eye(5)[[1]] - 1 / 5
+    v = contrast[0] @ (parts.parts["prompt"] + parts.residual) @ contrast[0]
+    r = contrast[0] @ parts.residual @ contrast[0]
+    expected = 1 / (1 / (2 * 150 - 1) + (r / v) ** 2 / (20 - 1))
+    assert planned_change_df(parts, contrast, 2.0)[0] == pytest.approx(expected, rel=1e-12)

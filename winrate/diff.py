@@ -21,9 +21,13 @@ share (mean 0 over them), so that a new model entering the mean 1000 does not sh
 change; a bounded scale (win probabilities) is compared as it is.
 
 The changes get marginal and simultaneous intervals (max-|T|,
-:func:`winrate.inference.joint.simultaneous_intervals`); a rank change between two models
-whose order swapped is *real* when the simultaneous interval of the change of their gap,
-``D_i - D_j`` over the swapped pairs, excludes 0.
+:func:`winrate.inference.joint.simultaneous_intervals`) on a t reference whose degrees of
+freedom are Satterthwaite's for the change's variance (:func:`satterthwaite_df`): the judges
+the releases share cancel in the change, but the estimate of their part still rests on
+their few cluster sums, which a normal reference ignores (with 12 judges the simultaneous
+intervals covered 92% where nothing changed, ``scripts/diff_study.py``). A rank change
+between two models whose order swapped is *real* when the simultaneous interval of the
+change of their gap, ``D_i - D_j`` over the swapped pairs, excludes 0.
 """
 
 from __future__ import annotations
@@ -62,7 +66,8 @@ class ReleaseDiff:
     """:func:`diff_releases`'s result, one row per model in both releases (``models``):
     ``old`` and ``new`` scores (re-centred on the shared models on the Elo scale),
     ``change = new - old`` with its ``cov``, marginal (``low``, ``high``) and simultaneous
-    (``sim_low``, ``sim_high``) intervals, the ranks among the shared models in each
+    (``sim_low``, ``sim_high``) intervals on t references of ``df`` (Satterthwaite's, per
+    change; the simultaneous ones at the smallest), the ranks among the shared models in each
     release and the ``rank_changes`` (swapped pairs with the change of their gap and
     whether it is real). ``old_fit``, ``new_fit``: the two analyses; ``shared_rows``,
     ``shared_clusters`` what the releases have in common."""
@@ -89,6 +94,7 @@ class ReleaseDiff:
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     notes: Notes = field(default_factory=Notes)
+    df: np.ndarray | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """One row per shared model, indexed by model, best new score first."""
@@ -104,6 +110,8 @@ class ReleaseDiff:
         """The JSON document: ``changes`` (one entry per shared model), ``rank_changes``,
         the added and removed models, what the releases share, settings and notes."""
         frame = self.to_frame().reset_index()
+        if self.df is not None:
+            frame["df"] = pd.Series(self.df, index=self.models.astype(str))[frame.model].values
         return json_safe({
             "changes": frame.to_dict(orient="records"),
             "rank_changes": self.rank_changes.to_dict(orient="records"),
@@ -140,7 +148,7 @@ class ReleaseDiff:
         head = (f"Old release: {self.old_fit.n_rows:,} rows; new: {self.new_fit.n_rows:,} rows; "
                 f"shared: {self.shared_rows:,} rows" + (f", {shared}" if shared else "")
                 + f"\nClustered by {'+'.join(self.clustering) or 'none'}; {level} marginal "
-                  "and simultaneous intervals of the changes")
+                  f"and simultaneous intervals of the changes{_df_text(self.df)}")
         if self.added or self.removed:
             head += (f"\nAdded: {', '.join(self.added) or 'none'}; removed: "
                      f"{', '.join(self.removed) or 'none'}")
@@ -160,6 +168,17 @@ def _printed(frame: pd.DataFrame, scale) -> pd.DataFrame:
     shown[numbers] = (shown[numbers] * scale.factor).round(scale.decimals)
     shown[["rank_old", "rank_new"]] = shown[["rank_old", "rank_new"]].astype(int)
     return shown
+
+
+def _df_text(df) -> str:
+    """The reference of the intervals in words: t with Satterthwaite's df (their range)."""
+    finite = np.asarray(df if df is not None else [], float)
+    finite = finite[np.isfinite(finite)]
+    if not finite.size:
+        return " (normal reference)"
+    low, high = finite.min(), finite.max()
+    shown = f"{low:.1f}" if np.isclose(low, high) else f"{low:.1f}-{high:.1f}"
+    return f" (t reference, Satterthwaite df {shown})"
 
 
 def _rank_text(changes: pd.DataFrame) -> str:
@@ -213,14 +232,19 @@ def diff_releases(old, new, *, cluster=None, model: str | None = "bt", alpha: fl
     scores = [m @ np.nan_to_num(fit.scores) for m, fit in zip(maps, fits, strict=True)]
     result_notes = Notes(dict.fromkeys([*([default_note] if default_note else []), *found]))
     notes.give(result_notes)
-    return _result(common, scores, cov, fits, stacked, clustering, alpha, seed, result_notes)
+    df = satterthwaite_df(change_map, stacked.terms)
+    return _result(common, scores, cov, df, fits, stacked, clustering, alpha, seed, result_notes)
 
 
 @dataclass(frozen=True)
 class _Stacked:
+    """The joint covariance of (old, new) scores, its signed inclusion-exclusion ``terms``
+    (each with its number of clusters), and what the releases share."""
+
     cov: np.ndarray
     shared_rows: int
     shared_clusters: dict[str, int]
+    terms: tuple[tuple[np.ndarray, int], ...] = ()
 
 
 def _stacked(fits: list[LeaderboardAnalysis], clustering: tuple[str, ...]) -> _Stacked:
@@ -247,13 +271,14 @@ def _stacked(fits: list[LeaderboardAnalysis], clustering: tuple[str, ...]) -> _S
     in_old = np.zeros(n_union, bool)
     in_old[union_of_old] = True
     in_new = np.arange(n_union) < n_new
-    cov = _release_cr1(influence, bread, groups, (in_old, in_new),
-                       [len(fit.models) for fit in fits])
-    return _Stacked(cov, int((~only_old).sum()), shared)
+    cov, terms = _release_cr1(influence, bread, groups, (in_old, in_new),
+                              [len(fit.models) for fit in fits])
+    return _Stacked(cov, int((~only_old).sum()), shared, terms)
 
 
-def _release_cr1(influence, bread, groups, rows, sizes) -> np.ndarray:
-    """The stacked multiway covariance with each release's own CR1 factor.
+def _release_cr1(influence, bread, groups, rows, sizes):
+    """The stacked multiway covariance with each release's own CR1 factor, and its terms
+    (each signed, with its number of clusters: :func:`satterthwaite_df`).
 
     Each inclusion-exclusion term ``V_S`` is the CR0 sandwich of the stacked cluster sums
     (:func:`winrate.variance.cluster_sums.clustered`); its (release i, release j) block is
@@ -266,16 +291,40 @@ def _release_cr1(influence, bread, groups, rows, sizes) -> np.ndarray:
     found = clustered(influence_sums(influence, groups, bread=bread), "none",
                       designs=False).covariance
     n_range = [int(g.max()) + 1 for g in groups]
-    parts = []
+    parts, terms = [], []
     for (dims, _, sign), term in zip(found.terms, found.term_covs, strict=True):
         codes, _ = intersect_codes([groups[d] for d in dims], [n_range[d] for d in dims])
         factors = [small_sample_factor(np.unique(codes[mine]).size, "cr1") for mine in rows]
         scale = np.sqrt(np.repeat(factors, sizes))
         parts.append((dims, sign, term * np.outer(scale, scale), None))
+        terms.append((sign * parts[-1][2], int(np.unique(codes).size)))
     cov, min_eig, repaired = combine_terms(parts)
     if repaired:
         notes.emit(notes.not_psd("stacked covariance of two releases", min_eig))
-    return cov
+    return cov, tuple(terms)
+
+
+def satterthwaite_df(contrasts: np.ndarray, terms) -> np.ndarray:
+    """Satterthwaite's degrees of freedom of each contrast's variance estimate.
+
+    The variance of ``c' S`` is the sum over the inclusion-exclusion terms of the multiway
+    sandwich, ``v = sum_S a_S`` with ``a_S = +/- c' V_S c``, each ``V_S`` a sum over its
+    ``G_S`` clusters' outer products (``G_S - 1`` degrees of freedom). Matching the first two
+    moments of ``v`` to a scaled chi-square (Satterthwaite 1946, "An approximate
+    distribution of estimates of variance components", Biometrics Bulletin 2(6), eq. 3;
+    the cluster-sum form of Cameron & Miller 2015, sec. VI.C) gives
+    ``df = (sum_S a_S)^2 / sum_S a_S^2 / (G_S - 1)``; at least 1, infinite for a contrast
+    with no estimated variance. A term of one cluster carries no information and is left
+    out (its sum is the zero score of the whole fit)."""
+    contrasts = np.atleast_2d(contrasts)
+    kept = [(term, g) for term, g in terms if g > 1]
+    if not kept:
+        return np.full(len(contrasts), np.inf)
+    parts = np.array([np.einsum("ij,jk,ik->i", contrasts, term, contrasts) for term, _ in kept])
+    spread = (parts ** 2 / np.array([g - 1.0 for _, g in kept])[:, None]).sum(axis=0)
+    df = np.full(len(contrasts), np.inf)
+    np.divide(parts.sum(axis=0) ** 2, spread, out=df, where=spread > 0)
+    return np.maximum(df, 1.0)
 
 
 def _placed(fit: LeaderboardAnalysis, rows: np.ndarray, n_union: int):
@@ -340,26 +389,34 @@ def _floor(fit: LeaderboardAnalysis) -> np.ndarray:
     return added
 
 
-def _result(common, scores, cov, fits, stacked: _Stacked, clustering, alpha, seed,
+def _result(common, scores, cov, df, fits, stacked: _Stacked, clustering, alpha, seed,
             found: Notes) -> ReleaseDiff:
     old, new = scores
     change = new - old
-    marginal = wald_intervals(change, cov, alpha)
-    simultaneous = simultaneous_intervals(change, cov, alpha, seed=seed)
+    marginal = wald_intervals(change, cov, alpha, df=df)
+    simultaneous = simultaneous_intervals(change, cov, alpha, _smallest(df), seed=seed)
     rank_old, rank_new = (pd.Series(-s).rank(method="min").to_numpy() for s in (old, new))
     models = [set(fit.models.astype(str)) for fit in fits]
     return ReleaseDiff(
         common, old, new, change, cov, marginal.se, marginal.low, marginal.high,
         simultaneous.low, simultaneous.high, rank_old, rank_new,
-        rank_swaps(common, old, new, change, cov, alpha, seed), fits[0], fits[1],
-        stacked.shared_rows, stacked.shared_clusters, clustering, alpha,
-        tuple(sorted(models[1] - models[0])), tuple(sorted(models[0] - models[1])), found)
+        rank_swaps(common, old, new, change, cov, alpha, seed, _smallest(df)), fits[0],
+        fits[1], stacked.shared_rows, stacked.shared_clusters, clustering, alpha,
+        tuple(sorted(models[1] - models[0])), tuple(sorted(models[0] - models[1])), found, df)
 
 
-def rank_swaps(models, old, new, change, cov, alpha: float, seed: int = 0) -> pd.DataFrame:
+def _smallest(df: np.ndarray) -> float | None:
+    """The simultaneous intervals' df: the smallest change's (None, normal, if all are
+    infinite); a family of changes is as uncertain as its least certain member."""
+    finite = df[np.isfinite(df)]
+    return float(finite.min()) if finite.size else None
+
+
+def rank_swaps(models, old, new, change, cov, alpha: float, seed: int = 0,
+               df: float | None = None) -> pd.DataFrame:
     """The pairs of models whose order differs between releases, each with the change of
     their gap ``(D_i - D_j)`` (i above j now), its simultaneous interval over the swapped
-    pairs and whether it excludes 0 (``real``)."""
+    pairs (on t(``df``), or normal) and whether it excludes 0 (``real``)."""
     i, j = np.triu_indices(len(models), 1)
     swapped = np.sign(old[i] - old[j]) * np.sign(new[i] - new[j]) < 0
     i, j = i[swapped], j[swapped]
@@ -371,7 +428,7 @@ def rank_swaps(models, old, new, change, cov, alpha: float, seed: int = 0) -> pd
     contrast[np.arange(len(above)), above] = 1.0
     contrast[np.arange(len(above)), below] = -1.0
     gap, gap_cov = contrast @ change, contrast @ cov @ contrast.T
-    sim = simultaneous_intervals(gap, gap_cov, alpha, seed=seed)
+    sim = simultaneous_intervals(gap, gap_cov, alpha, df, seed=seed)
     return pd.DataFrame({"above_now": np.asarray(models)[above],
                          "below_now": np.asarray(models)[below], "gap_change": gap,
                          "se": np.sqrt(np.diag(gap_cov)), "sim_low": sim.low,

@@ -265,20 +265,43 @@ def change_power(result: Analysis, model: str, change: float, new: float, old: f
     (``D = M (S_new - S_old)``, ``M = I - 11'/K``), and ``change`` is the centred change.
     A change is detected when its simultaneous interval over every model's change excludes
     0: two-sided, at the max-|T| critical value ``c`` of the changes' covariance
-    (:func:`winrate.inference.joint.simultaneous_intervals`, ``seed`` its draws), so the
-    power is :func:`detection_power` ``(change, sd, c)``.
+    (:func:`winrate.inference.joint.simultaneous_intervals`, ``seed`` its draws) on the t
+    reference the diff will use (:func:`planned_change_df`), so the power is
+    :func:`detection_power` ``(change, sd, c)``.
     """
     alpha = result.alpha if alpha is None else alpha
     index = pd.Index(result.models.astype(str))
     at = index.get_indexer([str(model)])[0]
     if at < 0:
         raise WinrateInputError(f"plan: model {model!r} is not on the leaderboard")
-    cov = components(result).extension_change(new, old)
+    parts = components(result)
     k = len(index)
     centre = np.eye(k) if result.leaderboard.scale.bounded else np.eye(k) - 1.0 / k
-    cov = centre @ cov @ centre.T
-    crit = simultaneous_intervals(np.zeros(k), cov, alpha, seed=seed).critical_value
+    cov = centre @ parts.extension_change(new, old) @ centre.T
+    df = planned_change_df(parts, centre, new)
+    crit = simultaneous_intervals(np.zeros(k), cov, alpha, float(np.nanmin(df)),
+                                  seed=seed).critical_value
     return detection_power(change, float(np.sqrt(cov[at, at])), float(crit))
+
+
+def planned_change_df(parts: Components, contrasts: np.ndarray, new: float) -> np.ndarray:
+    """The Satterthwaite degrees of freedom :func:`winrate.diff.satterthwaite_df` will give
+    each change ``c' (S_new - S_old)`` of a release extended to ``new`` times the pilot's
+    prompts, from the components. The change's variance ``v = c'(A_prompt + R)c Delta``
+    (``Delta = 1/old - 1/new``) is estimated by the prompt term (``G_p - 1`` df, ``G_p``
+    the new release's prompts); with a judge axis, its judge and prompt x judge terms each
+    hold about the residual part ``r = c'Rc Delta`` and cancel, but their sums over the
+    ``G_j`` judges add ``r^2 / (G_j - 1)`` to the spread (the cells' term is negligible):
+    ``df = 1 / (1 / (G_p - 1) + (r / v)^2 / (G_j - 1))``."""
+    total = np.einsum("ij,jk,ik->i", contrasts, parts.residual + parts.parts.get(
+        "prompt", 0.0 * parts.residual), contrasts)
+    share = np.divide(np.einsum("ij,jk,ik->i", contrasts, parts.residual, contrasts), total,
+                      out=np.zeros(len(contrasts)), where=total > 0)
+    prompts = new * parts.sizes.get("prompt", parts.sizes["comparisons"])
+    spread = 1.0 / (prompts - 1.0)
+    if "judge" in parts.parts:
+        spread = spread + share ** 2 / (parts.sizes["judge"] - 1.0)
+    return 1.0 / spread
 
 
 def _contrasts(result: Analysis, models, delta, top):
