@@ -13,6 +13,8 @@ matrices:
   b ``W_ab = X_ab + T_ab / 2``. For 0/1 scores ``X = R^T F`` with ``R = O*Y`` (right) and
   ``F = O*(1 - Y)`` (wrong), so ``W = (N + R^T O - O^T R) / 2``. Then ``psi_ab = W_ab /
   N_ab`` exactly as :func:`winrate.estimators.win_rate_kernels.pairwise_table` forms it.
+  The 0/1 products are taken in float32 by blocks of questions, exact: their entries
+  are integers below 2^24.
 * Pass 2, per question q and model a, for a (K, K) matrix M and a power p::
 
       sum_{b answered q} M_ab (s_qab - psi_ab)^p      (s_qab: a's score against b)
@@ -26,11 +28,16 @@ matrices:
   (s = 1/2) or wrong (s = 1) and those of a wrong one right (0) or wrong (1/2), so with
   ``A(s) = M * (s - psi)^p`` (elementwise)::
 
-      sum = R * (R A(1/2)^T + F A(1)^T) + F * (R A(0)^T + F A(1/2)^T),
+      sum = R * (R A(1/2)^T + F A(1)^T) + F * (R A(0)^T + F A(1/2)^T).
 
-  four (Q x K)(K x K) products per (M, p), stacked into two per block of questions
-  (:func:`_binary_sums`). Graded scores have no such split: :func:`_graded_sums` visits
-  the K^2 model pairs of each question (numba), still storing no comparison.
+  As ``F = O - R`` and ``s_qab = (1 + y_qa - y_qb) / 2``, the four families need only
+  three products of the right answers, ``R [v, v^2 psi, v^2]^T`` (``v = w / N``), and
+  sums over each question's answered models of matrices that do not involve their
+  answers; those are the all-model row sums less the few models that did not answer
+  (:func:`_binary_sums`: three (Q x K)(K x K) products in all, against sixteen for the
+  four families taken one by one). Graded scores have no such split:
+  :func:`_graded_sums` visits the K^2 model pairs of each question (numba), still storing
+  no comparison.
 * CR2 for clustering by question: a question holds one comparison of each pair, so the
   leverage of pair h's block is ``1 / N_h`` and CR2 (Bell & McCaffrey 2002,
   :mod:`winrate.variance.sandwich`) is the sandwich of the rows scaled by
@@ -43,12 +50,15 @@ matrices:
   (:func:`winrate.variance.sandwich.naive_cov`).
 
 Checked against the analysis of the explicit pairwise log (``tests/test_scores.py``, to
-1e-12 of the largest value, on MMLU-Pro and on random tables with missing answers).
+1e-12 of the largest value, on MMLU-Pro and on random tables with missing answers), and
+every path of the 0/1 pass 2 against a brute-force sum over the comparisons
+(``tests/test_scores_blocks.py``).
 """
 
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numba
@@ -60,10 +70,14 @@ from winrate.estimators.graph import check_connected
 from winrate.estimators.leaderboard import Leaderboard
 from winrate.estimators.win_rate_kernels import opponent_weights, table_of_sums, win_rates
 from winrate.io.logs import ScoreTable
-from winrate.parallel import sized_kernel
+from winrate.parallel import PARALLEL_MIN_WORK, sized_kernel
 
-#: Questions per block of the binary products (bounds their memory: block x 8K doubles).
+#: Questions per block of the binary products (bounds their memory: block x 9K doubles).
 _BLOCK = 2048
+#: Share of the models above which a block's average count of unanswered models (or of
+#: answered ones, if fewer) is summed by a product with the answered mask rather than
+#: model by model (:func:`_binary_sums`): past it the product is the cheaper.
+_GAPS_BY_PRODUCT = 1 / 8
 
 
 def fit_scores(table: ScoreTable, weights="uniform", baseline: str | None = None) -> Leaderboard:
@@ -95,11 +109,20 @@ def pair_outcomes(table: ScoreTable) -> tuple[np.ndarray, np.ndarray]:
     """(K, K) comparisons ``N`` (symmetric, zero diagonal) and wins ``X`` (``X_ab``: a's
     score above b's) over the questions both answered (module doc, pass 1)."""
     if table.binary:
-        answered = table.answered.astype(np.float64)
-        right = np.where(table.answered, table.scores, 0.0)
-        counts = answered.T @ answered
+        def block(start: int) -> tuple[np.ndarray, np.ndarray]:
+            """The block's ``O^T O`` and ``R^T (O - R)`` in float32, exact: integer sums
+            below 2^24 (:data:`_BLOCK` questions)."""
+            rows = slice(start, start + _BLOCK)
+            answered = table.answered[rows].astype(np.float32)
+            right = np.where(table.answered[rows], table.scores[rows], 0.0).astype(np.float32)
+            return (answered.T @ answered).astype(np.float64), (right.T @ (answered - right)
+                                                                ).astype(np.float64)
+
+        found = _in_threads(block, range(0, table.n_questions, _BLOCK),
+                            table.scores.size * table.n_models)
+        counts, wins = sum(c for c, _ in found), sum(w for _, w in found)
         np.fill_diagonal(counts, 0.0)
-        return counts, right.T @ (answered - right)
+        return counts, wins
     kernel, n_chunks = _graded_outcomes.choose(table.scores.size * table.n_models)
     counts, wins = kernel(table.scores, n_chunks)
     return counts + counts.T, wins
@@ -155,28 +178,134 @@ def _row_meat(spread: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _binary_sums(table: ScoreTable, psi: np.ndarray, v: np.ndarray, observed: np.ndarray):
-    """Pass 2 for 0/1 scores by products (module doc): the (Q, K) influence totals, sums
-    of squared rows and own centred scores, and the (Q,) lower models' centred sums."""
-    p = np.nan_to_num(psi)
-    families = [(v, 1), (v**2, 2), (observed.astype(float), 1), (np.triu(observed, 1), 1)]
+    """Pass 2 for 0/1 scores (module doc): the (Q, K) influence totals, sums of squared
+    rows and own centred scores, and the (Q,) lower models' centred sums.
 
-    def stacked(*levels):
-        """``[A(s_1)^T, A(s_2)^T]`` of every family, side by side."""
-        return np.hstack([(m * (s - p)**power).T for m, power in families for s in levels])
+    On question q with right answers x (0/1) among the answered models, a's score against
+    b is ``s_ab = (1 + x_a - x_b) / 2``, so with ``h = 1/2 - psi`` (on observed pairs) and
+    ``W = v^2`` each sum splits into a product of the right answers with a (K, K) matrix
+    and sums over the answered b of matrices that do not involve b's answer::
 
-    k = table.n_models
-    for_right, for_wrong = stacked(0.5, 0.0), stacked(1.0, 0.5)
-    out = np.empty((len(families), table.n_questions, k))
-    for start in range(0, table.n_questions, _BLOCK):  # blocks of questions, not rows
+        totals_a = sum_b v_ab (h_ab + x_a / 2)              - (R v^T)_a / 2
+        within_a = sum_b W_ab (h_ab^2 + x_a (3/4 - psi_ab)) + (R (W psi)^T)_a
+                                                            - (1/4 + x_a / 2) (R W^T)_a
+        own_a    = (n_q - 1)(1 + x_a) / 2 - sum_b psi_ab    - (r_q - x_a) / 2
+        lower    = sum_{a<b} h_ab + sum_a x_a (n_q - 1 - 2 before_a) / 2
+
+    (sums over the answered b; ``n_q`` answers and ``r_q`` right ones, ``before_a`` the
+    answered models coded below a). The right-answer part is one product per block of
+    questions, ``R [v, W psi, W]^T``; the answered sums are the all-model row sums less
+    the few unanswered b (or, on a question most models skipped, the answered b summed
+    directly), :func:`_question_sums`, or one more product of the answered mask when
+    a block has many gaps (:data:`_GAPS_BY_PRODUCT`)."""
+    p = np.where(observed, np.nan_to_num(psi), 0.0)
+    square = v * v
+    h = 0.5 - p
+    answered_factors = np.hstack([(v * h).T, v.T, (square * h * h).T, (square * (0.75 - p)).T,
+                                  p.T, np.triu(h, 1).T])
+    full = answered_factors.sum(axis=0).reshape(6, -1)
+    right_factors = np.ascontiguousarray(np.hstack([v.T, (square * p).T, square.T]))
+    k, n_questions = table.n_models, table.n_questions
+    totals, within, own = (np.zeros((n_questions, k)) for _ in range(3))
+    lower = np.zeros(n_questions)
+    gaps = np.empty((0, 6 * k))
+
+    def block(start: int) -> None:
         rows = slice(start, start + _BLOCK)
         answered = table.answered[rows]
         right = np.where(answered, table.scores[rows], 0.0)
-        wrong = answered - right
-        both = (right @ for_right + wrong @ for_wrong).reshape(len(right), -1, 2, k)
-        out[:, rows] = (right[:, None] * both[:, :, 0] + wrong[:, None] * both[:, :, 1]
-                        ).transpose(1, 0, 2)
-    totals, within, own, lower = out
-    return totals, within, own, lower.sum(axis=1)
+        n_answered = answered.sum(axis=1)
+        by_product = np.minimum(n_answered, k - n_answered).mean() > _GAPS_BY_PRODUCT * k
+        sums = answered @ answered_factors if by_product else gaps
+        _question_sums(answered, right, right @ right_factors, sums, v.T, p.T, full,
+                       totals[rows], within[rows], own[rows], lower[rows])
+
+    _in_threads(block, range(0, n_questions, _BLOCK), table.scores.size * k)
+    return totals, within, own, lower
+
+
+def _in_threads(work, starts, size: int) -> list:
+    """``[work(start) for start in starts]``, on numba's number of threads when ``size`` is
+    large (the products release the interpreter, :func:`_question_sums` does too)."""
+    threads = numba.get_num_threads() if size >= PARALLEL_MIN_WORK else 1
+    if threads == 1:
+        return [work(start) for start in starts]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(work, starts))
+
+
+@numba.njit(cache=True, nogil=True)
+def _question_sums(answered, right, products, sums, vt, pt, full, totals, within, own,
+                   lower):  # pragma: no cover - numba
+    """:func:`_binary_sums` of a block of questions from the right-answer ``products``
+    (B, 3K) and the answered sums ``sums`` (B, 6K: of ``v h, v, W h^2, W (3/4 - psi),
+    psi`` and ``h`` above the diagonal), or, when ``sums`` has no rows, those sums
+    formed here from the unanswered b (subtracted from the row sums ``full``) or the
+    answered ones, whichever are fewer; ``vt``, ``pt``: ``v``, ``psi`` transposed."""
+    n_questions, k = answered.shape
+    listed = np.empty(k, np.int64)
+    found = np.empty((6, k))
+    for q in range(n_questions):
+        x = right[q]
+        n_answered = 0
+        for a in range(k):
+            n_answered += answered[q, a]
+        if sums.shape[0] > 0:
+            part = sums[q].reshape(6, k)
+        else:
+            gaps = 2 * n_answered > k
+            m = 0
+            for b in range(k):
+                if answered[q, b] != gaps:
+                    listed[m] = b
+                    m += 1
+            _sum_rows(listed[:m], vt, pt, found)
+            if gaps:
+                found[:] = full - found
+            part = found
+        _combine(answered[q], x, n_answered, products[q], part, totals[q], within[q], own[q],
+                 lower, q)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sum_rows(listed, vt, pt, found):  # pragma: no cover - numba
+    """Sums over the b in ``listed`` of ``v h, v, W h^2, W (3/4 - psi), psi`` and ``h``
+    (the last for b above a) per model a, into ``found`` (6, K)."""
+    found[:] = 0.0
+    for b in listed:
+        v_row, p_row = vt[b], pt[b]
+        for a in range(v_row.shape[0]):
+            pv, vv = p_row[a], v_row[a]
+            h = 0.5 - pv
+            found[0, a] += vv * h
+            found[1, a] += vv
+            found[2, a] += vv * vv * h * h
+            found[3, a] += vv * vv * (0.75 - pv)
+            found[4, a] += pv
+        for a in range(b):
+            found[5, a] += 0.5 - p_row[a]
+
+
+@numba.njit(cache=True, nogil=True)
+def _combine(answered, x, n_answered, products, part, totals, within, own, lower,
+             q):  # pragma: no cover - numba
+    """One question's sums (:func:`_binary_sums`' formulas) from its answered sums
+    ``part`` (6, K) and right-answer products (3K,)."""
+    k = x.shape[0]
+    n_right = x.sum()
+    before = 0.0
+    low = 0.0
+    for a in range(k):
+        if not answered[a]:
+            continue
+        xa = x[a]
+        totals[a] = part[0, a] + 0.5 * xa * part[1, a] - 0.5 * products[a]
+        within[a] = (part[2, a] + xa * part[3, a] + products[k + a]
+                     - (0.25 + 0.5 * xa) * products[2 * k + a])
+        own[a] = 0.5 * (n_answered - 1) * (1.0 + xa) - part[4, a] - 0.5 * (n_right - xa)
+        low += part[5, a] + 0.5 * xa * (n_answered - 1 - 2 * before)
+        before += 1.0
+    lower[q] = low
 
 
 @sized_kernel

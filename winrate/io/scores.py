@@ -55,9 +55,16 @@ def score_table(scores, models, questions, axes: dict | None = None) -> ScoreTab
         raise WinrateInputError(f"{int(outside.sum())} score(s) outside [0, 1], first: "
                                 f"{matrix[q, m]!r} of model {models[m]!r} on question "
                                 f"{questions[q]!r}")
+    return _paired_table(matrix, models, questions, axes or {})
+
+
+def _paired_table(matrix: np.ndarray, models: np.ndarray, questions: np.ndarray,
+                  axes: dict) -> ScoreTable:
+    """:func:`score_table` of a checked float matrix, which it may keep as its scores (no
+    copy when no question or model is left out and the models are in name order)."""
     answered = ~np.isnan(matrix)
-    keep_q = answered.sum(axis=1) >= 2
-    keep_m = answered[keep_q].any(axis=0)
+    keep_q = np.count_nonzero(answered, axis=1) >= 2
+    keep_m = answered[keep_q].any(axis=0) if not keep_q.all() else answered.any(axis=0)
     if keep_m.sum() < 2:
         raise WinrateInputError("no question was answered by two models: a per-question "
                                 "eval needs models that answered the same questions")
@@ -66,11 +73,12 @@ def score_table(scores, models, questions, axes: dict | None = None) -> ScoreTab
         notes.emit(notes.unpaired_questions(int((~keep_q).sum()), [str(m) for m in dropped]))
     order = np.flatnonzero(keep_m)[np.argsort(models[keep_m].astype(str), kind="stable")]
     coded = {"prompt": ClusterAxis(np.arange(int(keep_q.sum())), questions[keep_q])}
-    for name, (codes, labels) in (axes or {}).items():
+    for name, (codes, labels) in axes.items():
         codes = np.asarray(codes)[keep_q]
         used = np.bincount(codes, minlength=len(labels)) > 0
         coded[name] = ClusterAxis((np.cumsum(used) - 1)[codes], np.asarray(labels)[used])
-    return ScoreTable(matrix[np.ix_(keep_q, order)], models[order], coded)
+    whole = keep_q.all() and np.array_equal(order, np.arange(models.size))
+    return ScoreTable(matrix if whole else matrix[np.ix_(keep_q, order)], models[order], coded)
 
 
 def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
@@ -109,15 +117,20 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
     score = pd.to_numeric(frame[score_col], errors="coerce").to_numpy(float)
     check_rows(~((score >= 0) & (score <= 1)), score_col,
                 "score missing, not a number or outside [0, 1]", frame.index)
-    key = question * len(model_labels) + model
-    repeated = np.bincount(key)[key] > 1
-    check_rows(repeated, model_col, f"several scores for one ({question_col}, {model_col}); "
-                "average a model's answers to a question first", frame.index)
+    by_name = np.argsort(model_labels.astype(str), kind="stable")
+    model_labels = model_labels[by_name]  # columns in name order, as the table keeps them
+    rank = np.empty(by_name.size, np.int64)
+    rank[by_name] = np.arange(by_name.size)
+    key = question * len(model_labels) + rank[model]
     matrix = np.full((len(question_labels), len(model_labels)), np.nan)
-    matrix[question, model] = score
+    matrix.ravel()[key] = score  # scores are numbers: a repeated key leaves fewer of them
+    if np.count_nonzero(~np.isnan(matrix)) < key.size:
+        check_rows(np.bincount(key)[key] > 1, model_col, f"several scores for one "
+                   f"({question_col}, {model_col}); average a model's answers to a question "
+                   "first", frame.index)
     axes = {col: _question_axis(frame, col, question, len(question_labels), question_labels)
             for col in cluster_cols}
-    return score_table(matrix, model_labels, question_labels, axes)
+    return _paired_table(matrix, model_labels, question_labels, axes)
 
 
 def _codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
