@@ -41,10 +41,13 @@ Sections (``--only`` runs one):
   ``--eval-questions`` questions (12,032, MMLU-Pro's), 0/1 scores from a logistic model of
   ability and difficulty with 1% of the answers missing, as a Parquet table of one row per
   answer (string ids): ``winrate leaderboard FILE --format scores --cluster prompt`` in a
-  fresh process, wall time and that process' peak resident memory (median of
-  ``--repeat`` runs and their range; issue 23's target <= 5 s and <= 1 GiB; the pairwise
-  log it stands for has 239 million rows), and in this process the time of reading the
-  table, the fit (pair table and per-question influence totals) and the analysis.
+  fresh process, wall time, processor time and that process' peak resident memory (median
+  of ``--repeat`` runs and their range; issue 23's target <= 5 s and <= 1 GiB; the pairwise
+  log it stands for has 239 million rows; issue 38's: 1,000 models x 50,000 questions
+  <= 20 s), each run paired with a floor in the next fresh process (``pd.read_parquet``,
+  factorise the three columns, one ``np.bincount``, as in ``cli``) and their ratio, with
+  the load average before and after; and in this process the time of reading the table,
+  the fit (pair table and per-question influence totals) and the analysis.
 * ``scale``: logs beyond memory on an engine (issues 23, 38). For each of ``--scale-n``
   (row counts, default 50M and 200M) a prompt-partitioned zstd Parquet log with integer
   ids (100 models, 1,000 judges, 200 rows per prompt; written once by DuckDB into
@@ -61,9 +64,10 @@ Sections (``--only`` runs one):
   (default 1,000,000 and 10,000,000 rows) a Parquet log of 20 models, rows / 2 string
   prompts drawn uniformly (so about 0.43 n distinct) and 100,000 string judges, nearly one
   row per (prompt, judge) cell; ``winrate leaderboard FILE --cluster prompt+judge --method
-  sandwich`` in memory and on DuckDB with ``--memory 1G``, each in a fresh process: wall
-  time and peak resident memory (median of ``--repeat`` runs and their range, after one
-  warm-up run) with the load average before and after (issue 40's targets in memory:
+  sandwich`` in memory and on DuckDB with ``--memory 1G`` (``--arena-engines``: both by
+  default), each in a fresh process: wall time and peak resident memory (median of
+  ``--repeat`` runs and their range, after one warm-up run when there are several) with
+  the load average before and after (issue 40's targets in memory:
   1M rows <= 5 s and 1.5 GiB, 10M rows <= 60 s and 6 GiB; DuckDB peak <= 1.5 GiB).
 
 Usage: ``python scripts/bench.py [--only SECTION] [--n 10000000] [--models 100]
@@ -528,9 +532,10 @@ def write_score_table(path: Path, n_models: int, n_questions: int, missing: floa
     pq.write_table(pa.table(columns), path)
 
 
-def _child_run(command: list[str]) -> tuple[float, float]:
+def _child_run(command: list[str], cpu: bool = False) -> tuple[float, ...]:
     """Wall time and peak resident memory (GiB) of ``command`` in a fresh process (its own
-    rusage, from ``os.wait4``)."""
+    rusage, from ``os.wait4``), and with ``cpu`` its processor time (user + system, all
+    threads), which a busy machine stretches less than the wall time."""
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
@@ -538,7 +543,8 @@ def _child_run(command: list[str]) -> tuple[float, float]:
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(command)} exited with {child.returncode}")
-    return seconds, usage.ru_maxrss / 1024**2
+    found = (seconds, usage.ru_maxrss / 1024**2)
+    return (*found, usage.ru_utime + usage.ru_stime) if cpu else found
 
 
 def _median_range(values, unit: str, digits: int = 3) -> str:
@@ -548,17 +554,29 @@ def _median_range(values, unit: str, digits: int = 3) -> str:
 
 
 def bench_evals_scale(args, workdir: Path) -> None:
+    """The per-question eval (module doc), each run of the command paired with the floor
+    (:data:`_FLOOR`: read the table, factorise its columns, one ``np.bincount``) in
+    alternating fresh processes, with the load average before and after."""
     from winrate.analysis import analyze
     from winrate.io.scores import scores_log
 
     k, n_q = args.eval_models, args.eval_questions
     path = workdir / f"scores_{k}x{n_q}.parquet"
-    if not path.exists():
-        write_score_table(path, k, n_q)
+    if not path.exists():  # in a child: its arrays would count in the runs' peak memory
+        subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, "
+                        f"{str(Path(__file__).parent)!r}); import bench; "
+                        f"bench.write_score_table(bench.Path({str(path)!r}), {k}, {n_q})"],
+                       check=True)
     command = [*_winrate_command(), "leaderboard", str(path), "--format", "scores",
                "--cluster", "prompt"]
+    floor_command = [sys.executable, "-c", _FLOOR, str(path)]
+    load_before = os.getloadavg()[0]
     _child_run(command)  # numba's cache and the page cache warm, as after a first run
-    runs = [_child_run(command) for _ in range(args.repeat)]
+    runs, floors = [], []
+    for _ in range(args.repeat):  # alternate, so both see the same machine
+        runs.append(_child_run(command, cpu=True))
+        floors.append(_child_run(floor_command, cpu=True))
+    load_after = os.getloadavg()[0]
     stages: dict[str, list[float]] = {"read": [], "fit": [], "analysis": []}
     for _ in range(args.repeat):
         start = time.perf_counter()
@@ -570,12 +588,22 @@ def bench_evals_scale(args, workdir: Path) -> None:
         start = time.perf_counter()
         analyze(table, cluster="prompt", board=board)
         stages["analysis"].append(time.perf_counter() - start)
-    print(f"per-question eval: {k} models x {n_q:,} questions, 0/1 scores ({table.n_rows:,} "
-          "pairwise comparisons, never built)")
+        n_rows = table.n_rows
+        del table, board
+    print(f"per-question eval: {k} models x {n_q:,} questions, 0/1 scores, 1% of the "
+          f"answers missing ({n_rows:,} pairwise comparisons, never built); load "
+          f"average {load_before:.1f} before the runs, {load_after:.1f} after")
     print(f"  winrate leaderboard --format scores --cluster prompt, fresh process: "
           f"{_median_range([r[0] for r in runs], 's')}")
+    print(f"    processor time (all threads): {_median_range([r[2] for r in runs], 's')}")
     print(f"  peak resident memory of that process: "
           f"{_median_range([r[1] for r in runs], 'GiB')}")
+    print(f"  floor (pd.read_parquet, factorise the 3 columns, one np.bincount), fresh "
+          f"process: {_median_range([f[0] for f in floors], 's')}")
+    print(f"    processor time: {_median_range([f[2] for f in floors], 's')}")
+    ratios = [r[0] / f[0] for r, f in zip(runs, floors, strict=True)]
+    print(f"  winrate / floor, paired runs: {_median_range(ratios, 'x', 2)}")
+    print("  in this process:")
     for name, seconds in stages.items():
         print(f"    {name:<14} {_median_range(seconds, 's')}")
 
@@ -685,8 +713,10 @@ def bench_arena(args, workdir: Path) -> None:
                 "--method", "sandwich"]
         print(f"arena shape: {n:,} rows, 20 models, {n // 2:,} prompts drawn, 100,000 judges "
               "(string ids, Parquet), two-way CR1 win rate")
-        for engine in (["--engine", "memory"], ["--engine", "duckdb", "--memory", "1G"]):
-            _child_run([*base, *engine])  # warm-up: numba's cache and the page cache
+        for name in args.arena_engines:
+            engine = ["--engine", name] + (["--memory", "1G"] if name == "duckdb" else [])
+            if args.repeat > 1:  # warm-up: numba's cache and the page cache
+                _child_run([*base, *engine])
             load = os.getloadavg()[0]
             runs = [_child_run([*base, *engine]) for _ in range(args.repeat)]
             print(f"  {' '.join(engine):<28} wall {_median_range([r[0] for r in runs], 's', 1)}"
@@ -722,6 +752,8 @@ def main() -> None:
     parser.add_argument("--scale-wide", type=int, default=None, metavar="N")
     parser.add_argument("--scale-memory", default="4G")
     parser.add_argument("--arena-n", type=int, nargs="*", default=[1_000_000, 10_000_000])
+    parser.add_argument("--arena-engines", nargs="*", choices=("memory", "duckdb"),
+                        default=["memory", "duckdb"])
     parser.add_argument("--workdir", type=Path, help="where the Parquet logs are written "
                                                      "(default: a temporary folder)")
     parser.add_argument("--record", type=Path, metavar="PATH",
