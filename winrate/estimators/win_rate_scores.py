@@ -134,10 +134,10 @@ def cell_totals(table: ScoreTable, psi: np.ndarray, counts: np.ndarray, wins: np
     pass 2 and the pair sums)."""
     observed = counts > 0
     v = np.divide(weights, counts, out=np.zeros(counts.shape), where=observed)
-    totals, within, own, lower = _centred_sums(table, psi, v, observed)
     p = np.nan_to_num(psi)
     spread = np.where(observed, wins * (1 - p)**2 + (counts - wins - wins.T) * (0.5 - p)**2
                       + wins.T * p**2, 0.0)
+    totals, within, own, lower = _centred_sums(table, psi, _varied(v, spread), observed)
     cochran = np.divide(counts, counts - 1, out=np.ones(counts.shape), where=counts > 1)
     answers = table.answered.sum(axis=1).astype(np.float64)
     lo, hi = np.nonzero(np.triu(observed, 1))  # the pairs, in pairwise_table's order
@@ -158,8 +158,19 @@ def _leverage_scaled(cells: CellTotals, table: ScoreTable, psi: np.ndarray,
     rest = 1 - np.divide(1.0, counts, out=np.ones(counts.shape), where=observed)
     factor = np.where(rest > 1e-12, 1 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
     v = np.divide(weights * factor, counts, out=np.zeros(counts.shape), where=observed)
-    totals, within, _, _ = _centred_sums(table, psi, v, observed)
+    spread = np.zeros(counts.shape)
+    spread[np.nonzero(np.triu(observed, 1))] = cells.pair_spread
+    totals, within, _, _ = _centred_sums(table, psi, _varied(v, spread + spread.T),
+                                         observed)
     return replace(cells, totals=totals, within=within, leverage=None)
+
+
+def _varied(v: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """``v`` on the pairs whose comparisons vary (``spread`` > 0), 0 elsewhere: a pair whose
+    comparisons all equal its ``psi`` adds exactly nothing to any influence, which the
+    products' cancellations would leave as round-off; so a model without a varied pair
+    gets totals of exactly zero, as the rows give it."""
+    return np.where(spread > 0, v, 0.0)
 
 
 def _centred_sums(table: ScoreTable, psi: np.ndarray, v: np.ndarray, observed: np.ndarray):
