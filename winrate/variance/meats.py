@@ -459,7 +459,10 @@ def meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
 
 
 def _cluster_parts(totals, within, codes: np.ndarray, n_range: int):
-    """Per cluster (``n_range`` rows), the sums of its parts' ``totals`` and ``within``."""
+    """Per cluster (``n_range`` rows), the sums of its parts' ``totals`` and ``within``:
+    the parts themselves when part i is cluster i (a score table clustered by question)."""
+    if n_range == codes.shape[0] and np.array_equal(codes, np.arange(n_range)):
+        return totals, within
     indicator = sp.csr_array(
         (np.ones(codes.shape[0]), (codes, np.arange(codes.shape[0]))),
         shape=(n_range, codes.shape[0]),
@@ -473,12 +476,18 @@ def meat_of_parts(totals, within, codes: np.ndarray, n_range: int) -> GroupMeat:
     sum of its parts' totals, its sum of squared rows the sum of theirs."""
     totals, within = _cluster_parts(totals, within, codes, n_range)
     squared = totals**2
-    touched = squared.max(axis=0, initial=0.0) > 0
+    largest = squared.max(axis=0, initial=0.0)
+    # the first cluster reaching the largest, as argmax(axis=0), over a bool array
+    first = (squared == largest).argmax(axis=0)
     return GroupMeat(totals.T @ totals,
                      int(np.count_nonzero(np.bincount(codes, minlength=n_range))),
-                     squared.max(axis=0, initial=0.0),
-                     np.where(touched, squared.argmax(axis=0), -1),
-                     within.sum(axis=0), (within**2).sum(axis=0), (squared**2).sum(axis=0))
+                     largest, np.where(largest > 0, first, -1), within.sum(axis=0),
+                     _column_squares(within), _column_squares(squared))
+
+
+def _column_squares(values: np.ndarray) -> np.ndarray:
+    """``(values**2).sum(axis=0)`` of a dense (n, q) array without the (n, q) square."""
+    return np.einsum("ij,ij->j", values, values)
 
 
 @dataclass(frozen=True)
@@ -497,7 +506,7 @@ class ColumnSpread:
 def spread_of_parts(totals, within, codes: np.ndarray, n_range: int) -> ColumnSpread:
     """:class:`ColumnSpread` from per-part sums (:func:`meat_of_parts`' parts)."""
     totals, within = _cluster_parts(totals, within, codes, n_range)
-    return ColumnSpread((totals**2).sum(axis=0), within.sum(axis=0), (within**2).sum(axis=0))
+    return ColumnSpread(_column_squares(totals), within.sum(axis=0), _column_squares(within))
 
 
 def column_spread(infl, codes: np.ndarray, n_range: int) -> ColumnSpread:
