@@ -3,27 +3,33 @@
 A log too large for memory stays with its engine (:mod:`winrate.io.scan`). The fit is the
 key log's (pass 1): key k, a row of the key table, has the influence ``U_k`` of its
 ``F_k`` comparisons, and a source row r of key k has ``u_r = U_k w_r / F_k`` (exact: the
-estimating equations are sums of a function of the key). Python uploads two small tables
--- each key's raw values with its models, pair, centred score and CR2 stratum, and the
-stored entries ``v_kj = U_kj / F_k`` of its influence -- and the engine reduces the rows
-to what :func:`winrate.variance.cluster_sums.clustered` reads, in SQL that runs unchanged
-on DuckDB and Spark:
+estimating equations are sums of a function of the key). Python uploads one small table
+(:meth:`KeyFit.table`: per key its raw values, a row per stored entry ``v_kj = U_kj / F_k``
+of its influence with ``v_kj^2``, its centred score ``d_k`` and weight marker ``u = 1`` on
+one of its rows, its pair, CR2 stratum, and model rows where the entries are not each
+model's own column) and the engine reduces the rows to what
+:func:`winrate.variance.cluster_sums.clustered` reads, in SQL that runs unchanged on
+DuckDB and Spark:
 
-* ``D`` (per term): the rows joined to the keys and grouped by (cluster, key),
-  ``W_gk = sum w`` and ``W2_gk = sum w^2`` (:meth:`winrate.io.scan.Scan.rows_by_cluster`);
-* ``T`` (per term): the cluster totals ``t_gj = sum_k v_kj W_gk c_gk`` and the sums of
-  squared rows ``s_gj = sum_k v_kj^2 W2_gk c_gk^2``, with ``c_gk = 1`` or, for CR2, the
-  leverage factor ``(1 - m_gh / n_h)^{-1/2}`` of the key's stratum h (Bell & McCaffrey
-  2002), ``m_gh = sum`` of ``W_gk`` over the cluster's keys of stratum h, ``n_h`` the
-  stratum's total in the key log (:func:`winrate.variance.meats.stratum_leverage_scale`);
-* from ``T``: the meat ``sum_g t_g t_g^T`` as (i <= j) entries, and per column
-  ``sum_g s_gj`` (row squares), ``sum_g s_gj^2`` (spread), ``sum_g t_gj^4``, the largest
-  ``t_gj^2`` and its cluster (the least label on ties), and the number of clusters: the
-  :class:`~winrate.variance.meats.GroupMeat` of the term;
-* from each axis' ``D``: the clusters each model appears in, the clusters of each pair
-  (single-cluster pairs), and the ANOVA ICC's moments -- the number of clusters, their
-  total and squared sizes, and ``sum_g S_g^2 / n_g`` of the centred scores
-  (:func:`winrate.variance.diagnostics.icc_of_moments`).
+* ``G`` (per term, kept while read): the rows joined to that table
+  (:meth:`winrate.io.scan.Scan.rows_joined`) and grouped once by (cluster, idx): the
+  cluster totals ``t_gj = sum_r v_kj w_r c_gk`` and the sums of squared rows ``s_gj =
+  sum_r v_kj^2 w_r^2 c_gk^2``, with ``c_gk = 1`` or, for CR2, the leverage factor ``(1 -
+  m_gh / n_h)^{-1/2}`` of the key's stratum h (Bell & McCaffrey 2002), ``m_gh`` the
+  weight of the cluster's rows of stratum h, ``n_h`` the stratum's total in the key log
+  (:func:`winrate.variance.meats.stratum_leverage_scale`); for an axis also the
+  cluster's size ``n_g = sum u w`` and sum of centred scores ``S_g = sum d w``;
+* from ``G``, one query: the meat ``sum_g t_g t_g^T`` as (i <= j) entries (``G`` joined
+  with itself on the cluster), per column ``sum_g s_gj`` (row squares), ``sum_g s_gj^2``
+  (spread), ``sum_g t_gj^4``, the largest ``t_gj^2`` and its cluster (the least label on
+  ties), and the number of clusters with entries: the
+  :class:`~winrate.variance.meats.GroupMeat` of the term; for an axis also the clusters
+  each model appears in and the ANOVA ICC's moments -- the number of clusters, their
+  total and squared sizes, and ``sum_g S_g^2 / n_g``
+  (:func:`winrate.variance.diagnostics.icc_of_moments`);
+* once for all axes, the single-cluster pairs (each pair's least and largest label);
+  where an axis has such a pair, the same ICC moments over (cluster, pair) cells
+  (:meth:`EngineSums.same_pair_icc`).
 
 Python receives O(q^2) numbers per term and O(L + P) per axis, never a row or, but for a
 term's largest cluster, a label. Every number equals the in-memory computation up to the
