@@ -9,6 +9,9 @@ Steps (each writes its files and registers the numbers the text quotes):
 exact           exact coverage of binomial intervals (``scripts/exact_interval_coverage.py``)
 coverage        the coverage study's figure, summary table and numbers from the committed
                 ``paper/coverage/`` (``--full``: rerun the study first, minutes)
+confirmatory    the confirmatory study's table and numbers from the committed
+                ``paper/confirmatory/summary.csv`` (the study itself: ``python
+                scripts/coverage.py --confirmatory``, over an hour on one core)
 datasets        SE inflation, ICC paradox and dominant-cluster diagnostic on every bundled
                 dataset, ``results/<dataset>.json``, MMLU-Pro 19-model subsets
 simulations     MMLU-Pro-like and paired-design coverage simulations, naive-coverage figure
@@ -229,6 +232,7 @@ class Step:
 STEPS = (
     Step("exact", step_exact, True),
     Step("coverage", step_coverage, True),
+    Step("confirmatory", calls("confirmatory_study", "confirmatory_results"), True),
     Step("datasets", step_datasets, False),
     Step("simulations", step_simulations, False),
     Step("few_judges", calls("judges_and_arena", "few_judges"), False),

@@ -8,12 +8,13 @@ committed summary: the study takes over an hour on one core.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
 from common import PAPER, Paper, fmt
 from heldout.confirmatory import CONFIRMATORY_SEED, WIDTH_LIMIT
-from heldout.study import MC_LEVEL, RULE_MARGINAL
+from heldout.study import MC_LEVEL, MC_Z, RULE_MARGINAL
 
 ESTIMATOR_SHORT = {"winrate": "WR", "bt": "BT", "bt_style": "BT+style"}
 #: What auto ran, from the study's ``method`` label (``auto/<correction>/<reference>
@@ -85,6 +86,9 @@ def confirmatory_results(paper: Paper, source=PAPER / "confirmatory") -> None:
                 "Bradley-Terry; N-: the generator written after the freeze; fail: the rule "
                 "broken (coverage: i, width: ii).")
     failed = summary[summary.verdict == "fail"]
+    detection(paper, summary, reps)
+    paper.number("conf_width_limit", WIDTH_LIMIT, ".2f")
+    paper.number("conf_limit_heavy", summary.simultaneous_limit.min(), ".0f")
     paper.number("conf_reps", reps, "d")
     paper.number("conf_seed", CONFIRMATORY_SEED, "d")
     paper.number("conf_cells", summary.cell.nunique(), "d")
@@ -105,6 +109,11 @@ def confirmatory_results(paper: Paper, source=PAPER / "confirmatory") -> None:
         paper.extremes(f"conf_ratio_{key}", summary[f"width_ratio_{alt}"].dropna(), ".2f")
         paper.extremes(f"conf_wr_ratio_{key}", winrate[f"width_ratio_{alt}"].dropna(), ".2f")
         paper.extremes(f"conf_bt_ratio_{key}", ratings[f"width_ratio_{alt}"].dropna(), ".2f")
+    failure_groups(paper, summary)
+    named_cells(paper, summary)
+    said = re.search(r"(\d+) cell and estimator combinations",
+                     (source / "registration.md").read_text(encoding="utf-8"))
+    paper.number("conf_rows_said", int(said.group(1)), "d")
     paper.number("conf_fail_list", "none" if failed.empty else "; ".join(
         f"{c} ({ESTIMATOR_SHORT[e]}: {_why(r)})" for c, e, r in
         zip(failed.cell, failed.estimator, failed.itertuples(), strict=True)))
@@ -118,3 +127,70 @@ def _why(row) -> str:
     if str(row.rule_ii) == "False":
         parts.append("width")
     return " and ".join(parts)
+
+
+def detection(paper: Paper, summary: pd.DataFrame, reps: int) -> None:
+    """What rule (i) can detect with ``reps`` replications: the median Monte-Carlo SE of
+    the marginal coverages (``conf_mcse_mar``) and the binomial SE of a simultaneous
+    coverage of 95% (``conf_mcse_sim``); the marginal coverage below which the rule's
+    interval misses the band at that median SE (``conf_detect_mar``: 93 - z SE), and the
+    simultaneous coverage p below which ``p + z sqrt(p (1 - p) / reps)`` stays under 92
+    (``conf_detect_sim``), z the rule's Monte-Carlo quantile."""
+    mcse = float(summary.marginal_mcse.median())
+    paper.number("conf_mcse_mar", mcse, ".1f")
+    paper.number("conf_mcse_sim", 100 * np.sqrt(0.95 * 0.05 / reps), ".1f")
+    paper.number("conf_detect_mar", RULE_MARGINAL[0] - MC_Z * mcse, ".0f")
+    p = np.linspace(0.0, 1.0, 100_001)
+    reached = p + MC_Z * np.sqrt(p * (1 - p) / reps) >= 0.92
+    paper.number("conf_detect_sim", 100 * p[np.argmax(reached)], ".0f")
+
+
+def _listed(part: pd.DataFrame) -> str:
+    """``cell (estimator)`` of each row, or ``none``."""
+    if part.empty:
+        return "none"
+    return ", ".join(f"{c} ({ESTIMATOR_SHORT[e]})"
+                     for c, e in zip(part.cell, part.estimator, strict=True))
+
+
+def failure_groups(paper: Paper, summary: pd.DataFrame) -> None:
+    """The failures by kind, each as a count and a list: coverage below the band
+    (``conf_under``), above it (``conf_over``: the 99% interval lies above 97, which with
+    few replications means every model covered in nearly every replication), the
+    simultaneous limit missed (``conf_simfail``), and width (``conf_wide``), the last for
+    the win rate and the ratings apart."""
+    rule_i = summary.rule_i.astype(bool)
+    under = summary[~rule_i & (summary.marginal_hi99 < RULE_MARGINAL[0])]
+    over = summary[~rule_i & (summary.marginal_lo99 > RULE_MARGINAL[1])]
+    sim = summary[~rule_i & (summary.simultaneous_hi99 < summary.simultaneous_limit)]
+    wide = summary[summary.rule_ii.astype(str) == "False"]
+    groups = {"under": under, "over": over, "simfail": sim, "wide": wide,
+              "wide_wr": wide[wide.estimator == "winrate"],
+              "wide_bt": wide[wide.estimator != "winrate"]}
+    for name, part in groups.items():
+        paper.number(f"conf_{name}", len(part), "d")
+        paper.number(f"conf_{name}_list", _listed(part))
+
+
+#: Cells the text names, by their key in numbers (letters only), and the few-cluster cells
+#: (an axis with fewer than 30 clusters).
+NAMED = {"R-llmfao": "rllmfao", "R-qlora": "rqlora", "N-prd": "nprd", "N-qlora": "nqlora"}
+FEW_CLUSTER = ("R-prd", "R-pandalm", "R-llmfao", "N-prd")
+
+
+def named_cells(paper: Paper, summary: pd.DataFrame) -> None:
+    """Marginal coverage of the cells the text names (``conf_<cell>_<wr|bt>_mar``), their
+    not-estimable models per replication (``conf_<cell>_notest``), and the range of the
+    marginal and simultaneous coverage over the cells with many clusters
+    (``conf_many_mar``, ``conf_many_sim``)."""
+    for cell, key in NAMED.items():
+        rows = summary[summary.cell == cell].set_index("estimator")
+        for estimator, short in (("winrate", "wr"), ("bt", "bt")):
+            paper.number(f"conf_{key}_{short}_mar", rows.loc[estimator, "marginal"], ".1f")
+            paper.number(f"conf_{key}_{short}_sim", rows.loc[estimator, "simultaneous"],
+                         ".1f")
+        paper.number(f"conf_{key}_notest", rows.loc["winrate", "not_estimable_per_rep"],
+                     ".0f")
+    many = summary[~summary.cell.isin(FEW_CLUSTER)]
+    paper.extremes("conf_many_mar", many.marginal, ".1f")
+    paper.extremes("conf_many_sim", many.simultaneous, ".1f")
