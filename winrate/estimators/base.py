@@ -235,6 +235,14 @@ class Estimator(ABC):
         taken for each, or None when the estimator has none."""
         return None
 
+    def same_pair_cells(self, board, log, codes):
+        """For a fit held as per-question cell totals (no rows), the (cluster, pair) cells
+        of its comparisons by the question clusters ``codes``: each cell's size and sum of
+        the pair-centred scores, and the total of their squares (what the within-cluster
+        correlation of one pair's comparisons is computed from); None when the estimator
+        cannot give them (the rows, where kept, give them instead)."""
+        return None
+
     def wild_influence_map(self, board, total_counts):
         """The (P, K) map of centred pair totals to the influence, or None."""
         return None

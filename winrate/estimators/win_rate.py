@@ -92,6 +92,14 @@ class WinRate(Estimator):
 
         return unidentified_pair_cov(board, frequency, single, rho)
 
+    def same_pair_cells(self, board, log, codes):
+        from winrate.estimators.win_rate_scores import same_pair_cells
+        from winrate.io.logs import ScoreTable
+
+        if not isinstance(log, ScoreTable):
+            return None
+        return same_pair_cells(log, codes, board.psi)
+
     def thin_design_rule(self) -> bool:
         return True
 

@@ -128,6 +128,30 @@ def pair_outcomes(table: ScoreTable) -> tuple[np.ndarray, np.ndarray]:
     return counts + counts.T, wins
 
 
+def same_pair_cells(table: ScoreTable, codes: np.ndarray, psi: np.ndarray):
+    """The (cluster, pair) cells of the table's comparisons, clusters ``codes`` (Q,) of its
+    questions: per cell its number of comparisons and its sum of the pair-centred half-tie
+    scores ``s_qab - psi_ab`` (a < b), and the total of their squares, as the pairwise log
+    would give them row by row (for the ICC of a pair's comparisons within a cluster,
+    :func:`winrate.inference.covariance._same_pair_icc`). Each cluster's comparisons and
+    wins are :func:`pair_outcomes` of its questions (module doc): ``sum s = W`` and ``sum
+    s^2 = X + T / 4``, so a cell's sums follow from its ``N``, ``X`` and ``T``; in all
+    O(Q K^2) operations, one pass 1 per cluster."""
+    lower, upper = np.triu_indices(table.n_models, 1)
+    pair_psi = psi[lower, upper]
+    sizes, sums, squares = [], [], 0.0
+    for cluster in np.unique(codes):
+        counts, wins = pair_outcomes(ScoreTable(table.scores[codes == cluster],
+                                                table.models))
+        n, won = counts[lower, upper], wins[lower, upper]
+        tied = n - won - wins[upper, lower]
+        score = won + tied / 2
+        sizes.append(n)
+        sums.append(score - n * pair_psi)
+        squares += float((won + tied / 4 - 2 * pair_psi * score + n * pair_psi**2).sum())
+    return np.concatenate(sizes), np.concatenate(sums), squares
+
+
 def cell_totals(table: ScoreTable, psi: np.ndarray, counts: np.ndarray, wins: np.ndarray,
                 weights: np.ndarray) -> CellTotals:
     """:class:`CellTotals` of the win rate's influence, one cell per question (module doc,

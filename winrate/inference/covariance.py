@@ -257,13 +257,28 @@ def _same_pair_icc(fitted, axis: str, pooled: float) -> float:
     pair's mean (Kish 1965, sec. 5.4). A cell holds one pair, whose scores share one
     orientation, so it does not depend on which model of a pair is coded first (the
     axis-level ICC of the diagnostics, grouping by cluster alone, adds deviations of
-    differently oriented pairs and does). Where the rows are not in memory (an engine's key
-    log, per-question cell totals) the ``pooled`` axis-level ICC stands in."""
+    differently oriented pairs and does). A per-question score table gives its cells' sums
+    (:meth:`winrate.estimators.base.Estimator.same_pair_cells`); where neither rows nor
+    cells are in memory (an engine's key log) the ``pooled`` axis-level ICC stands in."""
     board, log = fitted.board, fitted.log
-    if board.pair is None or axis not in log.axes:
+    if axis not in log.axes:
         return pooled
-    cells = log.axes[axis].codes.astype(np.int64) * len(board.pairs) + board.pair
+    codes = log.axes[axis].codes
+    if board.pair is None:
+        found = fitted.estimator.same_pair_cells(board, log, codes)
+        return pooled if found is None else _icc_of_cells(*found)
+    cells = codes.astype(np.int64) * len(board.pairs) + board.pair
     return diagnostics.anova_icc(board.centered, factorize_groups(cells)[0], log.frequency)
+
+
+def _icc_of_cells(size: np.ndarray, total: np.ndarray, squares: float) -> float:
+    """:func:`winrate.variance.diagnostics.icc_of_sums` of cells given by their sizes,
+    sums and total sum of squares of the values, centred here at their grand mean ``m``
+    (``S_g - n_g m``; ``sum y^2 - N m^2``), as :func:`~winrate.variance.diagnostics.anova_icc`
+    centres rows."""
+    grand_mean = total.sum() / size.sum() if size.sum() > 0 else 0.0
+    return diagnostics.icc_of_sums(size, total - size * grand_mean,
+                                   squares - size.sum() * grand_mean**2)
 
 
 def _small_sample_floor(board: Leaderboard, log: ComparisonLog):
