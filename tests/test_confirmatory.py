@@ -200,3 +200,18 @@ def test_rule_i_reads_the_monte_carlo_intervals_and_covers_the_point_estimates()
     assert cf.covers(95.0, 93.0, 92.0)
     assert not cf.covers(90.0, 99.0, 92.0)  # its MC interval might meet the band: not enough
     assert not cf.covers(95.0, 91.0, 92.0)
+
+
+def test_committed_run_reports_every_cell_and_estimator_once():
+    """The committed summary (paper/confirmatory/summary.csv) has one row per registered
+    cell and estimator, each with the run's number of replications, and its verdicts
+    follow from its own columns."""
+    source = Path(__file__).resolve().parents[1] / "paper" / "confirmatory"
+    summary = pd.read_csv(source / "summary.csv")
+    expected = [(c.key, e) for c in cf.confirmatory_cells() for e in c.estimators]
+    assert list(zip(summary.cell, summary.estimator, strict=True)) == expected
+    reps = summary.reps + summary.dropped_no_estimate
+    assert reps.nunique() == 1
+    for row in summary.to_dict("records"):
+        row["rule_ii"] = {"True": True, "False": False}.get(str(row["rule_ii"]), "n/a")
+        assert cf.verdict(row)["verdict"] == row["verdict"]

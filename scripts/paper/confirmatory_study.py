@@ -170,6 +170,17 @@ def failure_groups(paper: Paper, summary: pd.DataFrame) -> None:
     for name, part in groups.items():
         paper.number(f"conf_{name}", len(part), "d")
         paper.number(f"conf_{name}_list", _listed(part))
+    paper.number("conf_fail_both", int((~rule_i & (summary.rule_ii.astype(str) == "False"))
+                                       .sum()), "d")
+    paper.number("conf_wide_wr_cells", " and ".join(groups["wide_wr"].cell) or "none")
+    paper.extremes("conf_wide_bt_ratio", [_binding_ratio(r) for r in
+                                          groups["wide_bt"].itertuples()], ".2f")
+
+
+def _binding_ratio(row) -> float:
+    """auto's width over the narrowest alternative that covers (the bar of rule ii)."""
+    return max(getattr(row, f"width_ratio_{alt}") for alt in ("cr1", "bm")
+               if getattr(row, f"{alt}_covers"))
 
 
 #: Cells the text names, by their key in numbers (letters only), and the few-cluster cells
