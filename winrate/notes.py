@@ -276,7 +276,8 @@ def single_cluster_pairs(axis: str, count: int, n_pairs: int, bounded: bool = Fa
     effect (:func:`winrate.estimators.small_sample.unidentified_pair_cov`)."""
     consequence = (
         f"each is given the variance of its comparisons inflated by the design effect of "
-        f"the {axis} axis' pooled ICC (1 where it is not identified), which widens the "
+        f"the ICC of the {axis} axis' (cluster, pair) cells (1 where it is not "
+        "identified), which widens the "
         "intervals of the models involved" if bounded else
         "SEs of the models involved are understated on that axis")
     return Note("single-cluster-pairs",

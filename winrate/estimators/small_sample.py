@@ -174,8 +174,10 @@ def unidentified_pair_cov(board: Leaderboard, frequency: np.ndarray | None,
 
     with ``rho_ab`` the correlation of comparisons that share the cluster, which one
     cluster cannot identify. It is taken from the other pairs of the axis: ``rho`` (P,), the
-    axis' pooled pair-level ANOVA ICC (:func:`winrate.variance.diagnostics.anova_icc` of the
-    pair-centred scores, clipped to [0, 1]; 1, the bound, where that ICC is not identified).
+    one-way ANOVA ICC of the axis' (cluster, pair) cells
+    (:func:`winrate.variance.diagnostics.anova_icc` of the pair-centred scores grouped by
+    cluster and pair, ``winrate.inference.covariance._same_pair_icc``; clipped to [0, 1];
+    1, the bound, where that ICC is not identified).
     ``sigma_ab^2`` is the pair's sample variance ``sum_r f_r (s_r - psi_ab)^2 / (n - 1)``, at
     most :data:`MAX_SCORE_VARIANCE`, or, for a pair whose comparisons all agree, its
     small-sample floor (``p (1 - p) / n``, :func:`degenerate_pair_variance`) times ``n``.
