@@ -42,6 +42,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from study_pages import mc_se, short_design, write_block
 
 from winrate.analysis import analyze
 from winrate.diff import diff_releases, split_since
@@ -156,10 +157,6 @@ def _name(model: int) -> str:
     return f"model-{model:02d}"
 
 
-def mc_se(p: float, reps: int) -> float:
-    return float(np.sqrt(p * (1 - p) / reps))
-
-
 def report(unchanged: dict, changed: dict, truth: float, planned: float,
            seconds: float) -> str:
     reps = changed["reps"]
@@ -184,7 +181,7 @@ def report(unchanged: dict, changed: dict, truth: float, planned: float,
         f"| power planned from each replication's own old release (mean) | | "
         f"{100 * changed['own_plan']:.1f}% | |",
         "",
-        f"Design (`winrate.SimulationDesign`): {_short(DESIGN)}; the old release the first "
+        f"Design (`winrate.SimulationDesign`): {short_design(DESIGN)}; the old release the first "
         f"{OLD_PROMPTS} prompts, the new one all {DESIGN.n_prompts}; Bradley-Terry, "
         f"clustered by {CLUSTER}. The change to detect is the pseudo-true centred change "
         f"of {_name(CHANGED)}, {truth:.1f} Elo (the fits of one log {BIG} times the prompts and "
@@ -192,12 +189,6 @@ def report(unchanged: dict, changed: dict, truth: float, planned: float,
         f"{seconds / 60:.1f} minutes.",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _short(design: SimulationDesign) -> str:
-    """The fields of ``design`` that differ from the defaults."""
-    default = SimulationDesign().__dict__
-    return ", ".join(f"{k}={v}" for k, v in design.__dict__.items() if default[k] != v)
 
 
 def main() -> None:
@@ -212,9 +203,7 @@ def main() -> None:
         unchanged = nothing_changed(args.reps)
         changed = one_changed(args.reps, truth)
     text = report(unchanged, changed, truth, planned, time.time() - start)
-    page = PAGE.read_text()
-    begin = page.index(MARKERS[0]) + len(MARKERS[0])
-    PAGE.write_text(page[:begin] + "\n" + text + "\n" + page[page.index(MARKERS[1]):])
+    write_block(PAGE, MARKERS, text)
     print(text)
 
 

@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from study_pages import mc_se, short_design, write_block
 
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
 from winrate.judges import POSITION, covariate_effects
@@ -53,10 +54,6 @@ def position_study(reps: int) -> dict:
             "reps": reps}
 
 
-def mc_se(p: float, reps: int) -> float:
-    return float(np.sqrt(p * (1 - p) / reps))
-
-
 def report(position: dict, seconds: float) -> str:
     lines = [
         "| study | replications | result | Monte-Carlo SE |",
@@ -66,16 +63,10 @@ def report(position: dict, seconds: float) -> str:
         f"{position['reps']} | {100 * position['coverage']:.1f}% | "
         f"{100 * mc_se(position['coverage'], position['reps']):.1f} points |",
         "",
-        f"Design (`winrate.SimulationDesign`): {_short(POSITION_DESIGN)}, clustered by "
+        f"Design (`winrate.SimulationDesign`): {short_design(POSITION_DESIGN)}, clustered by "
         f"prompt+judge. Run time {seconds / 60:.1f} minutes.",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _short(design: SimulationDesign) -> str:
-    """The fields of ``design`` that differ from the defaults."""
-    default = SimulationDesign().__dict__
-    return ", ".join(f"{k}={v}" for k, v in design.__dict__.items() if default[k] != v)
 
 
 def main() -> None:
@@ -87,9 +78,7 @@ def main() -> None:
         warnings.simplefilter("ignore")
         position = position_study(args.reps)
     text = report(position, time.time() - start)
-    page = PAGE.read_text()
-    start = page.index(MARKERS[0]) + len(MARKERS[0])
-    PAGE.write_text(page[:start] + "\n" + text + "\n" + page[page.index(MARKERS[1]):])
+    write_block(PAGE, MARKERS, text)
     print(text)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.special import ndtri
+from study_pages import write_block
 
 from winrate.analysis import analyze
 from winrate.estimators import fit
@@ -92,9 +93,7 @@ def main() -> None:
     rows.append(f"{args.reps} replications per design, seeded; run time "
                 f"{(time.time() - start) / 60:.1f} minutes.")
     text = "\n".join(rows) + "\n"
-    page = PAGE.read_text()
-    begin = page.index(MARKERS[0]) + len(MARKERS[0])
-    PAGE.write_text(page[:begin] + "\n" + text + "\n" + page[page.index(MARKERS[1]):])
+    write_block(PAGE, MARKERS, text)
     print(text)
 
 

@@ -16,6 +16,7 @@ from winrate.cli import (
     add_analysis_arguments,
     add_estimator_arguments,
     add_input_arguments,
+    add_page_text_arguments,
     add_progress_argument,
     estimator_options,
     load_log,
@@ -45,9 +46,7 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--html", metavar="PATH",
                        help="write the leaderboard with this report as one self-contained "
                             "web page here (loads nothing from the network)")
-    group.add_argument("--title", help="the web page's title (default: the dataset or input "
-                                       "file and the report's kind)")
-    group.add_argument("--description", help="a paragraph under the web page's title")
+    add_page_text_arguments(group)
     add_progress_argument(parser)
     parser.set_defaults(engine="memory", memory=None)
 

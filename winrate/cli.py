@@ -152,10 +152,15 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--html", metavar="PATH",
                        help="write the report as one self-contained web page here (sortable "
                             "table, interval charts, notes; loads nothing from the network)")
+    add_page_text_arguments(group)
+    add_progress_argument(parser)
+
+
+def add_page_text_arguments(group) -> None:
+    """--title and --description of the web page (--html)."""
     group.add_argument("--title", help="the web page's title (default: the dataset or input "
                                        "file and the report's kind)")
     group.add_argument("--description", help="a paragraph under the web page's title")
-    add_progress_argument(parser)
 
 
 def add_progress_argument(parser: argparse.ArgumentParser) -> None:
