@@ -144,6 +144,8 @@ def assert_same_analysis(got, want, naive_rtol: float = 1e-12) -> None:
 # cells, as the log computes it from rows (the table once took the pooled ICC)
 @example(seed=7, n_questions=5, n_models=4, missing=0.2, kind="binary", cluster="subject",
          correction="cr1")
+@example(seed=4, n_questions=6, n_models=4, missing=0.5, kind="levels", cluster="subject",
+         correction="cr1")  # and a pair never compared (its psi is NaN) beside it
 def test_table_equals_pairwise_log(seed, n_questions, n_models, missing, kind, cluster,
                                    correction):
     frame = random_scores(seed, n_questions, n_models, missing, kind)

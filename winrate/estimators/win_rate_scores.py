@@ -136,9 +136,13 @@ def same_pair_cells(table: ScoreTable, codes: np.ndarray, psi: np.ndarray):
     :func:`winrate.inference.covariance._same_pair_icc`). Each cluster's comparisons and
     wins are :func:`pair_outcomes` of its questions (module doc): ``sum s = W`` and ``sum
     s^2 = X + T / 4``, so a cell's sums follow from its ``N``, ``X`` and ``T``; in all
-    O(Q K^2) operations, one pass 1 per cluster."""
+    O(Q K^2) operations, one pass 1 per cluster. Clusters of one question make cells of
+    one comparison, where the ICC is not identified (no cells are returned, as the rows
+    give NaN), so the prompt axis costs nothing."""
+    if np.bincount(codes).max(initial=0) <= 1:
+        return np.zeros(0), np.zeros(0), 0.0
     lower, upper = np.triu_indices(table.n_models, 1)
-    pair_psi = psi[lower, upper]
+    pair_psi = np.nan_to_num(psi[lower, upper])  # NaN for a pair never compared: no cells
     sizes, sums, squares = [], [], 0.0
     for cluster in np.unique(codes):
         counts, wins = pair_outcomes(ScoreTable(table.scores[codes == cluster],
