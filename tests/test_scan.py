@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import winrate
@@ -579,3 +579,56 @@ def test_the_engine_reduces_the_cell_icc_of_single_cluster_pairs(tmp_path):
     assert abs(sums.same_pair_icc(0) - expected) <= 1e-12 * abs(expected)
     assert abs(_same_pair_icc(fitted, "prompt", np.nan) - expected) <= 1e-12 * abs(expected)
     assert not sums.design(1).single.any() and sums.same_pair_icc(1) is None
+
+
+@st.composite
+def single_cluster_pair_logs(draw):
+    """A log whose prompts and judges shift the outcome (so the (cluster, pair) cells
+    correlate), with one or two pairs compared within a single prompt -- the second also
+    within a single judge -- and their models compared elsewhere; optionally weighted."""
+    k = draw(st.integers(4, 6))
+    n = draw(st.integers(60, 200))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    lonely = [(k - 1, 0), (1, 2)][:draw(st.integers(1, 2))]
+    for x, y in lonely:  # compared only in the rows added below
+        b[((a == x) & (b == y)) | ((a == y) & (b == x))] = min({0, 1, 2, 3} - {x, y})
+    prompts = rng.integers(0, max(6, n // draw(st.integers(3, 8))), n)
+    judges = rng.integers(0, 4, n)
+    parts = [(a, b, prompts, judges)]
+    for i, (x, y) in enumerate(lonely):
+        m = draw(st.integers(2, 10))
+        parts.append((np.full(m, x), np.full(m, y), np.full(m, 10_000 + i),
+                      rng.integers(0, 4, m) if i == 0 else np.full(m, 7)))
+    a, b, prompts, judges = (np.concatenate(p) for p in zip(*parts, strict=True))
+    spread = draw(st.sampled_from([1.5, 3.0]))
+    shift = (rng.normal(0, spread, prompts.max() + 1)[prompts]
+             + rng.normal(0, spread, judges.max() + 1)[judges])
+    p_a = 1 / (1 + np.exp(-(0.3 * (b - a) + shift)))
+    frame = pd.DataFrame({"prompt_id": prompts, "judge_id": judges,
+                          "model_a": [f"m{i}" for i in a], "model_b": [f"m{i}" for i in b],
+                          "outcome": np.where(rng.random(len(a)) < p_a, "a", "b")})
+    weighted = draw(st.booleans())
+    if weighted:
+        frame["w"] = rng.choice([1.0, 2.0, 3.5], len(frame))
+    return frame, ("w" if weighted else None)
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(single_cluster_pair_logs(), st.sampled_from(["prompt", "judge", "prompt+judge"]),
+       st.sampled_from(["cr1", "cr2"]))
+def test_single_cluster_pairs_bound_equals_memory(tmp_path, data, cluster, correction):
+    """Pairs compared within one cluster of an axis get the win rate's bound with the ICC
+    of the axis' (cluster, pair) cells: the engine reduces that ICC in SQL
+    (:meth:`EngineSums.same_pair_icc`), memory computes it from the rows, and the bound,
+    the covariance and every diagnostic agree to 1e-12 (the pooled axis ICC, which the
+    engine took before, differs)."""
+    frame, weight = data
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    mem, eng = _analyses(frame, weight, path, ("winrate", {}), cluster, correction)
+    assert_same(mem, eng)
+    assert _relative(mem.unidentified_bound, eng.unidentified_bound) <= TOL
+    assume(np.abs(mem.unidentified_bound).max() > 0)  # a cell ICC <= 0 bounds nothing

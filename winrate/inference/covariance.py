@@ -105,7 +105,8 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
     with notes.gathered() as found:
         sums = source.cluster_sums(log, board, plan.clustering, strata, progress)
         sandwich = clustered(sums, plan.correction)
-        axes = _axis_summaries(source.design, fitted, plan.clustering, sandwich)
+        iccs = {name: sums.same_pair_icc(i) for i, name in enumerate(plan.clustering)}
+        axes = _axis_summaries(source.design, fitted, plan.clustering, sandwich, iccs)
         full = sandwich.naive if sandwich.covariance is None else sandwich.covariance.cov
         resampled = _resampled(plan, fitted, progress)
     psd_repaired = sandwich.psd_repaired or (resampled is not None
@@ -113,7 +114,7 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
     cov = full[:k, :k] if resampled is None else resampled.cov
     floor, floor_notes = _small_sample_floor(board, log)
     bound = (_unidentified_bound(fitted, dict(zip(plan.clustering, sandwich.designs,
-                                                  strict=True)))
+                                                  strict=True)), iccs)
              if resampled is None else np.zeros((k, k)))
     cov, cov_naive = cov + floor + bound, sandwich.naive[:k, :k] + floor
     if resampled is None:
@@ -157,10 +158,11 @@ def _resampled_reference(plan, resampled) -> tuple:
                                            f"{reference_label(plan.df)} reference", 1)
 
 
-def _axis_summaries(design, fitted, clustering: tuple[str, ...],
-                    sandwich) -> dict[str, AxisSummary]:
+def _axis_summaries(design, fitted, clustering: tuple[str, ...], sandwich,
+                    iccs: dict) -> dict[str, AxisSummary]:
     """Each axis' :class:`AxisSummary` from its one-way term of the multiway sum, with the
-    bound its single-cluster pairs would add to a one-way analysis by it."""
+    bound its single-cluster pairs would add to a one-way analysis by it (``iccs``: as
+    :func:`_unidentified_bound`)."""
     if sandwich.covariance is None:
         return {}
     board = fitted.board
@@ -170,7 +172,7 @@ def _axis_summaries(design, fitted, clustering: tuple[str, ...],
                                         sandwich.naive[:k, :k], result.term_meats[i],
                                         sandwich.designs[i]),
                           unidentified=_unidentified_bound(fitted,
-                                                           {name: sandwich.designs[i]}))
+                                                           {name: sandwich.designs[i]}, iccs))
             for i, name in enumerate(clustering)}
 
 
@@ -226,11 +228,13 @@ def _reference_df(board: Leaderboard, axes: dict, plan, sandwich, cov: np.ndarra
     return pan_wall if plan.df is None else np.fmin(pan_wall, plan.df)
 
 
-def _unidentified_bound(fitted, designs: dict) -> np.ndarray:
+def _unidentified_bound(fitted, designs: dict, iccs: dict) -> np.ndarray:
     """The estimator's variance for the pairs observed within a single cluster of one of
     the axes whose ``designs`` are given (by axis name), which the clustered sandwich
     cannot see, with the within-cluster correlation of one pair's comparisons taken from
-    the axis' other pairs (:func:`_same_pair_icc`)
+    the axis' other pairs: ``iccs[axis]`` where the cluster sums reduced it
+    (:meth:`winrate.variance.cluster_sums.ClusterSums.same_pair_icc`: an engine), else
+    :func:`_same_pair_icc` from the rows or cells in memory
     (:meth:`winrate.estimators.base.Estimator.unidentified_pair_floor`; for the win rate
     :func:`winrate.estimators.small_sample.unidentified_pair_cov`); zero without
     clustering or when the estimator has none."""
@@ -243,7 +247,9 @@ def _unidentified_bound(fitted, designs: dict) -> np.ndarray:
     for axis, design in designs.items():  # per pair, the largest ICC of an axis it is single on
         if not design.single.any():
             continue
-        icc = _same_pair_icc(fitted, axis, design.icc)
+        icc = iccs.get(axis)
+        if icc is None:
+            icc = _same_pair_icc(fitted, axis, design.icc)
         icc = float(np.clip(icc, 0.0, 1.0)) if np.isfinite(icc) else 1.0
         rho = np.where(design.single, np.maximum(rho, icc), rho)
         single |= design.single
@@ -258,11 +264,10 @@ def _same_pair_icc(fitted, axis: str, pooled: float) -> float:
     orientation, so it does not depend on which model of a pair is coded first (the
     axis-level ICC of the diagnostics, grouping by cluster alone, adds deviations of
     differently oriented pairs and does). A per-question score table gives its cells' sums
-    (:meth:`winrate.estimators.base.Estimator.same_pair_cells`); where neither rows nor
-    cells are in memory (an engine's key log) the ``pooled`` axis-level ICC stands in."""
+    (:meth:`winrate.estimators.base.Estimator.same_pair_cells`); where the estimator gives
+    neither, the ``pooled`` axis-level ICC stands in. (An engine reduces the cells' sums
+    itself: :meth:`winrate.variance.buckets.EngineSums.same_pair_icc`.)"""
     board, log = fitted.board, fitted.log
-    if axis not in log.axes:
-        return pooled
     codes = log.axes[axis].codes
     if board.pair is None:
         found = fitted.estimator.same_pair_cells(board, log, codes)

@@ -130,6 +130,13 @@ class ClusterSums(ABC):
         group = self.term_meats("none")[axis]
         return ColumnSpread(np.diag(group.meat), group.row_squares, group.spread)
 
+    def same_pair_icc(self, axis: int) -> float | None:
+        """The ANOVA ICC of the pair-centred scores grouped by (cluster, pair) cells of
+        axis ``axis`` (what the single-cluster pairs' bound reads:
+        :func:`winrate.inference.covariance._same_pair_icc`) where this form reduced it;
+        None: the caller computes it from the rows or cells it holds in memory."""
+        return None
+
     def design(self, axis: int) -> AxisDesign:
         """``m``, single-cluster pairs and ICC of an axis from its :class:`DesignSums`."""
         sums = self.design_sums(axis)
