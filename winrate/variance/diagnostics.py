@@ -20,11 +20,13 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
 from winrate.estimators.cells import CellTotals
+from winrate.parallel import sized_kernel
 from winrate.variance.meats import ColumnSpread, GroupMeat, as_rows, group_codes, meat_from_codes
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
@@ -116,73 +118,11 @@ def comparisons_per_cluster(model_a: np.ndarray, model_b: np.ndarray, codes: np.
 def clusters_per_model(model_a: np.ndarray, model_b: np.ndarray, codes: np.ndarray,
                        n_models: int) -> np.ndarray:
     """Number of distinct clusters (dense ``codes``) each model appears in (as model_a or
-    model_b): in one pass over the rows with a bit per (cluster, model) when that table
-    takes at most 64 bits per row (cluster-major, so a row's two bits usually share a cache
-    line), otherwise by :func:`_clusters_per_model_sorted`."""
-    n_clusters = int(codes.max()) + 1 if codes.size else 0
-    if not _bits_fit(n_models, n_clusters, codes.shape[0]):
-        return _clusters_per_model_sorted(model_a, model_b, codes, n_models, n_clusters)
-    count = np.zeros(n_models, np.int64)
-    _count_by_bits(codes, model_a, model_b, _bit_table(n_models, n_clusters), count)
-    return count
-
-
-def _bits_fit(n_models: int, n_clusters: int, n_rows: int) -> bool:
-    """Whether a bit per (cluster, model) takes at most 64 bits per row."""
-    return n_models * n_clusters <= 64 * n_rows
-
-
-def _bit_table(n_models: int, n_clusters: int) -> np.ndarray:
-    return np.zeros((n_models * n_clusters + 7) >> 3, np.uint8)
-
-
-@njit(inline="always")
-def _mark(seen, count, key, m):  # pragma: no cover - numba
-    """Count model m in a cluster the first time its (cluster, model) bit ``key`` is set;
-    branch-free (whether a bit is new is unpredictable, a branch on it costs a quarter)."""
-    i = key >> 3
-    bit = np.uint8(1 << (key & 7))
-    old = seen[i]
-    seen[i] = old | bit
-    count[m] += (old & bit) == 0
-
-
-@njit(cache=True)
-def _count_by_bits(codes, model_a, model_b, seen, count):  # pragma: no cover - numba
-    """Add the rows' (cluster, model) pairs not seen yet to ``count`` (:func:`_mark`)."""
-    n_models = count.shape[0]
-    for r in range(codes.shape[0]):
-        _mark(seen, count, codes[r] * n_models + model_a[r], model_a[r])
-        _mark(seen, count, codes[r] * n_models + model_b[r], model_b[r])
-
-
-@njit(cache=True)
-def _clusters_per_model_sorted(model_a, model_b, codes, n_models,
-                               n_clusters):  # pragma: no cover - numba
-    """:func:`clusters_per_model` when a bit table is too large: the rows' models are
-    counting-sorted by cluster and each model remembers the last cluster it was counted in
-    (memory O(n + G + K))."""
+    model_b): :func:`row_design_sums`' first sum."""
     n = codes.shape[0]
-    count = np.zeros(n_models, np.int64)
-    start = np.zeros(n_clusters + 1, np.int64)
-    for r in range(n):
-        start[codes[r] + 1] += 1
-    for g in range(n_clusters):
-        start[g + 1] += start[g]
-    fill = start[:-1].copy()
-    by_cluster = np.empty(2 * n, model_a.dtype)
-    for r in range(n):
-        i = fill[codes[r]]
-        by_cluster[2 * i], by_cluster[2 * i + 1] = model_a[r], model_b[r]
-        fill[codes[r]] = i + 1
-    last = np.full(n_models, -1, np.int64)
-    for g in range(n_clusters):
-        for i in range(2 * start[g], 2 * start[g + 1]):
-            m = by_cluster[i]
-            if last[m] != g:
-                last[m] = g
-                count[m] += 1
-    return count
+    n_clusters = int(codes.max()) + 1 if n else 0
+    return row_design_sums(codes, n_clusters, model_a, model_b, n_models,
+                           np.zeros(n, np.int32), 1, None, np.zeros(n))[0]
 
 
 def per_cluster(n_per_model: np.ndarray, clusters_of_model: np.ndarray) -> np.ndarray:
@@ -206,81 +146,148 @@ def centred_scores(centered: np.ndarray, frequency: np.ndarray | None) -> tuple[
 def row_design_sums(codes: np.ndarray, n_clusters: int, model_a: np.ndarray,
                     model_b: np.ndarray, n_models: int, pair: np.ndarray, n_pairs: int,
                     frequency: np.ndarray | None, deviation: np.ndarray):
-    """One axis' design sums from the rows in one pass (cluster ``codes`` in
-    ``[0, n_clusters)``): the clusters each model appears in
-    (:func:`clusters_per_model`), the single-cluster pairs (:func:`single_cluster_pairs`),
-    and each cluster's frequency and sum of the ``deviation`` (:func:`centred_scores`),
-    the ANOVA ICC's sums (:func:`icc_of_sums`). Returns
-    ``(clusters_of_model, single, size, centred_sum)``."""
-    state = DesignState(n_clusters, n_models, n_pairs,
-                        bits=_bits_fit(n_models, n_clusters, codes.shape[0]))
-    state.add(codes, model_a, model_b, pair, frequency, deviation)
-    if not state.counts_models:  # a (cluster, model) table too large: count sorting by cluster
-        state.count = _clusters_per_model_sorted(model_a, model_b, codes, n_models,
-                                                 n_clusters)
-    return state.count, state.single, state.size, state.centred_sum
+    """One axis' design sums from the rows (cluster ``codes`` in ``[0, n_clusters)``): the
+    clusters each model appears in (:func:`clusters_per_model`), the pairs whose rows all
+    lie in one cluster (:func:`single_cluster_pairs`), and each cluster's frequency and
+    sum of frequency x ``deviation`` (:func:`centred_scores`), the ANOVA ICC's sums
+    (:func:`icc_of_sums`); every cluster's sums added in row order, as ``np.bincount``
+    adds them. Returns ``(clusters_of_model, single, size, centred_sum)``.
+
+    One radix pass (:func:`_design_by_buckets`) moves the rows into buckets of clusters
+    small enough that a bucket's tables (a bit per (cluster, model), two sums per
+    cluster) stay in a core's cache; a pass per quantity over the rows in their own
+    order touched those tables at random (a third of a 10M-row two-way analysis)."""
+    n = codes.shape[0]
+    if n == 0 or n_clusters == 0:
+        return (np.zeros(n_models, np.int64), np.ones(n_pairs, bool), np.zeros(n_clusters),
+                np.zeros(n_clusters))
+    weighted = frequency is not None
+    frequency = frequency if weighted else np.zeros(0)
+    shift = _design_shift(n_clusters, n_models)
+    if n_clusters <= 1 << shift:  # the tables fit in cache as they are: one pass in row order
+        count, first = np.zeros((1, n_models), np.int64), np.full((1, n_pairs), -1, np.int64)
+        single, sums = np.ones((1, n_pairs), bool), np.zeros((n_clusters, 2))
+        _sweep_design(codes, model_a, model_b, pair, frequency, deviation, weighted, 0,
+                      n_models, _bit_table(n_models, n_clusters), count[0], first[0],
+                      single[0], sums)
+    else:
+        kernel, n_chunks = _design_by_buckets.choose(n)
+        count, first, single, sums = kernel(codes, model_a, model_b, pair, frequency,
+                                            deviation, weighted, n_models, n_pairs,
+                                            n_clusters, shift, n_chunks)
+    # buckets hold disjoint clusters: a pair seen by two threads lies in two clusters
+    single = single.all(axis=0) & ((first >= 0).sum(axis=0) <= 1)
+    return count.sum(axis=0), single, sums[:, 0].copy(), sums[:, 1].copy()
 
 
-class DesignState:
-    """Running design sums of one axis over parts of its rows (all rows at once, or bucket
-    by bucket), as one pass over every row would give them: each model's clusters counted
-    with a bit per (cluster, model) when ``bits`` (as :func:`clusters_per_model`), each
-    pair's first cluster and whether another appears, and each cluster's frequency and sum
-    of the centred scores."""
+#: Largest (cluster, model) bit table and number of clusters of one bucket of
+#: :func:`_design_by_buckets` (256 KiB and 128 KiB of sums: a core's L2 cache), and the most
+#: buckets (each a write stream of the radix pass).
+_DESIGN_BUCKET_BITS = 1 << 21
+_DESIGN_BUCKET_CLUSTERS = 1 << 13
+_DESIGN_MAX_BUCKETS = 1 << 12
 
-    def __init__(self, n_clusters: int, n_models: int, n_pairs: int, bits: bool):
-        self.seen = _bit_table(n_models, n_clusters) if bits else np.zeros(0, np.uint8)
-        self.count = np.zeros(n_models, np.int64)
-        self.first = np.full(n_pairs, -1, np.int64)
-        self.single = np.ones(n_pairs, bool)
-        #: per cluster (frequency, sum of frequency x deviation), side by side so that a
-        #: row's two sums share a cache line
-        self.sums = np.zeros((n_clusters, 2))
 
-    @property
-    def counts_models(self) -> bool:
-        return self.seen.shape[0] > 0
+def _design_shift(n_clusters: int, n_models: int) -> int:
+    """log2 of the clusters per bucket of :func:`_design_by_buckets`: as many as the
+    cache bounds allow, more when the bucket count would exceed its bound."""
+    fits = min(_DESIGN_BUCKET_CLUSTERS, max(1, _DESIGN_BUCKET_BITS // max(n_models, 1)))
+    least = -(-n_clusters // _DESIGN_MAX_BUCKETS)
+    return max(fits.bit_length() - 1, (least - 1).bit_length())
 
-    @property
-    def size(self) -> np.ndarray:
-        """Each cluster's comparisons (frequency-weighted)."""
-        return self.sums[:, 0]
 
-    @property
-    def centred_sum(self) -> np.ndarray:
-        """Each cluster's sum of the centred scores (frequency-weighted)."""
-        return self.sums[:, 1]
-
-    def add(self, codes, model_a, model_b, pair, frequency, deviation) -> None:
-        """Add rows (their cluster codes, models, pairs, frequencies (None: 1) and
-        deviations from the grand mean): three simple passes, each with one stream of
-        random accesses (a fused pass ran slower on this machine's caches)."""
-        if self.counts_models:
-            _count_by_bits(codes, model_a, model_b, self.seen, self.count)
-        _first_clusters(pair, codes, self.first, self.single)
-        freq = np.ones(codes.shape[0]) if frequency is None else frequency
-        _add_by_cluster(codes, freq, deviation, self.sums)
+@njit(inline="always")
+def _mark(seen, count, key, m):  # pragma: no cover - numba
+    """Count model m in a cluster the first time its (cluster, model) bit ``key`` is set;
+    branch-free (whether a bit is new is unpredictable, a branch on it costs a quarter)."""
+    i = key >> 3
+    bit = np.uint8(1 << (key & 7))
+    old = seen[i]
+    seen[i] = old | bit
+    count[m] += (old & bit) == 0
 
 
 @njit(cache=True)
-def _first_clusters(pair, codes, first, single):  # pragma: no cover - numba
-    """Each pair's first cluster, and whether a later row leaves it (over every call so
-    far, so parts of the rows merge as one pass would)."""
-    for r in range(pair.shape[0]):
-        p = pair[r]
+def _bit_table(n_models, n_clusters):  # pragma: no cover - numba
+    """A zeroed bit per (cluster, model)."""
+    return np.zeros((n_models * n_clusters + 7) >> 3, np.uint8)
+
+
+@njit(cache=True)
+def _sweep_design(local, model_a, model_b, pair, frequency, deviation, weighted, base,
+                  n_models, seen, count, first, single, sums):  # pragma: no cover - numba
+    """Add rows (clusters ``base + local``) to the design sums in row order: each model's
+    clusters counted with the bit table ``seen`` (:func:`_mark`; bits indexed by
+    ``local``), each pair's first cluster and whether another follows, and each cluster's
+    frequency and frequency x deviation (frequency 1 unless ``weighted``)."""
+    for i in range(local.shape[0]):
+        g = local[i]
+        cluster = base + g
+        _mark(seen, count, g * n_models + model_a[i], model_a[i])
+        _mark(seen, count, g * n_models + model_b[i], model_b[i])
+        p = pair[i]
         if first[p] < 0:
-            first[p] = codes[r]
-        elif first[p] != codes[r]:
+            first[p] = cluster
+        elif first[p] != cluster:
             single[p] = False
+        f = frequency[i] if weighted else 1.0
+        sums[cluster, 0] += f
+        sums[cluster, 1] += f * deviation[i]
 
 
-@njit(cache=True)
-def _add_by_cluster(codes, freq, deviation, sums):  # pragma: no cover - numba
-    """Add ``freq`` and ``freq * deviation`` to each row's cluster (in row order, as
-    ``np.bincount`` adds them)."""
-    for r in range(codes.shape[0]):
-        sums[codes[r], 0] += freq[r]
-        sums[codes[r], 1] += freq[r] * deviation[r]
+@sized_kernel
+def _design_by_buckets(codes, model_a, model_b, pair, frequency, deviation, weighted,
+                       n_models, n_pairs, n_clusters, shift,
+                       n_chunks):  # pragma: no cover - numba
+    """:func:`row_design_sums`' kernel. A stable radix pass copies each row's (cluster
+    within its bucket, models, pair) and (frequency, deviation) into buckets of
+    ``2**shift`` clusters (threads over row chunks, each writing at offsets fixed by
+    per-chunk histograms, so a bucket keeps row order); then each thread sweeps its
+    buckets (:func:`_sweep_design`). Returns per thread the counts (n_chunks, L), first
+    clusters and single flags (n_chunks, P), and the per-cluster sums (G, 2)."""
+    n = codes.shape[0]
+    n_buckets = ((n_clusters - 1) >> shift) + 1
+    histogram = np.zeros((n_chunks, n_buckets), np.int64)
+    for c in numba.prange(n_chunks):
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            histogram[c, codes[r] >> shift] += 1
+    offsets = np.empty((n_chunks, n_buckets), np.int64)
+    bucket_start = np.zeros(n_buckets + 1, np.int64)
+    running = 0
+    for b in range(n_buckets):
+        bucket_start[b] = running
+        for c in range(n_chunks):
+            offsets[c, b] = running
+            running += histogram[c, b]
+    bucket_start[n_buckets] = running
+    ints = np.empty((n, 4), np.int32)
+    values = np.empty((n, 2))
+    mask = (1 << shift) - 1
+    for c in numba.prange(n_chunks):
+        fill = offsets[c]
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            b = codes[r] >> shift
+            i = fill[b]
+            ints[i, 0] = codes[r] & mask
+            ints[i, 1] = model_a[r]
+            ints[i, 2] = model_b[r]
+            ints[i, 3] = pair[r]
+            values[i, 0] = frequency[r] if weighted else 1.0
+            values[i, 1] = deviation[r]
+            fill[b] = i + 1
+    count = np.zeros((n_chunks, n_models), np.int64)
+    first = np.full((n_chunks, n_pairs), -1, np.int64)
+    single = np.ones((n_chunks, n_pairs), np.bool_)
+    sums = np.zeros((n_clusters, 2))
+    for c in numba.prange(n_chunks):
+        seen = _bit_table(n_models, 1 << shift)
+        for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
+            lo, hi = bucket_start[b], bucket_start[b + 1]
+            seen[:] = 0
+            _sweep_design(ints[lo:hi, 0], ints[lo:hi, 1], ints[lo:hi, 2], ints[lo:hi, 3],
+                          values[lo:hi, 0], values[lo:hi, 1], True, b << shift, n_models,
+                          seen, count[c], first[c], single[c], sums)
+    return count, first, single, sums
 
 
 def cell_design_sums(cells: CellTotals, pairs: np.ndarray, counts: np.ndarray,
@@ -375,10 +382,10 @@ def single_cluster_pairs(pair: np.ndarray, codes: np.ndarray, n_pairs: int) -> n
     For such a pair the centred scores sum to zero within that cluster, so the axis'
     variance gets no information about the pair: its contribution is not identified.
     """
-    first = np.full(n_pairs, -1, np.int64)
-    single = np.ones(n_pairs, bool)
-    _first_clusters(pair, codes, first, single)
-    return single
+    n = codes.shape[0]
+    n_clusters = int(codes.max()) + 1 if n else 0
+    return row_design_sums(codes, n_clusters, np.zeros(n, np.int32), np.ones(n, np.int32), 2,
+                           pair, n_pairs, None, np.zeros(n))[1]
 
 
 def largest_cluster_share(influence, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
