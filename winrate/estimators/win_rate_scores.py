@@ -244,6 +244,8 @@ def _binary_sums(table: ScoreTable, psi: np.ndarray, v: np.ndarray, observed: np
                                   p.T, np.triu(h, 1).T])
     full = answered_factors.sum(axis=0).reshape(6, -1)
     right_factors = np.ascontiguousarray(np.hstack([v.T, (square * p).T, square.T]))
+    # rows of v^T and psi^T are read by the kernel: contiguous, not a strided view
+    vt, pt = np.ascontiguousarray(v.T), np.ascontiguousarray(p.T)
     k, n_questions = table.n_models, table.n_questions
     totals, within, own = (np.zeros((n_questions, k)) for _ in range(3))
     lower = np.zeros(n_questions)
@@ -256,7 +258,7 @@ def _binary_sums(table: ScoreTable, psi: np.ndarray, v: np.ndarray, observed: np
         n_answered = answered.sum(axis=1)
         by_product = np.minimum(n_answered, k - n_answered).mean() > _GAPS_BY_PRODUCT * k
         sums = answered @ answered_factors if by_product else gaps
-        _question_sums(answered, right, right @ right_factors, sums, v.T, p.T, full,
+        _question_sums(answered, right, right @ right_factors, sums, vt, pt, full,
                        totals[rows], within[rows], own[rows], lower[rows])
 
     _in_threads(block, range(0, n_questions, _BLOCK), table.scores.size * k)
