@@ -80,6 +80,7 @@ from winrate.inference.intervals import bounds_on_scale
 from winrate.inference.joint import simultaneous_intervals
 from winrate.io.simulate import SimulationDesign, simulate_comparisons
 from winrate.settings import Joint, MonteCarlo, Variance
+from winrate.variance.cluster_sums import memory_sums
 from winrate.variance.method_choice import choose, effective_sizes, thinnest_pair_size
 from winrate.variance.reference import critical_value
 from winrate.variance.resampling import (
@@ -552,7 +553,8 @@ def auto_method(log, board) -> str | None:
     clustering = ("prompt", "judge")
     sizes = [log.axes[name].n_clusters for name in clustering]
     choice = choose(clustering, sizes, estimators.of(board).thin_design_rule(),
-                    thinnest_pair_size(board.counts), effective_sizes(board, log, clustering))
+                    thinnest_pair_size(board.counts),
+                    effective_sizes(memory_sums(log, board, clustering, None), board.codes))
     if choice.method == "bootstrap":
         return "pigeonhole"
     if choice.method != "sandwich" or choice.correction != "cr1" or choice.df is not None:

@@ -45,6 +45,9 @@ class InMemory:
     """A log held in memory: the fit and the variance read its rows."""
 
     log: ComparisonLog
+    #: the last :class:`ClusterSums` made, with its fit and clustering: ``auto``'s effective
+    #: cluster counts and the variance step then read one pass over the rows
+    _made: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def design(self) -> ComparisonLog:
@@ -61,7 +64,20 @@ class InMemory:
 
     def cluster_sums(self, log: ComparisonLog, board: Leaderboard,
                      clustering: tuple[str, ...], strata, progress) -> ClusterSums:
-        return memory_sums(log, board, clustering, strata)
+        made = self._made.get("sums")
+        if made is None or made[:3] != (log, board, clustering) or made[3] is not strata:
+            made = (log, board, clustering, strata, memory_sums(log, board, clustering, strata))
+            self._made["sums"] = made
+        return made[4]
+
+    def effective_sizes(self, fitted: Fitted, clustering: tuple[str, ...]):
+        """Per axis, each model's effective number of clusters G*
+        (:func:`winrate.variance.method_choice.effective_sizes`) from the fit's influence
+        (rows or per-question cell totals)."""
+        board = fitted.board
+        sums = self.cluster_sums(fitted.log, board, clustering,
+                                 fitted.estimator.cr2_strata(board), None)
+        return method_choice.effective_sizes(sums, board.codes)
 
     def notes(self) -> list:
         return []
@@ -98,6 +114,11 @@ class Scanned:
     def cluster_sums(self, log: ComparisonLog, board: Leaderboard,
                      clustering: tuple[str, ...], strata, progress) -> ClusterSums:
         return self.scan_design.cluster_sums(log, board, clustering, strata, progress)
+
+    def effective_sizes(self, fitted: Fitted, clustering: tuple[str, ...]) -> None:
+        """Not read on an engine, whose rows stay there: ``auto`` reads the raw cluster
+        counts."""
+        return None
 
     def notes(self) -> list:
         return [self.scan_design.note()]
@@ -245,7 +266,7 @@ def _chosen(source: Source, fitted: Fitted, clustering: tuple[str, ...],
     if method == "auto":
         board = fitted.board
         sizes = [source.design.axes[name].n_clusters for name in clustering]
-        effective = _effective_sizes(source, fitted, clustering)
+        effective = source.effective_sizes(fitted, clustering)
         estimator = estimators.of(board)
         jackknife = effective is not None and clustering and method_choice.jackknife_affordable(
             sizes, estimator.refits_rows(board.options), fitted.log.n_rows)
@@ -265,16 +286,6 @@ def _chosen(source: Source, fitted: Fitted, clustering: tuple[str, ...],
             df = auto.df
         correction, reference = correction or auto.correction, reference or auto.reference
     return method, correction or DEFAULT_CORRECTION, reference or "normal", reason, df
-
-
-def _effective_sizes(source: Source, fitted: Fitted, clustering: tuple[str, ...]):
-    """Per axis, each model's effective number of clusters G*
-    (:func:`winrate.variance.method_choice.effective_sizes`) from the fit's influence (rows
-    or per-question cell totals); None for a scan on an engine, whose rows stay there:
-    ``auto`` then reads the raw cluster counts."""
-    if not isinstance(source, InMemory):
-        return None
-    return method_choice.effective_sizes(fitted.board, fitted.log, clustering)
 
 
 # ------------------------------------------------------------------------- clusterings

@@ -260,22 +260,41 @@ class RowSums(ClusterSums):
             factor = 1.0
         return factor * row_meat(infl, row_scale)
 
+    @property
+    def _nested(self) -> bool:
+        """Whether the uncorrected terms come from one two-way radix pass
+        (:func:`~winrate.variance.meats.nested_meats`): two axes, CSR rows, and the smaller
+        axis' dense totals small enough."""
+        return (sp.issparse(self.influence) and len(self.codes) == 2
+                and min(self.sizes) * self.influence.shape[1] <= DENSE_INNER_LIMIT)
+
+    @cached_property
+    def _uncorrected_meats(self) -> list[GroupMeat]:
+        """The terms' meats without CR2's leverage scaling (CR0's and CR1's), computed once:
+        the effective cluster counts of ``auto`` and then the variance read the same."""
+        if self._nested:
+            return nested_meats(self.influence, self.codes, self.sizes)
+        return [meat_from_codes(self.influence, *self._term_codes(dims))
+                for dims in subsets(len(self.codes))]
+
+    def _term_codes(self, dims: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        return intersect_codes([self.codes[d] for d in dims], [self.sizes[d] for d in dims])
+
     def term_meats(self, correction: str) -> list[GroupMeat]:
-        infl, cr2 = self.influence, correction == "cr2"
-        if (not cr2 and sp.issparse(infl) and len(self.codes) == 2
-                and min(self.sizes) * infl.shape[1] <= DENSE_INNER_LIMIT):
-            return nested_meats(infl, self.codes, self.sizes)
+        if correction != "cr2":
+            return self._uncorrected_meats
         found = []
         for dims in subsets(len(self.codes)):
-            codes, n_range = intersect_codes([self.codes[d] for d in dims],
-                                             [self.sizes[d] for d in dims])
-            rows = infl if not cr2 else scale_rows(
-                infl, stratum_leverage_scale(codes, self.strata, self.frequency,
-                                             n_range=n_range))
-            found.append(meat_from_codes(rows, codes, n_range))
+            codes, n_range = self._term_codes(dims)
+            scale = stratum_leverage_scale(codes, self.strata, self.frequency, n_range=n_range)
+            found.append(meat_from_codes(scale_rows(self.influence, scale), codes, n_range))
         return found
 
     def column_spread(self, axis: int) -> ColumnSpread:
+        """From the two-way pass when it applies (its meats serve the variance too), else
+        in O(non-zeros) (:func:`~winrate.variance.meats.column_spread`)."""
+        if self._nested:
+            return super().column_spread(axis)
         return column_spread(self.influence, self.codes[axis], self.sizes[axis])
 
     def design_sums(self, axis: int) -> DesignSums:

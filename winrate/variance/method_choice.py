@@ -92,7 +92,7 @@ import numpy as np
 
 from winrate import notes
 from winrate.variance import diagnostics
-from winrate.variance.cluster_sums import influence_sums
+from winrate.variance.cluster_sums import ClusterSums
 
 #: Below this many clusters on every one of two or more axes, the win rate takes CR2 with
 #: Pan-Wall df...
@@ -159,14 +159,13 @@ def thinnest_pair_size(counts: np.ndarray) -> float:
     return float(np.nanmedian(observed[has_pairs], axis=1).min())
 
 
-def effective_sizes(board, log, clustering: tuple[str, ...]) -> list[np.ndarray]:
-    """Per axis of ``clustering``, each model's effective number of clusters G*
-    (:func:`winrate.variance.diagnostics.effective_size`) from the influence of ``board``
-    fitted to ``log`` (rows or per-question cell totals: their one-way cluster sums,
-    :func:`winrate.variance.cluster_sums.influence_sums`): what :func:`choose` reads."""
-    return [diagnostics.effective_size(
-        influence_sums(board.influence, [log.axes[name].codes]).column_spread(0),
-        board.codes) for name in clustering]
+def effective_sizes(sums: ClusterSums, codes: np.ndarray) -> list[np.ndarray]:
+    """Per clustering axis of ``sums`` (the :class:`~winrate.variance.cluster_sums.ClusterSums`
+    of a fit's influence: rows or per-question cell totals), each model's effective number
+    of clusters G* (:func:`winrate.variance.diagnostics.effective_size`; ``codes`` the
+    fit's models): what :func:`choose` reads."""
+    return [diagnostics.effective_size(sums.column_spread(axis), codes)
+            for axis in range(len(sums.n_clusters))]
 
 
 def effective_df(sizes: list[int], effective: list[np.ndarray]) -> np.ndarray:
