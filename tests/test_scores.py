@@ -354,3 +354,90 @@ def test_mmlu_pro_eda_report_is_unchanged(mmlu):
     for name, result in want.clusterings.items():
         if result.identified:
             assert_close(got.clusterings[name].se, result.se, name)
+
+
+# ----------------------------------------------------------------------- Parquet files
+
+
+def _as_parquet(frame: pd.DataFrame, path: Path, row_group_size: int = 7) -> Path:
+    """``frame`` written to ``path`` in several row groups (several dictionaries)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path,
+                   row_group_size=row_group_size)
+    return path
+
+
+@pytest.mark.parametrize("score_type", ["float64", "int8", "float32"])
+def test_parquet_codes_give_the_frame_readers_table(tmp_path, score_type):
+    """A Parquet file is coded from Arrow's dictionaries (no pandas frame); the table
+    must equal the one read from the same rows as a DataFrame (pd.factorize), a question
+    with one answer left out with the same note."""
+    frame = random_scores(8, 25, 5, 0.3, "binary").sample(frac=1, random_state=1)
+    frame = pd.concat([frame, pd.DataFrame({"question": ["alone"], "model": ["model-9"],
+                                            "score": [1.0], "subject": ["s9"]})])
+    frame = frame.astype({"score": score_type})
+    path = _as_parquet(frame, tmp_path / "scores.parquet")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", WinrateWarning)
+        from_file = scores_log(path, question_col="question", model_col="model",
+                               score_col="score", cluster_cols=("subject",))
+        from_frame = scores_log(frame, question_col="question", model_col="model",
+                                score_col="score", cluster_cols=("subject",))
+    assert [w.message.args[0].code for w in caught] == ["unpaired-questions"] * 2
+    assert caught[0].message.args[0].text == caught[1].message.args[0].text
+    assert np.array_equal(from_file.scores, from_frame.scores, equal_nan=True)
+    assert from_file.models.tolist() == from_frame.models.tolist() == [
+        f"model-{j}" for j in range(5)]
+    for name, axis in from_frame.axes.items():
+        assert np.array_equal(from_file.axes[name].codes, axis.codes)
+        assert from_file.axes[name].labels.tolist() == axis.labels.tolist()
+
+
+def test_parquet_labels_no_row_uses_are_not_models(tmp_path):
+    """A dictionary entry no row uses (a writer may keep one) is no model and no
+    question: it is dropped without a note, as the frame reader drops unused categories."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = random_scores(9, 12, 4, 0.0, "binary")
+    columns = {}
+    for name in ("question", "model"):
+        labels = pd.unique(frame[name])
+        columns[name] = pa.DictionaryArray.from_arrays(
+            pa.array(pd.Index(labels).get_indexer(frame[name]), pa.int32()),
+            pa.array([*labels, "unused"]))
+    path = tmp_path / "unused.parquet"
+    pq.write_table(pa.table({**columns, "score": frame["score"].to_numpy()}), path)
+    assert "unused" in pq.read_table(path, read_dictionary=["model"]).column(
+        "model").chunk(0).dictionary.to_pylist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WinrateWarning)
+        table = scores_log(path, question_col="question", model_col="model",
+                           score_col="score")
+    expected = table_of(frame)
+    assert table.models.tolist() == expected.models.tolist()
+    assert table.axes["prompt"].labels.tolist() == expected.axes["prompt"].labels.tolist()
+    assert np.array_equal(table.scores, expected.scores)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda f: f.assign(score=np.where(f.index == 4, 2.0, f["score"])),
+     "outside \\[0, 1\\] in 1 row.*rows counted from 1\\): 5$"),
+    (lambda f: f.assign(score=f["score"].where(f.index != 3)), "rows counted from 1\\): 4"),
+    (lambda f: f.assign(score=np.where(f.index == 3, np.nan, f["score"])),
+     "rows counted from 1\\): 4"),
+    (lambda f: pd.concat([f, f.iloc[[5]]]), "several scores for one.*counted from 1\\): 6"),
+    (lambda f: f.assign(model=f["model"].where(f.index != 2)), "missing value.*1\\): 3"),
+    (lambda f: f.assign(subject=np.where(f.index == 2, "other", f["subject"])),
+     "constant within a question"),
+])
+def test_bad_parquet_files_name_their_rows(tmp_path, change, message):
+    """The Arrow path hands a file it cannot code to the frame reader, which names the
+    rows by their position in the file."""
+    path = _as_parquet(change(random_scores(2, 20, 4, 0.0, "binary")).reset_index(drop=True),
+                       tmp_path / "bad.parquet")
+    with pytest.raises(WinrateInputError, match=message):
+        scores_log(path, question_col="question", model_col="model", score_col="score",
+                   cluster_cols=("subject",))

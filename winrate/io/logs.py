@@ -477,16 +477,12 @@ def _read_parquet(path: Path, coded_cols, scalar_cols=(), text_cols=()) -> pd.Da
         raise WinrateInputError(f"{str(path)!r}: column(s) {listed(nested)} hold lists or structs "
                                 f"({schema.field(nested[0]).type}) where a name, id or "
                                 "number belongs")
-    textual = [name for name in dict.fromkeys(coded_cols) if name in schema.names
-               and (pa.types.is_string(schema.field(name).type)
-                    or pa.types.is_large_string(schema.field(name).type))]
+    textual = _string_columns(schema, coded_cols)
     small = [name for name in textual if _small_dictionaries(meta, name)]
     table = pq.read_table(path, columns=names, read_dictionary=small)
     frame = table.drop_columns(textual).to_pandas(ignore_metadata=True)
     for name in textual:
-        column = table.column(name)
-        coded = (column.unify_dictionaries() if name in small
-                 else pc.dictionary_encode(column)).combine_chunks()
+        coded = _dictionary_coded(table.column(name), name in small)
         codes = pc.fill_null(coded.indices, -1).to_numpy(zero_copy_only=False)
         dtype = pd.CategoricalDtype(coded.dictionary.to_pandas())
         # Arrow's codes index its dictionary by construction: no check over the rows
@@ -495,6 +491,63 @@ def _read_parquet(path: Path, coded_cols, scalar_cols=(), text_cols=()) -> pd.Da
         if pd.api.types.is_float_dtype(frame[name]):
             frame[name] = id_text(frame[name])  # a float id column: 7.0 is the id "7"
     return frame[names]
+
+
+def _string_columns(schema, names) -> list[str]:
+    """The columns among ``names`` that an Arrow ``schema`` types as (large) strings."""
+    import pyarrow as pa
+
+    return [name for name in dict.fromkeys(names) if name in schema.names
+            and (pa.types.is_string(schema.field(name).type)
+                 or pa.types.is_large_string(schema.field(name).type))]
+
+
+def _dictionary_coded(column, small: bool):
+    """A string column (Arrow ``ChunkedArray``) as one ``DictionaryArray``: read through
+    the file's dictionaries (``small``), unified across row groups, or else hashed once
+    by ``pyarrow.compute.dictionary_encode`` (:func:`_read_parquet`)."""
+    import pyarrow.compute as pc
+
+    return (column.unify_dictionaries() if small
+            else pc.dictionary_encode(column)).combine_chunks()
+
+
+def parquet_codes(path, coded_cols, scalar_cols):
+    """The string columns ``coded_cols`` of a Parquet file as Arrow's dictionary codes
+    (int32) and labels (object array), and its number columns ``scalar_cols`` as arrays,
+    with no pandas frame: the codes and labels :func:`read_table` and
+    :func:`code_column` give such columns, in the same order, but with labels no row
+    uses kept (the caller drops them). None when the file is not Parquet or a column is
+    absent, of another type or holds a missing value: :func:`read_table` then reads it
+    with its checks and errors."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file() or table_format(path) != "parquet":
+        return None
+    try:
+        source = pq.ParquetFile(path)
+        schema, meta = source.schema_arrow, source.metadata
+        numeric = [name for name in scalar_cols if name in schema.names
+                   and (pa.types.is_integer(schema.field(name).type)
+                        or pa.types.is_floating(schema.field(name).type))]
+        if (_string_columns(schema, coded_cols) != list(dict.fromkeys(coded_cols))
+                or numeric != list(scalar_cols)):
+            return None
+        small = [name for name in dict.fromkeys(coded_cols) if _small_dictionaries(meta, name)]
+        table = pq.read_table(path, columns=[*dict.fromkeys(coded_cols), *scalar_cols],
+                              read_dictionary=small)
+    except _READ_ERRORS:
+        return None
+    if any(column.null_count for column in table.columns):
+        return None
+    codes = {}
+    for name in dict.fromkeys(coded_cols):
+        coded = _dictionary_coded(table.column(name), name in small)
+        codes[name] = (coded.indices.to_numpy(zero_copy_only=False),
+                       np.asarray(pd.CategoricalDtype(coded.dictionary.to_pandas()).categories))
+    return codes, {name: table.column(name).to_numpy() for name in scalar_cols}
 
 
 #: The column pandas writes for an unnamed index level (``df[mask].to_parquet(path)``).

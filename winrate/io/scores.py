@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -29,6 +30,7 @@ from winrate.io.logs import (
     code_column,
     columns_not_found,
     file_positions,
+    parquet_codes,
     read_table,
 )
 
@@ -101,6 +103,12 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
     if len(set(named)) != len(named):
         raise WinrateInputError(f"question, model, score and cluster columns must all differ, "
                                 f"got {list(named)}")
+    if not isinstance(source, pd.DataFrame):
+        read = parquet_codes(source, (question_col, model_col, *cluster_cols), (score_col,))
+        table = None if read is None else _coded_table(*read, question_col, model_col,
+                                                       score_col, cluster_cols)
+        if table is not None:
+            return table
     if isinstance(source, pd.DataFrame):
         frame = source
     else:
@@ -128,9 +136,65 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
         check_rows(np.bincount(key)[key] > 1, model_col, f"several scores for one "
                    f"({question_col}, {model_col}); average a model's answers to a question "
                    "first", frame.index)
-    axes = {col: _question_axis(frame, col, question, len(question_labels), question_labels)
+    axes = {col: _question_axis(col, *_codes(frame, col), question, question_labels)
             for col in cluster_cols}
     return _paired_table(matrix, model_labels, question_labels, axes)
+
+
+def _coded_table(codes: dict, numbers: dict, question_col: str, model_col: str,
+                 score_col: str, cluster_cols: tuple) -> ScoreTable | None:
+    """:func:`scores_log`'s table from a file's coded columns and scores
+    (:func:`winrate.io.logs.parquet_codes`), scattered into the matrix in one pass over
+    the rows (:func:`_scattered`); labels no row uses are dropped, as :func:`_codes`
+    drops them. None when a score is outside [0, 1] or a (question, model) has two: the
+    caller reads the rows again to name them."""
+    question, question_labels = codes[question_col]
+    model, model_labels = codes[model_col]
+    score = numbers[score_col]
+    if score.size == 0:
+        return None
+    by_name = np.argsort(model_labels.astype(str), kind="stable")
+    rank = np.empty(by_name.size, np.int64)
+    rank[by_name] = np.arange(by_name.size)
+    matrix, per_question, per_model = _scattered(question, model, rank, score,
+                                                 len(question_labels), len(model_labels))
+    if matrix is None:
+        return None
+    used, used_models = per_question > 0, per_model[by_name] > 0
+    if not (used.all() and used_models.all()):
+        matrix = matrix[np.ix_(used, used_models)]
+    axes = {}
+    for col in cluster_cols:
+        per_code, labels = _question_axis(col, *codes[col], question, question_labels)
+        axes[col] = (per_code[used], labels)
+    return _paired_table(matrix, model_labels[by_name][used_models], question_labels[used],
+                         axes)
+
+
+def _scattered(question, model, rank, score, n_questions: int, n_models: int):
+    """The (Q, K) matrix of the scores, ``score[r]`` at ``(question[r], rank[model[r]])``,
+    NaN where no row is, and the rows per question and per model code; None for the
+    matrix at a score outside [0, 1] or a second score for one (question, model)."""
+    matrix = np.full((n_questions, n_models), np.nan)
+    per_question, per_model, ok = _scatter_scores(question, model, rank, score, matrix)
+    return (matrix if ok else None), per_question, per_model
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatter_scores(question, model, rank, score, matrix):  # pragma: no cover - numba
+    """:func:`_scattered`'s pass over the rows into ``matrix`` (filled with NaN): the
+    rows per question and per model code, and False at the first bad row."""
+    per_question = np.zeros(matrix.shape[0], np.int64)
+    per_model = np.zeros(rank.shape[0], np.int64)
+    for r in range(score.shape[0]):
+        value = float(score[r])
+        q, m = question[r], model[r]
+        if not (0.0 <= value <= 1.0) or not np.isnan(matrix[q, rank[m]]):
+            return per_question, per_model, False
+        matrix[q, rank[m]] = value
+        per_question[q] += 1
+        per_model[m] += 1
+    return per_question, per_model, True
 
 
 def _codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -140,10 +204,11 @@ def _codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
     return axis.codes, axis.labels
 
 
-def _question_axis(frame: pd.DataFrame, column: str, question: np.ndarray, n_questions: int,
+def _question_axis(column: str, codes: np.ndarray, labels: np.ndarray, question: np.ndarray,
                    question_labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Codes per question of a cluster column, which must hold one label per question."""
-    codes, labels = _codes(frame, column)
+    """Codes per question of a cluster column (its ``codes`` and ``labels`` per row), which
+    must hold one label per question."""
+    n_questions = len(question_labels)
     pairs = np.unique(question.astype(np.int64) * len(labels) + codes)
     varying = np.bincount(pairs // len(labels), minlength=n_questions) > 1
     if varying.any():
