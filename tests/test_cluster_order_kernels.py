@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
+from winrate import parallel
+from winrate.variance import meats
 from winrate.variance.cluster_sums import influence_sums
 from winrate.variance.meats import column_spread, leverage_factor, stratum_leverage_scale
 
@@ -53,8 +55,16 @@ def test_column_spread_is_the_one_way_meats_diagonal_and_sums(seed):
     np.testing.assert_allclose(found.spread, group.spread, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("path", ["as the size decides", "buckets", "buckets, threads"])
 @pytest.mark.parametrize("seed", range(30))
-def test_block_frequencies_equal_a_pandas_group_by(seed):
+def test_block_frequencies_equal_a_pandas_group_by(seed, path, monkeypatch):
+    """Every path of :func:`winrate.variance.meats.block_frequency`: the dense table or
+    buckets as the sizes decide, and forced buckets of 4 clusters, serial and threaded."""
+    if path != "as the size decides":
+        monkeypatch.setattr(meats, "DENSE_BLOCKS_PER_ROW", 0)
+        monkeypatch.setattr(meats, "_BLOCK_BUCKET_BITS", 2)
+    if path == "buckets, threads":
+        monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
     rng, infl, codes, n_range = _design(seed)
     strata = rng.integers(0, int(rng.integers(1, 20)), codes.shape[0]) * 7  # gaps
     freq = rng.integers(1, 4, codes.shape[0]) * 0.5

@@ -27,7 +27,14 @@ from numba import njit
 
 from winrate.estimators.cells import CellTotals
 from winrate.parallel import sized_kernel
-from winrate.variance.meats import ColumnSpread, GroupMeat, as_rows, group_codes, meat_from_codes
+from winrate.variance.meats import (
+    ColumnSpread,
+    GroupMeat,
+    as_rows,
+    bucket_offsets,
+    group_codes,
+    meat_from_codes,
+)
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
 #: Why one half (``largest_cluster_share``): for independent normal cluster totals the
@@ -251,15 +258,7 @@ def _design_by_buckets(codes, model_a, model_b, pair, frequency, deviation, weig
     for c in numba.prange(n_chunks):
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             histogram[c, codes[r] >> shift] += 1
-    offsets = np.empty((n_chunks, n_buckets), np.int64)
-    bucket_start = np.zeros(n_buckets + 1, np.int64)
-    running = 0
-    for b in range(n_buckets):
-        bucket_start[b] = running
-        for c in range(n_chunks):
-            offsets[c, b] = running
-            running += histogram[c, b]
-    bucket_start[n_buckets] = running
+    offsets, bucket_start = bucket_offsets(histogram)
     ints = np.empty((n, 4), np.int32)
     values = np.empty((n, 2))
     mask = (1 << shift) - 1

@@ -77,10 +77,110 @@ def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
     freq = np.ones(codes.shape[0]) if frequency is None else np.asarray(frequency, float)
     stratum, n_strata = group_codes(strata)
     n_range = int(codes.max(initial=-1)) + 1 if n_range is None else n_range
-    m = _block_frequency(*cluster_order(codes, n_range), stratum, n_strata, freq)
+    m = block_frequency(codes, n_range, stratum, n_strata, freq)
     n = (np.bincount(stratum, weights=freq, minlength=n_strata)[stratum]
          if stratum_total is None else stratum_total[strata])
     return leverage_factor(m, n)
+
+
+def block_frequency(codes: np.ndarray, n_range: int, stratum: np.ndarray, n_strata: int,
+                    freq: np.ndarray) -> np.ndarray:
+    """Per row, the total ``freq`` of the rows sharing its cluster (``codes`` in
+    ``[0, n_range)``) and its stratum (dense codes ``[0, n_strata)``), every block summed
+    in row order: a bincount over the blocks when their table is small per
+    row (:data:`DENSE_BLOCKS_PER_ROW`), else buckets of clusters
+    (:func:`_bucketed_block_frequency`), both ``np.bincount``'s sums without coding the
+    blocks."""
+    if n_range * n_strata <= DENSE_BLOCKS_PER_ROW * codes.shape[0]:
+        block = codes.astype(np.int64) * n_strata + stratum
+        return np.bincount(block, weights=freq, minlength=n_range * n_strata)[block]
+    shift = max(_BLOCK_BUCKET_BITS, (-(-n_range // _MAX_BLOCK_BUCKETS) - 1).bit_length())
+    kernel, n_chunks = _bucketed_block_frequency.choose(codes.shape[0])
+    return kernel(codes, stratum, freq, n_strata, shift, ((n_range - 1) >> shift) + 1,
+                  n_chunks)
+
+
+#: Most (cluster, stratum) blocks per row for which :func:`block_frequency` sums them in one
+#: dense table (a bincount in cache for a few clusters, as on a judge axis).
+DENSE_BLOCKS_PER_ROW = 4
+#: log2 of the clusters in a bucket of :func:`_bucketed_block_frequency` (its counting
+#: sort's tables stay in a core's cache), unless that makes more buckets than
+#: :data:`_MAX_BLOCK_BUCKETS` (each a write stream of the radix pass).
+_BLOCK_BUCKET_BITS = 13
+_MAX_BLOCK_BUCKETS = 1 << 12
+
+
+@njit(cache=True)
+def bucket_offsets(histogram):  # pragma: no cover - numba
+    """From the entries each chunk of rows puts in each bucket (``histogram``, (n_chunks,
+    n_buckets)): where each chunk writes its first entry of each bucket, chunk after chunk
+    within a bucket so that a bucket keeps row order, and where each bucket starts
+    (n_buckets + 1 offsets)."""
+    n_chunks, n_buckets = histogram.shape
+    offsets = np.empty((n_chunks, n_buckets), np.int64)
+    bucket_start = np.zeros(n_buckets + 1, np.int64)
+    running = 0
+    for b in range(n_buckets):
+        bucket_start[b] = running
+        for c in range(n_chunks):
+            offsets[c, b] = running
+            running += histogram[c, b]
+    bucket_start[n_buckets] = running
+    return offsets, bucket_start
+
+
+@sized_kernel
+def _bucketed_block_frequency(codes, stratum, freq, n_strata, shift, n_buckets,
+                              n_chunks):  # pragma: no cover - numba
+    """:func:`block_frequency` by buckets of ``2**shift`` clusters: a stable radix pass
+    copies each row's (cluster within its bucket, stratum, frequency, row) into its bucket
+    (threads over row chunks); each thread then sorts its buckets by cluster
+    (:func:`_bucket_order`, in cache) and sums each cluster's blocks in a (n_strata,)
+    scratch, in row order, writing every row's block total back to its row."""
+    n = codes.shape[0]
+    histogram = np.zeros((n_chunks, n_buckets), np.int64)
+    for c in numba.prange(n_chunks):
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            histogram[c, codes[r] >> shift] += 1
+    offsets, bucket_start = bucket_offsets(histogram)
+    local = np.empty(n, np.int32)
+    strata = np.empty(n, stratum.dtype)
+    weight = np.empty(n)
+    rows = np.empty(n, np.int64)
+    mask = (1 << shift) - 1
+    for c in numba.prange(n_chunks):
+        fill = offsets[c]
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            b = codes[r] >> shift
+            i = fill[b]
+            local[i], strata[i], weight[i], rows[i] = codes[r] & mask, stratum[r], freq[r], r
+            fill[b] = i + 1
+    m = np.empty(n)
+    for c in numba.prange(n_chunks):
+        buffers = _sort_buffers(bucket_start, 1 << shift)
+        scratch = np.zeros(n_strata)
+        for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
+            _bucket_blocks(_bucket_order(bucket_start[b], bucket_start[b + 1], local,
+                                         1 << shift, buffers),
+                           local, strata, weight, rows, scratch, m)
+    return m
+
+
+@njit(cache=True)
+def _bucket_blocks(order, local, strata, weight, rows, scratch, m):  # pragma: no cover
+    """One bucket of :func:`_bucketed_block_frequency`, its entries in cluster ``order``:
+    each cluster's block totals summed in ``scratch`` and written to their rows of ``m``."""
+    first = 0
+    while first < order.shape[0]:
+        last = first
+        while last < order.shape[0] and local[order[last]] == local[order[first]]:
+            scratch[strata[order[last]]] += weight[order[last]]
+            last += 1
+        for i in range(first, last):
+            m[rows[order[i]]] = scratch[strata[order[i]]]
+        for i in range(first, last):
+            scratch[strata[order[i]]] = 0.0
+        first = last
 
 
 @njit(cache=True)
@@ -99,23 +199,6 @@ def cluster_order(codes, n_range):  # pragma: no cover - numba
         order[fill[codes[r]]] = r
         fill[codes[r]] += 1
     return order, start
-
-
-@njit(cache=True)
-def _block_frequency(order, start, stratum, n_strata, freq):  # pragma: no cover - numba
-    """Per row, the total frequency of the rows sharing its cluster and its stratum (the
-    block ``m_gh`` of :func:`stratum_leverage_scale`), each block summed in row order, so
-    the result is that of a bincount over the blocks, without coding them."""
-    m = np.empty(order.shape[0])
-    scratch = np.zeros(n_strata)
-    for g in range(start.shape[0] - 1):
-        for i in range(start[g], start[g + 1]):
-            scratch[stratum[order[i]]] += freq[order[i]]
-        for i in range(start[g], start[g + 1]):
-            m[order[i]] = scratch[stratum[order[i]]]
-        for i in range(start[g], start[g + 1]):
-            scratch[stratum[order[i]]] = 0.0
-    return m
 
 
 def leverage_factor(m: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -173,15 +256,7 @@ def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets, local,
     for c in numba.prange(n_chunks):
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             histogram[c, group[r] >> shift] += indptr[r + 1] - indptr[r]
-    offsets = np.empty((n_chunks, n_buckets), np.int64)
-    bucket_start = np.zeros(n_buckets + 1, np.int64)
-    running = 0
-    for b in range(n_buckets):
-        bucket_start[b] = running
-        for c in range(n_chunks):
-            offsets[c, b] = running
-            running += histogram[c, b]
-    bucket_start[n_buckets] = running
+    offsets, bucket_start = bucket_offsets(histogram)
     columns = np.empty(indices.shape[0], np.int32)
     values = np.empty(indices.shape[0])
     mask = (1 << shift) - 1
