@@ -14,7 +14,9 @@ matrices:
   ``F = O*(1 - Y)`` (wrong), so ``W = (N + R^T O - O^T R) / 2``. Then ``psi_ab = W_ab /
   N_ab`` exactly as :func:`winrate.estimators.win_rate_kernels.pairwise_table` forms it.
   The 0/1 products are taken in float32 by blocks of questions, exact: their entries
-  are integers below 2^24.
+  are integers below 2^24. As ``X = R^T O - R^T R``, a block with few unanswered cells
+  (mask ``U = 1 - O``) needs one symmetric product, ``R^T R``: ``R^T O`` and ``O^T O``
+  follow from ``U^T R`` and ``U^T U``, sums over the gaps (:func:`_binary_outcomes`).
 * Pass 2, per question q and model a, for a (K, K) matrix M and a power p::
 
       sum_{b answered q} M_ab (s_qab - psi_ab)^p      (s_qab: a's score against b)
@@ -109,16 +111,8 @@ def pair_outcomes(table: ScoreTable) -> tuple[np.ndarray, np.ndarray]:
     """(K, K) comparisons ``N`` (symmetric, zero diagonal) and wins ``X`` (``X_ab``: a's
     score above b's) over the questions both answered (module doc, pass 1)."""
     if table.binary:
-        def block(start: int) -> tuple[np.ndarray, np.ndarray]:
-            """The block's ``O^T O`` and ``R^T (O - R)`` in float32, exact: integer sums
-            below 2^24 (:data:`_BLOCK` questions)."""
-            rows = slice(start, start + _BLOCK)
-            answered = table.answered[rows].astype(np.float32)
-            right = np.where(table.answered[rows], table.scores[rows], 0.0).astype(np.float32)
-            return (answered.T @ answered).astype(np.float64), (right.T @ (answered - right)
-                                                                ).astype(np.float64)
-
-        found = _in_threads(block, range(0, table.n_questions, _BLOCK),
+        found = _in_threads(functools.partial(_binary_outcomes, table),
+                            range(0, table.n_questions, _BLOCK),
                             table.scores.size * table.n_models)
         counts, wins = sum(c for c, _ in found), sum(w for _, w in found)
         np.fill_diagonal(counts, 0.0)
@@ -126,6 +120,51 @@ def pair_outcomes(table: ScoreTable) -> tuple[np.ndarray, np.ndarray]:
     kernel, n_chunks = _graded_outcomes.choose(table.scores.size * table.n_models)
     counts, wins = kernel(table.scores, n_chunks)
     return counts + counts.T, wins
+
+
+def _binary_outcomes(table: ScoreTable, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pair_outcomes`' ``N`` and ``X`` of the block of :data:`_BLOCK` questions
+    from ``start``, 0/1 scores. With ``C = R^T R`` (both right; one symmetric product,
+    in float32, exact: integer sums below 2^24) and the unanswered mask ``U = 1 - O``,
+    ``X = R^T O - C`` and, when the block has few gaps (:data:`_GAPS_BY_PRODUCT`),
+    ``R^T O = r 1^T - (U^T R)^T`` and ``N = O^T O = n - u 1^T - 1 u^T + U^T U`` (``r``,
+    ``u`` the right answers and gaps per model, ``n`` the questions) from the gaps alone
+    (:func:`_gap_counts`), else ``R^T O`` and ``O^T O`` as products."""
+    rows = slice(start, start + _BLOCK)
+    answered = table.answered[rows]
+    right = np.where(answered, table.scores[rows], 0.0).astype(np.float32)
+    both_right = (right.T @ right).astype(np.float64)
+    n, k = answered.shape
+    if answered.size - np.count_nonzero(answered) > _GAPS_BY_PRODUCT * answered.size:
+        mask = answered.astype(np.float32)
+        return ((mask.T @ mask).astype(np.float64),
+                (right.T @ mask).astype(np.float64) - both_right)
+    gaps_right, gaps_both = np.zeros((k, k)), np.zeros((k, k))
+    _gap_counts(answered, right, gaps_right, gaps_both)
+    gaps = np.diag(gaps_both)
+    counts = n - gaps[:, None] - gaps[None, :] + gaps_both
+    return counts, right.sum(axis=0, dtype=np.float64)[:, None] - gaps_right.T - both_right
+
+
+@numba.njit(cache=True, nogil=True)
+def _gap_counts(answered, right, gaps_right, gaps_both):  # pragma: no cover - numba
+    """Adds ``U^T R`` to ``gaps_right`` and ``U^T U`` to ``gaps_both`` (:func:`_binary_outcomes`):
+    for each question, its right answers to the row of every model that did not answer
+    it, and 1 to each pair of those models."""
+    n_questions, k = answered.shape
+    listed = np.empty(k, np.int64)
+    for q in range(n_questions):
+        m = 0
+        for b in range(k):
+            if not answered[q, b]:
+                listed[m] = b
+                m += 1
+        for i in range(m):
+            row, b = gaps_right[listed[i]], listed[i]
+            for a in range(k):
+                row[a] += right[q, a]
+            for j in range(m):
+                gaps_both[b, listed[j]] += 1.0
 
 
 def same_pair_cells(table: ScoreTable, codes: np.ndarray, psi: np.ndarray):
