@@ -76,3 +76,25 @@ def test_block_frequencies_equal_a_pandas_group_by(seed, path, monkeypatch):
                                expected, rtol=1e-13)
     np.testing.assert_allclose(stratum_leverage_scale(codes, strata, freq), expected,
                                rtol=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_group_meat_of_csr_rows_is_the_same_by_every_path(seed, monkeypatch):
+    """:func:`winrate.variance.meats.meat_from_codes` of CSR rows by dense per-cluster
+    totals (few clusters), by the radix pass (the dense limit set to 0, serial and
+    threaded), and of the same rows as a dense array: one :class:`GroupMeat` (rows without
+    a non-zero leave their cluster empty in the CSR paths, as in the radix pass)."""
+    _, infl, codes, n_range = _design(seed)
+    found = {"dense totals": meats.meat_from_codes(infl, codes, n_range)}
+    monkeypatch.setattr(meats, "DENSE_TOTALS_LIMIT", 0)
+    found["radix"] = meats.meat_from_codes(infl, codes, n_range)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    found["radix, threads"] = meats.meat_from_codes(infl, codes, n_range)
+    dense = meats.meat_from_codes(infl.toarray(), codes, n_range)
+    for name, group in found.items():
+        for field in ("meat", "largest", "row_squares", "spread", "fourth"):
+            np.testing.assert_allclose(getattr(group, field), getattr(dense, field),
+                                       rtol=1e-12, atol=1e-14, err_msg=f"{name}: {field}")
+        np.testing.assert_array_equal(group.argmax, dense.argmax, err_msg=name)
+        occupied = np.unique(codes[np.diff(infl.indptr) > 0]).size
+        assert group.n_groups == occupied, name
