@@ -130,8 +130,9 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
     not_estimable = not_estimable_models(board, se, axes, estimator.fixed_models(board))
     se = np.where(np.isin(board.models.astype(str), list(not_estimable)), np.nan, se)
     method = "sandwich" if resampled is None else resampled.method
-    design_notes = _design_notes(plan, source, board, axes, not_estimable, psd_repaired,
-                                 method, df, bound.any())
+    design_notes = _design_notes(plan, source, board, axes, not_estimable,
+                                 _repair_note(sandwich, resampled, board) if psd_repaired
+                                 else None, method, df, bound.any())
     return VarianceResult(
         cov, cov_naive, full, sandwich.naive, floor, bound, se, df, method, method_note,
         plan.correction, axes, psd_repaired, not_estimable, wild,
@@ -356,13 +357,36 @@ def negligible_se(se: np.ndarray, scores: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------- notes
 
 
+def _repair_note(sandwich, resampled, board: Leaderboard):
+    """The ``psd-repaired`` note, with what the PSD alternative gives when the sandwich's
+    multiway sum was clipped: the sum of its positive inclusion-exclusion terms (for two
+    axes the one-way covariances, without the intersection term), PSD by construction and
+    never below the clipped sum since the terms left out are PSD (Davezies,
+    D'Haultfoeuille & Guyonvarch 2021; MacKinnon, Nielsen & Webb 2021); the largest
+    ratio of its SE to the SE shown, and that model."""
+    if resampled is not None or sandwich.covariance is None:
+        return notes.psd_repaired()
+    k = len(board.models)
+    result = sandwich.covariance
+    positive = sum(cov for (_, _, sign), cov in zip(result.terms, result.term_covs, strict=True)
+                   if sign > 0)
+    se_positive = np.sqrt(np.clip(np.diag(positive)[:k], 0, None))
+    se = np.sqrt(np.clip(np.diag(result.cov)[:k], 0, None))
+    ratio = np.divide(se_positive, se, out=np.full(k, np.nan), where=se > 0)
+    if not np.isfinite(ratio).any():
+        return notes.psd_repaired()
+    worst = int(np.nanargmax(ratio))
+    return notes.psd_repaired(float(ratio[worst]), str(board.models[worst]))
+
+
 def _design_notes(plan, source, board: Leaderboard, axes: dict[str, AxisSummary],
-                  not_estimable: dict, psd_repaired: bool, method: str,
+                  not_estimable: dict, repair_note, method: str,
                   df, bounded: bool) -> tuple[list, list]:
     """What the numbers can and cannot support, as coded notes (:mod:`winrate.notes`), in
     two groups: those of the covariance (before the floor's note) and those of the design
-    (after every other); ``df`` the reference's (None: normal); ``bounded``: the
-    single-cluster pairs' variance was bounded (:func:`_unidentified_bound`)."""
+    (after every other); ``repair_note`` the PSD repair's (None: none); ``df`` the
+    reference's (None: normal); ``bounded``: the single-cluster pairs' variance was bounded
+    (:func:`_unidentified_bound`)."""
     t_reference = df is not None
     found = []
     for axis in axes.values():
@@ -378,8 +402,7 @@ def _design_notes(plan, source, board: Leaderboard, axes: dict[str, AxisSummary]
     from winrate import estimators
 
     found.extend(estimators.of(board).design_notes(board))
-    if psd_repaired:
-        found.append(notes.psd_repaired())
+    found.append(repair_note)
     design = [*source.notes(), judges_sample_note(source.design, plan.clustering),
               method_choice.no_reliable_method(plan.clustering,
                                                [a.n_clusters for a in axes.values()])]
