@@ -188,6 +188,10 @@ class ComparisonLog:
         return cls(a[keep], b[keep], s[keep], names, coded, freq, covariates)
 
 
+#: Scores per block of :attr:`ScoreTable.binary`'s check (a few MB of temporaries).
+_BINARY_BLOCK = 1 << 18
+
+
 @dataclass(frozen=True, eq=False)
 class ScoreTable:
     """A per-question eval kept as its questions x models score table: the comparison log
@@ -249,8 +253,12 @@ class ScoreTable:
 
     @functools.cached_property
     def binary(self) -> bool:
-        """Every score is 0 or 1."""
-        return bool(np.isin(self.scores[self.answered], (0.0, 1.0)).all())
+        """Every score is 0 or 1 (NaN: no answer); checked by blocks of questions, so no
+        temporary as large as the table is made."""
+        step = max(1, _BINARY_BLOCK // max(self.n_models, 1))
+        return all(np.isin(block[~np.isnan(block)], (0.0, 1.0)).all()
+                   for block in (self.scores[i:i + step]
+                                 for i in range(0, self.n_questions, step)))
 
     @functools.cached_property
     def tie_share(self) -> float:
