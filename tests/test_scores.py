@@ -35,6 +35,7 @@ from winrate.estimators.win_rate_scores import (
     cell_totals,
     pair_outcomes,
 )
+from winrate.io import logs
 from winrate.io.logs import read_comparisons
 from winrate.io.scores import scores_log
 from winrate.settings import Variance
@@ -369,11 +370,16 @@ def _as_parquet(frame: pd.DataFrame, path: Path, row_group_size: int = 7) -> Pat
     return path
 
 
-@pytest.mark.parametrize("score_type", ["float64", "int8", "float32"])
-def test_parquet_codes_give_the_frame_readers_table(tmp_path, score_type):
-    """A Parquet file is coded from Arrow's dictionaries (no pandas frame); the table
-    must equal the one read from the same rows as a DataFrame (pd.factorize), a question
-    with one answer left out with the same note."""
+@pytest.mark.parametrize(("score_type", "file_dictionaries"),
+                         [("float64", True), ("int8", True), ("float32", False)])
+def test_parquet_codes_give_the_frame_readers_table(tmp_path, monkeypatch, score_type,
+                                                    file_dictionaries):
+    """A Parquet file is coded from Arrow's dictionaries (the file's, or hashed when they
+    are large; no pandas frame); the table must equal the one read from the same rows
+    as a DataFrame (pd.factorize), a question with one answer left out with the same
+    note."""
+    if not file_dictionaries:
+        monkeypatch.setattr(logs, "_SMALL_DICTIONARY", 0)
     frame = random_scores(8, 25, 5, 0.3, "binary").sample(frac=1, random_state=1)
     frame = pd.concat([frame, pd.DataFrame({"question": ["alone"], "model": ["model-9"],
                                             "score": [1.0], "subject": ["s9"]})])

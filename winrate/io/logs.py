@@ -522,16 +522,19 @@ def _dictionary_coded(column, small: bool):
 
 def parquet_codes(path, coded_cols, scalar_cols):
     """The string columns ``coded_cols`` of a Parquet file as Arrow's dictionary codes
-    (int32) and labels (object array), and its number columns ``scalar_cols`` as arrays,
-    with no pandas frame: the codes and labels :func:`read_table` and
-    :func:`code_column` give such columns, in the same order, but with labels no row
-    uses kept (the caller drops them). None when the file is not Parquet or a column is
-    absent, of another type or holds a missing value: :func:`read_table` then reads it
-    with its checks and errors."""
+    (int32) and their labels (object array), and its number columns ``scalar_cols`` as
+    arrays, with no pandas frame and no copy of the codes into one array: ``(labels,
+    batches)``, the labels by column and, per record batch, each column's codes or
+    numbers. The codes and labels are those :func:`read_table` and :func:`code_column`
+    give such columns, in the same order, but labels no row uses are kept (the caller
+    drops them). None when the file is not Parquet or a column is absent, of another
+    type or holds a missing value: :func:`read_table` then reads it with its checks and
+    errors."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    path = Path(path)
+    path, coded_cols = Path(path), list(dict.fromkeys(coded_cols))
     if not path.is_file() or table_format(path) != "parquet":
         return None
     try:
@@ -540,22 +543,25 @@ def parquet_codes(path, coded_cols, scalar_cols):
         numeric = [name for name in scalar_cols if name in schema.names
                    and (pa.types.is_integer(schema.field(name).type)
                         or pa.types.is_floating(schema.field(name).type))]
-        if (_string_columns(schema, coded_cols) != list(dict.fromkeys(coded_cols))
-                or numeric != list(scalar_cols)):
+        if _string_columns(schema, coded_cols) != coded_cols or numeric != list(scalar_cols):
             return None
-        small = [name for name in dict.fromkeys(coded_cols) if _small_dictionaries(meta, name)]
-        table = pq.read_table(path, columns=[*dict.fromkeys(coded_cols), *scalar_cols],
-                              read_dictionary=small)
+        small = [name for name in coded_cols if _small_dictionaries(meta, name)]
+        table = pq.read_table(path, columns=[*coded_cols, *scalar_cols], read_dictionary=small)
     except _READ_ERRORS:
         return None
-    if any(column.null_count for column in table.columns):
+    if table.num_rows == 0 or any(column.null_count for column in table.columns):
         return None
-    codes = {}
-    for name in dict.fromkeys(coded_cols):
-        coded = _dictionary_coded(table.column(name), name in small)
-        codes[name] = (coded.indices.to_numpy(zero_copy_only=False),
-                       np.asarray(pd.CategoricalDtype(coded.dictionary.to_pandas()).categories))
-    return codes, {name: table.column(name).to_numpy() for name in scalar_cols}
+    for name in coded_cols:  # one dictionary shared by the column's chunks
+        column = table.column(name)
+        table = table.set_column(table.schema.get_field_index(name), name, (
+            column if name in small else pc.dictionary_encode(column)).unify_dictionaries())
+    labels = {name: np.asarray(pd.CategoricalDtype(
+        table.column(name).chunk(0).dictionary.to_pandas()).categories)
+        for name in coded_cols if table.column(name).num_chunks}
+    batches = [{name: (batch.column(name).indices if name in labels else batch.column(name)
+                       ).to_numpy() for name in (*coded_cols, *scalar_cols)}
+               for batch in table.to_batches()]
+    return labels, batches
 
 
 #: The column pandas writes for an unnamed index level (``df[mask].to_parquet(path)``).

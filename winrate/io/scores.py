@@ -141,60 +141,52 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
     return _paired_table(matrix, model_labels, question_labels, axes)
 
 
-def _coded_table(codes: dict, numbers: dict, question_col: str, model_col: str,
+def _coded_table(labels: dict, batches: list, question_col: str, model_col: str,
                  score_col: str, cluster_cols: tuple) -> ScoreTable | None:
-    """:func:`scores_log`'s table from a file's coded columns and scores
-    (:func:`winrate.io.logs.parquet_codes`), scattered into the matrix in one pass over
-    the rows (:func:`_scattered`); labels no row uses are dropped, as :func:`_codes`
-    drops them. None when a score is outside [0, 1] or a (question, model) has two: the
-    caller reads the rows again to name them."""
-    question, question_labels = codes[question_col]
-    model, model_labels = codes[model_col]
-    score = numbers[score_col]
-    if score.size == 0:
-        return None
+    """:func:`scores_log`'s table from a file's labels and its coded columns and scores by
+    record batch (:func:`winrate.io.logs.parquet_codes`), scattered into the matrix in
+    one pass over the rows (:func:`_scatter_scores`); labels no row uses are dropped, as
+    :func:`_codes` drops them. None when a score is outside [0, 1] or a (question, model)
+    has two: the caller reads the rows again to name them."""
+    question_labels, model_labels = labels[question_col], labels[model_col]
     by_name = np.argsort(model_labels.astype(str), kind="stable")
     rank = np.empty(by_name.size, np.int64)
     rank[by_name] = np.arange(by_name.size)
-    matrix, per_question, per_model = _scattered(question, model, rank, score,
-                                                 len(question_labels), len(model_labels))
-    if matrix is None:
-        return None
+    matrix = np.full((len(question_labels), len(model_labels)), np.nan)
+    per_question = np.zeros(len(question_labels), np.int64)
+    per_model = np.zeros(len(model_labels), np.int64)
+    for batch in batches:
+        if not _scatter_scores(batch[question_col], batch[model_col], rank, batch[score_col],
+                               matrix, per_question, per_model):
+            return None
     used, used_models = per_question > 0, per_model[by_name] > 0
     if not (used.all() and used_models.all()):
         matrix = matrix[np.ix_(used, used_models)]
+    question = np.concatenate([batch[question_col] for batch in batches]) if cluster_cols else None
     axes = {}
     for col in cluster_cols:
-        per_code, labels = _question_axis(col, *codes[col], question, question_labels)
-        axes[col] = (per_code[used], labels)
+        codes = np.concatenate([batch[col] for batch in batches])
+        per_code, col_labels = _question_axis(col, codes, labels[col], question, question_labels)
+        axes[col] = (per_code[used], col_labels)
     return _paired_table(matrix, model_labels[by_name][used_models], question_labels[used],
                          axes)
 
 
-def _scattered(question, model, rank, score, n_questions: int, n_models: int):
-    """The (Q, K) matrix of the scores, ``score[r]`` at ``(question[r], rank[model[r]])``,
-    NaN where no row is, and the rows per question and per model code; None for the
-    matrix at a score outside [0, 1] or a second score for one (question, model)."""
-    matrix = np.full((n_questions, n_models), np.nan)
-    per_question, per_model, ok = _scatter_scores(question, model, rank, score, matrix)
-    return (matrix if ok else None), per_question, per_model
-
-
 @numba.njit(cache=True, nogil=True)
-def _scatter_scores(question, model, rank, score, matrix):  # pragma: no cover - numba
-    """:func:`_scattered`'s pass over the rows into ``matrix`` (filled with NaN): the
-    rows per question and per model code, and False at the first bad row."""
-    per_question = np.zeros(matrix.shape[0], np.int64)
-    per_model = np.zeros(rank.shape[0], np.int64)
+def _scatter_scores(question, model, rank, score, matrix, per_question,
+                    per_model):  # pragma: no cover - numba
+    """One record batch's scores into ``matrix`` (filled with NaN): ``score[r]`` at
+    ``(question[r], rank[model[r]])``, counting the rows per question and per model code;
+    False at the first score outside [0, 1] or second score for one (question, model)."""
     for r in range(score.shape[0]):
         value = float(score[r])
         q, m = question[r], model[r]
         if not (0.0 <= value <= 1.0) or not np.isnan(matrix[q, rank[m]]):
-            return per_question, per_model, False
+            return False
         matrix[q, rank[m]] = value
         per_question[q] += 1
         per_model[m] += 1
-    return per_question, per_model, True
+    return True
 
 
 def _codes(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
