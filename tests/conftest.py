@@ -4,6 +4,7 @@ and the closing line of a run without the data directory (how many tests it skip
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,15 @@ def random_log(seed: int, n: int = 400, k: int = 6, n_prompts: int = 37, n_judge
     judge = rng.choice(n_judges, size=n, p=np.linspace(1, 3, n_judges) / np.linspace(
         1, 3, n_judges).sum())
     return ComparisonLog.from_arrays(a, b, score, prompt=prompt, judge=judge)
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, the workers take the Spark modules as one scope and the slowest
+    modules first (tests/scheduling.py)."""
+    if config.pluginmanager.hasplugin("xdist"):
+        from tests.scheduling import SlowestFirst
+
+        config.pluginmanager.register(SlowestFirst(), "winrate-slowest-first")
 
 
 @pytest.fixture(params=[0, 1, 2])
@@ -124,17 +134,30 @@ def java_major_version(java: str) -> int | None:
     return int(found.group(2) or 0) if major == 1 else major
 
 
+#: Java options of the Spark drivers the tests start (here and in their subprocesses, through
+#: ``SPARK_SUBMIT_OPTS``, which spark-submit adds to the driver's command): the client
+#: compiler (C1) only. The tests' Spark jobs are many and short, and C2's optimising compiles
+#: cost more processor time than they save there: under a load of 7 on 2 cores a session
+#: started in 14 s instead of 34 s and its first analysis of a 240-row log took 48 s instead
+#: of 91 s (a warm one 28 s either way). Java's arithmetic is the same under either compiler.
+SPARK_TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
 @pytest.fixture(scope="session")
-def spark_runtime() -> None:
+def spark_runtime() -> Iterator[None]:
     """The gate of every Spark test (a test that imports PySpark or starts Java): with
     ``WINRATE_SKIP_SPARK=1`` the test skips with that reason; without it, a missing PySpark
-    or Java fails it."""
+    or Java fails it. Java started after it gets :data:`SPARK_TEST_JAVA_OPTIONS`."""
     if os.environ.get(SKIP_SPARK) == "1":
         pytest.skip(f"{SKIP_SPARK}=1: the Spark tests are skipped on request")
     missing = spark_missing()
     if missing:
         pytest.fail(f"Spark tests cannot run: {missing}; set {SKIP_SPARK}=1 to skip them",
                     pytrace=False)
+    options = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {SPARK_TEST_JAVA_OPTIONS}".strip()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPARK_SUBMIT_OPTS", options)
+        yield
 
 
 @pytest.fixture(scope="session")
