@@ -632,3 +632,46 @@ def test_single_cluster_pairs_bound_equals_memory(tmp_path, data, cluster, corre
     assert_same(mem, eng)
     assert _relative(mem.unidentified_bound, eng.unidentified_bound) <= TOL
     assume(np.abs(mem.unidentified_bound).max() > 0)  # a cell ICC <= 0 bounds nothing
+
+
+def test_intersection_term_of_one_key_and_mixed_cells(tmp_path):
+    """The prompt x judge term on an engine, its one-key cells reduced per key and only
+    the cells of several keys grouped by entry (:meth:`EngineSums._split_meat`), equals
+    the term computed by brute force from the in-memory fit's influence rows: numpy sums
+    by (prompt, judge) cell give the meat, the number of cells, and per column the
+    largest squared total, the row squares, the spread and the fourth powers. The log has
+    cells of one row, cells of several rows of one key and cells of several keys, and
+    weights (zero weights drop rows)."""
+    from winrate.inference.scanned import scanned_log
+
+    rng = np.random.default_rng(5)
+    frame = _random_log(5, 1500, 5, 60, 30, outcomes=(1.0, 0.0, 0.5))
+    frame.loc[:40, ["prompt_id", "judge_id", "model_a", "model_b", "outcome"]] = [
+        0, 0, 1, 2, 1.0]  # one cell of 41 rows of one key
+    frame[["model_a", "model_b"]] = "m" + frame[["model_a", "model_b"]].astype(str)
+    frame["w"] = rng.choice([0.0, 1.0, 2.5], len(frame), p=[0.1, 0.6, 0.3])
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    scanned = winrate.scan(path, engine="duckdb", weight_col="w")
+    key_log, design = scanned_log(scanned, "bt")
+    board = winrate.fit(key_log, "bt")
+    engine = design.cluster_sums(key_log, board, ("prompt", "judge"), None,
+                                 None).term_meats("cr1")[2]
+
+    log = winrate.read_comparisons(frame, weight_col="w")
+    memory = winrate.fit(log, "bt")
+    assert list(memory.models) == list(board.models)
+    influence = memory.influence.toarray() if hasattr(memory.influence, "toarray") \
+        else np.asarray(memory.influence)
+    cell = pd.MultiIndex.from_arrays([log.axes["prompt"].codes,
+                                      log.axes["judge"].codes]).factorize()[0]
+    totals = pd.DataFrame(influence).groupby(cell).sum().to_numpy()
+    squares = pd.DataFrame(influence ** 2).groupby(cell).sum().to_numpy()
+    sizes = np.bincount(cell)
+    assert sizes.max() > 1 and (sizes == 1).any()
+    expected = {"meat": totals.T @ totals, "largest": (totals ** 2).max(axis=0),
+                "row_squares": squares.sum(axis=0), "spread": (squares ** 2).sum(axis=0),
+                "fourth": (totals ** 4).sum(axis=0)}
+    assert engine.n_groups == len(sizes)
+    for name, value in expected.items():
+        assert _relative(getattr(engine, name), value) <= TOL, name

@@ -27,6 +27,12 @@ DuckDB and Spark:
   each model appears in and the ANOVA ICC's moments -- the number of clusters, their
   total and squared sizes, and ``sum_g S_g^2 / n_g``
   (:func:`winrate.variance.diagnostics.icc_of_moments`);
+* for a term of several axes without CR2 (a prompt x judge cell holds a row or a few),
+  first one grouping by cluster alone (its least and largest key and the sums of its
+  weights and squared weights): the clusters of one key add ``W_g^2 v_k v_k^T`` and
+  the like, reduced per key in the engine and formed in Python
+  (:meth:`KeyFit.one_key_meat`); only the clusters of several keys go through ``G`` and
+  its self-join;
 * once for all axes, the single-cluster pairs (each pair's least and largest label);
   where an axis has such a pair, the same ICC moments over (cluster, pair) cells
   (:meth:`EngineSums.same_pair_icc`).
@@ -114,8 +120,9 @@ class KeyFit:
         * a key without stored entries: ``idx = -1``, ``u = 1``, ``d``, nothing else;
         * with ``model_rows``, each of its models m: ``idx = q + m``, nothing summed.
 
-        So each key has one row with ``u = 1``. Every row carries the key's ``pair`` and,
-        with CR2 strata, its ``stratum`` and the stratum's total ``n``."""
+        So each key has one row with ``u = 1``. Every row carries the key's position
+        ``key`` among the fitted keys (:meth:`one_key_meat`), its ``pair`` and, with CR2
+        strata, its ``stratum`` and the stratum's total ``n``."""
         rows = self.key_rows[self.key_rows >= 0]
         kept = np.flatnonzero(self.key_rows >= 0)
         values = {f"winrate_k{i}": _plain(raw[c].to_numpy()[kept])
@@ -145,11 +152,46 @@ class KeyFit:
                                  ("winrate_v2", v2, float), ("winrate_u", u, float),
                                  ("winrate_d", d, float)):
             frame[name] = np.broadcast_to(np.asarray(part, kind), which.shape).copy()
+        frame["winrate_key"] = which
         frame["winrate_pair"] = self.pair[rows][which]
         if self.strata is not None:
             frame["winrate_stratum"] = self.strata[rows][which]
             frame["winrate_n"] = self.stratum_total[self.strata[rows][which]]
         return frame
+
+
+    def one_key_meat(self, found: pd.DataFrame) -> GroupMeat:
+        """The :class:`GroupMeat` of the clusters whose rows are all of one fitted key k,
+        from ``found`` (:meth:`_TermSql.one_key`: per key ``i`` its such clusters ``j``
+        and, over them, ``x1 = sum W_g^2``, ``x2 = sum W2_g^2``, ``x3 = sum W_g^4``,
+        ``x4 = max W_g^2``, ``x5 = sum W2_g``, with ``W_g`` and ``W2_g`` the sums of the
+        cluster's weights and squared weights). Such a cluster's totals are ``t_g = W_g
+        v_k`` and its squared rows ``s_g = W2_g v_k^2`` (``v_k`` the key's stored entries,
+        :meth:`table`), so ``meat = sum_k x1_k v_k v_k^T``, row squares ``sum_k x5_k
+        v_k^2``, spread ``sum_k x2_k v_k^4``, fourth powers ``sum_k x3_k v_k^4`` and the
+        largest squared total ``max_k x4_k v_k^2``; its clusters with entries are those
+        of keys with entries. Exact: the sums of :meth:`_TermSql.sums` regrouped."""
+        rows = self.key_rows[self.key_rows >= 0]
+        entries = _entries(self.influence, rows)
+        key, col = entries.row, entries.col
+        v = entries.data / self.frequency[rows][key]
+        per_key = np.zeros((6, rows.size))
+        at = found["i"].to_numpy(np.int64)
+        for i, column in enumerate(("j", "x1", "x2", "x3", "x4", "x5")):
+            per_key[i, at] = found[column].to_numpy(float)
+        clusters, squares, spread, fourth, top, row_squares = per_key
+        q = self.n_columns
+        weighted = sp.csr_array((v * squares[key], (key, col)), shape=(rows.size, q))
+        meat = (weighted.T @ sp.csr_array((v, (key, col)), shape=(rows.size, q))).toarray()
+        v2 = v * v
+        largest = np.zeros(q)
+        np.maximum.at(largest, col, top[key] * v2)
+        with_entries = np.bincount(key, minlength=rows.size) > 0
+        return GroupMeat(meat, int(clusters[with_entries].sum()), largest,
+                         np.full(q, -1, np.int64),
+                         np.bincount(col, row_squares[key] * v2, minlength=q),
+                         np.bincount(col, spread[key] * v2 * v2, minlength=q),
+                         np.bincount(col, fourth[key] * v2 * v2, minlength=q))
 
 
 def _plain(values: np.ndarray) -> np.ndarray:
@@ -254,6 +296,8 @@ class EngineSums(ClusterSums):
         axis' single-cluster pairs) are given."""
         scan, created, design = self.scan, [], None
         try:
+            if len(dims) > 1 and not sql.cr2:
+                return self._split_meat(sql, rows, dims, created), None
             mass = None
             if sql.cr2:
                 mass = scan.materialize(sql.mass(rows, dims))
@@ -271,6 +315,22 @@ class EngineSums(ClusterSums):
             for name in reversed(created):
                 scan.drop(name)
         return meat, design
+
+    def _split_meat(self, sql: _TermSql, rows: str, dims: tuple[int, ...],
+                    created: list[str]) -> GroupMeat:
+        """A term of several axes without CR2 in two parts: its clusters whose rows are
+        all of one key reduced per key (:meth:`KeyFit.one_key_meat`), and only the other
+        clusters grouped by (cluster, idx) and joined with themselves. The clusters of
+        an intersection are mostly single rows (a prompt x judge cell): the per-cluster
+        totals and the self-join, which grow with the rows, shrink to those of the cells
+        holding several keys (the tables are added to ``created``)."""
+        scan = self.scan
+        cells = scan.materialize(sql.cells(rows, dims))
+        created.append(cells)
+        one_key = self.fit.one_key_meat(scan.query_frame(sql.one_key(cells)))
+        sums = scan.materialize(sql.sums(rows, dims, mixed=cells))
+        created.append(sums)
+        return self._group_meat(sql, sums, dims)[0].merged(one_key)
 
     def _single_pairs(self, sql: _TermSql, rows: str) -> list[np.ndarray]:
         """Per clustering axis, the pairs whose rows lie in one cluster (one query: the
@@ -405,14 +465,20 @@ class _TermSql:
                 f"SUM(r.winrate_w) AS winrate_m FROM {rows} AS r WHERE r.winrate_u = 1 "
                 f"GROUP BY {clusters}, r.winrate_stratum")
 
-    def sums(self, rows: str, dims: tuple[int, ...], mass: str | None = None) -> str:
+    def sums(self, rows: str, dims: tuple[int, ...], mass: str | None = None,
+             mixed: str | None = None) -> str:
         """Per (cluster, idx) of the joined ``rows``: ``winrate_t = sum v w``,
         ``winrate_s = sum v2 w^2`` (an entry's total and sum of squared rows, CR2-scaled
         by the cluster's ``mass``), and for an axis the cluster's size ``winrate_n = sum u
         w`` and sum of centred scores ``winrate_d = sum d w`` spread over its rows. A term
-        of several axes reads the entries only."""
+        of several axes reads the entries only; with ``mixed`` (:meth:`cells`) only those
+        of its clusters holding several keys."""
         clusters = ", ".join(self._clusters(dims, "r"))
         source, factor = f"{rows} AS r", "1"
+        if mixed is not None:
+            source += (f" JOIN (SELECT {', '.join(self._clusters(dims))} FROM {mixed} "
+                       "WHERE winrate_kmin < winrate_kmax) AS x ON "
+                       f"{self._same_cluster(dims, 'r', 'x')}")
         if mass is not None:
             rest = "(1 - f.winrate_m / r.winrate_n)"
             factor = f"(CASE WHEN {rest} > 1e-12 THEN 1 / SQRT({rest}) ELSE 1 END)"
@@ -477,6 +543,28 @@ class _TermSql:
                 f"FROM (SELECT {clusters}, SUM(winrate_n) AS winrate_n, SUM(winrate_d) AS "
                 f"winrate_d, MAX(CASE WHEN {self._entry()} THEN 1 ELSE 0 END) AS winrate_e "
                 f"FROM {sums} GROUP BY {clusters}) AS g")
+
+    def cells(self, rows: str, dims: tuple[int, ...]) -> str:
+        """Per cluster of the term: its least and largest key (``winrate_kmin``,
+        ``winrate_kmax``), and the sums of its rows' weights ``W`` (``winrate_sw``) and
+        squared weights ``W2`` (``winrate_sw2``); one joined row per source row (its key's
+        ``u = 1`` row)."""
+        clusters = ", ".join(self._clusters(dims, "r"))
+        return (f"SELECT {clusters}, MIN(r.winrate_key) AS winrate_kmin, "
+                "MAX(r.winrate_key) AS winrate_kmax, SUM(r.winrate_w) AS winrate_sw, "
+                f"SUM(r.winrate_w * r.winrate_w) AS winrate_sw2 FROM {rows} AS r "
+                f"WHERE r.winrate_u = 1 GROUP BY {clusters}")
+
+    @staticmethod
+    def one_key(cells: str) -> str:
+        """Per key i, over the :meth:`cells` whose rows are all of it: their number j and
+        the sums :meth:`KeyFit.one_key_meat` reads (x1 ``sum W^2``, x2 ``sum W2^2``, x3
+        ``sum W^4``, x4 ``max W^2``, x5 ``sum W2``)."""
+        w2 = "winrate_sw * winrate_sw"
+        return (f"SELECT winrate_kmin AS i, COUNT(*) AS j, SUM({w2}) AS x1, "
+                f"SUM(winrate_sw2 * winrate_sw2) AS x2, SUM(({w2}) * ({w2})) AS x3, "
+                f"MAX({w2}) AS x4, SUM(winrate_sw2) AS x5 FROM {cells} "
+                "WHERE winrate_kmin = winrate_kmax GROUP BY winrate_kmin")
 
     @staticmethod
     def pair_cells(rows: str, dim: int) -> str:
