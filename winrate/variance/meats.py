@@ -239,7 +239,11 @@ def intersect_codes(code_list: list[np.ndarray], sizes: list[int]) -> tuple[np.n
     return combined, n_range
 
 
-_TARGET_BUCKETS = 512
+#: Buckets of the radix pass (:func:`_buckets`): more buckets write more streams, fewer
+#: make each bucket's sort leave the cache; on the development machine 1,024 beat 512 by
+#: about a tenth at 10M rows and 1M prompts two-way (3.14 against 3.49 s of processor
+#: time, best of five under load 7-9), and 2,048 to 8,192 were slower again.
+_TARGET_BUCKETS = 1024
 
 
 @sized_kernel
