@@ -402,12 +402,14 @@ def not_estimable(reasons: dict[str, str]) -> Note:
 def psd_repaired(ratio: float | None = None, model: str | None = None) -> Note:
     """The multiway covariance clipped to PSD; ``ratio`` the largest ratio (at ``model``) of
     the SE of the sum of the positive inclusion-exclusion terms, PSD and never smaller, to
-    the SE shown (None: not computed, a resampling method's covariance)."""
+    the clipped sum's (clustered parts only, before any small-sample floor; None: not
+    computed, a resampling method's covariance)."""
     alternative = ("the sum of the one-way covariances without the intersection term is "
                    "PSD by construction and never smaller (Davezies, D'Haultfoeuille & "
                    "Guyonvarch 2021; MacKinnon, Nielsen & Webb 2021)")
     gives = ("" if ratio is None else
-             f": it gives SEs at most {ratio:.3g} times those shown (largest for {model})")
+             f": it gives clustered SEs at most {ratio:.3g} times the clipped sum's "
+             f"(largest for {model})")
     return Note("psd-repaired",
                 "the multiway covariance was not positive semi-definite and was repaired by "
                 "clipping negative eigenvalues (Cameron, Gelbach & Miller 2011, sec. 2.3), "

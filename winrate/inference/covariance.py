@@ -131,8 +131,8 @@ def estimate_variance(plan, fitted, source, progress=None) -> VarianceResult:
     se = np.where(np.isin(board.models.astype(str), list(not_estimable)), np.nan, se)
     method = "sandwich" if resampled is None else resampled.method
     design_notes = _design_notes(plan, source, board, axes, not_estimable,
-                                 _repair_note(sandwich, resampled, board) if psd_repaired
-                                 else None, method, df, bound.any())
+                                 _repair_note(sandwich, resampled, board, not_estimable)
+                                 if psd_repaired else None, method, df, bound.any())
     return VarianceResult(
         cov, cov_naive, full, sandwich.naive, floor, bound, se, df, method, method_note,
         plan.correction, axes, psd_repaired, not_estimable, wild,
@@ -357,13 +357,14 @@ def negligible_se(se: np.ndarray, scores: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------- notes
 
 
-def _repair_note(sandwich, resampled, board: Leaderboard):
+def _repair_note(sandwich, resampled, board: Leaderboard, not_estimable: dict):
     """The ``psd-repaired`` note, with what the PSD alternative gives when the sandwich's
     multiway sum was clipped: the sum of its positive inclusion-exclusion terms (for two
     axes the one-way covariances, without the intersection term), PSD by construction and
     never below the clipped sum since the terms left out are PSD (Davezies,
     D'Haultfoeuille & Guyonvarch 2021; MacKinnon, Nielsen & Webb 2021); the largest
-    ratio of its SE to the SE shown, and that model."""
+    ratio of its SE to the clipped sum's, and that model (models whose SE is
+    ``not_estimable`` left out)."""
     if resampled is not None or sandwich.covariance is None:
         return notes.psd_repaired()
     k = len(board.models)
@@ -372,7 +373,8 @@ def _repair_note(sandwich, resampled, board: Leaderboard):
                    if sign > 0)
     se_positive = np.sqrt(np.clip(np.diag(positive)[:k], 0, None))
     se = np.sqrt(np.clip(np.diag(result.cov)[:k], 0, None))
-    ratio = np.divide(se_positive, se, out=np.full(k, np.nan), where=se > 0)
+    shown = (se > 0) & ~np.isin(board.models.astype(str), list(not_estimable))
+    ratio = np.divide(se_positive, se, out=np.full(k, np.nan), where=shown)
     if not np.isfinite(ratio).any():
         return notes.psd_repaired()
     worst = int(np.nanargmax(ratio))
