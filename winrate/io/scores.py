@@ -90,8 +90,10 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
     of every two models on every question (:class:`ScoreTable`; module doc).
 
     ``source``: a DataFrame or a CSV / JSONL / Parquet file (ids and names read as text,
-    :func:`winrate.read_table`). Scores are numbers in [0, 1] (0/1 correctness or grades);
-    a model that did not answer a question has no row for it. ``cluster_cols`` are further
+    :func:`winrate.read_table`; a Parquet file with text ids is coded from Arrow's
+    dictionaries, :func:`winrate.io.logs.parquet_codes`, without a pandas frame). Scores
+    are numbers in [0, 1] (0/1 correctness or grades); a model that did not answer a
+    question has no row for it. ``cluster_cols`` are further
     clustering axes, constant within a question (subject, source). A missing or
     out-of-range score, a missing id, two rows for one (question, model) or a cluster
     label that varies within a question is an error naming the rows.
