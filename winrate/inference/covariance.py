@@ -377,8 +377,11 @@ def _repair_note(sandwich, resampled, board: Leaderboard, not_estimable: dict):
     ratio = np.divide(se_positive, se, out=np.full(k, np.nan), where=shown)
     if not np.isfinite(ratio).any():
         return notes.psd_repaired()
-    worst = int(np.nanargmax(ratio))
-    return notes.psd_repaired(float(ratio[worst]), str(board.models[worst]))
+    largest = np.nanmax(ratio)
+    # the first model within round-off of the largest: a tie names the same model whatever
+    # the last bits (a weighted log and its expanded rows give the same note)
+    worst = int(np.flatnonzero(ratio >= largest * (1 - 1e-9))[0])
+    return notes.psd_repaired(float(largest), str(board.models[worst]))
 
 
 def _design_notes(plan, source, board: Leaderboard, axes: dict[str, AxisSummary],

@@ -42,6 +42,7 @@ from winrate.variance.meats import (
     ColumnSpread,
     GroupMeat,
     MultiwayCovariance,
+    StrataLeverage,
     as_rows,
     check_correction,
     column_spread,
@@ -57,7 +58,6 @@ from winrate.variance.meats import (
     scale_rows,
     small_sample_factor,
     spread_of_parts,
-    stratum_leverage_scale,
     subsets,
     term_sign,
 )
@@ -253,10 +253,9 @@ class RowSums(ClusterSums):
         row_scale = np.ones(infl.shape[0]) if freq is None else 1.0 / freq
         factor = small_sample_factor(n_total, correction)
         if self.strata is not None and correction != "none":
-            codes, n_strata = group_codes(self.strata)
-            size = np.bincount(codes, weights=freq, minlength=n_strata).astype(float)
-            ratio = np.divide(size, size - 1, out=np.ones(n_strata), where=size > 1)
-            row_scale = ratio[codes] if freq is None else row_scale * ratio[codes]
+            size = self._strata.total
+            ratio = np.divide(size, size - 1, out=np.ones(size.shape[0]), where=size > 1)
+            row_scale = ratio if freq is None else row_scale * ratio
             factor = 1.0
         return factor * row_meat(infl, row_scale)
 
@@ -286,9 +285,15 @@ class RowSums(ClusterSums):
         found = []
         for dims in subsets(len(self.codes)):
             codes, n_range = self._term_codes(dims)
-            scale = stratum_leverage_scale(codes, self.strata, self.frequency, n_range=n_range)
+            scale = self._strata.scale(codes, n_range)
             found.append(meat_from_codes(scale_rows(self.influence, scale), codes, n_range))
         return found
+
+    @cached_property
+    def _strata(self) -> StrataLeverage:
+        """The strata's codes and per-row totals, once for the naive meat's per-stratum
+        factor and every CR2 term."""
+        return StrataLeverage(self.strata, self.frequency)
 
     def column_spread(self, axis: int) -> ColumnSpread:
         """From the two-way pass when it applies (its meats serve the variance too), else

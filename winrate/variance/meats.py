@@ -74,13 +74,28 @@ def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
     ``n_h`` that of stratum h (from these rows, or ``stratum_total[h]`` when the rows are a
     part of the log holding whole clusters); 1 where the stratum lies wholly in the
     cluster. Codes in ``[0, n_range)`` (default: ``max + 1``)."""
-    freq = np.ones(codes.shape[0]) if frequency is None else np.asarray(frequency, float)
-    stratum, n_strata = group_codes(strata)
-    n_range = int(codes.max(initial=-1)) + 1 if n_range is None else n_range
-    m = block_frequency(codes, n_range, stratum, n_strata, freq)
-    n = (np.bincount(stratum, weights=freq, minlength=n_strata)[stratum]
-         if stratum_total is None else stratum_total[strata])
-    return leverage_factor(m, n)
+    return StrataLeverage(strata, frequency, stratum_total).scale(codes, n_range)
+
+
+class StrataLeverage:
+    """What CR2's row factors (:func:`stratum_leverage_scale`) need of the rows' strata
+    whatever the clustering, made once for the terms of a multiway sum: the strata's dense
+    codes, the row frequencies and each row's stratum frequency ``n_h``."""
+
+    def __init__(self, strata: np.ndarray, frequency: np.ndarray | None = None,
+                 stratum_total: np.ndarray | None = None):
+        self.freq = (np.ones(np.shape(strata)[0]) if frequency is None
+                     else np.asarray(frequency, float))
+        self.stratum, self.n_strata = group_codes(strata)
+        self.total = (np.bincount(self.stratum, weights=self.freq,
+                                  minlength=self.n_strata)[self.stratum]
+                      if stratum_total is None else stratum_total[strata])
+
+    def scale(self, codes: np.ndarray, n_range: int | None = None) -> np.ndarray:
+        """The factors for clusters ``codes`` in ``[0, n_range)`` (default ``max + 1``)."""
+        n_range = int(codes.max(initial=-1)) + 1 if n_range is None else n_range
+        m = block_frequency(codes, n_range, self.stratum, self.n_strata, self.freq)
+        return leverage_factor(m, self.total)
 
 
 def block_frequency(codes: np.ndarray, n_range: int, stratum: np.ndarray, n_strata: int,
