@@ -28,7 +28,10 @@ import glob
 import itertools
 import os
 import re
+import shutil
 import sys
+import tempfile
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -278,11 +281,20 @@ class DuckDBEngine(Engine):
             self.connection = connection
             return
         self.connection = duckdb.connect()
+        self._spill_to_scratch()
         if memory_limit is not None:
             self.limit_memory(memory_limit)
         if threads is not None:
             self.connection.execute(f"SET threads = {int(threads)}")
         self.connection.execute("SET preserve_insertion_order = false")
+
+    def _spill_to_scratch(self) -> None:
+        """Spill to a folder of the system's temporary directory, removed with the engine,
+        not to DuckDB's default ``.tmp`` in the caller's working directory (left behind
+        in the user's project)."""
+        scratch = tempfile.mkdtemp(prefix="winrate-duckdb-")
+        weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)
+        self.connection.execute(f"SET temp_directory = '{scratch}'")
 
     def table(self, source) -> str:
         import duckdb
