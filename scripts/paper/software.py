@@ -16,7 +16,10 @@ _RUN = re.compile(
     r"\s+wall time: (?P<wall>[\d.]+) s \(range (?P<wall_range>[\d.-]+), (?P<runs>\d+) runs?\)\n"
     r"\s+peak resident memory: (?P<rss>[\d.]+) GiB", re.M)
 LAYOUTS = {"prompt-partitioned-ints": "sorted by prompt, integer ids",
-           "random-order-strings": "random order, string ids"}
+           "random-order-strings": "random order, string ids",
+           "partitioned": "sorted by prompt, integer ids",
+           "random": "random order, string ids",
+           "wide": "random order, string ids, n / 10 prompts x 100,000 judges"}
 
 
 def scale_runs(text: str) -> pd.DataFrame:
