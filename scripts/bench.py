@@ -669,10 +669,14 @@ def scale_floor(path: Path, memory: str) -> tuple[float, float]:
                            on=" AND ".join(f"a.{c} = b.{c}" for c in cols))
         for cols in terms]
     limit = engine_memory(_byte_size(memory)) >> 20
-    script = ("import duckdb, sys; con = duckdb.connect(); "
+    # spilling where winrate's engine spills (a scratch folder of the temporary directory)
+    script = ("import duckdb, shutil, tempfile; con = duckdb.connect(); "
+              "scratch = tempfile.mkdtemp(prefix='winrate-floor-'); "
+              "con.execute(f\"SET temp_directory = '{scratch}'\"); "
               f"con.execute(\"SET memory_limit = '{limit}MB'\"); "
               "con.execute('SET preserve_insertion_order = false'); "
-              f"[con.sql(q).fetchall() for q in {queries!r}]")
+              f"[con.sql(q).fetchall() for q in {queries!r}]; "
+              "con.close(); shutil.rmtree(scratch)")
     return _child_run([sys.executable, "-c", script])
 
 
