@@ -111,7 +111,8 @@ def block_frequency(codes: np.ndarray, n_range: int, stratum: np.ndarray, n_stra
         return np.bincount(block, weights=freq, minlength=n_range * n_strata)[block]
     shift = max(_BLOCK_BUCKET_BITS, (-(-n_range // _MAX_BLOCK_BUCKETS) - 1).bit_length())
     kernel, n_chunks = _bucketed_block_frequency.choose(codes.shape[0])
-    return kernel(codes, stratum, freq, n_strata, shift, ((n_range - 1) >> shift) + 1,
+    return kernel(codes, stratum, freq, n_strata, shift,
+                  *row_buckets(codes, shift, ((n_range - 1) >> shift) + 1, n_chunks),
                   n_chunks)
 
 
@@ -147,31 +148,52 @@ def bucket_offsets(histogram):  # pragma: no cover - numba
 
 
 @sized_kernel
-def _bucketed_block_frequency(codes, stratum, freq, n_strata, shift, n_buckets,
-                              n_chunks):  # pragma: no cover - numba
-    """:func:`block_frequency` by buckets of ``2**shift`` clusters: a stable radix pass
-    copies each row's (cluster within its bucket, stratum, frequency, row) into its bucket
-    (threads over row chunks); each thread then sorts its buckets by cluster
-    (:func:`_bucket_order`, in cache) and sums each cluster's blocks in a (n_strata,)
-    scratch, in row order, writing every row's block total back to its row."""
+def _row_destinations(codes, shift, n_buckets, n_chunks):  # pragma: no cover - numba
+    """:func:`row_buckets`' kernel: per chunk of rows a histogram of their buckets, the
+    chunks' write offsets (:func:`bucket_offsets`), then each row's destination."""
     n = codes.shape[0]
     histogram = np.zeros((n_chunks, n_buckets), np.int64)
     for c in numba.prange(n_chunks):
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             histogram[c, codes[r] >> shift] += 1
     offsets, bucket_start = bucket_offsets(histogram)
+    destination = np.empty(n, np.int64)
+    for c in numba.prange(n_chunks):
+        fill = offsets[c]
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            destination[r] = fill[codes[r] >> shift]
+            fill[codes[r] >> shift] += 1
+    return destination, bucket_start
+
+
+def row_buckets(codes: np.ndarray, shift: int, n_buckets: int, n_chunks: int):
+    """Where a stable radix pass puts each row (one entry per row) when it moves the rows
+    to buckets ``codes >> shift``: ``(destination, bucket_start)``, bucket b holding the
+    places ``bucket_start[b]..bucket_start[b + 1]`` in row order. The rows are split in
+    ``n_chunks`` equal ranges, one per thread (1: serially)."""
+    kernel = _row_destinations.parallel if n_chunks > 1 else _row_destinations.serial
+    return kernel(codes, shift, n_buckets, n_chunks)
+
+
+@sized_kernel
+def _bucketed_block_frequency(codes, stratum, freq, n_strata, shift, destination,
+                              bucket_start, n_chunks):  # pragma: no cover - numba
+    """:func:`block_frequency` by buckets of ``2**shift`` clusters: a stable radix pass
+    copies each row's (cluster within its bucket, stratum, frequency, row) into its bucket
+    at its ``destination``; each thread then sorts its buckets by cluster
+    (:func:`_bucket_order`, in cache) and sums each cluster's blocks in a (n_strata,)
+    scratch, in row order, writing every row's block total back to its row.
+    ``destination`` and ``bucket_start``: :func:`row_buckets`."""
+    n = codes.shape[0]
+    n_buckets = bucket_start.shape[0] - 1
     local = np.empty(n, np.int32)
     strata = np.empty(n, stratum.dtype)
     weight = np.empty(n)
     rows = np.empty(n, np.int64)
     mask = (1 << shift) - 1
-    for c in numba.prange(n_chunks):
-        fill = offsets[c]
-        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            b = codes[r] >> shift
-            i = fill[b]
-            local[i], strata[i], weight[i], rows[i] = codes[r] & mask, stratum[r], freq[r], r
-            fill[b] = i + 1
+    for r in numba.prange(n):
+        i = destination[r]
+        local[i], strata[i], weight[i], rows[i] = codes[r] & mask, stratum[r], freq[r], r
     m = np.empty(n)
     for c in numba.prange(n_chunks):
         buffers = _sort_buffers(bucket_start, 1 << shift)
