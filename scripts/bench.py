@@ -59,7 +59,8 @@ Sections (``--only`` runs one):
   and, per term, per (cluster, model) totals reduced to K x K sums) and their ratio.
   ``--scale-random N`` adds a log of N rows in random row order with string ids,
   ``--scale-wide N`` one of N rows with N / 10 string prompts and 100,000 string judges
-  (about one row per (prompt, judge) cell).
+  (about one row per (prompt, judge) cell). ``--scale-no-floor`` times winrate alone (a
+  log so large that its floor would double a run of hours).
 * ``arena``: two-way clustering at LMArena's shape (issue 40): for each of ``--arena-n``
   (default 1,000,000 and 10,000,000 rows) a Parquet log of 20 models, rows / 2 string
   prompts drawn uniformly (so about 0.43 n distinct) and 100,000 string judges, nearly one
@@ -696,11 +697,13 @@ def bench_scale(args, workdir: Path) -> None:
                    "--correction", "cr1", "--memory", args.scale_memory]
         load = os.getloadavg()[0]
         runs = [_child_run(command) for _ in range(args.repeat)]
-        floors = [scale_floor(path, args.scale_memory) for _ in range(args.repeat)]
         print(f"scale: {n:,} rows, {kind}, two-way CR1 Bradley-Terry on DuckDB, --memory "
               f"{args.scale_memory} (load {load:.1f} -> {os.getloadavg()[0]:.1f})")
         print(f"  wall time: {_median_range([r[0] for r in runs], 's', 1)}")
         print(f"  peak resident memory: {_median_range([r[1] for r in runs], 'GiB', 2)}")
+        if args.scale_no_floor:
+            continue
+        floors = [scale_floor(path, args.scale_memory) for _ in range(args.repeat)]
         print(f"  floor (grouped SQL, same engine and limit): "
               f"{_median_range([f[0] for f in floors], 's', 1)}, peak "
               f"{_median_range([f[1] for f in floors], 'GiB', 2)}")
@@ -755,6 +758,8 @@ def main() -> None:
     parser.add_argument("--scale-random", type=int, default=None, metavar="N")
     parser.add_argument("--scale-wide", type=int, default=None, metavar="N")
     parser.add_argument("--scale-memory", default="4G")
+    parser.add_argument("--scale-no-floor", action="store_true",
+                        help="time winrate alone, without the floor")
     parser.add_argument("--arena-n", type=int, nargs="*", default=[1_000_000, 10_000_000])
     parser.add_argument("--arena-engines", nargs="*", choices=("memory", "duckdb"),
                         default=["memory", "duckdb"])
