@@ -14,6 +14,7 @@ eq. 2.11).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 
 import numba
@@ -80,16 +81,30 @@ def stratum_leverage_scale(codes: np.ndarray, strata: np.ndarray,
 class StrataLeverage:
     """What CR2's row factors (:func:`stratum_leverage_scale`) need of the rows' strata
     whatever the clustering, made once for the terms of a multiway sum: the strata's dense
-    codes, the row frequencies and each row's stratum frequency ``n_h``."""
+    codes, each stratum's frequency ``n_h`` (from the rows' ``frequency``, 1 each when None,
+    or ``stratum_total`` by label when the rows are a part of the log), and the per-row
+    values only when asked for (each an array the length of the log)."""
 
     def __init__(self, strata: np.ndarray, frequency: np.ndarray | None = None,
                  stratum_total: np.ndarray | None = None):
-        self.freq = (np.ones(np.shape(strata)[0]) if frequency is None
-                     else np.asarray(frequency, float))
-        self.stratum, self.n_strata = group_codes(strata)
-        self.total = (np.bincount(self.stratum, weights=self.freq,
-                                  minlength=self.n_strata)[self.stratum]
-                      if stratum_total is None else stratum_total[strata])
+        self.frequency = None if frequency is None else np.asarray(frequency, float)
+        self.stratum, labels = factorize_groups(strata)
+        self.n_strata = len(labels)
+        self.stratum_size = (
+            np.bincount(self.stratum, weights=self.frequency,
+                        minlength=self.n_strata).astype(float, copy=False)
+            if stratum_total is None else np.asarray(stratum_total, float)[labels])
+
+    @cached_property
+    def freq(self) -> np.ndarray:
+        """Each row's frequency (ones when the rows carry none)."""
+        return (np.ones(self.stratum.shape[0]) if self.frequency is None
+                else self.frequency)
+
+    @cached_property
+    def total(self) -> np.ndarray:
+        """Each row's stratum frequency ``n_h``."""
+        return self.stratum_size[self.stratum]
 
     def scale(self, codes: np.ndarray, n_range: int | None = None) -> np.ndarray:
         """The factors for clusters ``codes`` in ``[0, n_range)`` (default ``max + 1``)."""
@@ -492,27 +507,30 @@ def _level_meats(sums) -> list[GroupMeat]:
 
 
 @sized_kernel
-def _csr_row_meat(indptr, indices, data, row_scale, k, n_chunks):  # pragma: no cover
-    """sum_r row_scale_r u_r u_r^T over CSR rows (every row its own cluster), threaded."""
+def _csr_row_meat(indptr, indices, data, row_scale, scaled, k,
+                  n_chunks):  # pragma: no cover - numba
+    """sum_r row_scale_r u_r u_r^T over CSR rows (every row its own cluster; ``row_scale``
+    1 when not ``scaled``), threaded."""
     n = indptr.shape[0] - 1
     partial = np.zeros((n_chunks, k, k))
     for c in numba.prange(n_chunks):
         meat = partial[c]
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             for p in range(indptr[r], indptr[r + 1]):
-                vp = data[p] * row_scale[r]
+                vp = data[p] * row_scale[r] if scaled else data[p]
                 for q in range(indptr[r], indptr[r + 1]):
                     meat[indices[p], indices[q]] += vp * data[q]
     return partial.sum(axis=0)
 
 
-def row_meat(infl, row_scale: np.ndarray) -> np.ndarray:
-    """``sum_r row_scale_r u_r u_r^T`` of influence rows (CSR or dense): the naive meat,
-    every row its own cluster."""
+def row_meat(infl, row_scale: np.ndarray | None = None) -> np.ndarray:
+    """``sum_r row_scale_r u_r u_r^T`` of influence rows (CSR or dense; ``row_scale`` None:
+    1 each): the naive meat, every row its own cluster."""
     if sp.issparse(infl):
         kernel, n_chunks = _csr_row_meat.choose(infl.nnz)
-        return kernel(*csr_parts(infl), row_scale, infl.shape[1], n_chunks)
-    return (infl * row_scale[:, None]).T @ infl
+        return kernel(*csr_parts(infl), np.zeros(0) if row_scale is None else row_scale,
+                      row_scale is not None, infl.shape[1], n_chunks)
+    return (infl if row_scale is None else infl * row_scale[:, None]).T @ infl
 
 
 def _buckets(infl, codes: np.ndarray, n_range: int, min_shift: int = 0):
