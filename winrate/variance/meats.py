@@ -375,12 +375,45 @@ def _sort_buffers(bucket_start, n_local):  # pragma: no cover - numba
 
 
 @njit(cache=True)
+def _bucket_sorted(lo, hi, local, columns, values, n_local, buffers,
+                   entries):  # pragma: no cover - numba
+    """The entries ``lo..hi`` of one bucket copied in order of their local code, ties in
+    entry order, into ``entries`` = (local, column, value) buffers: by counting, each entry
+    read in turn and written to its place, when :func:`_bucket_order` would count, else
+    gathered in its merge order. Returns the three filled prefixes."""
+    start, fill, order = buffers
+    sorted_local, sorted_columns, sorted_values = entries
+    m = hi - lo
+    if start.shape[0] <= n_local or n_local > _COUNTING_SPAN * m:
+        order = np.argsort(local[lo:hi], kind="mergesort") + lo
+        for i in range(m):
+            sorted_local[i] = local[order[i]]
+            sorted_columns[i] = columns[order[i]]
+            sorted_values[i] = values[order[i]]
+    else:
+        start[: n_local + 1] = 0
+        for i in range(lo, hi):
+            start[local[i] + 1] += 1
+        for g in range(n_local):
+            start[g + 1] += start[g]
+            fill[g] = start[g]
+        for i in range(lo, hi):
+            j = fill[local[i]]
+            sorted_local[j] = local[i]
+            sorted_columns[j] = columns[i]
+            sorted_values[j] = values[i]
+            fill[local[i]] = j + 1
+    return sorted_local[:m], sorted_columns[:m], sorted_values[:m]
+
+
+@njit(cache=True)
 def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docstring)
         lo, hi, local, columns, values, n_local, inner_bits, n_levels, outer_base,
         outer_scale, inner_scale, meat, top, arg, row_squares, spread, fourth, nonempty, sums,
         squares, seen, touched, inner_totals, inner_squares, inner_rows,
-        buffers):  # pragma: no cover - numba
-    """Group sums of one bucket, its entries sorted by local code g (:func:`_bucket_order`).
+        buffers, entries):  # pragma: no cover - numba
+    """Group sums of one bucket, its entries sorted by local code g (:func:`_bucket_sorted`
+    into ``entries``).
 
     Level 0 groups the entries by g; with ``n_levels == 2`` level 1 groups them by
     ``g >> inner_bits`` (the outer cluster of a cell ``g = outer << inner_bits | inner``),
@@ -398,7 +431,8 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
     The two steps are closures, not functions taking arrays: every array argument of a
     call costs an atomic reference-count update, which was a third of the running time.
     """
-    order = _bucket_order(lo, hi, local, n_local, buffers)
+    local, columns, values = _bucket_sorted(lo, hi, local, columns, values, n_local,
+                                            buffers, entries)
     n_open = np.zeros(2, np.int64)
 
     def add(level, col, total, square):
@@ -432,10 +466,10 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
     inner_mask = (1 << inner_bits) - 1
     current = -1  # outer cluster of the open level-1 group
     first = 0
-    while first < order.shape[0]:
-        g = local[order[first]]
+    while first < local.shape[0]:
+        g = local[first]
         last = first
-        while last < order.shape[0] and local[order[last]] == g:
+        while last < local.shape[0] and local[last] == g:
             last += 1
         outer, inner = g >> inner_bits, g & inner_mask
         if n_levels == 2 and outer != current:
@@ -443,8 +477,8 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
                 close(1, outer_base + current)
             current = outer
         for i in range(first, last):
-            value = values[order[i]]
-            add(0, columns[order[i]], value, value * value)
+            value = values[i]
+            add(0, columns[i], value, value * value)
         if n_levels == 2:
             for i in range(n_open[0]):
                 col = touched[0, i]
@@ -481,12 +515,16 @@ def _bucketed_sums(bucket_start, local, columns, values, shift, inner_bits, n_le
         seen = np.zeros((2, k), np.bool_)
         touched = np.empty((2, k), np.int64)
         buffers = _sort_buffers(bucket_start, 1 << shift)
+        largest = buffers[2].shape[0]
+        entries = (np.empty(largest, local.dtype), np.empty(largest, columns.dtype),
+                   np.empty(largest))
         for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
             _sweep_bucket(bucket_start[b], bucket_start[b + 1], local, columns, values,
                           1 << shift, inner_bits, n_levels, b << (shift - inner_bits),
                           outer_scale, inner_scale, meat[c], top[c], arg[c], row_squares[c],
                           spread[c], fourth[c], nonempty[c], sums, squares, seen, touched,
-                          inner_totals[c], inner_squares[c], inner_rows[c], buffers)
+                          inner_totals[c], inner_squares[c], inner_rows[c], buffers,
+                          entries)
     return (meat, top, arg, row_squares, spread, fourth, nonempty, inner_totals,
             inner_squares, inner_rows)
 
