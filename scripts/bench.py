@@ -533,17 +533,25 @@ def write_score_table(path: Path, n_models: int, n_questions: int, missing: floa
     pq.write_table(pa.table(columns), path)
 
 
+class ChildFailed(RuntimeError):
+    """A timed child process failed; the message has its exit code, time and last line."""
+
+
 def _child_run(command: list[str], cpu: bool = False) -> tuple[float, ...]:
     """Wall time and peak resident memory (GiB) of ``command`` in a fresh process (its own
     rusage, from ``os.wait4``), and with ``cpu`` its processor time (user + system, all
     threads), which a busy machine stretches less than the wall time."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} exited with {child.returncode}")
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            errors.seek(0)
+            last = (errors.read().decode(errors="replace").strip().splitlines() or [""])[-1]
+            raise ChildFailed(f"exited with {child.returncode} after {seconds:.0f} s: "
+                              f"{last[:300]}")
     found = (seconds, usage.ru_maxrss / 1024**2)
     return (*found, usage.ru_utime + usage.ru_stime) if cpu else found
 
@@ -703,7 +711,11 @@ def bench_scale(args, workdir: Path) -> None:
         print(f"  peak resident memory: {_median_range([r[1] for r in runs], 'GiB', 2)}")
         if args.scale_no_floor:
             continue
-        floors = [scale_floor(path, args.scale_memory) for _ in range(args.repeat)]
+        try:
+            floors = [scale_floor(path, args.scale_memory) for _ in range(args.repeat)]
+        except ChildFailed as failed:
+            print(f"  floor (grouped SQL, same engine and limit): did not finish, {failed}")
+            continue
         print(f"  floor (grouped SQL, same engine and limit): "
               f"{_median_range([f[0] for f in floors], 's', 1)}, peak "
               f"{_median_range([f[1] for f in floors], 'GiB', 2)}")
