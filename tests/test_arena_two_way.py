@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
+from winrate import parallel
 from winrate.estimators import fit
 from winrate.io.logs import ComparisonLog
 from winrate.variance import meats
@@ -110,3 +111,54 @@ def test_a_fitted_arena_log_reaches_the_brute_force_terms():
         cells = prompt.astype(np.int64) * (int(judge.max()) + 1) + judge
         for found, codes in zip(terms, (prompt, judge, cells), strict=True):
             assert_meat_equal(found, brute_force_meat(dense, codes))
+
+
+def brute_force_leverage(codes: np.ndarray, strata: np.ndarray, frequency: np.ndarray):
+    """CR2's row factors (Bell & McCaffrey 2002; the stratified form of
+    :func:`winrate.variance.meats.stratum_leverage_scale`) by pandas group-bys: ``m`` the
+    frequency of the row's stratum in its cluster, ``n`` in the whole log, the factor
+    ``(1 - m / n)^{-1/2}`` and 1 where the block is the whole stratum."""
+    frame = pd.DataFrame({"g": codes, "h": strata, "f": frequency})
+    m = frame.groupby(["g", "h"])["f"].transform("sum").to_numpy()
+    n = frame.groupby("h")["f"].transform("sum").to_numpy()
+    rest = 1.0 - m / n
+    return np.where(rest > 1e-12, 1.0 / np.sqrt(np.maximum(rest, 1e-12)), 1.0)
+
+
+@pytest.mark.parametrize(("n", "n_prompts", "n_judges", "weighted", "seed", "threaded"), [
+    (6_000, 3_000, 30, True, 3, False),   # arena shape: buckets sorted by comparison
+    (6_000, 3_000, 30, True, 3, True),
+    (6_000, 100, 10, False, 4, False),    # dense cells: counting sort
+    (4_000, 40, 7, True, 5, True),        # few prompts: strata fill whole clusters (factor 1)
+])
+def test_cr2_terms_of_the_nested_pass_equal_a_brute_force_group_by(
+        n, n_prompts, n_judges, weighted, seed, threaded, monkeypatch):
+    """The two-way CR2 terms from one radix pass (each row scaled by its own leverage
+    factor for each term, the factors' block frequencies summed inside the pass) equal
+    a dense group-by of rows scaled by brute-force factors, with and without row
+    frequencies, whichever sort a bucket took, serial and threaded."""
+    if threaded:
+        monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    codes = arena_codes(n, n_prompts, n_judges, seed)
+    sizes = [int(c.max()) + 1 for c in codes]
+    infl = sparse_influence(n, 12, seed)
+    rng = np.random.default_rng(seed)
+    strata = rng.integers(0, 20, n)
+    frequency = rng.integers(1, 4, n).astype(float) if weighted else None
+    leverage = meats.StrataLeverage(strata, frequency)
+    assert meats.nests_leverage(infl, leverage, min(sizes))
+    found = meats.nested_meats(infl, codes, sizes, leverage)
+    cells = codes[0] * sizes[1] + codes[1]
+    unit = np.ones(n) if frequency is None else frequency
+    for term, term_codes in zip(found, (codes[0], codes[1], cells), strict=True):
+        scale = brute_force_leverage(term_codes, strata, unit)
+        assert_meat_equal(term, brute_force_meat(infl.toarray() * scale[:, None], term_codes))
+
+
+def test_rows_without_entries_keep_the_cr2_terms_off_the_nested_pass():
+    """A row with no stored entry still counts in its block's frequency, which the
+    nested pass reads from the entries: such an influence takes the per-term route."""
+    infl = sparse_influence(50, 5, 6).tolil()
+    infl[7, :] = 0
+    infl = sp.csr_array(infl)
+    assert not meats.nests_leverage(infl, meats.StrataLeverage(np.zeros(50, int)), 3)

@@ -52,6 +52,7 @@ from winrate.variance.meats import (
     meat_from_codes,
     meat_of_parts,
     nested_meats,
+    nests_leverage,
     require_two_clusters,
     row_meat,
     sandwich,
@@ -283,6 +284,8 @@ class RowSums(ClusterSums):
     def term_meats(self, correction: str) -> list[GroupMeat]:
         if correction != "cr2":
             return self._uncorrected_meats
+        if self._nested and nests_leverage(self.influence, self._strata, min(self.sizes)):
+            return nested_meats(self.influence, self.codes, self.sizes, self._strata)
         found = []
         for dims in subsets(len(self.codes)):
             codes, n_range = self._term_codes(dims)

@@ -106,6 +106,13 @@ class StrataLeverage:
         """Each row's stratum frequency ``n_h``."""
         return self.stratum_size[self.stratum]
 
+    def block_table(self, codes: np.ndarray, n_range: int) -> np.ndarray:
+        """Each (cluster, stratum) block's frequency ``m`` as a dense (n_range, H) table,
+        for clusters ``codes`` in ``[0, n_range)``."""
+        block = codes.astype(np.int64) * self.n_strata + self.stratum
+        return np.bincount(block, weights=self.frequency, minlength=n_range * self.n_strata
+                           ).astype(float, copy=False).reshape(n_range, self.n_strata)
+
     def scale(self, codes: np.ndarray, n_range: int | None = None) -> np.ndarray:
         """The factors for clusters ``codes`` in ``[0, n_range)`` (default ``max + 1``)."""
         n_range = int(codes.max(initial=-1)) + 1 if n_range is None else n_range
@@ -301,13 +308,16 @@ _TARGET_BUCKETS = 1024
 
 
 @sized_kernel
-def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets, local,
-                        n_chunks):  # pragma: no cover
+def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets, local, stratum,
+                        frequency, n_chunks):  # pragma: no cover
     """Radix pass: copy each non-zero into its bucket ``group >> shift``, threads in parallel.
 
     Stores (group offset within the bucket, in ``local``: int32, or int64 when ``shift``
-    exceeds 31 bits; column; value). Reads are sequential and each thread writes to
-    ``n_buckets`` streams at offsets fixed by per-thread histograms.
+    exceeds 31 bits; column; value) and, when ``stratum`` (n,) is not empty, the row's
+    stratum and, on the row's first entry only, its frequency (``frequency``, 1 when
+    empty; 0 on its other entries), so that summing the entries of a group sums its
+    rows' frequencies. Reads are sequential and each thread writes to ``n_buckets``
+    streams at offsets fixed by per-thread histograms.
     """
     n = group.shape[0]
     histogram = np.zeros((n_chunks, n_buckets), np.int64)
@@ -317,6 +327,9 @@ def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets, local,
     offsets, bucket_start = bucket_offsets(histogram)
     columns = np.empty(indices.shape[0], np.int32)
     values = np.empty(indices.shape[0])
+    tagged = stratum.shape[0] > 0
+    tags = np.empty(indices.shape[0] if tagged else 0, np.int32)
+    weights = np.empty(indices.shape[0] if tagged else 0)
     mask = (1 << shift) - 1
     for c in numba.prange(n_chunks):
         fill = offsets[c]
@@ -328,8 +341,12 @@ def _scatter_to_buckets(indptr, indices, data, group, shift, n_buckets, local,
                 local[i] = g & mask
                 columns[i] = indices[p]
                 values[i] = data[p]
+                if tagged:
+                    tags[i] = stratum[r]
+                    f = frequency[r] if frequency.shape[0] > 0 else 1.0
+                    weights[i] = f if p == indptr[r] else 0.0
                 fill[b] = i + 1
-    return bucket_start, local, columns, values
+    return bucket_start, local, columns, values, tags, weights
 
 
 #: A bucket's entries are sorted by counting while its range of local codes is at most this
@@ -375,21 +392,26 @@ def _sort_buffers(bucket_start, n_local):  # pragma: no cover - numba
 
 
 @njit(cache=True)
-def _bucket_sorted(lo, hi, local, columns, values, n_local, buffers,
+def _bucket_sorted(lo, hi, local, columns, values, tags, weights, n_local, buffers,
                    entries):  # pragma: no cover - numba
     """The entries ``lo..hi`` of one bucket copied in order of their local code, ties in
-    entry order, into ``entries`` = (local, column, value) buffers: by counting, each entry
-    read in turn and written to its place, when :func:`_bucket_order` would count, else
-    gathered in its merge order. Returns the three filled prefixes."""
+    entry order, into ``entries`` = (local, column, value, tag, weight) buffers (the last
+    two when ``tags`` is not empty): by counting, each entry read in turn and written to
+    its place, when :func:`_bucket_order` would count, else gathered in its merge order.
+    Returns the filled prefixes."""
     start, fill, order = buffers
-    sorted_local, sorted_columns, sorted_values = entries
+    sorted_local, sorted_columns, sorted_values, sorted_tags, sorted_weights = entries
     m = hi - lo
+    tagged = tags.shape[0] > 0
     if start.shape[0] <= n_local or n_local > _COUNTING_SPAN * m:
         order = np.argsort(local[lo:hi], kind="mergesort") + lo
         for i in range(m):
             sorted_local[i] = local[order[i]]
             sorted_columns[i] = columns[order[i]]
             sorted_values[i] = values[order[i]]
+            if tagged:
+                sorted_tags[i] = tags[order[i]]
+                sorted_weights[i] = weights[order[i]]
     else:
         start[: n_local + 1] = 0
         for i in range(lo, hi):
@@ -402,16 +424,21 @@ def _bucket_sorted(lo, hi, local, columns, values, n_local, buffers,
             sorted_local[j] = local[i]
             sorted_columns[j] = columns[i]
             sorted_values[j] = values[i]
+            if tagged:
+                sorted_tags[j] = tags[i]
+                sorted_weights[j] = weights[i]
             fill[local[i]] = j + 1
-    return sorted_local[:m], sorted_columns[:m], sorted_values[:m]
+    m_tagged = m if tagged else 0
+    return (sorted_local[:m], sorted_columns[:m], sorted_values[:m],
+            sorted_tags[:m_tagged], sorted_weights[:m_tagged])
 
 
 @njit(cache=True)
 def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docstring)
-        lo, hi, local, columns, values, n_local, inner_bits, n_levels, outer_base,
-        outer_scale, inner_scale, meat, top, arg, row_squares, spread, fourth, nonempty, sums,
-        squares, seen, touched, inner_totals, inner_squares, inner_rows,
-        buffers, entries):  # pragma: no cover - numba
+        lo, hi, local, columns, values, tags, weights, n_local, inner_bits, n_levels,
+        outer_base, outer_scale, inner_scale, meat, top, arg, row_squares, spread, fourth,
+        nonempty, sums, squares, seen, touched, inner_totals, inner_squares, inner_rows,
+        buffers, entries, stratum_size, inner_block, scratch):  # pragma: no cover - numba
     """Group sums of one bucket, its entries sorted by local code g (:func:`_bucket_sorted`
     into ``entries``).
 
@@ -428,11 +455,20 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
     ``outer_base + outer``; level 0 ``outer_scale * (outer_base + outer) + inner_scale *
     inner`` (``inner_bits = 0, outer_scale = 1, inner_scale = 0`` for a plain clustering).
     ``sums``, ``squares``, ``seen``, ``touched`` (2, k) hold each level's open group.
+
+    With stratum ``tags`` (and row ``weights``, :func:`_scatter_to_buckets`) every entry
+    is first scaled by CR2's leverage factor :func:`_leverage` of its row for each term
+    (:class:`StrataLeverage`): ``m`` its stratum's frequency in its cell, summed in
+    ``scratch[0]``, in its outer cluster, ``scratch[1]`` (both from the group's entries,
+    which are contiguous), and in its inner cluster, ``inner_block`` (J, H); ``n`` its
+    stratum's ``stratum_size``. The outer and inner sums then come from the scaled
+    entries, not from the cells.
     The two steps are closures, not functions taking arrays: every array argument of a
     call costs an atomic reference-count update, which was a third of the running time.
     """
-    local, columns, values = _bucket_sorted(lo, hi, local, columns, values, n_local,
-                                            buffers, entries)
+    local, columns, values, tags, weights = _bucket_sorted(
+        lo, hi, local, columns, values, tags, weights, n_local, buffers, entries)
+    leverage = tags.shape[0] > 0
     n_open = np.zeros(2, np.int64)
 
     def add(level, col, total, square):
@@ -464,40 +500,71 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
         nonempty[level] += 1
 
     inner_mask = (1 << inner_bits) - 1
-    current = -1  # outer cluster of the open level-1 group
     first = 0
     while first < local.shape[0]:
-        g = local[first]
-        last = first
-        while last < local.shape[0] and local[last] == g:
-            last += 1
-        outer, inner = g >> inner_bits, g & inner_mask
-        if n_levels == 2 and outer != current:
-            if current >= 0:
-                close(1, outer_base + current)
-            current = outer
-        for i in range(first, last):
-            value = values[i]
-            add(0, columns[i], value, value * value)
+        outer = local[first] >> inner_bits
+        end = first
+        while end < local.shape[0] and local[end] >> inner_bits == outer:
+            end += 1
+        for i in range(first, end if leverage else first):
+            scratch[1, tags[i]] += weights[i]
+        cell = first
+        while cell < end:
+            inner = local[cell] & inner_mask
+            last = cell
+            while last < end and local[last] == local[cell]:
+                last += 1
+            for i in range(cell, last if leverage else cell):
+                scratch[0, tags[i]] += weights[i]
+            for i in range(cell, last):
+                value = values[i]
+                if not leverage:
+                    add(0, columns[i], value, value * value)
+                    continue
+                size = stratum_size[tags[i]]
+                scaled = value * _leverage(scratch[0, tags[i]], size)
+                add(0, columns[i], scaled, scaled * scaled)
+                if n_levels == 2:
+                    scaled = value * _leverage(scratch[1, tags[i]], size)
+                    add(1, columns[i], scaled, scaled * scaled)
+                    scaled = value * _leverage(inner_block[inner, tags[i]], size)
+                    inner_totals[inner, columns[i]] += scaled
+                    inner_squares[inner, columns[i]] += scaled * scaled
+            if n_levels == 2:
+                for i in range(0 if leverage else n_open[0]):
+                    col = touched[0, i]
+                    add(1, col, sums[0, col], squares[0, col])
+                    inner_totals[inner, col] += sums[0, col]
+                    inner_squares[inner, col] += squares[0, col]
+                inner_rows[inner] = True
+            for i in range(cell, last if leverage else cell):
+                scratch[0, tags[i]] = 0.0
+            close(0, outer_scale * (outer_base + outer) + inner_scale * inner)
+            cell = last
         if n_levels == 2:
-            for i in range(n_open[0]):
-                col = touched[0, i]
-                add(1, col, sums[0, col], squares[0, col])
-                inner_totals[inner, col] += sums[0, col]
-                inner_squares[inner, col] += squares[0, col]
-            inner_rows[inner] = True
-        close(0, outer_scale * (outer_base + outer) + inner_scale * inner)
-        first = last
-    if current >= 0:
-        close(1, outer_base + current)
+            close(1, outer_base + outer)
+        for i in range(first, end if leverage else first):
+            scratch[1, tags[i]] = 0.0
+        first = end
+
+
+@njit(inline="always")
+def _leverage(m, n):  # pragma: no cover - numba
+    """CR2's row factor ``(1 - m / n)^{-1/2}``, 1 where the block is the whole stratum:
+    :func:`leverage_factor` of one row."""
+    rest = 1.0 - m / n
+    return 1.0 / np.sqrt(rest) if rest > 1e-12 else 1.0
 
 
 @sized_kernel
-def _bucketed_sums(bucket_start, local, columns, values, shift, inner_bits, n_levels,
-                   n_inner, outer_scale, inner_scale, k, n_chunks):  # pragma: no cover
+def _bucketed_sums(bucket_start, local, columns, values, tags, weights, shift, inner_bits,
+                   n_levels, n_inner, outer_scale, inner_scale, k, stratum_size, inner_block,
+                   n_chunks):  # pragma: no cover
     """:func:`_sweep_bucket` over every bucket, buckets split over threads: per thread the
     half-filled meats ``(n_chunks, 2, k, k)``, largest squared totals and their codes,
-    sums of squares and non-empty counts per level, and the dense inner-cluster totals."""
+    sums of squares and non-empty counts per level, and the dense inner-cluster totals;
+    with ``tags``, of the rows scaled by CR2's leverage (``stratum_size``, ``inner_block``:
+    :func:`_sweep_bucket`)."""
     n_buckets = bucket_start.shape[0] - 1
     meat = np.zeros((n_chunks, 2, k, k))
     top = np.zeros((n_chunks, 2, k))
@@ -516,15 +583,17 @@ def _bucketed_sums(bucket_start, local, columns, values, shift, inner_bits, n_le
         touched = np.empty((2, k), np.int64)
         buffers = _sort_buffers(bucket_start, 1 << shift)
         largest = buffers[2].shape[0]
+        tagged = largest if tags.shape[0] > 0 else 0
         entries = (np.empty(largest, local.dtype), np.empty(largest, columns.dtype),
-                   np.empty(largest))
+                   np.empty(largest), np.empty(tagged, tags.dtype), np.empty(tagged))
+        scratch = np.zeros((2, stratum_size.shape[0]))
         for b in range(c * n_buckets // n_chunks, (c + 1) * n_buckets // n_chunks):
-            _sweep_bucket(bucket_start[b], bucket_start[b + 1], local, columns, values,
-                          1 << shift, inner_bits, n_levels, b << (shift - inner_bits),
+            _sweep_bucket(bucket_start[b], bucket_start[b + 1], local, columns, values, tags,
+                          weights, 1 << shift, inner_bits, n_levels, b << (shift - inner_bits),
                           outer_scale, inner_scale, meat[c], top[c], arg[c], row_squares[c],
                           spread[c], fourth[c], nonempty[c], sums, squares, seen, touched,
                           inner_totals[c], inner_squares[c], inner_rows[c], buffers,
-                          entries)
+                          entries, stratum_size, inner_block, scratch)
     return (meat, top, arg, row_squares, spread, fourth, nonempty, inner_totals,
             inner_squares, inner_rows)
 
@@ -571,15 +640,24 @@ def row_meat(infl, row_scale: np.ndarray | None = None) -> np.ndarray:
     return (infl if row_scale is None else infl * row_scale[:, None]).T @ infl
 
 
-def _buckets(infl, codes: np.ndarray, n_range: int, min_shift: int = 0):
+def _buckets(infl, codes: np.ndarray, n_range: int, min_shift: int = 0,
+             strata: StrataLeverage | None = None):
     """The radix pass (:func:`_scatter_to_buckets`) with about :data:`_TARGET_BUCKETS`
-    buckets of groups (each bucket ``2**shift`` codes, ``shift >= min_shift``); returns its
-    output and the bucket shift."""
+    buckets of groups (each bucket ``2**shift`` codes, ``shift >= min_shift``), the
+    entries tagged with their rows' ``strata`` when given; returns its output and the
+    bucket shift."""
     shift = max(min_shift, int(np.ceil(np.log2(max(n_range, 1) / _TARGET_BUCKETS))))
     n_buckets = ((max(n_range, 1) - 1) >> shift) + 1
     local = np.empty(infl.nnz, np.int32 if shift < 31 else np.int64)
     kernel, n_chunks = _scatter_to_buckets.choose(infl.nnz)
-    return kernel(*csr_parts(infl), codes, shift, n_buckets, local, n_chunks), shift
+    stratum, frequency = ((np.zeros(0, np.int64), np.zeros(0)) if strata is None else
+                          (strata.stratum, _or_empty(strata.frequency)))
+    return kernel(*csr_parts(infl), codes, shift, n_buckets, local, stratum, frequency,
+                  n_chunks), shift
+
+
+def _or_empty(frequency: np.ndarray | None) -> np.ndarray:
+    return np.zeros(0) if frequency is None else frequency
 
 
 def csr_parts(infl):
@@ -632,7 +710,7 @@ def meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
     if sp.issparse(infl):
         buckets, shift = _buckets(infl, codes, n_range)
         kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
-        return _level_meats(kernel(*buckets, shift, 0, 1, 1, 1, 0, infl.shape[1],
+        return _level_meats(kernel(*buckets, shift, 0, 1, 1, 1, 0, infl.shape[1], *_NO_LEVERAGE,
                                    n_chunks))[0]
     return meat_of_parts(infl, infl**2, codes, n_range)
 
@@ -757,21 +835,37 @@ def _csr_column_spread(order, start, indptr, indices, data, k):  # pragma: no co
     return own, row_squares, spread
 
 
-#: Largest (inner clusters x columns) whose totals a two-way pass keeps densely per thread.
+#: Largest (inner clusters x columns) whose totals a two-way pass keeps densely per thread,
+#: and largest (inner clusters x strata) table of the leverage it reads.
 DENSE_INNER_LIMIT = 1 << 21
 
+#: :func:`_bucketed_sums`' leverage arguments (stratum sizes, inner block table) unused.
+_NO_LEVERAGE = (np.ones(1), np.zeros((1, 1)))
 
-def nested_meats(infl, codes: list[np.ndarray], sizes: list[int]) -> list[GroupMeat]:
+
+def nests_leverage(infl, strata: StrataLeverage, n_inner: int) -> bool:
+    """Whether :func:`nested_meats` can scale CR2's terms itself: every CSR row holds an
+    entry and the inner axis' (cluster, stratum) table is small."""
+    return (n_inner * strata.n_strata <= DENSE_INNER_LIMIT
+            and bool((np.diff(infl.indptr) > 0).all()))
+
+
+def nested_meats(infl, codes: list[np.ndarray], sizes: list[int],
+                 strata: StrataLeverage | None = None) -> list[GroupMeat]:
     """:class:`GroupMeat` of both axes and of their intersection (in that order) from one
-    radix pass over a CSR influence (:func:`nested_sums`)."""
+    radix pass over a CSR influence (:func:`nested_sums`); with ``strata``, each term's of
+    the rows scaled by CR2's leverage factors for that term (:class:`StrataLeverage`).
+    The leverage needs every row to hold an entry (its frequency rides on its first) and
+    the inner axis' (cluster, stratum) table to be small: :func:`nests_leverage`."""
     outer_dim = int(sizes[1] > sizes[0])
-    outer, cells, totals, squares, nonempty = nested_sums(infl, codes, sizes)
+    outer, cells, totals, squares, nonempty = nested_sums(infl, codes, sizes, strata)
     inner_meat = _meat_of_totals(totals, squares, int(nonempty.sum()))
     by_axis = [outer, inner_meat] if outer_dim == 0 else [inner_meat, outer]
     return [*by_axis, cells]
 
 
-def nested_sums(infl, codes: list[np.ndarray], sizes: list[int]):
+def nested_sums(infl, codes: list[np.ndarray], sizes: list[int],
+                strata: StrataLeverage | None = None):
     """One radix pass over a CSR influence clustered two ways: the :class:`GroupMeat` of
     the axis with more clusters (the outer axis) and of the intersection cells, and the
     inner axis' cluster totals and sums of squared rows (G_inner, q) with a mask of its
@@ -785,10 +879,14 @@ def nested_sums(infl, codes: list[np.ndarray], sizes: list[int]):
     n_outer, n_inner = sizes[outer_dim], sizes[1 - outer_dim]
     inner_bits = max(1, (n_inner - 1).bit_length())
     key = (outer.astype(np.int64) << inner_bits) | inner
-    buckets, shift = _buckets(infl, key, n_outer << inner_bits, min_shift=inner_bits)
+    buckets, shift = _buckets(infl, key, n_outer << inner_bits, min_shift=inner_bits,
+                              strata=strata)
     scales = (n_inner, 1) if outer_dim == 0 else (1, n_outer)
     kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
-    sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], n_chunks)
+    leverage = _NO_LEVERAGE if strata is None else (
+        strata.stratum_size, strata.block_table(inner, n_inner))
+    sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], *leverage,
+                  n_chunks)
     cells, outer_meat = _level_meats(sums)
     return (outer_meat, cells, sums[7].sum(axis=0), sums[8].sum(axis=0),
             sums[9].any(axis=0))
