@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from winrate import parallel
 from winrate.estimators import fit
 from winrate.io.logs import ComparisonLog
-from winrate.variance import meats
+from winrate.variance import cluster_sums, meats
 from winrate.variance.cluster_sums import memory_sums
 
 TOLERANCE = 1e-12
@@ -75,7 +75,7 @@ def test_nested_pass_equals_a_brute_force_group_by(n, n_prompts, n_judges, seed)
     sizes = [int(c.max()) + 1 for c in codes]
     infl = sparse_influence(n, 12, seed)
     dense = infl.toarray()
-    prompt_meat, judge_meat, cell_meat = meats.nested_meats(infl, codes, sizes)
+    prompt_meat, judge_meat, cell_meat = meats.nested_meats(infl, codes, sizes)[0]
     assert_meat_equal(prompt_meat, brute_force_meat(dense, codes[0]))
     assert_meat_equal(judge_meat, brute_force_meat(dense, codes[1]))
     assert_meat_equal(cell_meat, brute_force_meat(dense, codes[0] * sizes[1] + codes[1]))
@@ -136,7 +136,8 @@ def test_cr2_terms_of_the_nested_pass_equal_a_brute_force_group_by(
     """The two-way CR2 terms from one radix pass (each row scaled by its own leverage
     factor for each term, the factors' block frequencies summed inside the pass) equal
     a dense group-by of rows scaled by brute-force factors, with and without row
-    frequencies, whichever sort a bucket took, serial and threaded."""
+    frequencies, whichever sort a bucket took, serial and threaded; and the pass that
+    makes the uncorrected and the CR2 terms together equals both group-bys."""
     if threaded:
         monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
     codes = arena_codes(n, n_prompts, n_judges, seed)
@@ -147,12 +148,16 @@ def test_cr2_terms_of_the_nested_pass_equal_a_brute_force_group_by(
     frequency = rng.integers(1, 4, n).astype(float) if weighted else None
     leverage = meats.StrataLeverage(strata, frequency)
     assert meats.nests_leverage(infl, leverage, min(sizes))
-    found = meats.nested_meats(infl, codes, sizes, leverage)
+    cr2 = meats.nested_meats(infl, codes, sizes, leverage)[0]
+    uncorrected, paired_cr2 = meats.nested_meats(infl, codes, sizes, leverage, paired=True)
     cells = codes[0] * sizes[1] + codes[1]
     unit = np.ones(n) if frequency is None else frequency
-    for term, term_codes in zip(found, (codes[0], codes[1], cells), strict=True):
+    dense = infl.toarray()
+    for i, term_codes in enumerate((codes[0], codes[1], cells)):
         scale = brute_force_leverage(term_codes, strata, unit)
-        assert_meat_equal(term, brute_force_meat(infl.toarray() * scale[:, None], term_codes))
+        for found in (cr2[i], paired_cr2[i]):
+            assert_meat_equal(found, brute_force_meat(dense * scale[:, None], term_codes))
+        assert_meat_equal(uncorrected[i], brute_force_meat(dense, term_codes))
 
 
 def test_rows_without_entries_keep_the_cr2_terms_off_the_nested_pass():
@@ -162,3 +167,40 @@ def test_rows_without_entries_keep_the_cr2_terms_off_the_nested_pass():
     infl[7, :] = 0
     infl = sp.csr_array(infl)
     assert not meats.nests_leverage(infl, meats.StrataLeverage(np.zeros(50, int)), 3)
+
+
+def test_the_effective_cluster_counts_first_pair_the_two_way_passes(monkeypatch):
+    """``auto`` reads the column spreads first: on a win-rate fit the two-way pass then
+    makes the uncorrected and the CR2 terms together (one pass), and both equal the
+    terms each made by its own pass (the route an explicit correction takes)."""
+    passes = []
+
+    def counted(*args, **kwargs):
+        passes.append(kwargs.get("paired", False))
+        return meats.nested_meats(*args, **kwargs)
+
+    monkeypatch.setattr(cluster_sums, "nested_meats", counted)
+    rng = np.random.default_rng(12)
+    n, k = 5_000, 8
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    log = ComparisonLog.from_arrays(a.astype(np.int32), b.astype(np.int32),
+                                    rng.integers(0, 3, n) / 2.0,
+                                    prompt=rng.integers(0, 1_200, n).astype(np.int32),
+                                    judge=rng.integers(0, 6, n).astype(np.int32))
+    board = fit(log, "winrate")
+    strata = board.pair
+    paired = memory_sums(log, board, ("prompt", "judge"), strata)
+    spreads = [paired.column_spread(axis) for axis in (0, 1)]
+    found = {correction: paired.term_meats(correction) for correction in ("cr1", "cr2")}
+    assert passes == [True]
+    apart = memory_sums(log, board, ("prompt", "judge"), strata)
+    for correction in ("cr1", "cr2"):
+        for term, expected in zip(found[correction], apart.term_meats(correction),
+                                  strict=True):
+            assert_meat_equal(term, vars(expected))
+    assert passes == [True, False, False]
+    for axis, spread in enumerate(spreads):
+        one_way = apart.term_meats("cr1")[axis]
+        np.testing.assert_allclose(spread.own, np.diag(one_way.meat), rtol=TOLERANCE)
+        np.testing.assert_allclose(spread.spread, one_way.spread, rtol=TOLERANCE)

@@ -242,6 +242,7 @@ class RowSums(ClusterSums):
         if self.frequency is not None and self.frequency.shape != (n,):
             raise ValueError(f"frequency has shape {self.frequency.shape}, expected ({n},)")
         self.rows = rows
+        self._meats: dict[str, list[GroupMeat]] = {}
 
     @property
     def n_clusters(self) -> tuple[int, ...]:
@@ -270,22 +271,33 @@ class RowSums(ClusterSums):
                 and min(self.sizes) * self.influence.shape[1] <= DENSE_INNER_LIMIT)
 
     @cached_property
-    def _uncorrected_meats(self) -> list[GroupMeat]:
-        """The terms' meats without CR2's leverage scaling (CR0's and CR1's), computed once:
-        the effective cluster counts of ``auto`` and then the variance read the same."""
-        if self._nested:
-            return nested_meats(self.influence, self.codes, self.sizes)
-        return [meat_from_codes(self.influence, *self._term_codes(dims))
-                for dims in subsets(len(self.codes))]
+    def _nests_leverage(self) -> bool:
+        """Whether the two-way pass also scales CR2's terms itself
+        (:func:`~winrate.variance.meats.nests_leverage`)."""
+        return (self._nested and self.strata is not None
+                and nests_leverage(self.influence, self._strata, min(self.sizes)))
 
     def _term_codes(self, dims: tuple[int, ...]) -> tuple[np.ndarray, int]:
         return intersect_codes([self.codes[d] for d in dims], [self.sizes[d] for d in dims])
 
     def term_meats(self, correction: str) -> list[GroupMeat]:
-        if correction != "cr2":
-            return self._uncorrected_meats
-        if self._nested and nests_leverage(self.influence, self._strata, min(self.sizes)):
-            return nested_meats(self.influence, self.codes, self.sizes, self._strata)
+        """Each kind (uncorrected, ``"cr2"``) computed once: the effective cluster counts
+        of ``auto`` and then the variance read the same."""
+        kind = "cr2" if correction == "cr2" else "none"
+        if kind not in self._meats:
+            self._meats[kind] = (self._cr2_meats() if kind == "cr2"
+                                 else self._uncorrected_meats())
+        return self._meats[kind]
+
+    def _uncorrected_meats(self) -> list[GroupMeat]:
+        if self._nested:
+            return nested_meats(self.influence, self.codes, self.sizes)[0]
+        return [meat_from_codes(self.influence, *self._term_codes(dims))
+                for dims in subsets(len(self.codes))]
+
+    def _cr2_meats(self) -> list[GroupMeat]:
+        if self._nests_leverage:
+            return nested_meats(self.influence, self.codes, self.sizes, self._strata)[0]
         found = []
         for dims in subsets(len(self.codes)):
             codes, n_range = self._term_codes(dims)
@@ -301,8 +313,14 @@ class RowSums(ClusterSums):
 
     def column_spread(self, axis: int) -> ColumnSpread:
         """From the two-way pass when it applies (its meats serve the variance too), else
-        in O(non-zeros) (:func:`~winrate.variance.meats.column_spread`)."""
+        in O(non-zeros) (:func:`~winrate.variance.meats.column_spread`). Asked first (by
+        ``auto``) where the pass scales CR2's terms too, it makes the uncorrected and the
+        CR2 terms in one pass: ``auto`` takes CR2 on the designs where the win rate's
+        clusters are few or unequal, and otherwise reads only the uncorrected ones."""
         if self._nested:
+            if not self._meats and self._nests_leverage:
+                self._meats["none"], self._meats["cr2"] = nested_meats(
+                    self.influence, self.codes, self.sizes, self._strata, paired=True)
             return super().column_spread(axis)
         return column_spread(self.influence, self.codes[axis], self.sizes[axis])
 

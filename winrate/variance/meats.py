@@ -446,7 +446,8 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
     ``g >> inner_bits`` (the outer cluster of a cell ``g = outer << inner_bits | inner``),
     each outer total the sum of its cells, which are contiguous in code order, and the
     few inner clusters' totals (and sums of squares) are added densely to
-    ``inner_totals`` / ``inner_squares`` (J, k), ``inner_rows`` marking them non-empty.
+    ``inner_totals`` / ``inner_squares`` (kinds, J, k), ``inner_rows`` marking them
+    non-empty.
     A closed group with totals t adds the half outer product of t to ``meat[level]``,
     keeps per column the largest ``t^2`` in ``top[level]`` with the group's code in
     ``arg[level]``, adds its sums of squared values to ``row_squares[level]`` and their
@@ -462,14 +463,19 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
     ``scratch[0]``, in its outer cluster, ``scratch[1]`` (both from the group's entries,
     which are contiguous), and in its inner cluster, ``inner_block`` (J, H); ``n`` its
     stratum's ``stratum_size``. The outer and inner sums then come from the scaled
-    entries, not from the cells.
+    entries, not from the cells. With four levels (and two kinds of inner totals) the
+    rows as they are fill levels 0 and 1 and inner kind 0, the scaled rows levels 2 and 3
+    and inner kind 1, in the same pass.
     The two steps are closures, not functions taking arrays: every array argument of a
     call costs an atomic reference-count update, which was a third of the running time.
     """
     local, columns, values, tags, weights = _bucket_sorted(
         lo, hi, local, columns, values, tags, weights, n_local, buffers, entries)
     leverage = tags.shape[0] > 0
-    n_open = np.zeros(2, np.int64)
+    unscaled = not leverage or meat.shape[0] == 4  # levels 0, 1 of the rows as they are
+    low = meat.shape[0] - 2  # the scaled levels: low (cells) and low + 1 (outer)
+    kind = inner_totals.shape[0] - 1  # the scaled inner totals
+    n_open = np.zeros(meat.shape[0], np.int64)
 
     def add(level, col, total, square):
         if not seen[level, col]:
@@ -518,31 +524,38 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
                 scratch[0, tags[i]] += weights[i]
             for i in range(cell, last):
                 value = values[i]
-                if not leverage:
+                if unscaled:
                     add(0, columns[i], value, value * value)
+                if not leverage:
                     continue
                 size = stratum_size[tags[i]]
                 scaled = value * _leverage(scratch[0, tags[i]], size)
-                add(0, columns[i], scaled, scaled * scaled)
+                add(low, columns[i], scaled, scaled * scaled)
                 if n_levels == 2:
                     scaled = value * _leverage(scratch[1, tags[i]], size)
-                    add(1, columns[i], scaled, scaled * scaled)
+                    add(low + 1, columns[i], scaled, scaled * scaled)
                     scaled = value * _leverage(inner_block[inner, tags[i]], size)
-                    inner_totals[inner, columns[i]] += scaled
-                    inner_squares[inner, columns[i]] += scaled * scaled
+                    inner_totals[kind, inner, columns[i]] += scaled
+                    inner_squares[kind, inner, columns[i]] += scaled * scaled
             if n_levels == 2:
-                for i in range(0 if leverage else n_open[0]):
+                for i in range(n_open[0] if unscaled else 0):
                     col = touched[0, i]
                     add(1, col, sums[0, col], squares[0, col])
-                    inner_totals[inner, col] += sums[0, col]
-                    inner_squares[inner, col] += squares[0, col]
+                    inner_totals[0, inner, col] += sums[0, col]
+                    inner_squares[0, inner, col] += squares[0, col]
                 inner_rows[inner] = True
             for i in range(cell, last if leverage else cell):
                 scratch[0, tags[i]] = 0.0
-            close(0, outer_scale * (outer_base + outer) + inner_scale * inner)
+            code = outer_scale * (outer_base + outer) + inner_scale * inner
+            if unscaled:
+                close(0, code)
+            if leverage:
+                close(low, code)
             cell = last
-        if n_levels == 2:
+        if n_levels == 2 and unscaled:
             close(1, outer_base + outer)
+        if n_levels == 2 and leverage:
+            close(low + 1, outer_base + outer)
         for i in range(first, end if leverage else first):
             scratch[1, tags[i]] = 0.0
         first = end
@@ -559,28 +572,31 @@ def _leverage(m, n):  # pragma: no cover - numba
 @sized_kernel
 def _bucketed_sums(bucket_start, local, columns, values, tags, weights, shift, inner_bits,
                    n_levels, n_inner, outer_scale, inner_scale, k, stratum_size, inner_block,
-                   n_chunks):  # pragma: no cover
+                   paired, n_chunks):  # pragma: no cover
     """:func:`_sweep_bucket` over every bucket, buckets split over threads: per thread the
     half-filled meats ``(n_chunks, 2, k, k)``, largest squared totals and their codes,
     sums of squares and non-empty counts per level, and the dense inner-cluster totals;
     with ``tags``, of the rows scaled by CR2's leverage (``stratum_size``, ``inner_block``:
-    :func:`_sweep_bucket`)."""
+    :func:`_sweep_bucket`), and with ``paired`` of both the rows as they are (levels 0, 1)
+    and scaled (levels 2, 3)."""
     n_buckets = bucket_start.shape[0] - 1
-    meat = np.zeros((n_chunks, 2, k, k))
-    top = np.zeros((n_chunks, 2, k))
-    arg = np.full((n_chunks, 2, k), -1, np.int64)
-    row_squares = np.zeros((n_chunks, 2, k))
-    spread = np.zeros((n_chunks, 2, k))
-    fourth = np.zeros((n_chunks, 2, k))
-    nonempty = np.zeros((n_chunks, 2), np.int64)
-    inner_totals = np.zeros((n_chunks, n_inner, k))
-    inner_squares = np.zeros((n_chunks, n_inner, k))
+    kinds = 2 if paired else 1
+    levels = 2 * kinds
+    meat = np.zeros((n_chunks, levels, k, k))
+    top = np.zeros((n_chunks, levels, k))
+    arg = np.full((n_chunks, levels, k), -1, np.int64)
+    row_squares = np.zeros((n_chunks, levels, k))
+    spread = np.zeros((n_chunks, levels, k))
+    fourth = np.zeros((n_chunks, levels, k))
+    nonempty = np.zeros((n_chunks, levels), np.int64)
+    inner_totals = np.zeros((n_chunks, kinds, n_inner, k))
+    inner_squares = np.zeros((n_chunks, kinds, n_inner, k))
     inner_rows = np.zeros((n_chunks, n_inner), np.bool_)
     for c in numba.prange(n_chunks):
-        sums = np.zeros((2, k))
-        squares = np.zeros((2, k))
-        seen = np.zeros((2, k), np.bool_)
-        touched = np.empty((2, k), np.int64)
+        sums = np.zeros((levels, k))
+        squares = np.zeros((levels, k))
+        seen = np.zeros((levels, k), np.bool_)
+        touched = np.empty((levels, k), np.int64)
         buffers = _sort_buffers(bucket_start, 1 << shift)
         largest = buffers[2].shape[0]
         tagged = largest if tags.shape[0] > 0 else 0
@@ -610,7 +626,7 @@ def _level_meats(sums) -> list[GroupMeat]:
                       np.take_along_axis(arg[:, level], first_best[None, level], 0)[0],
                       row_squares[:, level].sum(axis=0), spread[:, level].sum(axis=0),
                       fourth[:, level].sum(axis=0))
-            for level in (0, 1)]
+            for level in range(meat.shape[1])]
 
 
 @sized_kernel
@@ -711,7 +727,7 @@ def meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
         buckets, shift = _buckets(infl, codes, n_range)
         kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
         return _level_meats(kernel(*buckets, shift, 0, 1, 1, 1, 0, infl.shape[1], *_NO_LEVERAGE,
-                                   n_chunks))[0]
+                                   False, n_chunks))[0]
     return meat_of_parts(infl, infl**2, codes, n_range)
 
 
@@ -851,29 +867,34 @@ def nests_leverage(infl, strata: StrataLeverage, n_inner: int) -> bool:
 
 
 def nested_meats(infl, codes: list[np.ndarray], sizes: list[int],
-                 strata: StrataLeverage | None = None) -> list[GroupMeat]:
+                 strata: StrataLeverage | None = None,
+                 paired: bool = False) -> list[list[GroupMeat]]:
     """:class:`GroupMeat` of both axes and of their intersection (in that order) from one
-    radix pass over a CSR influence (:func:`nested_sums`); with ``strata``, each term's of
-    the rows scaled by CR2's leverage factors for that term (:class:`StrataLeverage`).
-    The leverage needs every row to hold an entry (its frequency rides on its first) and
-    the inner axis' (cluster, stratum) table to be small: :func:`nests_leverage`."""
+    radix pass over a CSR influence (:func:`nested_sums`), in a list of one: of the rows as
+    they are, or with ``strata`` of each term's rows scaled by CR2's leverage factors for
+    that term (:class:`StrataLeverage`); with ``paired`` both, in that order. The leverage
+    needs every row to hold an entry (its frequency rides on its first) and the inner
+    axis' (cluster, stratum) table to be small: :func:`nests_leverage`."""
     outer_dim = int(sizes[1] > sizes[0])
-    outer, cells, totals, squares, nonempty = nested_sums(infl, codes, sizes, strata)
-    inner_meat = _meat_of_totals(totals, squares, int(nonempty.sum()))
-    by_axis = [outer, inner_meat] if outer_dim == 0 else [inner_meat, outer]
-    return [*by_axis, cells]
+    found = []
+    for outer, cells, totals, squares, nonempty in nested_sums(infl, codes, sizes, strata,
+                                                               paired):
+        inner_meat = _meat_of_totals(totals, squares, int(nonempty.sum()))
+        by_axis = [outer, inner_meat] if outer_dim == 0 else [inner_meat, outer]
+        found.append([*by_axis, cells])
+    return found
 
 
 def nested_sums(infl, codes: list[np.ndarray], sizes: list[int],
-                strata: StrataLeverage | None = None):
+                strata: StrataLeverage | None = None, paired: bool = False):
     """One radix pass over a CSR influence clustered two ways: the :class:`GroupMeat` of
     the axis with more clusters (the outer axis) and of the intersection cells, and the
     inner axis' cluster totals and sums of squared rows (G_inner, q) with a mask of its
-    non-empty clusters. Every intersection cell lies inside one outer cluster, so sorting
-    the cells by (outer, inner) gives each outer total as the sum of its contiguous cells,
-    and the inner axis, which has few clusters, is summed densely from the cells. No
-    intersection codes are factorised. Cells are coded ``c_0 * G_1 + c_1``
-    (:func:`intersect_codes` before any compaction)."""
+    non-empty clusters, per kind of rows (:func:`nested_meats`). Every intersection cell
+    lies inside one outer cluster, so sorting the cells by (outer, inner) gives each outer
+    total as the sum of its contiguous cells, and the inner axis, which has few clusters,
+    is summed densely from the cells. No intersection codes are factorised. Cells are
+    coded ``c_0 * G_1 + c_1`` (:func:`intersect_codes` before any compaction)."""
     outer_dim = int(sizes[1] > sizes[0])
     outer, inner = codes[outer_dim], codes[1 - outer_dim]
     n_outer, n_inner = sizes[outer_dim], sizes[1 - outer_dim]
@@ -886,10 +907,11 @@ def nested_sums(infl, codes: list[np.ndarray], sizes: list[int],
     leverage = _NO_LEVERAGE if strata is None else (
         strata.stratum_size, strata.block_table(inner, n_inner))
     sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], *leverage,
-                  n_chunks)
-    cells, outer_meat = _level_meats(sums)
-    return (outer_meat, cells, sums[7].sum(axis=0), sums[8].sum(axis=0),
-            sums[9].any(axis=0))
+                  paired and strata is not None, n_chunks)
+    levels = _level_meats(sums)
+    present = sums[9].any(axis=0)
+    return [(levels[2 * kind + 1], levels[2 * kind], sums[7][:, kind].sum(axis=0),
+             sums[8][:, kind].sum(axis=0), present) for kind in range(sums[7].shape[1])]
 
 
 def require_two_clusters(n_groups: int, what: str = "groups") -> None:
