@@ -91,18 +91,23 @@ def test_sparse_codes_of_one_clustering_equal_a_brute_force_group_by():
     assert_meat_equal(found, brute_force_meat(infl.toarray(), codes))
 
 
+def random_log(n: int, k: int, n_prompts: int, n_judges: int, seed: int) -> ComparisonLog:
+    """A log of ``n`` rows among ``k`` models with uniform prompts, judges and outcomes
+    (win, tie, loss)."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    return ComparisonLog.from_arrays(a.astype(np.int32), b.astype(np.int32),
+                                     rng.integers(0, 3, n) / 2.0,
+                                     prompt=rng.integers(0, n_prompts, n).astype(np.int32),
+                                     judge=rng.integers(0, n_judges, n).astype(np.int32))
+
+
 def test_a_fitted_arena_log_reaches_the_brute_force_terms():
     """From a fitted log to its cluster sums (the route ``analyze`` takes): the prompt,
     judge and prompt x judge meats of the two-way CR1 sandwich (Cameron, Gelbach & Miller
     2011, eq. 2.11) equal a dense group-by, for both estimators."""
-    rng = np.random.default_rng(11)
-    n, k = 4_000, 10
-    a = rng.integers(0, k, n)
-    b = (a + rng.integers(1, k, n)) % k
-    log = ComparisonLog.from_arrays(a.astype(np.int32), b.astype(np.int32),
-                                    rng.integers(0, 3, n) / 2.0,
-                                    prompt=rng.integers(0, n // 2, n).astype(np.int32),
-                                    judge=rng.integers(0, 1_500, n).astype(np.int32))
+    log = random_log(4_000, 10, 2_000, 1_500, 11)
     prompt, judge = log.axes["prompt"].codes, log.axes["judge"].codes
     for model in ("winrate", "bt"):
         board = fit(log, model)
@@ -180,14 +185,7 @@ def test_the_effective_cluster_counts_first_pair_the_two_way_passes(monkeypatch)
         return meats.nested_meats(*args, **kwargs)
 
     monkeypatch.setattr(cluster_sums, "nested_meats", counted)
-    rng = np.random.default_rng(12)
-    n, k = 5_000, 8
-    a = rng.integers(0, k, n)
-    b = (a + rng.integers(1, k, n)) % k
-    log = ComparisonLog.from_arrays(a.astype(np.int32), b.astype(np.int32),
-                                    rng.integers(0, 3, n) / 2.0,
-                                    prompt=rng.integers(0, 1_200, n).astype(np.int32),
-                                    judge=rng.integers(0, 6, n).astype(np.int32))
+    log = random_log(5_000, 8, 1_200, 6, 12)
     board = fit(log, "winrate")
     strata = board.pair
     paired = memory_sums(log, board, ("prompt", "judge"), strata)
