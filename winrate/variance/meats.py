@@ -364,18 +364,29 @@ def _bucket_order(lo, hi, local, n_local, buffers):  # pragma: no cover - numba
     ``buffers`` = (start, fill, order) from :func:`_sort_buffers`, reused from bucket to
     bucket: fresh arrays per bucket cost a page fault per 4 KiB."""
     start, fill, order = buffers
-    if start.shape[0] <= n_local or n_local > _COUNTING_SPAN * (hi - lo):
+    if not _counts(lo, hi, local, n_local, start, fill):
         return np.argsort(local[lo:hi], kind="mergesort") + lo
+    for i in range(lo, hi):
+        order[fill[local[i]]] = i
+        fill[local[i]] += 1
+    return order[: hi - lo]
+
+
+@njit(cache=True)
+def _counts(lo, hi, local, n_local, start, fill):  # pragma: no cover - numba
+    """Whether the entries ``lo..hi`` of a bucket are sorted by counting (their code range
+    ``n_local`` at most :data:`_COUNTING_SPAN` times their number, and counting buffers
+    ``start``, ``fill`` that hold it); if so, ``fill[g]`` is set to where code g's first
+    entry goes."""
+    if start.shape[0] <= n_local or n_local > _COUNTING_SPAN * (hi - lo):
+        return False
     start[: n_local + 1] = 0
     for i in range(lo, hi):
         start[local[i] + 1] += 1
     for g in range(n_local):
         start[g + 1] += start[g]
         fill[g] = start[g]
-    for i in range(lo, hi):
-        order[fill[local[i]]] = i
-        fill[local[i]] += 1
-    return order[: hi - lo]
+    return True
 
 
 @njit(cache=True)
@@ -403,7 +414,7 @@ def _bucket_sorted(lo, hi, local, columns, values, tags, weights, n_local, buffe
     sorted_local, sorted_columns, sorted_values, sorted_tags, sorted_weights = entries
     m = hi - lo
     tagged = tags.shape[0] > 0
-    if start.shape[0] <= n_local or n_local > _COUNTING_SPAN * m:
+    if not _counts(lo, hi, local, n_local, start, fill):
         order = np.argsort(local[lo:hi], kind="mergesort") + lo
         for i in range(m):
             sorted_local[i] = local[order[i]]
@@ -413,12 +424,6 @@ def _bucket_sorted(lo, hi, local, columns, values, tags, weights, n_local, buffe
                 sorted_tags[i] = tags[order[i]]
                 sorted_weights[i] = weights[order[i]]
     else:
-        start[: n_local + 1] = 0
-        for i in range(lo, hi):
-            start[local[i] + 1] += 1
-        for g in range(n_local):
-            start[g + 1] += start[g]
-            fill[g] = start[g]
         for i in range(lo, hi):
             j = fill[local[i]]
             sorted_local[j] = local[i]
