@@ -30,3 +30,29 @@ def test_a_spilling_connection_writes_nothing_in_the_working_directory(tmp_path,
     del engine
     gc.collect()
     assert not os.path.exists(scratch)
+
+
+def test_a_stopped_runs_scratch_is_removed_by_the_next_engine(tmp_path, monkeypatch):
+    """A run stopped by a signal cannot remove its scratch folder (a 1,000M-row run left
+    47 GB); the next engine removes the folders of processes that no longer run and keeps
+    those of running ones and folders it cannot attribute."""
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+    stale = tmp_path / f"winrate-duckdb-{int(finished.stdout)}-abc"
+    (stale / "spill").mkdir(parents=True)
+    (stale / "spill" / "block.tmp").write_bytes(b"x" * 1024)
+    running = tmp_path / f"winrate-duckdb-{os.getpid()}-def"
+    running.mkdir()
+    unknown = tmp_path / "winrate-duckdb-ghi"
+    unknown.mkdir()
+    engine = DuckDBEngine()
+    (scratch,) = engine.connection.execute(
+        "SELECT current_setting('temp_directory')").fetchone()
+    assert os.path.dirname(scratch) == str(tmp_path)
+    assert os.path.basename(scratch).startswith(f"winrate-duckdb-{os.getpid()}-")
+    assert not stale.exists()
+    assert running.exists() and unknown.exists()

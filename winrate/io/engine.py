@@ -263,6 +263,29 @@ def is_uri(source) -> bool:
 _VIEWS = itertools.count(1)
 
 
+#: Prefix of a DuckDB engine's scratch folder in the temporary directory, followed by the
+#: process id and a random part.
+SCRATCH_PREFIX = "winrate-duckdb-"
+
+
+def remove_stale_scratch(folder: str | None = None) -> None:
+    """Remove the scratch folders (in ``folder``, default the temporary directory) of
+    winrate processes that no longer run: a folder whose process id answers no signal 0.
+    A folder of a running process, of another user's (no permission to signal) or
+    without a process id is kept."""
+    folder = folder or tempfile.gettempdir()
+    for name in os.listdir(folder):
+        pid = name[len(SCRATCH_PREFIX):].split("-")[0]
+        if not (name.startswith(SCRATCH_PREFIX) and pid.isdigit()):
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        except (PermissionError, OverflowError):
+            continue
+
+
 class DuckDBEngine(Engine):
     """DuckDB in-process, with ``memory_limit`` bytes (None: DuckDB's default, 80% of the
     machine) and ``threads`` (None: every core); ``connection`` to reuse the user's, whose
@@ -291,8 +314,11 @@ class DuckDBEngine(Engine):
     def _spill_to_scratch(self) -> None:
         """Spill to a folder of the system's temporary directory, removed with the engine,
         not to DuckDB's default ``.tmp`` in the caller's working directory (left behind
-        in the user's project)."""
-        scratch = tempfile.mkdtemp(prefix="winrate-duckdb-")
+        in the user's project). The folder is named after this process, so that the
+        folders of processes stopped before they could remove theirs (a killed run may
+        leave tens of GB) are removed by the next engine (:func:`remove_stale_scratch`)."""
+        remove_stale_scratch()
+        scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
         weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)
         self.connection.execute(f"SET temp_directory = '{scratch}'")
 
