@@ -109,9 +109,8 @@ class StrataLeverage:
     def block_table(self, codes: np.ndarray, n_range: int) -> np.ndarray:
         """Each (cluster, stratum) block's frequency ``m`` as a dense (n_range, H) table,
         for clusters ``codes`` in ``[0, n_range)``."""
-        block = codes.astype(np.int64) * self.n_strata + self.stratum
-        return np.bincount(block, weights=self.frequency, minlength=n_range * self.n_strata
-                           ).astype(float, copy=False).reshape(n_range, self.n_strata)
+        totals = _dense_blocks(codes, n_range, self.stratum, self.n_strata, self.frequency)[1]
+        return totals.astype(float, copy=False).reshape(n_range, self.n_strata)
 
     def scale(self, codes: np.ndarray, n_range: int | None = None) -> np.ndarray:
         """The factors for clusters ``codes`` in ``[0, n_range)`` (default ``max + 1``)."""
@@ -129,13 +128,21 @@ def block_frequency(codes: np.ndarray, n_range: int, stratum: np.ndarray, n_stra
     (:func:`_bucketed_block_frequency`), both ``np.bincount``'s sums without coding the
     blocks."""
     if n_range * n_strata <= DENSE_BLOCKS_PER_ROW * codes.shape[0]:
-        block = codes.astype(np.int64) * n_strata + stratum
-        return np.bincount(block, weights=freq, minlength=n_range * n_strata)[block]
+        block, totals = _dense_blocks(codes, n_range, stratum, n_strata, freq)
+        return totals[block]
     shift = max(_BLOCK_BUCKET_BITS, (-(-n_range // _MAX_BLOCK_BUCKETS) - 1).bit_length())
     kernel, n_chunks = _bucketed_block_frequency.choose(codes.shape[0])
     return kernel(codes, stratum, freq, n_strata, shift,
                   *row_buckets(codes, shift, ((n_range - 1) >> shift) + 1, n_chunks),
                   n_chunks)
+
+
+def _dense_blocks(codes: np.ndarray, n_range: int, stratum: np.ndarray, n_strata: int,
+                  freq: np.ndarray | None):
+    """Each row's (cluster, stratum) block ``codes * n_strata + stratum`` and every block's
+    total ``freq`` (row counts when None), by one bincount over the dense table."""
+    block = codes.astype(np.int64) * n_strata + stratum
+    return block, np.bincount(block, weights=freq, minlength=n_range * n_strata)
 
 
 #: Most (cluster, stratum) blocks per row for which :func:`block_frequency` sums them in one
