@@ -499,7 +499,8 @@ def check_log(n: int, k: int = 20, n_judges: int = 40, seed: int = 0) -> Compari
 
 def bench_check(args) -> None:
     from winrate.analysis import analyze
-    from winrate.check import check_coverage, usable_cores
+    from winrate.check import check_coverage
+    from winrate.parallel import usable_cores
     from winrate.settings import Variance
 
     log = check_log(args.check_n)

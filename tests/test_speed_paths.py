@@ -175,6 +175,28 @@ def test_parquet_string_columns_coded_by_arrow_equal_the_frame_path(tmp_path):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("parts", [2, 3, 7])
+def test_threaded_dictionary_encoding_equals_one_call(monkeypatch, parts):
+    """A many-valued string column hashed in parts (one per core, each in a thread) and
+    unified has the dictionary and codes of one ``pyarrow.compute.dictionary_encode``:
+    values in order of first appearance, across row-group chunks and missing values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from winrate.io import logs
+
+    monkeypatch.setattr(logs, "_THREADED_ENCODE_ROWS", 1_000)
+    monkeypatch.setattr("winrate.parallel.usable_cores", lambda: parts)
+    rng = np.random.default_rng(5)
+    values = [f"p{i}" for i in rng.integers(0, 3_000, 20_000)]
+    values[17] = values[15_000] = None
+    column = pa.chunked_array([values[:6_000], values[6_000:6_001], values[6_001:]])
+    got, want = logs.dictionary_encoded(column), pc.dictionary_encode(column)
+    got, want = got.combine_chunks(), want.combine_chunks()
+    assert got.dictionary.equals(want.dictionary)
+    assert got.indices.equals(want.indices)
+
+
 def test_parquet_missing_id_is_named_and_unused_categories_are_not_clusters(tmp_path):
     frame = pd.DataFrame({"prompt_id": ["p1", "p2", None, "p3"], "judge_id": "j",
                           "model_a": ["x", "y", "x", "y"], "model_b": ["y", "x", "y", "x"],

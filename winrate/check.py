@@ -119,7 +119,6 @@ design, so the choice rests on checked coverage, never on the log's own outcomes
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 import time
 import warnings
@@ -138,6 +137,7 @@ from winrate.estimators.base import Scale
 from winrate.estimators.rao_kupper import abilities_and_threshold
 from winrate.io.logs import ClusterAxis, ComparisonLog
 from winrate.notes import Note, Notes
+from winrate.parallel import usable_cores
 from winrate.progress import bar
 from winrate.report.text import Summary, text_block
 from winrate.settings import Joint, MonteCarlo, Variance
@@ -668,13 +668,6 @@ def _single_threaded():
         yield
     finally:
         numba.set_num_threads(threads)
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _pool(spec: _Spec, workers: int):

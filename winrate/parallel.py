@@ -33,6 +33,15 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before numba's OpenMP poo
 import numba  # noqa: E402
 from numba import njit  # noqa: E402
 
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity on Linux)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 #: Elementary loop steps (rows, non-zeros, draws x cells) below which kernels run serially.
 PARALLEL_MIN_WORK = 1_000_000
 
