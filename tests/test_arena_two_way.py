@@ -202,3 +202,44 @@ def test_the_effective_cluster_counts_first_pair_the_two_way_passes(monkeypatch)
         one_way = apart.term_meats("cr1")[axis]
         np.testing.assert_allclose(spread.own, np.diag(one_way.meat), rtol=TOLERANCE)
         np.testing.assert_allclose(spread.spread, one_way.spread, rtol=TOLERANCE)
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_a_pass_expecting_cr2_makes_its_terms_and_the_uncorrected_spread(threaded,
+                                                                         monkeypatch):
+    """Where ``auto`` will take CR2 whatever the effective counts, the first pass makes
+    the CR2 terms with only the uncorrected column spread (each entry straight to its
+    prompt and judge): the spread equals a dense group-by of the rows as they are, the
+    CR2 terms the pass of their own; the uncorrected terms, asked for after all, take a
+    pass of their own and equal the group-by."""
+    if threaded:
+        monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    passes = []
+
+    def counted(*args, **kwargs):
+        passes.append((kwargs.get("paired", False), kwargs.get("spread_only", False)))
+        return meats.nested_meats(*args, **kwargs)
+
+    monkeypatch.setattr(cluster_sums, "nested_meats", counted)
+    log = random_log(6_000, 9, 1_500, 12, 13)
+    board = fit(log, "winrate")
+    sums = memory_sums(log, board, ("prompt", "judge"), board.pair)
+    spreads = [sums.column_spread(axis, "cr2") for axis in (0, 1)]
+    cr2 = sums.term_meats("cr2")
+    assert passes == [(True, True)]
+    dense = board.influence.toarray()
+    for axis, spread in enumerate(spreads):
+        codes = log.axes[("prompt", "judge")[axis]].codes
+        expected = brute_force_meat(dense, codes)
+        np.testing.assert_allclose(spread.own, np.diag(expected["meat"]), rtol=TOLERANCE)
+        np.testing.assert_allclose(spread.row_squares, expected["row_squares"],
+                                   rtol=TOLERANCE)
+        np.testing.assert_allclose(spread.spread, expected["spread"], rtol=TOLERANCE)
+    apart = memory_sums(log, board, ("prompt", "judge"), board.pair)
+    for term, expected in zip(cr2, apart.term_meats("cr2"), strict=True):
+        assert_meat_equal(term, vars(expected))
+    prompt, judge = (log.axes[name].codes for name in ("prompt", "judge"))
+    cells = prompt.astype(np.int64) * (int(judge.max()) + 1) + judge
+    for term, codes in zip(sums.term_meats("cr1"), (prompt, judge, cells), strict=True):
+        assert_meat_equal(term, brute_force_meat(dense, codes))
+    assert passes == [(True, True), (False, False), (False, False)]

@@ -8,6 +8,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from scipy.linalg import eigh
 from scipy.special import stdtrit
 
@@ -24,6 +26,7 @@ from winrate.variance.method_choice import (
     MIN_CROSSED_AXIS,
     SMALL_AXIS,
     THIN_PAIR,
+    certain_correction,
     choose,
     thinnest_pair_size,
 )
@@ -386,3 +389,26 @@ def test_simulator_thin_rare_and_both_orders_designs():
     np.testing.assert_array_equal(a[:, 1], b[:, 0])
     judge = paired.axes["judge"].codes.reshape(-1, 2)
     np.testing.assert_array_equal(judge[:, 0], judge[:, 1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.sampled_from([2, 9, 10, 11, 30, 49, 50, 51, 70, 99, 100, 101, 400]),
+                     min_size=1, max_size=3),
+       thin_rule=st.booleans(), pair_size=st.sampled_from([1.0, 19.9, 20.0, 35.0]),
+       shares=st.lists(st.sampled_from([0.02, 0.3, 0.7, 0.95, 1.0]), min_size=3,
+                       max_size=3),
+       spread=st.sampled_from([0.5, 0.9, 1.0]), jackknife=st.booleans())
+@example(sizes=[50], thin_rule=True, pair_size=35.0, shares=[1.0, 1.0, 1.0], spread=1.0,
+         jackknife=False)  # equal clusters: G* = G = LARGE_AXIS, CR1 with a normal reference
+def test_a_certain_correction_is_the_one_auto_takes(sizes, thin_rule, pair_size, shares,
+                                                     spread, jackknife):
+    """Where :func:`certain_correction` says CR2, :func:`choose` takes CR2 for every set
+    of effective cluster counts a design can have (each model's G* at most its axis' G)."""
+    names = ("prompt", "judge", "task")[:len(sizes)]
+    effective = [g * share * np.array([1.0, spread, 1.0, spread])
+                 for share, g in zip(shares[:len(sizes)], sizes, strict=True)]
+    hint = certain_correction(names, sizes, thin_rule, pair_size)
+    choice = choose(names, sizes, thin_rule, pair_size, effective, jackknife=jackknife)
+    assert hint in (None, "cr2")
+    if hint == "cr2":
+        assert (choice.method, choice.correction) == ("sandwich", "cr2")

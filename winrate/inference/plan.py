@@ -70,14 +70,15 @@ class InMemory:
             self._made["sums"] = made
         return made[4]
 
-    def effective_sizes(self, fitted: Fitted, clustering: tuple[str, ...]):
+    def effective_sizes(self, fitted: Fitted, clustering: tuple[str, ...],
+                        expected: str | None = None):
         """Per axis, each model's effective number of clusters G*
-        (:func:`winrate.variance.method_choice.effective_sizes`) from the fit's influence
-        (rows or per-question cell totals)."""
+        (:func:`winrate.variance.method_choice.effective_sizes`, ``expected`` its hint)
+        from the fit's influence (rows or per-question cell totals)."""
         board = fitted.board
         sums = self.cluster_sums(fitted.log, board, clustering,
                                  fitted.estimator.cr2_strata(board), None)
-        return method_choice.effective_sizes(sums, board.codes)
+        return method_choice.effective_sizes(sums, board.codes, expected)
 
     def notes(self) -> list:
         return []
@@ -115,7 +116,8 @@ class Scanned:
                      clustering: tuple[str, ...], strata, progress) -> ClusterSums:
         return self.scan_design.cluster_sums(log, board, clustering, strata, progress)
 
-    def effective_sizes(self, fitted: Fitted, clustering: tuple[str, ...]) -> None:
+    def effective_sizes(self, fitted: Fitted, clustering: tuple[str, ...],
+                        expected: str | None = None) -> None:
         """Not read on an engine, whose rows stay there: ``auto`` reads the raw cluster
         counts."""
         return None
@@ -266,13 +268,15 @@ def _chosen(source: Source, fitted: Fitted, clustering: tuple[str, ...],
     if method == "auto":
         board = fitted.board
         sizes = [source.design.axes[name].n_clusters for name in clustering]
-        effective = source.effective_sizes(fitted, clustering)
         estimator = estimators.of(board)
+        thin_rule, pair_size = (estimator.thin_design_rule(),
+                                method_choice.thinnest_pair_size(board.counts))
+        effective = source.effective_sizes(fitted, clustering, method_choice.certain_correction(
+            clustering, sizes, thin_rule, pair_size))
         jackknife = effective is not None and clustering and method_choice.jackknife_affordable(
             sizes, estimator.refits_rows(board.options), fitted.log.n_rows)
-        auto = method_choice.choose(clustering, sizes, estimator.thin_design_rule(),
-                                    method_choice.thinnest_pair_size(board.counts),
-                                    effective, jackknife=bool(jackknife))
+        auto = method_choice.choose(clustering, sizes, thin_rule, pair_size, effective,
+                                    jackknife=bool(jackknife))
         given = {"correction": (correction, auto.correction),
                  "reference": (reference, auto.reference)}
         unread = ("" if effective is not None or not clustering else

@@ -58,6 +58,7 @@ from winrate.variance.meats import (
     sandwich,
     scale_rows,
     small_sample_factor,
+    spread_of_meats,
     spread_of_parts,
     subsets,
     term_sign,
@@ -124,12 +125,13 @@ class ClusterSums(ABC):
     def design_sums(self, axis: int) -> DesignSums:
         """The :class:`DesignSums` of clustering axis ``axis``."""
 
-    def column_spread(self, axis: int) -> ColumnSpread:
+    def column_spread(self, axis: int, expected: str | None = None) -> ColumnSpread:
         """The :class:`~winrate.variance.meats.ColumnSpread` of axis ``axis``'s clusters
         (uncorrected): what the effective cluster counts read; from its one-way term here,
-        in fewer operations where the form allows."""
-        group = self.term_meats("none")[axis]
-        return ColumnSpread(np.diag(group.meat), group.row_squares, group.spread)
+        in fewer operations where the form allows. ``expected`` is the correction the
+        caller will ask :meth:`term_meats` for next when it is known already (None: not
+        known): a form may make both in one pass; the spread is the same either way."""
+        return spread_of_meats([self.term_meats("none")[axis]])[0]
 
     def same_pair_icc(self, axis: int) -> float | None:
         """The ANOVA ICC of the pair-centred scores grouped by (cluster, pair) cells of
@@ -243,6 +245,7 @@ class RowSums(ClusterSums):
             raise ValueError(f"frequency has shape {self.frequency.shape}, expected ({n},)")
         self.rows = rows
         self._meats: dict[str, list[GroupMeat]] = {}
+        self._spreads: list[ColumnSpread] | None = None
 
     @property
     def n_clusters(self) -> tuple[int, ...]:
@@ -311,18 +314,28 @@ class RowSums(ClusterSums):
         factor and every CR2 term."""
         return StrataLeverage(self.strata, self.frequency)
 
-    def column_spread(self, axis: int) -> ColumnSpread:
+    def column_spread(self, axis: int, expected: str | None = None) -> ColumnSpread:
         """From the two-way pass when it applies (its meats serve the variance too), else
         in O(non-zeros) (:func:`~winrate.variance.meats.column_spread`). Asked first (by
-        ``auto``) where the pass scales CR2's terms too, it makes the uncorrected and the
-        CR2 terms in one pass: ``auto`` takes CR2 on the designs where the win rate's
-        clusters are few or unequal, and otherwise reads only the uncorrected ones."""
-        if self._nested:
-            if not self._meats and self._nests_leverage:
-                self._meats["none"], self._meats["cr2"] = nested_meats(
-                    self.influence, self.codes, self.sizes, self._strata, paired=True)
-            return super().column_spread(axis)
-        return column_spread(self.influence, self.codes[axis], self.sizes[axis])
+        ``auto``) where the pass scales CR2's terms too, it makes the CR2 terms in the same
+        pass: with the uncorrected ones, which ``auto`` reads where it takes CR1, or, where
+        CR2 is ``expected``, with only the uncorrected spread (a third less work on the
+        issue-35 CLI log; were CR1 asked for after all, its terms take a pass of their
+        own)."""
+        if not self._nested:
+            return column_spread(self.influence, self.codes[axis], self.sizes[axis])
+        if not self._meats and self._nests_leverage:
+            spread_only = expected == "cr2"
+            unscaled, self._meats["cr2"] = nested_meats(
+                self.influence, self.codes, self.sizes, self._strata, paired=True,
+                spread_only=spread_only)
+            if spread_only:
+                self._spreads = spread_of_meats(unscaled[:2])
+            else:
+                self._meats["none"] = unscaled
+        if "none" not in self._meats and self._spreads is not None:
+            return self._spreads[axis]
+        return super().column_spread(axis)
 
     def design_sums(self, axis: int) -> DesignSums:
         rows = self.rows
@@ -371,7 +384,7 @@ class CellSums(ClusterSums):
             found.append(meat_of_parts(cells.totals, cells.within, codes, n_range))
         return found
 
-    def column_spread(self, axis: int) -> ColumnSpread:
+    def column_spread(self, axis: int, expected: str | None = None) -> ColumnSpread:
         return spread_of_parts(self.cells.totals, self.cells.within, self.codes[axis],
                                self.sizes[axis])
 

@@ -450,7 +450,8 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
         lo, hi, local, columns, values, tags, weights, n_local, inner_bits, n_levels,
         outer_base, outer_scale, inner_scale, meat, top, arg, row_squares, spread, fourth,
         nonempty, sums, squares, seen, touched, inner_totals, inner_squares, inner_rows,
-        buffers, entries, stratum_size, inner_block, scratch):  # pragma: no cover - numba
+        buffers, entries, stratum_size, inner_block, scratch,
+        spread_only):  # pragma: no cover - numba
     """Group sums of one bucket, its entries sorted by local code g (:func:`_bucket_sorted`
     into ``entries``).
 
@@ -477,7 +478,10 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
     stratum's ``stratum_size``. The outer and inner sums then come from the scaled
     entries, not from the cells. With four levels (and two kinds of inner totals) the
     rows as they are fill levels 0 and 1 and inner kind 0, the scaled rows levels 2 and 3
-    and inner kind 1, in the same pass.
+    and inner kind 1, in the same pass; with ``spread_only`` the rows as they are give only
+    what the effective cluster counts read (:class:`ColumnSpread`): each entry goes
+    straight to its outer group (level 1) and inner cluster, level 0 stays empty and
+    level 1's meat holds its diagonal only.
     The two steps are closures, not functions taking arrays: every array argument of a
     call costs an atomic reference-count update, which was a third of the running time.
     """
@@ -485,6 +489,7 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
         lo, hi, local, columns, values, tags, weights, n_local, buffers, entries)
     leverage = tags.shape[0] > 0
     unscaled = not leverage or meat.shape[0] == 4  # levels 0, 1 of the rows as they are
+    cells = unscaled and not spread_only  # level 0 of the rows as they are
     low = meat.shape[0] - 2  # the scaled levels: low (cells) and low + 1 (outer)
     kind = inner_totals.shape[0] - 1  # the scaled inner totals
     n_open = np.zeros(meat.shape[0], np.int64)
@@ -497,12 +502,12 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
         sums[level, col] += total
         squares[level, col] += square
 
-    def close(level, code):
+    def close(level, code, diagonal):
         m = n_open[level]
         for i in range(m):
             ti = touched[level, i]
             vi = sums[level, ti]
-            for j in range(i, m):
+            for j in range(i, i + 1 if diagonal else m):
                 meat[level, ti, touched[level, j]] += vi * sums[level, touched[level, j]]
             row_squares[level, ti] += squares[level, ti]
             spread[level, ti] += squares[level, ti] * squares[level, ti]
@@ -536,8 +541,13 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
                 scratch[0, tags[i]] += weights[i]
             for i in range(cell, last):
                 value = values[i]
-                if unscaled:
+                if cells:
                     add(0, columns[i], value, value * value)
+                elif unscaled:
+                    add(1, columns[i], value, value * value)
+                    if n_levels == 2:
+                        inner_totals[0, inner, columns[i]] += value
+                        inner_squares[0, inner, columns[i]] += value * value
                 if not leverage:
                     continue
                 size = stratum_size[tags[i]]
@@ -550,7 +560,7 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
                     inner_totals[kind, inner, columns[i]] += scaled
                     inner_squares[kind, inner, columns[i]] += scaled * scaled
             if n_levels == 2:
-                for i in range(n_open[0] if unscaled else 0):
+                for i in range(n_open[0] if cells else 0):
                     col = touched[0, i]
                     add(1, col, sums[0, col], squares[0, col])
                     inner_totals[0, inner, col] += sums[0, col]
@@ -559,15 +569,15 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
             for i in range(cell, last if leverage else cell):
                 scratch[0, tags[i]] = 0.0
             code = outer_scale * (outer_base + outer) + inner_scale * inner
-            if unscaled:
-                close(0, code)
+            if cells:
+                close(0, code, False)
             if leverage:
-                close(low, code)
+                close(low, code, False)
             cell = last
         if n_levels == 2 and unscaled:
-            close(1, outer_base + outer)
+            close(1, outer_base + outer, spread_only)
         if n_levels == 2 and leverage:
-            close(low + 1, outer_base + outer)
+            close(low + 1, outer_base + outer, False)
         for i in range(first, end if leverage else first):
             scratch[1, tags[i]] = 0.0
         first = end
@@ -584,13 +594,14 @@ def _leverage(m, n):  # pragma: no cover - numba
 @sized_kernel
 def _bucketed_sums(bucket_start, local, columns, values, tags, weights, shift, inner_bits,
                    n_levels, n_inner, outer_scale, inner_scale, k, stratum_size, inner_block,
-                   paired, n_chunks):  # pragma: no cover
+                   paired, spread_only, n_chunks):  # pragma: no cover
     """:func:`_sweep_bucket` over every bucket, buckets split over threads: per thread the
     half-filled meats ``(n_chunks, 2, k, k)``, largest squared totals and their codes,
     sums of squares and non-empty counts per level, and the dense inner-cluster totals;
     with ``tags``, of the rows scaled by CR2's leverage (``stratum_size``, ``inner_block``:
-    :func:`_sweep_bucket`), and with ``paired`` of both the rows as they are (levels 0, 1)
-    and scaled (levels 2, 3)."""
+    :func:`_sweep_bucket`), and with ``paired`` of both the rows as they are (levels 0, 1;
+    with ``spread_only`` what the effective cluster counts read of them) and scaled
+    (levels 2, 3)."""
     n_buckets = bucket_start.shape[0] - 1
     kinds = 2 if paired else 1
     levels = 2 * kinds
@@ -621,7 +632,7 @@ def _bucketed_sums(bucket_start, local, columns, values, tags, weights, shift, i
                           outer_scale, inner_scale, meat[c], top[c], arg[c], row_squares[c],
                           spread[c], fourth[c], nonempty[c], sums, squares, seen, touched,
                           inner_totals[c], inner_squares[c], inner_rows[c], buffers,
-                          entries, stratum_size, inner_block, scratch)
+                          entries, stratum_size, inner_block, scratch, spread_only)
     return (meat, top, arg, row_squares, spread, fourth, nonempty, inner_totals,
             inner_squares, inner_rows)
 
@@ -739,7 +750,7 @@ def meat_from_codes(infl, codes: np.ndarray, n_range: int) -> GroupMeat:
         buckets, shift = _buckets(infl, codes, n_range)
         kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
         return _level_meats(kernel(*buckets, shift, 0, 1, 1, 1, 0, infl.shape[1], *_NO_LEVERAGE,
-                                   False, n_chunks))[0]
+                                   False, False, n_chunks))[0]
     return meat_of_parts(infl, infl**2, codes, n_range)
 
 
@@ -879,18 +890,20 @@ def nests_leverage(infl, strata: StrataLeverage, n_inner: int) -> bool:
 
 
 def nested_meats(infl, codes: list[np.ndarray], sizes: list[int],
-                 strata: StrataLeverage | None = None,
-                 paired: bool = False) -> list[list[GroupMeat]]:
+                 strata: StrataLeverage | None = None, paired: bool = False,
+                 spread_only: bool = False) -> list[list[GroupMeat]]:
     """:class:`GroupMeat` of both axes and of their intersection (in that order) from one
     radix pass over a CSR influence (:func:`nested_sums`), in a list of one: of the rows as
     they are, or with ``strata`` of each term's rows scaled by CR2's leverage factors for
-    that term (:class:`StrataLeverage`); with ``paired`` both, in that order. The leverage
+    that term (:class:`StrataLeverage`); with ``paired`` both, in that order, and with
+    ``spread_only`` too of the rows as they are only what :func:`spread_of_meats` reads
+    (the outer axis' meat holds its diagonal, the cells' is empty). The leverage
     needs every row to hold an entry (its frequency rides on its first) and the inner
     axis' (cluster, stratum) table to be small: :func:`nests_leverage`."""
     outer_dim = int(sizes[1] > sizes[0])
     found = []
     for outer, cells, totals, squares, nonempty in nested_sums(infl, codes, sizes, strata,
-                                                               paired):
+                                                               paired, spread_only):
         inner_meat = _meat_of_totals(totals, squares, int(nonempty.sum()))
         by_axis = [outer, inner_meat] if outer_dim == 0 else [inner_meat, outer]
         found.append([*by_axis, cells])
@@ -898,7 +911,8 @@ def nested_meats(infl, codes: list[np.ndarray], sizes: list[int],
 
 
 def nested_sums(infl, codes: list[np.ndarray], sizes: list[int],
-                strata: StrataLeverage | None = None, paired: bool = False):
+                strata: StrataLeverage | None = None, paired: bool = False,
+                spread_only: bool = False):
     """One radix pass over a CSR influence clustered two ways: the :class:`GroupMeat` of
     the axis with more clusters (the outer axis) and of the intersection cells, and the
     inner axis' cluster totals and sums of squared rows (G_inner, q) with a mask of its
@@ -919,11 +933,19 @@ def nested_sums(infl, codes: list[np.ndarray], sizes: list[int],
     leverage = _NO_LEVERAGE if strata is None else (
         strata.stratum_size, strata.block_table(inner, n_inner))
     sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], *leverage,
-                  paired and strata is not None, n_chunks)
+                  paired and strata is not None, spread_only and paired and strata is not None,
+                  n_chunks)
     levels = _level_meats(sums)
     present = sums[9].any(axis=0)
     return [(levels[2 * kind + 1], levels[2 * kind], sums[7][:, kind].sum(axis=0),
              sums[8][:, kind].sum(axis=0), present) for kind in range(sums[7].shape[1])]
+
+
+def spread_of_meats(axes: list[GroupMeat]) -> list[ColumnSpread]:
+    """Each axis' :class:`ColumnSpread` from its one-way :class:`GroupMeat`: the diagonal
+    of its meat, its sums of squared rows and their squares per cluster."""
+    return [ColumnSpread(np.diag(group.meat), group.row_squares, group.spread)
+            for group in axes]
 
 
 def require_two_clusters(n_groups: int, what: str = "groups") -> None:

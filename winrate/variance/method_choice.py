@@ -159,13 +159,31 @@ def thinnest_pair_size(counts: np.ndarray) -> float:
     return float(np.nanmedian(observed[has_pairs], axis=1).min())
 
 
-def effective_sizes(sums: ClusterSums, codes: np.ndarray) -> list[np.ndarray]:
+def effective_sizes(sums: ClusterSums, codes: np.ndarray,
+                    expected: str | None = None) -> list[np.ndarray]:
     """Per clustering axis of ``sums`` (the :class:`~winrate.variance.cluster_sums.ClusterSums`
     of a fit's influence: rows or per-question cell totals), each model's effective number
     of clusters G* (:func:`winrate.variance.diagnostics.effective_size`; ``codes`` the
-    fit's models): what :func:`choose` reads."""
-    return [diagnostics.effective_size(sums.column_spread(axis), codes)
+    fit's models): what :func:`choose` reads. ``expected``: the correction the choice
+    takes whatever G* is (:func:`certain_correction`), which ``sums`` may compute in the
+    same pass."""
+    return [diagnostics.effective_size(sums.column_spread(axis, expected), codes)
             for axis in range(len(sums.n_clusters))]
+
+
+def certain_correction(names: tuple[str, ...], sizes: list[int], thin_design_rule: bool,
+                       pair_size: float) -> str | None:
+    """``"cr2"`` where :func:`choose` takes CR2 whatever the effective cluster counts: an
+    estimator with the CR2 rules on a small crossed or thin design (rules 3 and 4), or with
+    an axis of fewer than :data:`LARGE_AXIS` clusters and none below
+    :data:`MIN_CROSSED_AXIS` (rule 2: a model's G* is at most its axis' G); else None.
+    A hint for how the counts are computed (:func:`effective_sizes`), never a choice."""
+    if not names or thin_design_rule is not True:
+        return None
+    small_crossed = (len(names) > 1 and max(sizes) < SMALL_AXIS
+                     and min(sizes) >= MIN_CROSSED_AXIS)
+    few = LARGE_AXIS > min(sizes) >= MIN_CROSSED_AXIS
+    return "cr2" if small_crossed or pair_size < THIN_PAIR or few else None
 
 
 def effective_df(sizes: list[int], effective: list[np.ndarray]) -> np.ndarray:
