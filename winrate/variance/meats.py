@@ -539,6 +539,8 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
                 last += 1
             for i in range(cell, last if leverage else cell):
                 scratch[0, tags[i]] += weights[i]
+            stratum = -1  # the factors depend on the entry's stratum only, within a cell
+            by_cell, by_outer, by_inner = 1.0, 1.0, 1.0
             for i in range(cell, last):
                 value = values[i]
                 if cells:
@@ -550,13 +552,19 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
                         inner_squares[0, inner, columns[i]] += value * value
                 if not leverage:
                     continue
-                size = stratum_size[tags[i]]
-                scaled = value * _leverage(scratch[0, tags[i]], size)
+                if tags[i] != stratum:
+                    stratum = tags[i]
+                    size = stratum_size[stratum]
+                    by_cell = _leverage(scratch[0, stratum], size)
+                    if n_levels == 2:
+                        by_outer = _leverage(scratch[1, stratum], size)
+                        by_inner = _leverage(inner_block[inner, stratum], size)
+                scaled = value * by_cell
                 add(low, columns[i], scaled, scaled * scaled)
                 if n_levels == 2:
-                    scaled = value * _leverage(scratch[1, tags[i]], size)
+                    scaled = value * by_outer
                     add(low + 1, columns[i], scaled, scaled * scaled)
-                    scaled = value * _leverage(inner_block[inner, tags[i]], size)
+                    scaled = value * by_inner
                     inner_totals[kind, inner, columns[i]] += scaled
                     inner_squares[kind, inner, columns[i]] += scaled * scaled
             if n_levels == 2:
