@@ -535,7 +535,8 @@ def write_score_table(path: Path, n_models: int, n_questions: int, missing: floa
 
 
 class ChildFailed(RuntimeError):
-    """A timed child process failed; the message has its exit code, time and last line."""
+    """A timed child process failed (or was stopped); the message has its exit code, time,
+    peak resident memory and last line of error output."""
 
 
 def _child_run(command: list[str], cpu: bool = False) -> tuple[float, ...]:
@@ -551,8 +552,8 @@ def _child_run(command: list[str], cpu: bool = False) -> tuple[float, ...]:
         if child.returncode != 0:
             errors.seek(0)
             last = (errors.read().decode(errors="replace").strip().splitlines() or [""])[-1]
-            raise ChildFailed(f"exited with {child.returncode} after {seconds:.0f} s: "
-                              f"{last[:300]}")
+            raise ChildFailed(f"exited with {child.returncode} after {seconds:.0f} s, peak "
+                              f"{usage.ru_maxrss / 1024**2:.2f} GiB: {last[:300]}")
     found = (seconds, usage.ru_maxrss / 1024**2)
     return (*found, usage.ru_utime + usage.ru_stime) if cpu else found
 
@@ -705,9 +706,15 @@ def bench_scale(args, workdir: Path) -> None:
                    "--model", "bt", "--cluster", "prompt+judge", "--method", "sandwich",
                    "--correction", "cr1", "--memory", args.scale_memory]
         load = os.getloadavg()[0]
-        runs = [_child_run(command) for _ in range(args.repeat)]
-        print(f"scale: {n:,} rows, {kind}, two-way CR1 Bradley-Terry on DuckDB, --memory "
-              f"{args.scale_memory} (load {load:.1f} -> {os.getloadavg()[0]:.1f})")
+        title = (f"scale: {n:,} rows, {kind}, two-way CR1 Bradley-Terry on DuckDB, --memory "
+                 f"{args.scale_memory}")
+        try:
+            runs = [_child_run(command) for _ in range(args.repeat)]
+        except ChildFailed as failed:  # a stopped run is reported, not lost
+            print(f"{title} (load {load:.1f} -> {os.getloadavg()[0]:.1f}): did not finish, "
+                  f"{failed}")
+            continue
+        print(f"{title} (load {load:.1f} -> {os.getloadavg()[0]:.1f})")
         print(f"  wall time: {_median_range([r[0] for r in runs], 's', 1)}")
         print(f"  peak resident memory: {_median_range([r[1] for r in runs], 'GiB', 2)}")
         if args.scale_no_floor:
