@@ -116,7 +116,7 @@ def run_judges(args: argparse.Namespace) -> int:
 
 
 def _clustering(args: argparse.Namespace):
-    from winrate.inference.plan import parse_clustering
+    from winrate.settings import parse_clustering
 
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")

@@ -398,8 +398,6 @@ def run_leaderboard(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from winrate.report.leaderboard import leaderboard_table, write_json
-
     check_output_flags(args, ("json", "csv", "plot", "html"))
     if getattr(args, "by", None):
         return _leaderboard_by(args)
@@ -411,6 +409,9 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
         with stage("drawing the plot"):
             plot_leaderboard(result, args.plot)
+    # the report modules import after the read: analyze_input loads them while it reads
+    from winrate.report.leaderboard import leaderboard_table, write_json
+
     if args.json:
         write_json(result, args.json)
     if args.eee:
@@ -437,9 +438,9 @@ def _leaderboard(args: argparse.Namespace) -> int:
 def _leaderboard_by(args: argparse.Namespace) -> int:
     """--by COLUMN: one board per category (:func:`winrate.by_category.analyze_by`)."""
     from winrate.by_category import analyze_by, boards_to_dict, format_boards
-    from winrate.inference.plan import parse_clustering
     from winrate.io.scan import Scan
     from winrate.report.output import write_text
+    from winrate.settings import parse_clustering
 
     for flag in ("csv", "plot", "eee"):
         if getattr(args, flag, None):
@@ -473,7 +474,7 @@ def analyze_input(args: argparse.Namespace, joint: dict):
     default and the loader's notes first, so the JSON, the page and stderr carry them."""
     from dataclasses import replace
 
-    from winrate.inference.plan import parse_clustering
+    from winrate.settings import parse_clustering
 
     if not 0 < args.alpha < 1:
         raise WinrateInputError(f"--alpha must be in (0, 1), got {args.alpha}")
@@ -633,7 +634,7 @@ def explore_input(args):
     """The exploratory report (:func:`winrate.eda.explore_dataset` of --dataset, or
     :func:`winrate.eda.explore` of the INPUT log)."""
     from winrate.eda import DEFAULT_CLUSTERINGS, explore, explore_dataset
-    from winrate.inference.plan import parse_clustering
+    from winrate.settings import parse_clustering
 
     options = {**estimator_options(args), "correction": args.correction}
     if args.dataset and not args.input:

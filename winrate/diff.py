@@ -42,7 +42,7 @@ from winrate import notes
 from winrate.analysis import LeaderboardAnalysis, analyze
 from winrate.errors import WinrateInputError
 from winrate.inference.joint import simultaneous_intervals, wald_intervals
-from winrate.inference.plan import default_clustering, parse_clustering
+from winrate.inference.plan import default_clustering
 from winrate.io.logs import ClusterAxis, ComparisonLog, factorize_groups, read_comparisons
 from winrate.notes import Notes
 from winrate.report.builders import (
@@ -53,7 +53,7 @@ from winrate.report.builders import (
 )
 from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
-from winrate.settings import Variance
+from winrate.settings import Variance, parse_clustering
 from winrate.variance.cluster_sums import clustered, influence_sums
 from winrate.variance.sandwich import combine_terms, intersect_codes, small_sample_factor
 

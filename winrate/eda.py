@@ -98,7 +98,7 @@ from winrate.analysis import LeaderboardAnalysis, analyze
 from winrate.errors import WinrateInputError
 from winrate.estimators.cells import keeps_rows
 from winrate.inference.covariance import AxisSummary, negligible_se
-from winrate.inference.plan import clustering_problem, parse_clustering
+from winrate.inference.plan import clustering_problem
 from winrate.inference.results import IntervalBasis, IntervalResults
 from winrate.io.datasets import SCORE_DATASETS, read_dataset, read_scores
 from winrate.io.logs import ComparisonLog, as_log
@@ -106,7 +106,7 @@ from winrate.notes import Note, Notes, as_note, clustering_not_identified, gathe
 from winrate.report.leaderboard import defined_median, json_safe
 from winrate.report.tables import comment_block, render_table
 from winrate.report.text import Summary, text_block
-from winrate.settings import Variance
+from winrate.settings import Variance, parse_clustering
 from winrate.variance import diagnostics
 from winrate.variance.sandwich import DEFAULT_CORRECTION
 

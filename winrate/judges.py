@@ -46,7 +46,7 @@ from winrate.analysis import LeaderboardAnalysis, analyze
 from winrate.errors import WinrateInputError
 from winrate.estimators.bradley_terry_kernels import ELO_SCALE, low_orientation
 from winrate.inference.intervals import logit_bounds
-from winrate.inference.plan import default_clustering, parse_clustering
+from winrate.inference.plan import default_clustering
 from winrate.io.logs import ClusterAxis, ComparisonLog, read_comparisons
 from winrate.notes import Notes
 from winrate.report.builders import (
@@ -57,7 +57,7 @@ from winrate.report.builders import (
 )
 from winrate.report.leaderboard import json_safe
 from winrate.report.text import Summary, text_block
-from winrate.settings import Joint, Variance
+from winrate.settings import Joint, Variance, parse_clustering
 from winrate.variance.cluster_sums import clustered, influence_sums
 from winrate.variance.reference import critical_value
 

@@ -106,3 +106,16 @@ class Settings:
 
     def __contains__(self, key: str) -> bool:
         return key in self.to_dict()
+
+
+def parse_clustering(spec: str | tuple | list | None) -> tuple[str, ...]:
+    """``"none"`` -> (); ``"prompt+judge"`` -> ("prompt", "judge"); tuples pass through."""
+    if spec is None:
+        return ()
+    names = spec.split("+") if isinstance(spec, str) else list(spec)
+    names = [n.strip() for n in names if n.strip()]
+    if names in (["none"], ["naive"]):
+        return ()
+    if len(set(names)) != len(names):
+        raise WinrateInputError(f"clustering {spec!r} names an axis twice")
+    return tuple(names)

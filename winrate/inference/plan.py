@@ -32,7 +32,7 @@ from winrate.inference.scanned import ScanDesign, refuse_on_engine, scanned_log
 from winrate.io.logs import ComparisonLog, as_log
 from winrate.io.scan import Scan
 from winrate.notes import Notes
-from winrate.settings import MonteCarlo, Variance
+from winrate.settings import MonteCarlo, Variance, parse_clustering
 from winrate.variance import method_choice
 from winrate.variance.cluster_sums import ClusterSums, memory_sums
 from winrate.variance.sandwich import DEFAULT_CORRECTION
@@ -293,19 +293,6 @@ def _chosen(source: Source, fitted: Fitted, clustering: tuple[str, ...],
 
 
 # ------------------------------------------------------------------------- clusterings
-
-
-def parse_clustering(spec: str | tuple | list | None) -> tuple[str, ...]:
-    """``"none"`` -> (); ``"prompt+judge"`` -> ("prompt", "judge"); tuples pass through."""
-    if spec is None:
-        return ()
-    names = spec.split("+") if isinstance(spec, str) else list(spec)
-    names = [n.strip() for n in names if n.strip()]
-    if names in (["none"], ["naive"]):
-        return ()
-    if len(set(names)) != len(names):
-        raise WinrateInputError(f"clustering {spec!r} names an axis twice")
-    return tuple(names)
 
 
 DEFAULT_CLUSTERING = ("prompt", "judge")
