@@ -528,8 +528,8 @@ def dictionary_encoded(column):
     (Arrow's kernels release the interpreter) and the parts' dictionaries unified, the
     first part's kept and each later part's new values appended in order, so the
     dictionary is the column's values in order of first appearance and the codes are
-    those of one call. Hashing a column of 5M strings with 500k distinct values took
-    1.8 s on one core of the development machine."""
+    those of one call. On the development machine's two cores the CLI's read of a 5M-row
+    log with 500k distinct prompts went from 2.9-3.0 s to 2.4-2.6 s."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

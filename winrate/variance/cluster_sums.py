@@ -319,9 +319,9 @@ class RowSums(ClusterSums):
         in O(non-zeros) (:func:`~winrate.variance.meats.column_spread`). Asked first (by
         ``auto``) where the pass scales CR2's terms too, it makes the CR2 terms in the same
         pass: with the uncorrected ones, which ``auto`` reads where it takes CR1, or, where
-        CR2 is ``expected``, with only the uncorrected spread (a third less work on the
-        issue-35 CLI log; were CR1 asked for after all, its terms take a pass of their
-        own)."""
+        CR2 is ``expected``, with only the uncorrected spread (the 5M-row CLI bench log's
+        method choice took 1.7 s instead of 2.0-2.4 s; were CR1 asked for after all, its
+        terms take a pass of their own)."""
         if not self._nested:
             return column_spread(self.influence, self.codes[axis], self.sizes[axis])
         if not self._meats and self._nests_leverage:

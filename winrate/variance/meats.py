@@ -940,9 +940,9 @@ def nested_sums(infl, codes: list[np.ndarray], sizes: list[int],
     kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
     leverage = _NO_LEVERAGE if strata is None else (
         strata.stratum_size, strata.block_table(inner, n_inner))
+    paired = paired and strata is not None
     sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], *leverage,
-                  paired and strata is not None, spread_only and paired and strata is not None,
-                  n_chunks)
+                  paired, spread_only and paired, n_chunks)
     levels = _level_meats(sums)
     present = sums[9].any(axis=0)
     return [(levels[2 * kind + 1], levels[2 * kind], sums[7][:, kind].sum(axis=0),
