@@ -303,3 +303,23 @@ def test_a_scores_column_flag_without_format_scores_is_an_error(log_file, flag, 
     assert main(["leaderboard", str(log_file), flag, "x"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{flag} applies to --format scores only" in err
+
+
+@pytest.mark.parametrize("argv", [[], ["--cluster", "no_such_column"]])
+def test_the_collector_is_given_back_as_found(log_file, argv, capsys):
+    """The leaderboard pauses Python's cyclic collector while its modules import and
+    freezes their objects during the analysis (``cli._imports_frozen``); after the command,
+    also one that fails on its input, the collector runs again with nothing frozen, and a
+    collector the caller had turned off stays off."""
+    import gc
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    main(["leaderboard", str(log_file), *argv])
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        main(["leaderboard", str(log_file), *argv])
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+    capsys.readouterr()
