@@ -54,6 +54,20 @@ def covered(boards) -> bool:
                for label in boards.boards)
 
 
+def coverage(reps: int, seed: int, categories: int = 5, prompts: int = 40,
+             per_prompt: int = 4, effect_sd: float = 0.8, progress: bool = True) -> float:
+    """The share of ``reps`` seeded replications whose family intervals all cover."""
+    hits = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the few-clusters notes of every small board
+        for child in bar(np.random.SeedSequence(seed).spawn(reps), desc="replications",
+                         unit="rep", progress=progress):
+            log = simulated_log(np.random.default_rng(child), categories, prompts,
+                                per_prompt, effect_sd)
+            hits += covered(analyze_by(log, "category", cluster="prompt", family=True))
+    return hits / reps
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=400)
@@ -63,17 +77,10 @@ def main() -> None:
     parser.add_argument("--per-prompt", type=int, default=4)
     parser.add_argument("--effect-sd", type=float, default=0.8)
     args = parser.parse_args()
-    hits = 0
-    seeds = np.random.SeedSequence(args.seed).spawn(args.reps)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the few-clusters notes of every small board
-        for seed in bar(seeds, desc="replications", unit="rep", progress=True):
-            log = simulated_log(np.random.default_rng(seed), args.categories, args.prompts,
-                                args.per_prompt, args.effect_sd)
-            hits += covered(analyze_by(log, "category", cluster="prompt", family=True))
-    coverage = hits / args.reps
-    se = float(np.sqrt(coverage * (1 - coverage) / args.reps))
-    result = {"coverage": coverage, "se": se, "reps": args.reps, "seed": args.seed,
+    share = coverage(args.reps, args.seed, args.categories, args.prompts, args.per_prompt,
+                     args.effect_sd)
+    se = float(np.sqrt(share * (1 - share) / args.reps))
+    result = {"coverage": share, "se": se, "reps": args.reps, "seed": args.seed,
               "categories": args.categories, "prompts": args.prompts,
               "per_prompt": args.per_prompt, "effect_sd": args.effect_sd, "nominal": 0.95}
     print(json.dumps(result, indent=1))

@@ -201,6 +201,16 @@ def write_doc_inputs(folder: Path) -> None:
                                                     ("vicuna-13b", "llama-13b"))
              for turn in (1, 2)]
     mt_bench_pair(folder / "gpt-4_pair.jsonl", pairs)
+    more = np.random.default_rng(12)  # the later formats' draws leave the ones above as they were
+    for model, p in (("org/model-a", 0.6), ("org/model-b", 0.45)):
+        name = model.split("/")[1]
+        eee_instances(folder / "instances" / f"{name}_samples.jsonl", f"gsm8k/{model}/1767225600",
+                      model, "gsm8k", (more.random(150) < p).astype(float))
+        scenario = f"mmlu:subject=anatomy,method=multiple_choice_joint,model={name}"
+        helm_run(folder / "benchmark_output" / "runs" / "v1", scenario, model,
+                 {f"id{k}": [float(more.random() < p)] for k in range(100)})
+        lighteval_details(folder, model, "2025-03-01T10-00-00.123456", "lighteval|arc:easy|0",
+                          {"acc": (more.random(120) < p).astype(float)})
 
 
 def eee_instances(path: Path, evaluation_id: str, model: str, name: str,

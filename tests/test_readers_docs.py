@@ -49,7 +49,7 @@ def inputs(tmp_path_factory):
 
 def test_the_section_has_one_command_per_harness():
     lines = [line for line, _ in COMMANDS]
-    for fmt in ("lm_eval", "inspect", "arena", "mt_bench"):
+    for fmt in ("lm_eval", "inspect", "eee", "helm", "lighteval", "arena", "mt_bench"):
         assert any(f"--format {fmt}" in line for line in lines), fmt
     assert any("--by " in line for line in lines) and any("--eee " in line for line in lines)
 
