@@ -89,7 +89,7 @@ lock: $(BIN)/.installed
 	touch $(BIN)/.installed  # the venv is what the file now says: no reinstall
 	[ ! -f $(BIN)/.installed-spark ] || touch $(BIN)/.installed-spark
 
-# The web page's browser tests (tests/test_html_page.py) run in Debian's chromium with
+# The web page's browser tests (tests/test_html_browser.py) run in Debian's chromium with
 # chromium-driver: installed here (quietly) when missing and running as root with apt-get;
 # otherwise those tests skip with a reason naming what is missing.
 browser:
