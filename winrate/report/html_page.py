@@ -67,6 +67,30 @@ _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\
                    "\u2029": "\\u2029"}
 
 
+#: Significant digits of every number a page carries (the embedded document, sort keys,
+#: the CSV; :func:`render`): a rerun whose results differ in their last bits (another
+#: machine's summation order, about 1e-15 relative) writes the same page; the numbers
+#: shown have 4 or fewer.
+PAGE_DIGITS = 12
+
+
+def page_number(value: float) -> float:
+    """``value`` rounded to :data:`PAGE_DIGITS` significant digits."""
+    return float(f"{value:.{PAGE_DIGITS}g}")
+
+
+def page_numbers(doc):
+    """``doc`` (JSON-like: dicts, lists, numbers, text) with every float rounded by
+    :func:`page_number`; integers, booleans and text as they are."""
+    if isinstance(doc, float):
+        return page_number(doc) if math.isfinite(doc) else doc
+    if isinstance(doc, dict):
+        return {key: page_numbers(value) for key, value in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [page_numbers(value) for value in doc]
+    return doc
+
+
 def script_json(doc) -> str:
     """``doc`` as JSON safe inside ``<script>``: ``<``, ``>``, ``&`` and the line
     separators U+2028/U+2029 as ``\\uXXXX`` escapes, so no string can close the element
@@ -191,7 +215,7 @@ def th(label: str, sort: str | None = None, numeric: bool = True, sub: str = "",
 def td(shown: str, value=None, cls: str = "num") -> str:
     """A body cell showing ``shown`` (escaped) and sorting by ``value`` (``data-v``)."""
     key = "" if value is None or (isinstance(value, float) and not math.isfinite(value)) \
-        else (repr(value) if isinstance(value, float) else str(value))
+        else (repr(page_number(value)) if isinstance(value, float) else str(value))
     return f'<td class="{cls}" data-v="{text(key)}">{text(shown)}</td>'
 
 
@@ -295,11 +319,12 @@ def _note_item(note: dict) -> str:
 
 
 def csv_link(header: list[str], rows: list[list], filename: str) -> str:
-    """A download link holding the table as CSV in a ``data:`` URL (nulls empty)."""
+    """A download link holding the table as CSV in a ``data:`` URL (nulls empty; floats
+    to :data:`PAGE_DIGITS` significant digits)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
-    writer.writerows([["" if v is None else v for v in row] for row in rows])
+    writer.writerows([["" if v is None else page_numbers(v) for v in row] for row in rows])
     href = "data:text/csv;charset=utf-8," + quote(buffer.getvalue(), safe="")
     return (f'<a class="button" id="download-csv" download="{text(filename)}" '
             f'href="{text(href)}">Table (CSV)</a>')
@@ -923,7 +948,7 @@ def change_cell(entry: dict | None, unit: ScoreScale) -> str:
     bounds = signed_interval(entry.get("sim_low"), entry.get("sim_high"), unit)
     shown = f"{signed(unit, value)} {bounds}"
     badge = '<span class="flag" data-flag="real">real</span>' if entry.get("real") else ""
-    key = repr(float(value)) if defined(value) else ""
+    key = repr(page_number(float(value))) if defined(value) else ""
     return f'<td class="ci" data-v="{text(key)}">{text(shown)}{badge}</td>'
 
 
@@ -1352,8 +1377,11 @@ _PAGES = {LEADERBOARD_SCHEMA: leaderboard_page, EDA_SCHEMA: eda_page}
 def render(doc: dict, version: str, title: str | None = None, *,
            description: str | None = None, meta=None, ci_style: str = "brackets") -> str:
     """The page of a JSON document of winrate (by its ``schema``), presented as the
-    keywords say (:class:`PageOptions`)."""
+    keywords say (:class:`PageOptions`). The document's floats are rounded first
+    (:func:`page_numbers`), so every number the page derives from them is the same when
+    it is rendered again from the document it embeds."""
     options = PageOptions(title, description, meta, ci_style)
+    doc = page_numbers(doc)
     if is_by_category(doc):
         return categories_page(doc, version, options)
     schema = doc.get("schema") if isinstance(doc, dict) else None
