@@ -57,6 +57,7 @@ CODES = {
     # joint inference
     "zero-variance-contrast": "contrasts with zero variance left out of a maximum",
     "monte-carlo-precision": "a Monte-Carlo critical value short of its target precision",
+    "family-not-joint": "boards by category not estimable jointly: Sidak or Bonferroni instead",
     # reading data and options
     # fidelity branch (issue 26): upstream conventions and edge cases of the readers
     "outcome-labels": "model names that are also outcome labels, read by the column's content",
@@ -658,6 +659,15 @@ def thin_categories(column: str, thin: dict[str, str]) -> Note:
     more = f"; ... and {len(thin) - 5} more" if len(thin) > 5 else ""
     return Note("not-estimable", f"by {column}: {plural(len(thin), 'category', 'categories')}"
                 f" too thin for a board: {shown}{more}")
+
+
+def family_not_joint(column: str, reason: str, rule: str) -> Note:
+    """The family of boards by ``column`` could not be estimated jointly (``reason``): its
+    intervals combine the boards' own simultaneous intervals by ``rule`` instead."""
+    return Note("family-not-joint",
+                f"by {column}: the family of boards has no joint covariance ({reason}); its "
+                f"intervals combine each board's simultaneous intervals by {rule.title()} "
+                "instead (valid, more conservative)", severity="note")
 
 
 def similar_names(groups: list[list[str]]) -> Note:

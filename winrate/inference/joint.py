@@ -818,17 +818,23 @@ class RankSets:
         return pd.DataFrame(data, index=index)
 
 
-def _rank_rows(K: int, method: str):
+def _rank_rows(K: int, method: str, within: np.ndarray | None = None):
     """Contrast rows ``S_a - S_b`` and their family.
 
     marginal: rows ``(j, k)`` for all ``k != j`` in family ``j``; simultaneous: unordered
-    pairs ``a < b``, one family.
+    pairs ``a < b``, one family. ``within`` (K,): each model's group; only pairs of one
+    group are contrasted (ranks within each group, :func:`rank_sets`).
     """
     if method == "marginal":
         a, b = np.nonzero(~np.eye(K, dtype=bool))
-        return a, b, a, K
-    a, b = np.triu_indices(K, 1)
-    return a, b, np.zeros(a.size, int), 1
+        group, n_groups = a, K
+    else:
+        a, b = np.triu_indices(K, 1)
+        group, n_groups = np.zeros(a.size, int), 1
+    if within is None:
+        return a, b, group, n_groups
+    same = within[a] == within[b]
+    return a[same], b[same], group[same], n_groups
 
 
 def _stepdown_rejections(stat, zero, rows, alpha, df, F, mc, stepdown):
@@ -876,15 +882,16 @@ def _stepdown_rejections(stat, zero, rows, alpha, df, F, mc, stepdown):
             return up, down, crit, mc_se, n_steps, 0 if mc.analytic else mc.n_draws
 
 
-def _rank_bounds(K, rows, up, down, method):
-    """``low_j = 1 + #{k: S_k > S_j shown}``, ``high_j = K - #{k: S_k < S_j shown}``."""
+def _rank_bounds(K, rows, up, down, method, size=None):
+    """``low_j = 1 + #{k: S_k > S_j shown}``, ``high_j = n_j - #{k: S_k < S_j shown}``,
+    ``n_j`` the models ranked with j (``size``; None: all K)."""
     a, b = rows[:2]
     wins = np.bincount(a[up], minlength=K)
     losses = np.bincount(a[down], minlength=K)
     if method == "simultaneous":
         wins = wins + np.bincount(b[down], minlength=K)
         losses = losses + np.bincount(b[up], minlength=K)
-    return 1 + losses, K - wins
+    return 1 + losses, (K if size is None else size) - wins
 
 
 def rank_sets(
@@ -899,6 +906,7 @@ def rank_sets(
     seed: int | None = 0,
     chunk_size: int | None = None,
     mc_tolerance: float | None = DEFAULT_MC_TOLERANCE,
+    within=None,
 ) -> RankSets:
     """Confidence sets for ranks (Mogstad, Romano, Shaikh & Wilhelm 2024, "Inference for
     Ranks with Applications to Mobility across Neighbourhoods and Academic Achievement
@@ -919,12 +927,22 @@ def rank_sets(
 
     ``stepdown=True`` applies their stepwise improvement (see ``_stepdown_rejections``).
     The rank of the point estimate always lies in its set.
+
+    ``within`` (K,) labels each estimate's group (the category of a family of boards,
+    :mod:`winrate.inference.family`): ranks are then within each group (``r_j = 1 + #{k in
+    group(j): S_k > S_j}``) and only contrasts within a group enter the families; with
+    ``"simultaneous"`` one maximum over the contrasts of every group, so all groups' sets
+    hold jointly (the union of the groups' hypotheses is one family, Romano & Wolf 2005).
     """
     if method not in RANK_METHODS:
         raise WinrateInputError(f"method must be one of {one_of(RANK_METHODS)}, got {method!r}")
     est, V, F, alpha, df, mc = _setup(estimate, cov, alpha, df, n_draws, seed, chunk_size,
                                       mc_tolerance)
-    rows = _rank_rows(est.size, method)
+    size = None
+    if within is not None:
+        within = np.unique(np.asarray(within), return_inverse=True)[1].reshape(-1)
+        size = np.bincount(within)[within]
+    rows = _rank_rows(est.size, method, within)
     a, b = rows[:2]
     se = _pair_se(V, a, b)
     zero = _zero_pairs(V, se)
@@ -933,7 +951,7 @@ def rank_sets(
     up, down, crit, mc_se, n_steps, used = _stepdown_rejections(
         stat, zero, rows, alpha, df, F, mc, stepdown
     )
-    low, high = _rank_bounds(est.size, rows, up, down, method)
+    low, high = _rank_bounds(est.size, rows, up, down, method, size)
     crit, mc_se = (np.broadcast_to(x, est.shape).copy() for x in (crit, mc_se))
     return RankSets(est, low, high, method, stepdown, crit, mc_se, n_steps, alpha, df, used,
                     mc.tolerance)
