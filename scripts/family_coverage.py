@@ -109,7 +109,8 @@ def main() -> None:
     se = float(np.sqrt(share * (1 - share) / args.reps))
     result = {"coverage": share, "se": se, "reps": args.reps, "seed": args.seed,
               "categories": args.categories, "prompts": args.prompts,
-              "per_prompt": args.per_prompt, "effect_sd": args.effect_sd, "nominal": 0.95}
+              "per_prompt": args.per_prompt, "effect_sd": args.effect_sd, "nominal": 0.95,
+              "family": "joint", "draws": DRAWS}
     name = "family_coverage.json"
     if args.judges:
         result.update(judges=args.judges, judge_sd=args.judge_sd)

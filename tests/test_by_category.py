@@ -96,27 +96,34 @@ def test_command_line_by_column(arena, tmp_path, capsys):
     assert "--by writes text, --json and --html, not --csv" in capsys.readouterr().err
 
 
-def test_family_intervals_are_each_board_at_the_sidak_level(arena):
-    from winrate.settings import Joint
+def test_family_intervals_are_joint_over_the_boards(arena):
+    """Sessions (the prompt clusters) never span is_code: the joint family's critical
+    value lies between the marginal one and Bonferroni's over all scores, and its
+    intervals are each board's scores -/+ that value times the board's own SEs (on the
+    logit scale of win probabilities), so they contain the board's marginal intervals."""
+    from scipy import special
+
+    from winrate.inference.intervals import logit_bounds
 
     log = read_log(arena, "arena")
     boards = analyze_by(log, "is_code", cluster="prompt", family=True)
     family = boards.family
-    assert family.rule == "sidak"  # sessions (the prompt clusters) never span is_code
-    assert family.board_alpha == pytest.approx(1 - 0.95 ** (1 / 2), abs=1e-15)
-    for label, part in split_by(log, "is_code").items():
-        alone = analyze(part, cluster="prompt", alpha=family.board_alpha,
-                        joint=Joint(simultaneous=True))
-        np.testing.assert_allclose(family.low[label], alone.joint.sim_low, atol=1e-12, rtol=0)
-        np.testing.assert_allclose(family.high[label], alone.joint.sim_high, atol=1e-12,
-                                   rtol=0)
-        board = boards.boards[label]
+    assert family.rule == "joint" and family.board_alpha == 0.05
+    m = len(family.parameters)
+    assert m == sum(len(b.models) for b in boards.boards.values())
+    assert special.stdtrit(family.df, 0.975) < family.critical_value \
+        <= special.stdtrit(family.df, 1 - 0.025 / m) + 1e-12
+    for label, board in boards.boards.items():
+        half = family.critical_value * board.se
+        low, high, _ = logit_bounds(board.scores, board.scores - half, board.scores + half)
+        np.testing.assert_allclose(family.low[label], low, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(family.high[label], high, atol=1e-12, rtol=0)
         assert (family.low[label] <= board.intervals.low + 1e-12).all()
         assert (family.high[label] >= board.intervals.high - 1e-12).all()
 
 
 def test_family_falls_back_to_bonferroni_when_clusters_span_categories():
-    from winrate.by_category import disjoint_clusters
+    from winrate.by_category import _bounded_family, disjoint_clusters
 
     rng = np.random.default_rng(5)
     n = 400
@@ -129,8 +136,12 @@ def test_family_falls_back_to_bonferroni_when_clusters_span_categories():
     assert disjoint_clusters(log, "subject", ())
     with pytest.warns(Warning):
         boards = analyze_by(log, "subject", cluster="prompt", family=True)
-    assert boards.family.rule == "bonferroni"
-    assert boards.family.board_alpha == pytest.approx(0.05 / 3, abs=1e-15)
+    assert boards.family.rule == "joint"  # shared prompts: the joint covariance holds them
+    parts = split_by(log, "subject")
+    with pytest.warns(Warning):
+        fallback = _bounded_family(parts, ("prompt",), boards.boards, {}, "bonferroni")
+    assert fallback.rule == "bonferroni"
+    assert fallback.board_alpha == pytest.approx(0.05 / 3, abs=1e-15)
 
 
 def test_command_line_family_intervals(arena, tmp_path, capsys):
@@ -138,8 +149,8 @@ def test_command_line_family_intervals(arena, tmp_path, capsys):
     assert main(["leaderboard", str(arena), "--format", "arena", "--by", "is_code",
                  "--cluster", "prompt", "--simultaneous", "--json", str(out),
                  "--no-progress"]) == 0
-    assert "family 95% intervals (every score of the 2 boards at once; sidak" in \
+    assert "family 95% intervals (every score of the 2 boards at once; joint max-|T|" in \
         capsys.readouterr().out
     doc = json.loads(out.read_text())
-    assert doc["family"]["rule"] == "sidak"
+    assert doc["family"]["rule"] == "joint"
     assert all(len(c["family_low"]) == len(c["models"]) for c in doc["categories"].values())
