@@ -153,7 +153,8 @@ def joint_family(log, cluster: tuple[str, ...], boards: dict, options: dict
     (:func:`winrate.inference.family.family_inference`), on each board's scale
     (:func:`winrate.inference.intervals.bounds_on_scale`); :class:`NotJoint` when the
     family cannot be estimated jointly."""
-    members = [_member(board, log, cluster) for board in boards.values()]
+    whole = {name: pd.Index(log.axes[name].labels) for name in cluster}
+    members = [_member(board, whole) for board in boards.values()]
     correction = ("none" if all(b.settings["correction"] == "none" for b in boards.values())
                   else "cr1")
     try:
@@ -175,11 +176,11 @@ def joint_family(log, cluster: tuple[str, ...], boards: dict, options: dict
                            found.scaled, found.critical_value, found.df, rank_low, rank_high)
 
 
-def _member(board, log, cluster: tuple[str, ...]) -> Member:
+def _member(board, whole: dict) -> Member:
     """A board as the family reads it (:class:`winrate.inference.family.Member`): its
     influence rows, the bread of its reported scores and its rows' clusters numbered as in
-    the whole ``log`` (matched by label); :class:`NotJoint` for a fit without rows or a
-    wild bootstrap's percentile intervals."""
+    the whole log (``whole``: each axis' labels, matched by label); :class:`NotJoint` for
+    a fit without rows or a wild bootstrap's percentile intervals."""
     fit = board.leaderboard
     if not keeps_rows(fit.influence):
         raise NotJoint("a fit of per-question scores keeps its influence summed per "
@@ -187,10 +188,9 @@ def _member(board, log, cluster: tuple[str, ...]) -> Member:
     if board.method == "wild bootstrap":
         raise NotJoint("the wild bootstrap's intervals are percentile-t, not Wald")
     clusters = []
-    for name in cluster:
+    for name, labels in whole.items():
         own = board.log.axes[name]
-        whole = pd.Index(log.axes[name].labels)
-        clusters.append(whole.get_indexer(own.labels)[own.codes])
+        clusters.append(labels.get_indexer(own.labels)[own.codes])
     return Member(fit.influence, reported_bread(fit), tuple(clusters), board.log.frequency)
 
 

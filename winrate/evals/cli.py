@@ -147,6 +147,17 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_argument("--digits", type=int, default=1, help="decimals of percentages")
     output.add_argument("--json", default=None, metavar="PATH",
                         help="write the full results as JSON (schema in docs/json.md)")
+    _add_eval_by(parser)
+
+
+def _add_eval_by(parser: argparse.ArgumentParser) -> None:
+    """--by COLUMN: one eval per category, with the family over all of them."""
+    group = section(parser, "by category")
+    group.add_argument("--by", metavar="COLUMN", default=None,
+                       help="one eval per value of this per-question column (subject, "
+                            "task, ...), each on its own questions with the same clustering, "
+                            "and family intervals and rank sets covering every model of "
+                            "every category at once (joint covariance over the categories)")
 
 
 def _write_json(path: str | None, document: dict) -> None:
@@ -165,6 +176,8 @@ def run_eval(args: argparse.Namespace) -> int:
     check_output_flags(args, ("json",))
     if args.seed < 0:
         raise WinrateInputError(f"--seed must be a whole number >= 0, got {args.seed}")
+    if getattr(args, "by", None):
+        return _run_eval_by(args)
     with notes.gathered() as found, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = evaluate(_eval_scores(args), correction=args.correction,
@@ -177,6 +190,38 @@ def run_eval(args: argparse.Namespace) -> int:
     if pairs:
         print("\n" + pairs, end="")
     _write_json(args.json, report_json(report))
+    print_warnings(found, caught)
+    return 0
+
+
+def _run_eval_by(args: argparse.Namespace) -> int:
+    """--by COLUMN: each category's report under a heading naming it, its family
+    intervals and rank sets after it (:func:`winrate.evals.by_category.evaluate_by`)."""
+    from winrate.evals.by_category import boards_json, evaluate_by, family_lines
+    from winrate.evals.report import header, pairwise_table, score_table
+
+    if args.by in args.cluster_col:
+        raise WinrateInputError(f"--by {args.by} cannot also be a --cluster-col: within a "
+                                "category it is one cluster")
+    with notes.gathered() as found, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scores = _eval_scores(argparse.Namespace(**{**vars(args),
+                                                    "cluster_col": [*args.cluster_col,
+                                                                    args.by]}))
+        boards = evaluate_by(scores, args.by, correction=args.correction, alpha=args.alpha,
+                             interval=args.interval, pairs=[tuple(p) for p in args.paired],
+                             neighbours=args.neighbours, bayes=args.bayes, seed=args.seed)
+    for label, report in boards.reports.items():
+        heading = f"{args.by} = {label}"
+        print(f"{heading}\n{'=' * len(heading)}\n" if args.table_format == "text"
+              else f"{heading}\n\n", end="")
+        print(_opening(header(report), args.table_format), end="")
+        print(score_table(report, args.table_format, args.digits), end="")
+        pairs = pairwise_table(report, args.table_format, args.digits)
+        if pairs:
+            print("\n" + pairs, end="")
+        print("\n" + family_lines(boards, label, args.digits) + "\n")
+    _write_json(args.json, boards_json(boards))
     print_warnings(found, caught)
     return 0
 
