@@ -19,7 +19,7 @@ GROUPS = {
     "eda": ["input", *FORMATS, "estimator", "variance", "output", "engine"],
     "check": ["input", *FORMATS, "estimator", "variance", "coverage check", "output",
               "engine"],
-    "eval": ["input", "variance", "paired comparisons", "output"],
+    "eval": ["input", "variance", "paired comparisons", "output", "by category"],
     "power": ["effect or sample size", "variances", "pilot", "output"],
     "demo": ["simulation"],
     "example": ["output"],
