@@ -1176,6 +1176,18 @@ def _tab(k: int, label: str, board: dict) -> str:
             f'<span class="n">{len(board["models"]):,}</span></button>')
 
 
+def _family_text(family: dict | None) -> str:
+    """What the family intervals of the JSON (``family_low``, ``family_high``) are, if
+    any: joint over every category (max-|T| of the joint covariance) or the boards'
+    combined by Sidak or Bonferroni."""
+    if not family:
+        return ""
+    how = ("estimated jointly (max-|T| over the joint covariance of every category)"
+           if family.get("rule") == "joint" else f"combined by {family.get('rule')}")
+    return (f" The family intervals in the JSON cover every score of every category at "
+            f"once at {1 - family['alpha']:.0%}, {how}.")
+
+
 def categories_page(doc: dict, version: str, options: PageOptions) -> str:
     """The page of one leaderboard per category (:func:`is_by_category`): a tab per
     category, each with its own table, search box and notes; the method as the first
@@ -1185,7 +1197,8 @@ def categories_page(doc: dict, version: str, options: PageOptions) -> str:
     thin = "; ".join(f"{label}: {why}" for label, why in (doc.get("thin") or {}).items())
     lede = (f"{len(boards):,} categories of {doc['by']}, each analysed on its own "
             "comparisons: an interval covers at its level within its category, not jointly "
-            "over the categories." + (f" No board for {thin}." if thin else ""))
+            "over the categories." + _family_text(doc.get("family"))
+            + (f" No board for {thin}." if thin else ""))
     if not boards:
         body = '<p class="muted">No category has a board.</p>'
     else:
