@@ -211,6 +211,9 @@ def write_doc_inputs(folder: Path) -> None:
                  {f"id{k}": [float(more.random() < p)] for k in range(100)})
         lighteval_details(folder, model, "2025-03-01T10-00-00.123456", "lighteval|arc:easy|0",
                           {"acc": (more.random(120) < p).astype(float)})
+    from winrate.examples import write_examples
+
+    write_examples(folder)  # scores.csv, which the eval --by command reads
 
 
 def eee_instances(path: Path, evaluation_id: str, model: str, name: str,
