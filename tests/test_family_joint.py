@@ -21,9 +21,10 @@ from winrate.settings import Joint
 MODELS = ["m-a", "m-b", "m-c", "m-d"]
 
 
-def _log(seed: int = 5, n: int = 1200, prompts: int = 40, judges: int = 20):
-    """Comparisons of four models in three subjects whose prompts and judges are drawn
-    across subjects (so both axes span categories), with prompt and judge effects."""
+def _log(seed: int = 1, n: int = 1200, prompts: int = 40, judges: int = 20):
+    """Comparisons of four models in three subjects, with prompt and judge effects; each
+    prompt is asked in two neighbouring subjects and judges are drawn across subjects (so
+    both axes span categories, and each subject sees its own set of prompts)."""
     rng = np.random.default_rng(seed)
     first = rng.integers(0, 4, n)
     second = (first + rng.integers(1, 4, n)) % 4
@@ -35,7 +36,8 @@ def _log(seed: int = 5, n: int = 1200, prompts: int = 40, judges: int = 20):
                          "model_a": np.array(MODELS)[first],
                          "model_b": np.array(MODELS)[second],
                          "outcome": (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(float),
-                         "subject": rng.choice(["art", "law", "math"], n)})
+                         "subject": np.array(["art", "law", "math"])[
+                             (prompt * 3 // prompts + rng.integers(0, 2, n)) % 3]})
     return read_comparisons(rows, cluster_cols=("subject",))
 
 
