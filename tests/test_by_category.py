@@ -154,3 +154,10 @@ def test_command_line_family_intervals(arena, tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["family"]["rule"] == "joint"
     assert all(len(c["family_low"]) == len(c["models"]) for c in doc["categories"].values())
+    assert main(["leaderboard", str(arena), "--format", "arena", "--by", "is_code",
+                 "--cluster", "prompt", "--ranks", "--json", str(out), "--no-progress"]) == 0
+    assert "rank sets within each category, jointly" in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert all(1 <= low <= high <= len(c["models"]) for c in doc["categories"].values()
+               for low, high in zip(c["family_rank_low"], c["family_rank_high"],
+                                    strict=True))

@@ -229,8 +229,9 @@ def _add_inference_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--by", metavar="COLUMN",
                        help="one board per value of this column (language, "
                             "category_hard_prompt, task, ...), each analysed on its own "
-                            "rows with the same clustering; with --simultaneous also "
-                            "intervals covering every board at once; text and --json only")
+                            "rows with the same clustering; with --simultaneous or --ranks "
+                            "also the boards estimated jointly, intervals and rank sets "
+                            "covering every board at once; text, --json and --html only")
     group.add_argument("--simultaneous", action="store_true",
                        help="add intervals covering all scores jointly (max-|T|)")
     group.add_argument("--ranks", action="store_true",
@@ -453,7 +454,8 @@ def _leaderboard_by(args: argparse.Namespace) -> int:
         raise WinrateInputError("--by needs the log in memory (--engine memory)")
     with notes.gathered(show=_on_stderr):
         boards = analyze_by(log, args.by, clustering, alpha=args.alpha,
-                            family=bool(getattr(args, "simultaneous", False)),
+                            family=bool(getattr(args, "simultaneous", False)
+                                        or getattr(args, "ranks", False)),
                             **estimator_options(args), **_variance_flags(args),
                             **_joint_flags(args))
     if args.json:
