@@ -95,3 +95,28 @@ def test_command_line_eval_by(tmp_path, capsys):
     assert len(doc["family"]["cov"]) == 12
     assert main([*args[:-2], "--by", "src"]) == 2  # src is a cluster column too
     assert "cannot also be a --cluster-col" in capsys.readouterr().err
+
+
+def test_a_category_on_one_cluster_gets_no_report_but_a_note():
+    from tests.note_codes import notes_of
+
+    frame = _answers()
+    frame.loc[frame["subject"] == "law", "src"] = "0"  # law: one source, one cluster
+    qs = question_scores(frame, "correct", "question", "model", ["src", "subject"])
+    with pytest.warns(Warning) as caught:
+        boards = evaluate_by(qs, "subject", correction="cr1")
+    assert list(boards.reports) == ["bio", "chem", "math"] and list(boards.thin) == ["law"]
+    assert "by subject: 1 category too thin" in notes_of(caught).only("not-estimable")[0]
+    assert [p[0] for p in boards.family.parameters] == [s for s in ("bio", "chem", "math")
+                                                        for _ in range(3)]
+
+
+def test_the_variance_module_refusing_the_family_is_an_input_error():
+    from winrate.errors import WinrateInputError
+    from winrate.inference.family import Member, family_covariance
+
+    member = Member(np.ones((4, 2)), np.eye(2), (np.zeros(4, int),))
+    with pytest.raises(WinrateInputError):
+        family_covariance([member, member], [1], "cr1")
+    with pytest.raises(WinrateInputError, match="correction 'none' or 'cr1'"):
+        family_covariance([member], [2], "cr2")
