@@ -174,3 +174,16 @@ def test_family_of_score_tables_falls_back_with_a_note(tmp_path):
         boards = analyze_by(read_log(out, "lm_eval"), "task", cluster="prompt", family=True)
     assert boards.family.rule == "sidak"
     assert len(notes_of(caught).only("family-not-joint")) == 1
+
+
+def test_a_wild_bootstrap_family_falls_back_to_its_boards_with_a_note():
+    """The wild bootstrap's intervals are percentile-t, not Wald around a covariance: the
+    family combines the boards' own by Bonferroni (prompts span the subjects)."""
+    from winrate.settings import Variance
+
+    with pytest.warns(Warning) as caught:
+        boards = analyze_by(_log(), "subject", cluster="prompt", family=True,
+                            variance=Variance(method="bootstrap", bootstrap_reps=199))
+    assert {b.method for b in boards.boards.values()} == {"wild bootstrap"}
+    assert boards.family.rule == "bonferroni" and boards.family.cov is None
+    assert "wild bootstrap" in notes_of(caught).only("family-not-joint")[0]
