@@ -31,7 +31,7 @@ import pandas as pd
 from winrate import notes
 from winrate.errors import WinrateInputError
 from winrate.evals.frame import MEAN_SCALES, EvalReport, QuestionScores, evaluate
-from winrate.evals.report import report_json
+from winrate.evals.report import by_score, report_json
 from winrate.inference.family import Member, family_covariance, family_inference
 from winrate.inference.intervals import bounds_on_scale
 from winrate.report.leaderboard import json_safe
@@ -174,15 +174,17 @@ def _split(first: EvalReport, parameters, found, reports) -> EvalFamily:
 
 
 def family_lines(boards: EvalBoards, label: str, digits: int = 1) -> str:
-    """One category's family intervals and rank sets, in percent for scores in [0, 1]."""
+    """One category's family intervals and rank sets, in percent for scores in [0, 1],
+    best mean first (the score table's order)."""
     family, report = boards.family, boards.reports[label]
     factor, unit = (100.0, "%") if report.scale != "other" else (1.0, "")
     width = max(len(name) for name in report.models)
+    shown = zip(report.models, family.low[label], family.high[label],
+                family.rank_low[label], family.rank_high[label], strict=True)
+    order = {name: k for k, name in enumerate(by_score(report.models))}
     rows = [f"  {name:<{width}}  [{lo * factor:.{digits}f}{unit}, {hi * factor:.{digits}f}"
             f"{unit}]  rank {rl:.0f}-{rh:.0f}"
-            for name, lo, hi, rl, rh in zip(report.models, family.low[label],
-                                            family.high[label], family.rank_low[label],
-                                            family.rank_high[label], strict=True)]
+            for name, lo, hi, rl, rh in sorted(shown, key=lambda row: order[row[0]])]
     head = (f"family {1 - family.alpha:.0%} intervals and rank sets (every model of the "
             f"{len(boards.reports)} categories at once; joint max-|T| over "
             f"{len(family.parameters)} means, critical value {family.critical_value:.3f}):")
