@@ -77,6 +77,23 @@ def add_harness_arguments(group) -> None:
                        help="inspect: the scorer, where the samples carry several")
 
 
+# Public names of the helpers ``winrate compare`` (:mod:`winrate.evals.compare_cli`)
+# shares with ``winrate eval``: the --scale flag, the opening sentence and the JSON file.
+def add_scale_argument(group) -> None:
+    """``--scale``, as ``winrate eval`` has it."""
+    _add_scale_argument(group)
+
+
+def opening(sentence: str, table_format: str) -> str:
+    """The report's opening sentence as ``winrate eval`` prints it (:func:`_opening`)."""
+    return _opening(sentence, table_format)
+
+
+def write_json(path: str | None, document: dict) -> None:
+    """``document`` as indented JSON at ``path`` (nothing when None)."""
+    _write_json(path, document)
+
+
 #: The harness flags: option -> the formats that take it.
 _HARNESS_FLAGS = {"metric": ("lm_eval", "helm", "lighteval"), "filter": ("lm_eval",),
                   "scorer": ("inspect",)}

@@ -29,12 +29,12 @@ from winrate.constants import (
 )
 from winrate.errors import WinrateInputError
 from winrate.evals.cli import (
-    _add_scale_argument,
-    _opening,
-    _write_json,
     add_harness_arguments,
+    add_scale_argument,
     harness_options,
+    opening,
     print_warnings,
+    write_json,
 )
 
 
@@ -56,7 +56,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                        help="scores: column naming the run (default: model where the file "
                             "has it, else the file's name)")
     add_harness_arguments(group)
-    _add_scale_argument(group)
+    add_scale_argument(group)
     _add_compare_variance(parser)
     output = section(parser, "output")
     output.add_argument("--table-format", choices=EVAL_FORMATS, default="markdown",
@@ -142,10 +142,10 @@ def run_compare(args: argparse.Namespace) -> int:
         result = with_files(compare_runs(qs, runs.labels, correction=args.correction,
                                          alpha=args.alpha, power=args.power, seed=args.seed),
                             runs.files)
-    print(_opening(compare_header(result), args.table_format), end="")
+    print(opening(compare_header(result), args.table_format), end="")
     print(score_table(result.report, args.table_format, args.digits), end="")
     print("\n" + compare_table(result, args.table_format, args.digits), end="")
-    _write_json(args.json, compare_json(result))
+    write_json(args.json, compare_json(result))
     print_warnings(found, caught)
     return 0
 
