@@ -109,8 +109,12 @@ def _read_runs(args: argparse.Namespace):
     from winrate.io.runs import read_runs
 
     fmt = args.format or _run_format(args.runs)
-    return read_runs(args.runs, fmt, question_col=args.question_col, score_col=args.score_col,
+    runs = read_runs(args.runs, fmt, question_col=args.question_col, score_col=args.score_col,
                      model_col=args.model_col, **harness_options(args, fmt))
+    if len(runs.labels) < 2:
+        raise WinrateInputError(f"{', '.join(args.runs)}: one run ({runs.labels[0]!r}); give "
+                                "two or more runs to compare")
+    return runs
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -120,9 +124,6 @@ def _check_args(args: argparse.Namespace) -> None:
         raise WinrateInputError(f"--seed must be a whole number >= 0, got {args.seed}")
     if not 0 < args.power < 1:
         raise WinrateInputError(f"--power must be in (0, 1), got {args.power}")
-    if len(args.runs) < 2 and not args.format:
-        raise WinrateInputError("give two or more runs to compare (or a folder of runs "
-                                "with --format)")
     if args.json not in (None, "-"):
         check_outputs({"--json": args.json}, list(args.runs))
 

@@ -267,11 +267,11 @@ def compare_header(result) -> str:
     intervals."""
     report = result.report
     df = report.comparisons[0].paired.test.df if report.comparisons else None
-    quantiles = "z" if df is None else f"t({df})"
-    text = (f"{header(report)[:-1]}. Minimal detectable difference (MDD) at "
-            f"{100 * result.power:g}% power: ({quantiles}_{{1-alpha/2}} + "
-            f"{quantiles}_{{power}}) x SE of the paired difference "
-            f"({'Miller 2024, eq. 10' if df is None else 'Bloom 1995'}).")
+    source = ("normal quantiles (Miller 2024, eq. 10)" if df is None
+              else f"quantiles of t({df}) (Bloom 1995)")
+    text = (f"{header(report)} Minimal detectable difference (MDD) at "
+            f"{100 * result.power:g}% power: (q_(1-alpha/2) + q_power) x SE of the paired "
+            f"difference, {source}.")
     if result.joint is not None:
         pairs = len(result.joint.estimate)
         text += (f" Simultaneous intervals cover all {pairs} pairs at once (max-|T| "
