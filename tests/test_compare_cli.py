@@ -290,3 +290,36 @@ def test_eval_format_reads_a_harness_log_and_keeps_the_table_format_alias(inspec
     assert frame.loc[MODELS[0], "mean"] == pytest.approx(truth["a"].mean(), rel=1e-12)
     assert "--format" in _error(["eval", folder / "logs", "--format", "inspect",
                                  "--scorer", "x", "--metric", "acc"], capsys)
+
+
+def test_two_runs_of_one_model_keep_their_labels_and_the_order_given(tmp_path, capsys):
+    values = {k: ["C" if k % 3 else "I"] for k in range(40)}
+    after = {k: ["C" if k % 4 else "I"] for k in range(40)}
+    fx.inspect_eval(tmp_path / "before.eval", "org/m", "mmlu", values)
+    fx.inspect_eval(tmp_path / "after.eval", "org/m", "mmlu", after)
+    out = tmp_path / "c.json"
+    assert _run(["compare", tmp_path / "after.eval", tmp_path / "before.eval", "--json", out],
+                capsys)[0] == 0
+    document = _json(out)
+    (record,) = document["comparisons"]
+    assert (record["model_a"], record["model_b"]) == ("org/m@after", "org/m@before")
+    assert record["difference"] == pytest.approx(np.mean([k % 4 > 0 for k in range(40)])
+                                                 - np.mean([k % 3 > 0 for k in range(40)]),
+                                                 rel=1e-12)
+    assert document["runs"] == [{"run": "org/m@after", "files": [str(tmp_path / "after.eval")]},
+                                {"run": "org/m@before",
+                                 "files": [str(tmp_path / "before.eval")]}]
+
+
+def test_a_folder_of_lm_eval_runs_is_the_docs_python_example(tmp_path, capsys, monkeypatch):
+    """docs/formats.md's Python example (+0.020, SE 0.027, McNemar exact p = 0.585) from
+    one folder holding both runs."""
+    fx.write_doc_inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert _run(["compare", "results", "--format", "lm_eval", "--metric", "acc", "--json",
+                 "c.json"], capsys)[0] == 0
+    (record,) = _json(tmp_path / "c.json")["comparisons"]
+    assert {record["model_a"], record["model_b"]} == {"org/model-a", "org/model-b"}
+    sign = 1 if record["model_a"] == "org/model-b" else -1
+    assert f"{sign * record['difference']:+.3f} {record['se']:.3f}" == "+0.020 0.027"
+    assert f"{record['mcnemar']['p_exact']:.3f}" == "0.585"
