@@ -323,3 +323,12 @@ def test_a_folder_of_lm_eval_runs_is_the_docs_python_example(tmp_path, capsys, m
     sign = 1 if record["model_a"] == "org/model-b" else -1
     assert f"{sign * record['difference']:+.3f} {record['se']:.3f}" == "+0.020 0.027"
     assert f"{record['mcnemar']['p_exact']:.3f}" == "0.585"
+
+
+def test_a_bad_score_names_its_file_and_line(score_tables, tmp_path, capsys):
+    folder, frames = score_tables
+    broken = frames["b"].copy()
+    broken.loc[5, "score"] = np.nan
+    broken.to_csv(tmp_path / "b.csv", index=False)
+    err = _error(["compare", folder / "a.csv", tmp_path / "b.csv"], capsys)
+    assert f"{tmp_path / 'b.csv'} line 7" in err  # header line 1, row 5 on line 7

@@ -25,7 +25,7 @@ from winrate.constants import RUN_FORMATS, SCORE_COLUMNS, SCORES_FORMAT
 from winrate.errors import WinrateInputError, listed
 from winrate.io.formats import natural_key
 from winrate.io.harness import read_harness
-from winrate.io.logs import read_table
+from winrate.io.logs import file_positions, read_table
 
 __all__ = ["RUN_FORMATS", "Runs", "check_questions", "read_runs"]
 
@@ -85,9 +85,12 @@ def _read_tables(paths: list[str], question_col: str, score_col: str,
                                     f"columns: {listed(frame.columns, limit=12)}")
         run = model_col or (SCORE_COLUMNS["model"] if SCORE_COLUMNS["model"] in frame
                             else None)
-        labels = frame[run].astype(str) if run else name
+        labels = frame[run].astype(str).to_numpy() if run else name
+        lines = file_positions(path, len(frame))
+        unit = "line" if lines.name == "file lines" else "row"
+        frame.index = pd.Index([f"{path} {unit} {k}" for k in lines])  # rows in messages
         frames.append(frame.assign(__run__=labels, file=path))
-    frame = pd.concat(frames, ignore_index=True)
+    frame = pd.concat(frames)
     frame = frame.drop(columns=[c for c in (model_col, SCORE_COLUMNS["model"])
                                 if c and c in frame and c != question_col])
     frame = frame.rename(columns={"__run__": "model"})
