@@ -62,8 +62,8 @@ def read_runs(paths: Sequence, fmt: str, *, question_col: str | None = None,
     given = [name for name, col in (("question", question_col), ("score", score_col),
                                     ("model", model_col)) if col]
     if given:
-        raise WinrateInputError(f"the {listed(given, quote=False)} column of a {fmt} log is "
-                                f"fixed (question, model, score); name columns only for a "
+        raise WinrateInputError(f"{fmt} logs have fixed columns (question, model, score): "
+                                f"a {listed(given, quote=False)} column is named only for a "
                                 f"plain {SCORES_FORMAT} table")
     frame = read_harness(paths, fmt, **options)
     return _ordered(frame, paths, "question", "model", "score")
