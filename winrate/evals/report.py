@@ -294,7 +294,8 @@ def compare_rows(result, digits: int = 1) -> list[dict]:
             j = result.joint
             low, high = fmt(j.low[k], sign=True), fmt(j.high[k], sign=True)
             row[f"{level} simult. CI"] = f"({low}, {high})"
-            row["p max-T"] = f"{j.p_max_t[k]:.2g}"
+            row["p max-T"] = (f"{j.p_max_t[k]:.2g}" if j.p_max_t[k] > 0
+                              else f"<{1 / max(j.n_draws, 1):.0e}")  # none of the draws
     return rows
 
 
