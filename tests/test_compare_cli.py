@@ -7,6 +7,10 @@ by pandas from the values the fixtures wrote; McNemar's exact p-value by statsmo
 minimal detectable difference by solving the power equation with scipy's root finder.
 Then ``winrate compare`` against ``winrate eval --format ... --paired`` on the same
 answers, three runs (every pair, simultaneous intervals), and the one-line errors.
+
+The Inspect logs are written by ``tests/reader_fixtures.inspect_eval`` the way
+``inspect_ai/log/_recorders/eval.py`` writes them (``inspect_ai`` is an optional extra not
+installed with the test environment; ``tests/test_readers_harness.py`` cites the writer).
 """
 
 from __future__ import annotations
