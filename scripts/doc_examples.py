@@ -146,6 +146,7 @@ EXAMPLES = {
     "eval": session(EVAL, "winrate power --delta 0.03 --omega2 0.1111",
                     "winrate power --n 198 --omega2 0.1111 --sigma2-a 0.1667 --sigma2-b 0.1667 "
                     "--k-a 10 --k-b 10", POWER_PILOT),
+    "compare": session("winrate compare scores.csv --score-col correct --cluster src"),
     "judges-example": session("winrate judges example.csv"),
     "diff-example": session("head -700 example.csv > old.csv && wc -l < old.csv",
                             "winrate diff old.csv example.csv"),

@@ -20,6 +20,7 @@ GROUPS = {
     "check": ["input", *FORMATS, "estimator", "variance", "coverage check", "output",
               "engine"],
     "eval": ["input", "variance", "paired comparisons", "output", "by category"],
+    "compare": ["input", "variance", "output"],
     "power": ["effect or sample size", "variances", "pilot", "output"],
     "demo": ["simulation"],
     "example": ["output"],

@@ -29,7 +29,7 @@ LAYERS = (
                       "winrate.evals", "winrate.judges", "winrate.diff",
                       "winrate.by_category", "winrate.planning")),
     ("command line", ("winrate.commands", "winrate.cli", "winrate.evals.cli",
-                      "winrate.builder_cli")),
+                      "winrate.evals.compare_cli", "winrate.builder_cli")),
 )
 
 

@@ -32,7 +32,8 @@ from winrate.constants import (
 from winrate.errors import WinrateInputError
 
 # Modules that contribute commands through a COMMANDS dict; optional until they exist.
-_COMMAND_MODULES = ("winrate.evals.cli", "winrate.examples", "winrate.builder_cli")
+_COMMAND_MODULES = ("winrate.evals.cli", "winrate.evals.compare_cli", "winrate.examples",
+                    "winrate.builder_cli")
 
 
 DATASET_HELP = " | ".join(DATASET_NAMES)

@@ -42,6 +42,9 @@ LOG_FORMATS = ("alpaca_eval", "qlora", "prd", "clean_battle", "arena_hard", "are
 #: ``--format`` of per-question scores (one row per question and model), read as the
 #: comparison log of every two models on every question (:func:`winrate.io.scores.scores_log`).
 SCORES_FORMAT = "scores"
+#: Per-question formats of ``winrate compare`` and ``winrate eval --format``
+#: (:data:`winrate.io.runs.RUN_FORMATS`): the harness logs and plain score tables.
+RUN_FORMATS = ("lm_eval", "inspect", "eee", "helm", "lighteval", SCORES_FORMAT)
 #: Default columns of a per-question score table.
 SCORE_COLUMNS = {"question": "question_id", "model": "model", "score": "score"}
 #: Score scales of :func:`winrate.evals.question_scores`.

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers
     from winrate.evals.paired import prob_a_beats_b as prob_a_beats_b
     from winrate.evals.paired import unpaired_difference as unpaired_difference
     from winrate.evals.power import PowerInputs as PowerInputs
+    from winrate.evals.power import detectable_difference as detectable_difference
     from winrate.evals.power import estimate_power_inputs as estimate_power_inputs
     from winrate.evals.power import minimum_detectable_effect as minimum_detectable_effect
     from winrate.evals.power import power_at as power_at
@@ -50,16 +51,22 @@ if TYPE_CHECKING:  # the names of _EXPORTS, re-exported for type checkers
     from winrate.evals.report import score_table as score_table
     from winrate.evals.results import Comparison as Comparison
     from winrate.evals.results import ModelResult as ModelResult
+    from winrate.evals.runs import RunComparison as RunComparison
+    from winrate.evals.runs import compare_runs as compare_runs
+    from winrate.evals.runs import runs_scores as runs_scores
     from winrate.evals.summary import ScoreSummary as ScoreSummary
     from winrate.evals.summary import VarianceComponents as VarianceComponents
     from winrate.evals.summary import icc_anova as icc_anova
     from winrate.evals.summary import summarize_scores as summarize_scores
     from winrate.evals.summary import variance_components as variance_components
     from winrate.io.logs import read_table as read_table
+    from winrate.io.runs import read_runs as read_runs
 
 #: Module -> its public names; a module is imported when one of its names is first used.
 _EXPORTS = {
     "winrate.io.logs": ("read_table",),
+    "winrate.io.runs": ("read_runs",),
+    "winrate.evals.runs": ("RunComparison", "compare_runs", "runs_scores"),
     "winrate.evals.frame": ("EvalReport", "QuestionScores", "compare", "evaluate",
                             "neighbour_pairs", "question_scores"),
     "winrate.evals.results": ("Comparison", "ModelResult"),
@@ -70,8 +77,8 @@ _EXPORTS = {
                              "PairedComparison", "bivariate_normal_cdf", "mcnemar",
                              "mcnemar_counts", "paired_bayes", "paired_difference",
                              "prob_a_beats_b", "unpaired_difference"),
-    "winrate.evals.power": ("PowerInputs", "estimate_power_inputs", "minimum_detectable_effect",
-                            "power_at", "sample_size"),
+    "winrate.evals.power": ("PowerInputs", "detectable_difference", "estimate_power_inputs",
+                            "minimum_detectable_effect", "power_at", "sample_size"),
     "winrate.evals.report": ("pairwise_table", "report_json", "score_table"),
     "winrate.evals.summary": ("ScoreSummary", "VarianceComponents", "icc_anova", "summarize_scores",
                               "variance_components"),

@@ -30,6 +30,7 @@ from winrate.constants import (
     DEFAULT_CORRECTION,
     EVAL_FORMATS,
     INTERVALS,
+    RUN_FORMATS,
     SCALAR_CORRECTIONS,
     SCALES,
     SCORE_DATASET_NAMES,
@@ -49,7 +50,96 @@ def _add_eval_input(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--question-col", help="column of the question id")
     group.add_argument("--model-col", default=None,
                        help="column of the model name (omit for a single model)")
+    _add_input_format(group)
     _add_scale_argument(group)
+
+
+def _add_input_format(group) -> None:
+    """``--format`` of FILE (a harness log or a plain score table) and the harness flags;
+    the former ``--format`` of the tables (``text``, ``markdown``, ...) is still read."""
+    group.add_argument("--format", choices=(*RUN_FORMATS, *EVAL_FORMATS), default=None,
+                       dest="input_format", metavar="FORMAT",
+                       help=f"read FILE (a file or folder) as {', '.join(RUN_FORMATS[:-1])} "
+                            "harness logs (columns question, model, score and the samples' "
+                            "metadata, e.g. --cluster-col subject) or as a plain scores "
+                            "table (columns question_id, model, score unless named)")
+    add_harness_arguments(group)
+
+
+def add_harness_arguments(group) -> None:
+    """The harness readers' flags (as ``winrate leaderboard``'s)."""
+    group.add_argument("--metric", default=None,
+                       help="lm_eval, helm, lighteval: the metric, where the samples carry "
+                            "several")
+    group.add_argument("--filter", default=None,
+                       help="lm_eval: the filter, where a task is logged under several")
+    group.add_argument("--scorer", default=None,
+                       help="inspect: the scorer, where the samples carry several")
+
+
+# Public names of the helpers ``winrate compare`` (:mod:`winrate.evals.compare_cli`)
+# shares with ``winrate eval``: the --scale flag, the opening sentence and the JSON file.
+def add_scale_argument(group) -> None:
+    """``--scale``, as ``winrate eval`` has it."""
+    _add_scale_argument(group)
+
+
+def opening(sentence: str, table_format: str) -> str:
+    """The report's opening sentence as ``winrate eval`` prints it (:func:`_opening`)."""
+    return _opening(sentence, table_format)
+
+
+def write_json(path: str | None, document: dict) -> None:
+    """``document`` as indented JSON at ``path`` (nothing when None)."""
+    _write_json(path, document)
+
+
+#: The harness flags: option -> the formats that take it.
+_HARNESS_FLAGS = {"metric": ("lm_eval", "helm", "lighteval"), "filter": ("lm_eval",),
+                  "scorer": ("inspect",)}
+
+
+def harness_options(args: argparse.Namespace, fmt: str) -> dict:
+    """The reader options of the harness flags given; a flag of another format is an
+    error."""
+    options = {}
+    for option, formats in _HARNESS_FLAGS.items():
+        value = getattr(args, option, None)
+        if value is None:
+            continue
+        if fmt not in formats:
+            raise WinrateInputError(f"--{option} applies to --format {' / '.join(formats)} "
+                                    f"only, not {fmt}")
+        options[option] = value
+    return options
+
+
+def _input_format(args: argparse.Namespace) -> str | None:
+    """The per-question format of FILE; ``--format`` naming a table format (its former
+    meaning) sets ``--table-format`` instead."""
+    fmt = getattr(args, "input_format", None)
+    if fmt in EVAL_FORMATS:
+        args.table_format, args.input_format = fmt, None
+        return None
+    if fmt is None and any(getattr(args, o, None) is not None for o in _HARNESS_FLAGS):
+        raise WinrateInputError("--metric, --filter and --scorer apply to FILE read with "
+                                "--format (a harness log)")
+    return fmt
+
+
+def _format_scores(args: argparse.Namespace, fmt: str):
+    """The question-level scores of FILE read in per-question format ``fmt``."""
+    from winrate.evals.frame import question_scores
+    from winrate.io.runs import read_runs
+
+    if args.dataset or not args.file:
+        raise WinrateInputError(f"--format {fmt} reads FILE; give FILE"
+                                + (f", not --dataset {args.dataset}" if args.dataset else ""))
+    runs = read_runs([args.file], fmt, question_col=args.question_col,
+                     score_col=args.score_col, model_col=args.model_col,
+                     **harness_options(args, fmt))
+    return question_scores(runs.frame, runs.score_col, runs.question_col, runs.run_col,
+                           args.cluster_col, scale=args.scale)
 
 
 def _add_eval_variance(parser: argparse.ArgumentParser) -> None:
@@ -107,7 +197,11 @@ def _axis_labels(axis):
 
 
 def _eval_scores(args: argparse.Namespace):
-    """The question-level scores of FILE (with its columns) or of --dataset."""
+    """The question-level scores of FILE (with its columns, or in its --format) or of
+    --dataset."""
+    fmt = _input_format(args)
+    if fmt:
+        return _format_scores(args, fmt)
     given = [flag for flag in ("score_col", "question_col", "model_col")
              if getattr(args, flag)]
     if args.dataset:
@@ -142,8 +236,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_argument("--table-format", choices=EVAL_FORMATS, default="markdown",
                         help="how the tables are printed: text (aligned columns), markdown "
                              "(default), latex (booktabs tabular) or csv (raw numbers)")
-    output.add_argument("--format", choices=EVAL_FORMATS, dest="table_format",
-                        help=argparse.SUPPRESS)  # the former name of --table-format
     output.add_argument("--digits", type=int, default=1, help="decimals of percentages")
     output.add_argument("--json", default=None, metavar="PATH",
                         help="write the full results as JSON (schema in docs/json.md)")

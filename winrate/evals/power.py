@@ -61,11 +61,14 @@ def _check_delta(delta: float) -> None:
         raise WinrateInputError(f"delta must be a finite difference, got {delta}")
 
 
-def _z_sum(alpha: float, power: float) -> float:
-    """``z_{alpha/2} + z_beta`` with ``z_p`` the upper-p normal quantile and beta = 1 - power."""
+def _z_sum(alpha: float, power: float, df=None) -> float:
+    """``z_{alpha/2} + z_beta`` with ``z_p`` the upper-p normal quantile and beta = 1 - power;
+    with ``df``, the same quantiles of t(df) (:func:`detectable_difference`)."""
     if not 0 < power < 1:
         raise WinrateInputError(f"power must be in (0, 1), got {power}")
-    return critical_value(alpha) + float(stats.norm.ppf(power))
+    if df is None:
+        return critical_value(alpha) + float(stats.norm.ppf(power))
+    return float(critical_value(alpha, df) + stats.t.ppf(power, df))
 
 
 def sample_size(
@@ -94,6 +97,27 @@ def minimum_detectable_effect(
     _check_n(n)
     v = _per_question_variance(omega2, sigma2_a, sigma2_b, k_a, k_b, deff)
     return _z_sum(alpha, power) * float(np.sqrt(v / n))
+
+
+def detectable_difference(se: float, alpha: float = 0.05, power: float = 0.8,
+                          df: float | None = None) -> float:
+    """Minimal detectable difference of a design whose paired difference has standard
+    error ``se``: the smallest true difference its two-sided level-``alpha`` Wald test
+    finds with probability ``power``.
+
+    ``MDD = (q_{1-alpha/2} + q_{power}) SE``. With the normal reference this is Miller
+    (2024, eq. 10), ``(z_{alpha/2} + z_beta) sqrt(v / n)``, written on the design's SE
+    (``SE^2 = v / n``, clustered where the SE is): it solves ``Phi(delta / SE -
+    z_{alpha/2}) = power``, the two-sided power of :func:`power_at` without its
+    opposite-side term (below 1e-6 at alpha = 0.05, power = 0.8). With a t(df) reference
+    (few clusters, ``df = G - 1``) the quantiles are t(df)'s: the multiplier ``M = t_{df,
+    1-alpha/2} + t_{df, power}`` of Bloom (1995, "Minimum detectable effects: a simple way
+    to report the statistical power of experimental designs", Evaluation Review 19(5),
+    547-556), which solves ``P(t_df > t_{df, 1-alpha/2} - delta / SE) = power``.
+    """
+    if not (np.isfinite(se) and se >= 0):
+        raise WinrateInputError(f"the standard error must be finite and non-negative, got {se}")
+    return _z_sum(alpha, power, df) * float(se)
 
 
 def power_at(

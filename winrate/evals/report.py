@@ -255,3 +255,84 @@ def report_json(report) -> dict:
         "models": {name: summary_record(r) for name, r in report.models.items()},
         "comparisons": [comparison_record(c) for c in report.comparisons],
     }
+
+
+# ------------------------------------------------------------------- winrate compare
+
+
+def compare_header(result) -> str:
+    """The opening sentence of ``winrate compare`` (a
+    :class:`~winrate.evals.runs.RunComparison`): :func:`header`'s, then how the minimal
+    detectable difference is computed and, for more than two runs, the simultaneous
+    intervals."""
+    report = result.report
+    df = report.comparisons[0].paired.test.df if report.comparisons else None
+    source = ("normal quantiles (Miller 2024, eq. 10)" if df is None
+              else f"quantiles of t({df}) (Bloom 1995)")
+    text = (f"{header(report)} Minimal detectable difference (MDD) at "
+            f"{100 * result.power:g}% power: (q_(1-alpha/2) + q_power) x SE of the paired "
+            f"difference, {source}.")
+    if result.joint is not None:
+        pairs = len(result.joint.estimate)
+        text += (f" Simultaneous intervals cover all {pairs} pairs at once (max-|T| "
+                 f"critical value {result.joint.critical_value:.3f}).")
+    return text
+
+
+def compare_rows(result, digits: int = 1) -> list[dict]:
+    """Formatted rows of the comparison table: :func:`pairwise_rows`, then the MDD, the
+    exact McNemar p-value (0/1 scores) and, for more than two runs, the simultaneous
+    interval and the max-T adjusted p-value."""
+    report = result.report
+    rows = pairwise_rows(report.comparisons, digits, report.scale)
+    fmt = partial(on_scale, digits=digits, scale=report.scale)
+    level = f"{100 * (1 - report.alpha):g}%"
+    for k, (row, c) in enumerate(zip(rows, report.comparisons, strict=True)):
+        row[f"MDD ({100 * result.power:g}%)"] = fmt(result.detectable[k])
+        row["McNemar p"] = "-" if c.mcnemar is None else f"{c.mcnemar.p_exact:.2g}"
+        if result.joint is not None:
+            j = result.joint
+            low, high = fmt(j.low[k], sign=True), fmt(j.high[k], sign=True)
+            row[f"{level} simult. CI"] = f"({low}, {high})"
+            row["p max-T"] = (f"{j.p_max_t[k]:.2g}" if j.p_max_t[k] > 0
+                              else f"<{1 / max(j.n_draws, 1):.0e}")  # none of the draws
+    return rows
+
+
+def compare_records(result) -> list[dict]:
+    """Raw numbers of the comparison table: :func:`comparison_record` of each pair with
+    ``mdd`` and ``power`` and, for more than two runs, ``simultaneous``."""
+    records = []
+    for k, c in enumerate(result.report.comparisons):
+        record = comparison_record(c)
+        record["mdd"], record["power"] = result.detectable[k], result.power
+        if result.joint is not None:
+            j = result.joint
+            record["simultaneous"] = {
+                "ci_low": float(j.low[k]), "ci_high": float(j.high[k]),
+                "critical_value": j.critical_value, "p_max_t": float(j.p_max_t[k]),
+                "p_holm": float(j.p_holm[k]), "mc_se": j.mc_se, "n_draws": j.n_draws}
+        records.append(json_safe(record))
+    return records
+
+
+def compare_table(result, fmt: str = "markdown", digits: int = 1) -> str:
+    """The comparison table of ``winrate compare`` (CSV: raw numbers)."""
+    rows = ([_flatten(r) for r in compare_records(result)] if fmt == "csv"
+            else compare_rows(result, digits))
+    return render(rows, fmt)
+
+
+def compare_json(result) -> dict:
+    """The ``winrate compare --json`` document: :func:`report_json`'s keys (``models`` are
+    the runs, ``comparisons`` carry ``mdd``, ``power`` and, for more than two runs,
+    ``simultaneous`` with ``ci_low``, ``ci_high``, ``critical_value``, ``p_max_t``,
+    ``p_holm``, ``mc_se`` and ``n_draws``), then ``runs`` (the runs in the order given,
+    each with its ``files``), ``ranked`` (best mean first) and ``power``."""
+    document = report_json(result.report)
+    document["comparisons"] = compare_records(result)
+    document["runs"] = [{"run": run, "files": list(result.files.get(run, ()))}
+                        for run in result.runs]
+    document["ranked"] = list(result.ranked)
+    document["power"] = result.power
+    return document
