@@ -19,7 +19,8 @@ and compares the analysis on each engine with the in-memory analysis of the plai
 * **errors cite the file, never an engine's internal row**: file lines in memory, a count
   and the offending values on an engine;
 * **a note, not a silent split**: model names that differ only in case;
-* **no hang**: a memory budget below the floor, and a second pass that would take hours.
+* **no hang**: a memory budget below the floor (the bucketed second pass whose time the
+  scan once estimated is gone: pass 2 is the engine's grouped SQL).
 
 Spark cases are few (each costs seconds) and use the ``spark_engine`` fixture of
 tests/conftest.py, which honours ``WINRATE_SKIP_SPARK=1``.
