@@ -135,3 +135,12 @@ def test_a_missing_required_flag_is_one_line(capsys):
 def test_a_far_off_flag_gets_no_guess(capsys):
     err = _error(["leaderboard", "x.csv", "--zzzzzz"], capsys)
     assert "did you mean" not in err and "winrate leaderboard --help" in err
+
+
+@pytest.mark.parametrize("command", sorted(GROUPS))
+def test_every_help_line_fits_an_80_column_terminal(command, capsys, monkeypatch):
+    """argparse wraps the help text to the terminal, but not a ``{choice,...}`` metavar:
+    a flag with many choices names them in its help instead (``--format NAME``)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    wide = [line for line in _help(command, capsys).splitlines() if len(line) > 80]
+    assert wide == []

@@ -72,8 +72,9 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                                                 ".parquet, a glob or a folder), or with "
                                                 "--format a file or folder")
     group.add_argument("--dataset", help=f"a bundled dataset instead of INPUT: {DATASET_HELP}")
-    group.add_argument("--format", choices=(*LOG_FORMATS, SCORES_FORMAT),
-                       help="read INPUT (a file, or a folder searched recursively for "
+    group.add_argument("--format", choices=(*LOG_FORMATS, SCORES_FORMAT), metavar="NAME",
+                       help=f"one of {', '.join((*LOG_FORMATS, SCORES_FORMAT))}: "
+                            "read INPUT (a file, or a folder searched recursively for "
                             ".json/.jsonl[.gz]) as a leaderboard's published files; "
                             f"{SCORES_FORMAT}: per-question scores, one row per question "
                             "and model, compared pairwise on every question without "
