@@ -284,3 +284,48 @@ def lighteval_details(output: Path, model: str, date: str, task: str, metrics: d
     path = folder / f"details_{task}_{date}.parquet"
     frame.to_parquet(path, index=False)
     return path
+
+
+def inspect_run(path: Path, values: dict, task: str = "mmlu", targets: dict | None = None,
+                answer: str = "A", metadata: dict | None = None, log_format: str = "eval",
+                scorer=None) -> Path:
+    """A real Inspect log, written by ``inspect_ai.eval`` running a task offline with its
+    mock model (``mockllm/model``, every answer ``answer``, token usage given so that
+    nothing is downloaded), moved to ``path``. ``values``: sample id -> one score value per
+    epoch, given by a scorer that looks them up (the epochs are ``len`` of the lists);
+    ``scorer``: another scorer (e.g. ``includes()``) grading ``answer`` against
+    ``targets`` (sample id -> target). ``metadata``: sample id -> the sample's metadata."""
+    import shutil
+
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval_run
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import Score, mean
+    from inspect_ai.scorer import scorer as inspect_scorer
+
+    @inspect_scorer(metrics=[mean()], name="table")
+    def table():
+        async def score(state, target):
+            return Score(value=values[state.sample_id][state.epoch - 1])
+        return score
+
+    epochs = len(next(iter(values.values())))
+    samples = [Sample(id=k, input=f"question {k}", target=(targets or {}).get(k, "A"),
+                      metadata=(metadata or {}).get(k)) for k in values]
+    outputs = []
+    for _ in range(len(samples) * epochs):
+        output = ModelOutput.from_content("mockllm/model", answer)
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        outputs.append(output)
+    model = get_model("mockllm/model", custom_outputs=outputs)
+    log_dir = path.parent / f".inspect-{path.stem}"
+    logs = inspect_eval_run(Task(name=task, dataset=samples, scorer=scorer or table(),
+                                 epochs=epochs), model=model, log_dir=str(log_dir),
+                            log_format=log_format, display="none")
+    assert logs[0].status == "success", logs[0].error
+    written = next(p for p in log_dir.iterdir() if p.suffix == f".{log_format}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written.rename(path)
+    shutil.rmtree(log_dir)
+    return path

@@ -2,9 +2,10 @@
 (winrate.io.harness): the scores against the values written, two runs compared question by
 question (paired difference and McNemar against pandas and scipy), and the errors.
 
-Inspect AI is not installed here: the .eval fixtures follow its writer
-(inspect_ai/log/_recorders/eval.py: sample_filename, zip_write; the spec in header.json),
-and lm-eval's follow lm_eval/loggers/evaluation_tracker.py (tests/reader_fixtures.py).
+Inspect AI's real logs, written by its mock model, are tested in tests/test_readers_inspect.py;
+the hand-made .eval files here (tests/reader_fixtures.inspect_eval, following
+inspect_ai/log/_recorders/eval.py) only serve format detection and sample metadata.
+lm-eval's files follow lm_eval/loggers/evaluation_tracker.py (tests/reader_fixtures.py).
 """
 
 from __future__ import annotations
@@ -107,44 +108,6 @@ def test_inspect_values_follow_value_to_float():
              True: 1.0, 3: 3.0}
     assert {k: inspect_value(k) for k in cases} == cases
     assert np.isnan(inspect_value("maybe")) and np.isnan(inspect_value({"a": 1}))
-
-
-def test_inspect_logs_epochs_are_averaged(tmp_path):
-    values_a = {1: ["C", "C"], 2: ["I", "C"], 3: ["I", "I"], 4: ["P", "C"]}
-    values_b = {1: ["C", "I"], 2: ["I", "I"], 3: ["C", "C"], 4: ["C", "C"]}
-    fx.inspect_eval(tmp_path / "logs" / "a.eval", "openai/gpt-4o", "mmlu", values_a, 2)
-    fx.inspect_eval(tmp_path / "logs" / "b.eval", "mockllm/model", "mmlu", values_b, 2,
-                    older=True)
-    frame = read_format(tmp_path / "logs", "inspect")
-    wide = frame.pivot(index="question", columns="model", values="score")
-    expected_a = [1.0, 0.5, 0.0, 0.75]  # the mean over the two epochs, by hand
-    expected_b = [0.5, 0.0, 1.0, 1.0]
-    questions = [f"mmlu/{k}" for k in range(1, 5)]
-    assert list(wide.loc[questions, "openai/gpt-4o"]) == expected_a
-    assert list(wide.loc[questions, "mockllm/model"]) == expected_b
-    assert set(frame["epochs"]) == {2}
-
-
-def test_inspect_errors_name_file_and_sample(tmp_path):
-    path = fx.inspect_eval(tmp_path / "a.eval", "m", "t", {1: ["C"], 2: ["maybe"]})
-    with pytest.raises(WinrateInputError, match=r"a.eval: scorer 'match': 1 sample\(s\) with "
-                                                r"no score .*samples/2_epoch_1.json \('maybe'\)"):
-        read_format(path, "inspect")
-    with pytest.raises(WinrateInputError, match=r"no scorer 'f1' \(it has \['match'\]\)"):
-        read_format(path, "inspect", scorer="f1")
-    bad = tmp_path / "b.eval"
-    bad.write_bytes(b"not a zip")
-    with pytest.raises(WinrateInputError, match="cannot read it as an Inspect .eval"):
-        read_format(bad, "inspect")
-
-
-def test_leaderboard_of_two_inspect_runs(tmp_path, capsys):
-    values = {k: ["C" if (k * 7) % 3 else "I"] for k in range(30)}
-    other = {k: ["C" if (k * 5) % 4 else "I"] for k in range(30)}
-    fx.inspect_eval(tmp_path / "a.eval", "model-a", "task", values)
-    fx.inspect_eval(tmp_path / "b.eval", "model-b", "task", other)
-    assert main(["leaderboard", str(tmp_path), "--format", "inspect", "--no-progress"]) == 0
-    assert "model-a" in capsys.readouterr().out
 
 
 def test_harness_flags_reach_the_reader(tmp_path, capsys):
