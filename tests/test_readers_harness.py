@@ -2,9 +2,8 @@
 (winrate.io.harness): the scores against the values written, two runs compared question by
 question (paired difference and McNemar against pandas and scipy), and the errors.
 
-Inspect AI's real logs, written by its mock model, are tested in tests/test_readers_inspect.py;
-the hand-made .eval files here (tests/reader_fixtures.inspect_eval, following
-inspect_ai/log/_recorders/eval.py) only serve format detection and sample metadata.
+Inspect AI's logs are tested in tests/test_readers_inspect.py, on real logs written by its
+mock model (hand-made .eval files only for its error paths).
 lm-eval's files follow lm_eval/loggers/evaluation_tracker.py (tests/reader_fixtures.py).
 """
 
@@ -152,8 +151,8 @@ def test_harness_files_are_detected(tmp_path):
 
     eee = fx.eee_instances(tmp_path / "x_samples.jsonl", "e", "m", "t", [1.0])
     lm = fx.lm_eval_run(tmp_path, "m", fx.LM_EVAL_DATE[0], "arc_easy", {"acc": [1.0]})
-    log = fx.inspect_eval(tmp_path / "a.eval", "m", "t", {1: ["C"]})
-    assert [detect_format(p) for p in (eee, lm, log)] == ["eee", "lm_eval", "inspect"]
+    assert [detect_format(p) for p in (eee, lm)] == ["eee", "lm_eval"]  # inspect: in
+    # tests/test_readers_inspect.py, on a real log
 
 
 def test_helm_runs_pair_up_by_scenario(tmp_path):
@@ -197,12 +196,7 @@ def test_helm_stats_are_detected(tmp_path):
 def test_sample_metadata_become_columns_to_split_by(tmp_path):
     from winrate.by_category import analyze_by
 
-    values = {k: ["C" if (k * 7) % 3 else "I"] for k in range(40)}
-    other = {k: ["C" if (k * 5) % 4 else "I"] for k in range(40)}
-    fx.inspect_eval(tmp_path / "a.eval", "model-a", "mmlu", values)
-    fx.inspect_eval(tmp_path / "b.eval", "model-b", "mmlu", other)
-    frame = read_format(tmp_path, "inspect")
-    assert set(frame["subject"]) == {"x"}  # the fixture's metadata
+    # Inspect samples' metadata: tests/test_readers_inspect.py, on real logs
     eee = tmp_path / "eee"
     grades = [float(g) for g in ACC_A[:40]]
     fx.eee_instances(eee / "a.jsonl", "e1", "m-a", "mmlu", grades)
