@@ -1,8 +1,10 @@
 # Entry points: `make demo` (the main job), `make test` and `make paper` (rebuild paper/;
 # FULL=1 also reruns the coverage study, which must reproduce paper/coverage/ exactly).
 # Each creates .venv and installs the package with its dev extras on first use; make test
-# adds the spark extra and a Java runtime for the Spark tests, unless WINRATE_SKIP_SPARK=1
-# (the one way to skip them: a printed note, and each Spark test skips with that reason).
+# adds the inspect extra (Inspect AI, whose mock model writes the logs of the Inspect
+# reader's tests) and the spark extra and a Java runtime for the Spark tests, the latter
+# unless WINRATE_SKIP_SPARK=1 (the one way to skip them: a printed note, and each Spark
+# test skips with that reason).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -42,6 +44,13 @@ $(BIN)/.installed-spark: $(BIN)/.installed
 	$(PIP_PINNED) -e '.[dev,spark]'
 	touch $@
 
+# Inspect AI (the inspect extra) on top of dev, for the tests that run a tiny Inspect task
+# with its mock model and read the logs through inspect_ai's own reader; its own stamp, so
+# that make demo stays on dev.
+$(BIN)/.installed-inspect: $(BIN)/.installed
+	$(PIP_PINNED) -e '.[dev,inspect]'
+	touch $@
+
 # numba compiles a kernel at its first call and caches it beside its module; compiling a
 # leaderboard's kernels took minutes under load at a user's first run. scripts/warm_kernels.py
 # compiles them here (each estimator, serial and threaded, one- and two-way clustering),
@@ -60,7 +69,8 @@ demo: $(BIN)/.kernels-cached
 PYTEST := OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE python -m pytest -q -n 2 \
 	--dist loadfile -p no:cacheprovider
 
-test: $(BIN)/.installed $(if $(SKIP_SPARK),,$(BIN)/.installed-spark) browser java
+test: $(BIN)/.installed $(BIN)/.installed-inspect $(if $(SKIP_SPARK),,$(BIN)/.installed-spark) \
+		browser java
 	$(BIN)/ruff check winrate scripts tests
 	PATH=$(abspath $(BIN)):$$PATH $(PYTEST)
 
@@ -72,9 +82,9 @@ test-latest: browser java
 	rm -rf $(LATEST)
 	$(PYTHON) -m venv $(LATEST)
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
-	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[dev$(if $(SKIP_SPARK),,$(comma)spark)]'
+	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[dev,inspect$(if $(SKIP_SPARK),,$(comma)spark)]'
 	$(LATEST)/bin/python -m pip list --format=freeze | grep -iE \
-		'^(numpy|scipy|pandas|numba|matplotlib|duckdb|pyarrow|pyspark)=='
+		'^(numpy|scipy|pandas|numba|matplotlib|duckdb|pyarrow|pyspark|inspect.ai|jsonschema)=='
 	WINRATE_LATEST=1 PATH=$(abspath $(LATEST))/bin:$$PATH $(PYTEST)
 
 # constraints.txt from .venv, after a passing make test (the pins of every installed
@@ -88,6 +98,7 @@ lock: $(BIN)/.installed
 	} > $(CONSTRAINTS)
 	touch $(BIN)/.installed  # the venv is what the file now says: no reinstall
 	[ ! -f $(BIN)/.installed-spark ] || touch $(BIN)/.installed-spark
+	[ ! -f $(BIN)/.installed-inspect ] || touch $(BIN)/.installed-inspect
 
 # The web page's browser tests (tests/test_html_browser.py) run in Debian's chromium with
 # chromium-driver: installed here (quietly) when missing and running as root with apt-get;

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -183,7 +184,9 @@ def inspect_eval(path: Path, model: str, task: str, values: dict, epochs: int = 
 
 
 def write_doc_inputs(folder: Path) -> None:
-    """The inputs of the commands of docs/formats.md's "From your harness" section."""
+    """The inputs of the commands of docs/formats.md's "From your harness" section (the
+    Inspect logs real ones, written by Inspect's mock model where inspect_ai is
+    installed)."""
     rng = np.random.default_rng(11)
     acc_a = rng.integers(0, 2, 200).astype(float)
     acc_b = np.where(rng.random(200) < 0.85, acc_a, 1 - acc_a)
@@ -191,9 +194,11 @@ def write_doc_inputs(folder: Path) -> None:
                 {"acc": acc_a, "acc_norm": acc_a})
     lm_eval_run(folder / "results", "org/model-b", LM_EVAL_DATE[1], "arc_easy",
                 {"acc": acc_b, "acc_norm": acc_b})
-    for name, model, p in (("a", "openai/gpt-4o", 0.7), ("b", "mockllm/model", 0.55)):
+    for name, p in (("a", 0.7), ("b", 0.55)):  # two runs of Inspect's mock model
         values = {k: ["C" if rng.random() < p else "I" for _ in range(2)] for k in range(120)}
-        inspect_eval(folder / "logs" / f"{name}.eval", model, "mmlu", values, epochs=2)
+        if find_spec("inspect_ai") is not None:  # else the section's inspect command skips
+            inspect_run(folder / "logs" / f"{name}.eval", values,
+                        metadata={k: {"subject": "x"} for k in values})
     arena_140k(folder / "arena-140k.parquet", n=600, seed=5)
     pairs = [(q, m1, m2, *(("model_1", "model_2", "tie")[k] for k in rng.integers(0, 3, 2)),
               turn)
@@ -283,4 +288,49 @@ def lighteval_details(output: Path, model: str, date: str, task: str, metrics: d
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"details_{task}_{date}.parquet"
     frame.to_parquet(path, index=False)
+    return path
+
+
+def inspect_run(path: Path, values: dict, task: str = "mmlu", targets: dict | None = None,
+                answer: str = "A", metadata: dict | None = None, log_format: str = "eval",
+                scorer=None) -> Path:
+    """A real Inspect log, written by ``inspect_ai.eval`` running a task offline with its
+    mock model (``mockllm/model``, every answer ``answer``, token usage given so that
+    nothing is downloaded), moved to ``path``. ``values``: sample id -> one score value per
+    epoch, given by a scorer that looks them up (the epochs are ``len`` of the lists);
+    ``scorer``: another scorer (e.g. ``includes()``) grading ``answer`` against
+    ``targets`` (sample id -> target). ``metadata``: sample id -> the sample's metadata."""
+    import shutil
+
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval_run
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import Score, mean
+    from inspect_ai.scorer import scorer as inspect_scorer
+
+    @inspect_scorer(metrics=[mean()], name="table")
+    def table():
+        async def score(state, target):
+            return Score(value=values[state.sample_id][state.epoch - 1])
+        return score
+
+    epochs = len(next(iter(values.values())))
+    samples = [Sample(id=k, input=f"question {k}", target=(targets or {}).get(k, "A"),
+                      metadata=(metadata or {}).get(k)) for k in values]
+    outputs = []
+    for _ in range(len(samples) * epochs):
+        output = ModelOutput.from_content("mockllm/model", answer)
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        outputs.append(output)
+    model = get_model("mockllm/model", custom_outputs=outputs)
+    log_dir = path.parent / f".inspect-{path.stem}"
+    logs = inspect_eval_run(Task(name=task, dataset=samples, scorer=scorer or table(),
+                                 epochs=epochs), model=model, log_dir=str(log_dir),
+                            log_format=log_format, display="none")
+    assert logs[0].status == "success", logs[0].error
+    written = next(p for p in log_dir.iterdir() if p.suffix == f".{log_format}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written.rename(path)
+    shutil.rmtree(log_dir)
     return path

@@ -16,8 +16,9 @@ from packaging.version import Version
 tomllib = pytest.importorskip("tomllib", reason="reads pyproject.toml with Python 3.11's tomllib")
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The extras make installs (dev always, spark for the Spark tests); arena is kept out.
-INSTALLED_EXTRAS = ("dev", "spark")
+#: The extras make installs (dev always, spark for the Spark tests, inspect for the Inspect
+#: logs); arena is kept out.
+INSTALLED_EXTRAS = ("dev", "spark", "inspect")
 
 
 def _pins() -> dict[str, Version]:

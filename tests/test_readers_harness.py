@@ -2,9 +2,9 @@
 (winrate.io.harness): the scores against the values written, two runs compared question by
 question (paired difference and McNemar against pandas and scipy), and the errors.
 
-Inspect AI is not installed here: the .eval fixtures follow its writer
-(inspect_ai/log/_recorders/eval.py: sample_filename, zip_write; the spec in header.json),
-and lm-eval's follow lm_eval/loggers/evaluation_tracker.py (tests/reader_fixtures.py).
+Inspect AI's logs are tested in tests/test_readers_inspect.py, on real logs written by its
+mock model (hand-made .eval files only for its error paths).
+lm-eval's files follow lm_eval/loggers/evaluation_tracker.py (tests/reader_fixtures.py).
 """
 
 from __future__ import annotations
@@ -109,44 +109,6 @@ def test_inspect_values_follow_value_to_float():
     assert np.isnan(inspect_value("maybe")) and np.isnan(inspect_value({"a": 1}))
 
 
-def test_inspect_logs_epochs_are_averaged(tmp_path):
-    values_a = {1: ["C", "C"], 2: ["I", "C"], 3: ["I", "I"], 4: ["P", "C"]}
-    values_b = {1: ["C", "I"], 2: ["I", "I"], 3: ["C", "C"], 4: ["C", "C"]}
-    fx.inspect_eval(tmp_path / "logs" / "a.eval", "openai/gpt-4o", "mmlu", values_a, 2)
-    fx.inspect_eval(tmp_path / "logs" / "b.eval", "mockllm/model", "mmlu", values_b, 2,
-                    older=True)
-    frame = read_format(tmp_path / "logs", "inspect")
-    wide = frame.pivot(index="question", columns="model", values="score")
-    expected_a = [1.0, 0.5, 0.0, 0.75]  # the mean over the two epochs, by hand
-    expected_b = [0.5, 0.0, 1.0, 1.0]
-    questions = [f"mmlu/{k}" for k in range(1, 5)]
-    assert list(wide.loc[questions, "openai/gpt-4o"]) == expected_a
-    assert list(wide.loc[questions, "mockllm/model"]) == expected_b
-    assert set(frame["epochs"]) == {2}
-
-
-def test_inspect_errors_name_file_and_sample(tmp_path):
-    path = fx.inspect_eval(tmp_path / "a.eval", "m", "t", {1: ["C"], 2: ["maybe"]})
-    with pytest.raises(WinrateInputError, match=r"a.eval: scorer 'match': 1 sample\(s\) with "
-                                                r"no score .*samples/2_epoch_1.json \('maybe'\)"):
-        read_format(path, "inspect")
-    with pytest.raises(WinrateInputError, match=r"no scorer 'f1' \(it has \['match'\]\)"):
-        read_format(path, "inspect", scorer="f1")
-    bad = tmp_path / "b.eval"
-    bad.write_bytes(b"not a zip")
-    with pytest.raises(WinrateInputError, match="cannot read it as an Inspect .eval"):
-        read_format(bad, "inspect")
-
-
-def test_leaderboard_of_two_inspect_runs(tmp_path, capsys):
-    values = {k: ["C" if (k * 7) % 3 else "I"] for k in range(30)}
-    other = {k: ["C" if (k * 5) % 4 else "I"] for k in range(30)}
-    fx.inspect_eval(tmp_path / "a.eval", "model-a", "task", values)
-    fx.inspect_eval(tmp_path / "b.eval", "model-b", "task", other)
-    assert main(["leaderboard", str(tmp_path), "--format", "inspect", "--no-progress"]) == 0
-    assert "model-a" in capsys.readouterr().out
-
-
 def test_harness_flags_reach_the_reader(tmp_path, capsys):
     out, _ = two_runs(tmp_path)
     assert main(["leaderboard", str(out), "--format", "lm_eval", "--metric", "acc_norm",
@@ -189,8 +151,8 @@ def test_harness_files_are_detected(tmp_path):
 
     eee = fx.eee_instances(tmp_path / "x_samples.jsonl", "e", "m", "t", [1.0])
     lm = fx.lm_eval_run(tmp_path, "m", fx.LM_EVAL_DATE[0], "arc_easy", {"acc": [1.0]})
-    log = fx.inspect_eval(tmp_path / "a.eval", "m", "t", {1: ["C"]})
-    assert [detect_format(p) for p in (eee, lm, log)] == ["eee", "lm_eval", "inspect"]
+    assert [detect_format(p) for p in (eee, lm)] == ["eee", "lm_eval"]  # inspect: in
+    # tests/test_readers_inspect.py, on a real log
 
 
 def test_helm_runs_pair_up_by_scenario(tmp_path):
@@ -234,12 +196,7 @@ def test_helm_stats_are_detected(tmp_path):
 def test_sample_metadata_become_columns_to_split_by(tmp_path):
     from winrate.by_category import analyze_by
 
-    values = {k: ["C" if (k * 7) % 3 else "I"] for k in range(40)}
-    other = {k: ["C" if (k * 5) % 4 else "I"] for k in range(40)}
-    fx.inspect_eval(tmp_path / "a.eval", "model-a", "mmlu", values)
-    fx.inspect_eval(tmp_path / "b.eval", "model-b", "mmlu", other)
-    frame = read_format(tmp_path, "inspect")
-    assert set(frame["subject"]) == {"x"}  # the fixture's metadata
+    # Inspect samples' metadata: tests/test_readers_inspect.py, on real logs
     eee = tmp_path / "eee"
     grades = [float(g) for g in ACC_A[:40]]
     fx.eee_instances(eee / "a.jsonl", "e1", "m-a", "mmlu", grades)

@@ -1,6 +1,7 @@
-"""The Every Eval Ever writer (winrate.report.eee): records valid against the schema
-(tests/data/eee, checked by tests/json_schema_check.py, which fails on invalid records),
-and their numbers equal to the analysis' own."""
+"""The Every Eval Ever writer (winrate.report.eee): records valid against upstream's
+eval.schema.json (tests/data/eee, verbatim, with its commit in the README there), checked
+by jsonschema's validator of the Draft the schema declares, which fails on invalid
+records; and their numbers equal to the analysis' own."""
 
 from __future__ import annotations
 
@@ -8,19 +9,28 @@ import copy
 import json
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
 from tests import reader_fixtures as fx
-from tests.json_schema_check import problems
 from winrate import analyze
 from winrate.cli import main
 from winrate.errors import WinrateInputError
 from winrate.io.formats import read_log
 from winrate.report.eee import to_eee, write_eee
 
-SCHEMA = json.loads((Path(__file__).parent / "data" / "eee" /
-                     "eval.schema.subset.json").read_text())
+SCHEMA = json.loads((Path(__file__).parent / "data" / "eee" / "eval.schema.json").read_text())
+#: the validator of the Draft the schema's $schema names (draft-07)
+VALIDATOR = jsonschema.validators.validator_for(SCHEMA)
+assert VALIDATOR is jsonschema.Draft7Validator
+VALIDATOR.check_schema(SCHEMA)
+
+
+def problems(record: dict) -> list[str]:
+    """Every way ``record`` breaks the schema, as ``path: message`` lines."""
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in VALIDATOR(SCHEMA).iter_errors(record)]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +45,7 @@ def test_records_validate_and_carry_the_clustered_numbers(result):
     records = to_eee(result, evaluation_name="arena-140k", retrieved="1767225600")
     assert len(records) == len(result.models)
     for k, record in enumerate(records):
-        assert problems(record, SCHEMA) == []
+        assert problems(record) == []
         details = record["evaluation_results"][0]["score_details"]
         assert record["model_info"]["id"] == result.models[k]
         assert details["score"] == pytest.approx(result.scores[k], abs=1e-15)
@@ -56,12 +66,17 @@ def test_the_check_fails_on_invalid_records(result):
     broken["evaluation_results"][0]["score_details"]["uncertainty"]["num_samples"] = 3.5
     broken["evaluation_results"][0]["metric_config"].pop("max_score")
     broken["extra"] = 1
-    found = problems(broken, SCHEMA)
-    assert any("'version' missing" in p for p in found)
-    assert any("'self' not one of" in p for p in found)
-    assert any("num_samples: not of type integer" in p for p in found)
-    assert any("'max_score' missing" in p for p in found)  # continuous needs both bounds
-    assert any("field 'extra' not allowed" in p for p in found)
+    found = problems(broken)
+    assert set(found) == {
+        "eval_library: 'version' is a required property",
+        "source_metadata/evaluator_relationship: 'self' is not one of ['first_party', "
+        "'third_party', 'collaborative', 'other']",
+        "evaluation_results/0/score_details/uncertainty/num_samples: 3.5 is not of type "
+        "'integer'",
+        "evaluation_results/0/metric_config: 'max_score' is a required property",  # continuous
+        ": Additional properties are not allowed ('extra' was unexpected)"}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, SCHEMA, cls=VALIDATOR)
     with pytest.raises(WinrateInputError, match="relationship must be one of"):
         to_eee(result, evaluation_name="x", relationship="self")
 
@@ -75,7 +90,7 @@ def test_command_line_writes_one_record_per_model(tmp_path, capsys):
     files = sorted(out.glob("*.json"))
     assert [f.stem for f in files] == sorted(fx.MODELS)
     for file in files:
-        assert problems(json.loads(file.read_text()), SCHEMA) == []
+        assert problems(json.loads(file.read_text())) == []
     written = write_eee(analyze(read_log(path, "arena"), cluster="prompt"), tmp_path / "api",
                         evaluation_name="arena")
     assert np.all([f.exists() for f in written])

@@ -30,7 +30,10 @@ Formats (:data:`HARNESS_FORMATS`)
     carry several (``metric=``); a task without that filter or metric is an error naming
     it. Booleans are 0/1.
 ``inspect``
-    Inspect AI logs (github.com/UKGovernmentBEIS/inspect_ai): ``.eval`` files, a zip
+    Inspect AI logs (github.com/UKGovernmentBEIS/inspect_ai), read by
+    ``inspect_ai.log.read_eval_log`` where inspect_ai is installed (the ``inspect`` extra,
+    ``pip install 'winrate[inspect]'``), else by winrate's own reader of the files below,
+    which gives the same frames: ``.eval`` files, a zip
     archive written by ``inspect_ai/log/_recorders/eval.py`` (``EvalRecorder``: one
     ``samples/<id>_epoch_<epoch>.json`` per sample and epoch, the eval spec in
     ``header.json``, ``_journal/start.json`` or, in older logs, ``start.json``), and
@@ -395,7 +398,43 @@ def _inspect_file(path: Path, scorer: str | None, key: str | None) -> pd.DataFra
 
 
 def _inspect_log(path: Path) -> tuple[dict, list[dict], list[str]]:
-    """The eval spec, the samples and their names of one log."""
+    """The eval spec, the samples and their names of one log: through inspect_ai's own
+    reader where it is installed (the ``inspect`` extra), else through :func:`_zip_log`
+    (the two give the same frames: tests/test_readers_inspect.py)."""
+    read_eval_log = _inspect_ai_reader()
+    if read_eval_log is None:
+        return _zip_log(path)
+    try:
+        log = read_eval_log(str(path))
+    except Exception as error:  # inspect_ai raises many types (zip, JSON, pydantic)
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise WinrateInputError(f"{path}: cannot read it as an Inspect log "
+                                f"(inspect_ai.log.read_eval_log): {first}") from None
+    samples = [{"id": s.id, "epoch": s.epoch, "metadata": s.metadata,
+                "scores": {name: {"value": score.value}
+                           for name, score in (s.scores or {}).items()}}
+               for s in log.samples or []]
+    names = [f"samples/{s['id']}_epoch_{s['epoch']}.json" for s in samples]
+    if path.suffix == ".json":
+        names = [f"sample {i}" for i in range(len(samples))]
+    else:  # the order of the zip reader's sorted member names
+        order = sorted(range(len(names)), key=names.__getitem__)
+        samples, names = [samples[i] for i in order], [names[i] for i in order]
+    return {"model": log.eval.model, "task": log.eval.task}, samples, names
+
+
+def _inspect_ai_reader():
+    """``inspect_ai.log.read_eval_log``, or None where inspect_ai is not installed."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        return None
+    return read_eval_log
+
+
+def _zip_log(path: Path) -> tuple[dict, list[dict], list[str]]:
+    """:func:`_inspect_log` without inspect_ai: the ``.json`` log, or the ``.eval`` zip's
+    spec and ``samples/*.json`` members read as ``EvalRecorder`` writes them."""
     if path.suffix == ".json":
         log = _json_file(path, path.read_bytes)
         samples = log.get("samples") or []
@@ -406,15 +445,19 @@ def _inspect_log(path: Path) -> tuple[dict, list[dict], list[str]]:
             spec_file = next((name for name in _SPEC_FILES if name in listed), None)
             if spec_file is None:
                 raise WinrateInputError(f"{path}: no {' or '.join(_SPEC_FILES)} in the "
-                                        "archive: not an Inspect .eval log")
+                                        f"archive: not an Inspect .eval log{_EXTRA_HINT}")
             spec = _json_file(f"{path}:{spec_file}", lambda: archive.read(spec_file))
             names = sorted(n for n in listed
                            if n.startswith("samples/") and n.endswith(".json"))
             samples = [_json_file(f"{path}:{n}", lambda n=n: archive.read(n)) for n in names]
     except (zipfile.BadZipFile, OSError) as error:
         raise WinrateInputError(f"{path}: cannot read it as an Inspect .eval (zip) log: "
-                                f"{error}") from None
+                                f"{error}{_EXTRA_HINT}") from None
     return spec.get("eval") or {}, samples, names
+
+
+#: What the built-in reader's errors add: Inspect's own reader knows every log version.
+_EXTRA_HINT = " (pip install 'winrate[inspect]' reads logs with inspect_ai's own reader)"
 
 
 def _json_file(where, read) -> dict:
