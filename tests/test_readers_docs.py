@@ -59,7 +59,7 @@ def test_the_section_has_one_command_per_harness():
 
 @pytest.mark.parametrize("line, shown", COMMANDS, ids=[c[0][:60] for c in COMMANDS])
 def test_command_prints_what_the_page_shows(line, shown, inputs, monkeypatch):
-    if "--format inspect" in line and find_spec("inspect_ai") is None:
+    if ("--format inspect" in line or ".eval" in line) and find_spec("inspect_ai") is None:
         pytest.skip("the Inspect logs are written by inspect_ai: pip install 'winrate[inspect]'")
     monkeypatch.chdir(inputs)
     problem = mismatch(shown, output(line))
