@@ -43,6 +43,7 @@ from winrate.errors import WinrateInputError
 from winrate.estimators.cells import keeps_rows
 from winrate.inference.family import (
     Member,
+    each_category,
     family_covariance,
     family_inference,
     reported_bread,
@@ -108,23 +109,12 @@ def analyze_by(log, column: str, cluster=None, *, family: bool = False,
             notes.emit(chosen)
     cluster = tuple(cluster) if not isinstance(cluster, str) else tuple(cluster.split("+"))
     cluster = tuple(c for c in cluster if c != "none")
-    boards, thin = {}, {}
     parts = split_by(log, column)
-    for label, part in bar(parts.items(), desc=f"boards by {column}", unit="board",
-                           total=len(parts)):
-        reason = _thin(part, cluster)
-        if reason is None:
-            try:
-                boards[label] = analyze(part, cluster=cluster or "none", **options)
-            except WinrateInputError as error:
-                reason = str(error)
-        if reason is not None:
-            thin[label] = reason
-    if thin:
-        notes.emit(notes.thin_categories(column, thin))
-    if not boards:
-        raise WinrateInputError(f"no category of {column!r} has enough comparisons for a "
-                                "board")
+    boards, thin = each_category(
+        bar(parts.items(), desc=f"boards by {column}", unit="board", total=len(parts)),
+        lambda part: _thin(part, cluster),
+        lambda part: analyze(part, cluster=cluster or "none", **options),
+        column, "comparisons for a board")
     joint = _family(log, column, cluster, parts, boards, options) if family else None
     return CategoryBoards(column, cluster, boards, thin, joint)
 

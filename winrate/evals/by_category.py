@@ -28,11 +28,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from winrate import notes
 from winrate.errors import WinrateInputError
 from winrate.evals.frame import MEAN_SCALES, EvalReport, QuestionScores, evaluate
 from winrate.evals.report import by_score, report_json
-from winrate.inference.family import Member, family_covariance, family_inference
+from winrate.inference.family import (
+    Member,
+    each_category,
+    family_covariance,
+    family_inference,
+)
 from winrate.inference.intervals import bounds_on_scale
 from winrate.report.leaderboard import json_safe
 
@@ -93,21 +97,9 @@ def split_scores(qs: QuestionScores, column: str) -> dict[str, QuestionScores]:
 def evaluate_by(qs: QuestionScores, column: str, **options) -> EvalBoards:
     """One :func:`winrate.evals.frame.evaluate` per value of ``column`` (module doc) and
     the family over all of them; ``options`` are ``evaluate``'s."""
-    reports, thin = {}, {}
-    for label, part in split_scores(qs, column).items():
-        reason = _thin(part)
-        if reason is None:
-            try:
-                reports[label] = evaluate(part, **options)
-            except WinrateInputError as error:
-                reason = str(error)
-        if reason is not None:
-            thin[label] = reason
-    if thin:
-        notes.emit(notes.thin_categories(column, thin))
-    if not reports:
-        raise WinrateInputError(f"no category of {column!r} has enough questions for a "
-                                "report")
+    reports, thin = each_category(split_scores(qs, column).items(), _thin,
+                                  lambda part: evaluate(part, **options), column,
+                                  "questions for a report")
     return EvalBoards(column, reports, thin, eval_family(qs, reports))
 
 

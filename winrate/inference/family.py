@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import block_diag
 
+from winrate import notes
 from winrate.errors import WinrateInputError
 from winrate.inference.joint import DEFAULT_DRAWS, rank_sets, simultaneous_intervals
 from winrate.variance.cluster_sums import RowSums, clustered
@@ -171,3 +172,26 @@ def _rank_sets(estimate, scaled, kept, category, alpha, df, n_draws, seed):
         low[kept] = found.low
         high[kept] = found.high + unknown[code[kept]]
     return low, high
+
+
+def each_category(parts, why_thin, run, column: str, needed: str) -> tuple[dict, dict]:
+    """``run(part)`` for each ``(label, part)`` of ``parts`` that ``why_thin(part)`` (a
+    reason, or None) lets through: the results by label, and the categories left out with
+    their reasons (refused, or whose run failed with an input error), said in one
+    ``thin-categories`` note. ``needed`` completes the error when none gives a result
+    ("comparisons for a board")."""
+    results, thin = {}, {}
+    for label, part in parts:
+        reason = why_thin(part)
+        if reason is None:
+            try:
+                results[label] = run(part)
+            except WinrateInputError as error:
+                reason = str(error)
+        if reason is not None:
+            thin[label] = reason
+    if thin:
+        notes.emit(notes.thin_categories(column, thin))
+    if not results:
+        raise WinrateInputError(f"no category of {column!r} has enough {needed}")
+    return results, thin
