@@ -153,6 +153,17 @@ def lm_eval_run(folder: Path, model: str, date: str, task: str, scores: dict,
     return path
 
 
+def two_task_lm_eval(out: Path) -> Path:
+    """lm-eval runs of three models on two tasks (arc_easy 40 questions, boolq 35), 0/1
+    accuracies drawn with seed 3: the folder ``out``."""
+    rng = np.random.default_rng(3)
+    for model in ("m-a", "m-b", "m-c"):
+        for task, n in (("arc_easy", 40), ("boolq", 35)):
+            lm_eval_run(out, model, LM_EVAL_DATE[0], task,
+                        {"acc": rng.integers(0, 2, n).astype(float)})
+    return out
+
+
 def inspect_eval(path: Path, model: str, task: str, values: dict, epochs: int = 1,
                  scorer: str = "match", older: bool = False) -> Path:
     """An Inspect ``.eval`` zip as ``inspect_ai/log/_recorders/eval.py`` writes it: the spec

@@ -59,12 +59,7 @@ def test_thin_categories_are_named_in_one_note(tmp_path):
 
 
 def test_score_tables_split_by_question(tmp_path):
-    out = tmp_path / "results"
-    rng = np.random.default_rng(3)
-    for model in ("m-a", "m-b", "m-c"):
-        for task, n in (("arc_easy", 40), ("boolq", 35)):
-            fx.lm_eval_run(out, model, fx.LM_EVAL_DATE[0], task,
-                           {"acc": rng.integers(0, 2, n).astype(float)})
+    out = fx.two_task_lm_eval(tmp_path / "results")
     table = read_log(out, "lm_eval")
     parts = split_by(table, "task")
     assert {k: v.scores.shape for k, v in parts.items()} == {"arc_easy": (40, 3),

@@ -164,12 +164,7 @@ def test_family_of_score_tables_falls_back_with_a_note(tmp_path):
     """A fit of per-question scores keeps its influence per question (cell totals), which
     the family does not stack: a family-not-joint note, and the Sidak rule (tasks share
     no question)."""
-    out = tmp_path / "results"
-    rng = np.random.default_rng(3)
-    for model in ("m-a", "m-b", "m-c"):
-        for task, n in (("arc_easy", 40), ("boolq", 35)):
-            fx.lm_eval_run(out, model, fx.LM_EVAL_DATE[0], task,
-                           {"acc": rng.integers(0, 2, n).astype(float)})
+    out = fx.two_task_lm_eval(tmp_path / "results")
     with pytest.warns(Warning) as caught:
         boards = analyze_by(read_log(out, "lm_eval"), "task", cluster="prompt", family=True)
     assert boards.family.rule == "sidak"
