@@ -8,9 +8,11 @@ minimal detectable difference by solving the power equation with scipy's root fi
 Then ``winrate compare`` against ``winrate eval --format ... --paired`` on the same
 answers, three runs (every pair, simultaneous intervals), and the one-line errors.
 
-The Inspect logs are written by ``tests/reader_fixtures.inspect_eval`` the way
-``inspect_ai/log/_recorders/eval.py`` writes them (``inspect_ai`` is an optional extra not
-installed with the test environment; ``tests/test_readers_harness.py`` cites the writer).
+The Inspect logs here are written by ``tests/reader_fixtures.inspect_eval`` the way
+``inspect_ai/log/_recorders/eval.py`` writes them, so their scores are chosen exactly; they
+are read through ``inspect_ai``'s own reader (the ``inspect`` extra, which ``make test``
+installs). Logs made by Inspect itself, with its mock model, are the subject of
+``tests/test_readers_inspect.py``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ from winrate.cli import main
 from winrate.constants import RUN_FORMATS, SCORES_FORMAT
 from winrate.evals.power import detectable_difference, minimum_detectable_effect
 from winrate.io.harness import HARNESS_FORMATS
+
+#: inspect_ai 0.3.285 warns of a deprecated tenacity parameter at every read (its retry
+#: setup, inspect_ai/model/_retry.py), not winrate
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:The 'initial' parameter is deprecated:DeprecationWarning")
 
 N = 150
 MODELS = ("openai/gpt-4o", "mockllm/model")
