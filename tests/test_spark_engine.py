@@ -41,11 +41,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import winrate
+from tests import test_scan_slices as slices
 from tests.note_codes import codes_of, warns_code
 from winrate.errors import WinrateInputError, WinrateWarning
 from winrate.io.engine import DuckDBEngine
 from winrate.io.scan import KEY
 from winrate.settings import Variance
+from winrate.variance import buckets
 
 N_ROWS = 3_000
 KEYS = ["model_a", "model_b"]
@@ -445,6 +447,24 @@ def test_pass_two_on_spark_runs_distributed_and_returns_sums_not_rows(spark_engi
     for tasks in (small_tasks, large_tasks):
         assert tasks and min(tasks) >= 2, tasks
     assert abs(large_bytes - small_bytes) <= 0.1 * small_bytes, (small_bytes, large_bytes)
+
+
+def test_spark_reduces_sliced_and_grouped_terms_as_memory(spark_engine, tmp_path,
+                                                           monkeypatch):
+    """The slices' and the grouped rows' SQL run on Spark SQL too: a two-way weighted
+    Bradley-Terry analysis on Spark, its prompt term in two slices, the prompt x judge
+    term in three and every term over grouped rows, equals memory's."""
+    frame = slices.labelled_log(np.array([f"p{i:03d}" for i in range(60)]), n_judges=2)
+    frame["w"] = np.random.default_rng(3).choice([0.0, 1.0, 2.5], len(frame))
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    slices.forced(monkeypatch, "grouped")
+    monkeypatch.setattr(buckets, "engine_memory",
+                        lambda budget: 2 * 60 * 7 * buckets.GROUP_BYTES / 1.5)
+    analysis = dict(cluster="prompt+judge", model="bt", correction="cr1")
+    on_spark = analysed(winrate.scan(str(path), engine="spark", weight_col="w"), {}, analysis)
+    in_memory = analysed(winrate.read_comparisons(frame, weight_col="w"), {}, analysis)
+    assert_same_analysis(on_spark, in_memory)
 
 
 OUTCOME_SCORES = {"a": 1.0, "b": 0.0, "tie": 0.5}

@@ -75,7 +75,7 @@ class ScanDesign:
         self.n_terms = 2 ** len(clustering) - 1
 
         def shown(terms):
-            return bar(terms, total=len(terms), desc="pass 2", unit="term",
+            return bar(terms, total=len(terms), desc="pass 2", unit="part",
                        progress=progress)
 
         return EngineSums(_key_fit(log, board, strata, self.n_keys), self.scan, clustering,

@@ -79,6 +79,9 @@ ENGINE_SHARE = 0.75
 #: The smallest memory budget (bytes) a scan accepts.
 MIN_BUDGET = 64 << 20
 
+#: Clusters sampled per slice for :meth:`Scan.cluster_slices`'s bounds.
+SLICE_SAMPLE = 64
+
 #: Table names unique within the process (scans may share one connection).
 _TABLES = itertools.count(1)
 
@@ -288,22 +291,77 @@ class Scan:
         with reading(self.source, self.mode):
             return self.engine.query(sql)
 
-    def rows_joined(self, axes: dict[int, str], table: str, key_columns: list[str]) -> str:
+    def rows_joined(self, axes: dict[int, str], table: str, key_columns: list[str],
+                    within: str | None = None, grouped: bool = False) -> str:
         """SQL: the rows of positive weight joined to ``table`` (an uploaded table with
         the raw key values as ``winrate_k0, winrate_k1, ...`` in the order of
         ``key_columns``; a key may have several rows there), each with every column of
         ``table``, its cluster on each of ``axes`` (column ``winrate_c{i}`` for axis
-        number i) and its weight ``winrate_w``. Rows whose key the table lacks (left out
-        by the estimator) drop out in the join."""
+        number i), its weight ``winrate_w`` and squared weight ``winrate_w2``. Rows whose
+        key the table lacks (left out by the estimator) drop out in the join. ``within``:
+        only the rows meeting that condition on the source's columns (a slice of
+        :meth:`cluster_slices`). ``grouped``: the rows of one cluster and key summed
+        first (``winrate_w = sum w``, ``winrate_w2 = sum w^2``): the same sums of every
+        linear or weight-squared function of a row, through a join of the groups
+        instead of the rows (fewer where the clusters are few)."""
         weight = ("CAST(1 AS DOUBLE)" if self.columns.weight is None
                   else f"CAST(s.{_quote(self.columns.weight)} AS DOUBLE)")
-        labels = ", ".join(f"s.{_quote(self.columns.axes[name])} AS winrate_c{i}"
-                           for i, name in axes.items())
-        joined = " AND ".join(f"s.{_quote(c)} = e.winrate_k{i}"
-                              for i, c in enumerate(key_columns))
-        where = "" if self.columns.weight is None else f" WHERE {weight} > 0"
-        return (f"SELECT /*+ BROADCAST(e) */ {labels}, e.*, {weight} AS winrate_w "
-                f"FROM {self.table} AS s JOIN {table} AS e ON {joined}{where}")
+        conditions = ([] if self.columns.weight is None else [f"{weight} > 0"]) + (
+            [within] if within else [])
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        clusters = {f"winrate_c{i}": self.columns.axes[name] for i, name in axes.items()}
+        keys = {f"winrate_g{i}": c for i, c in enumerate(key_columns)}
+        if not grouped:
+            labels = ", ".join(f"s.{_quote(c)} AS {alias}" for alias, c in clusters.items())
+            joined = " AND ".join(f"s.{_quote(c)} = e.winrate_k{i}"
+                                  for i, c in enumerate(key_columns))
+            return (f"SELECT /*+ BROADCAST(e) */ {labels}, e.*, {weight} AS winrate_w, "
+                    f"{weight} * {weight} AS winrate_w2 FROM {self.table} AS s JOIN "
+                    f"{table} AS e ON {joined}{where}")
+        by = {**clusters, **keys}
+        chosen = ", ".join(f"s.{_quote(c)} AS {alias}" for alias, c in by.items())
+        summed = (f"SELECT {chosen}, SUM({weight}) AS winrate_w, SUM({weight} * {weight}) "
+                  f"AS winrate_w2 FROM {self.table} AS s{where} GROUP BY "
+                  + ", ".join(f"s.{_quote(c)}" for c in by.values()))
+        labels = ", ".join(f"g.{alias}" for alias in clusters)
+        joined = " AND ".join(f"g.{alias} = e.winrate_k{i}"
+                              for i, alias in enumerate(keys))
+        return (f"SELECT /*+ BROADCAST(e) */ {labels}, e.*, g.winrate_w, g.winrate_w2 "
+                f"FROM ({summed}) AS g JOIN {table} AS e ON {joined}")
+
+    def cluster_slices(self, axis: str, n_slices: int) -> list[str]:
+        """Conditions on the source column of ``axis`` that split its clusters into about
+        ``n_slices`` parts of about equal rows, each cluster in exactly one: ranges of its
+        labels (``c < b1``, ``b1 <= c < b2``, ..., ``c >= b_{n-1}``), so a source stored
+        in cluster order (a Parquet file's row groups carry each column's least and
+        largest value) reads only a part's row groups. The bounds are labels of a sample
+        of clusters (those whose hash is a multiple of ``m``, about
+        :data:`SLICE_SAMPLE` per part, with their rows), in the engine's order. A label
+        no literal can spell the same on every engine (text with a quote or a
+        backslash, a type other than integers, finite floats and text) bounds no range;
+        where no label can, the parts are the clusters' hashes modulo ``n_slices``."""
+        col = _quote(self.columns.axes[axis])
+        n_clusters = self.axis_size(axis)[0]
+        step = max(1, n_clusters // (SLICE_SAMPLE * n_slices))
+        filters = [f"hash({col}) % {step} = 0"] + (
+            [] if self.columns.weight is None else [f"{self._weight()} > 0"])
+        sample = self._query_frame(
+            f"SELECT {col} AS label, COUNT(*) AS n FROM {self.table} WHERE "
+            f"{' AND '.join(filters)} GROUP BY {col} ORDER BY {col}")
+        literals = [_literal(label) for label in sample["label"]]
+        share = np.cumsum(sample["n"].to_numpy(float))
+        at = np.searchsorted(share / share[-1], np.arange(1, n_slices) / n_slices) + 1 \
+            if len(share) else np.zeros(0, np.int64)
+        bounds = list(dict.fromkeys(literals[i] for i in at
+                                    if i < len(literals) and literals[i] is not None))
+        col = f"s.{col}"
+        if not bounds:
+            return [f"(hash({col}) % {n_slices} + {n_slices}) % {n_slices} = {i}"
+                    for i in range(n_slices)]
+        return ([f"{col} < {bounds[0]}"]
+                + [f"{col} >= {low} AND {col} < {high}"
+                   for low, high in zip(bounds[:-1], bounds[1:], strict=True)]
+                + [f"{col} >= {bounds[-1]}"])
 
     def _reads_decoded_text(self) -> bool:
         """Whether text may hold replacement characters (Spark reading CSV / TSV files)."""
@@ -369,6 +427,20 @@ def _as_read(values: pd.Series) -> pd.Series:
     float id column as text (7.0 is the id "7"), any other as it is; the engine's join
     keeps the raw values."""
     return id_text(values) if pd.api.types.is_float_dtype(values) else values
+
+
+def _literal(label) -> str | None:
+    """A label as an SQL literal both engines read as the same value, or None: integers,
+    finite floats and text without quotes or backslashes (whose escapes differ)."""
+    if isinstance(label, (bool, np.bool_)):
+        return None
+    if isinstance(label, (int, np.integer)):
+        return str(int(label))
+    if isinstance(label, (float, np.floating)):
+        return repr(float(label)) if np.isfinite(label) else None
+    if isinstance(label, str) and "'" not in label and "\\" not in label:
+        return f"'{label}'"
+    return None
 
 
 def _quote(column: str) -> str:

@@ -53,7 +53,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from winrate.errors import WinrateInputError
-from winrate.io.scan import Scan
+from winrate.io.scan import Scan, engine_memory
 from winrate.variance import diagnostics
 from winrate.variance.cluster_sums import AxisDesign, ClusterSums
 from winrate.variance.meats import GroupMeat, require_two_clusters, subsets
@@ -262,42 +262,83 @@ class EngineSums(ClusterSums):
 
     def _reduce(self, cr2: bool) -> None:
         """One reduction in the engine: every term's meat (and, the first time, every
-        axis' design) from the uploaded key table, dropped at the end."""
+        axis' design) from the uploaded key table, dropped at the end; a term whose
+        grouping would outgrow the engine's memory in slices of its clusters
+        (:meth:`_plan`), whose sums add."""
         scan, fit = self.scan, self.fit
         covered = fit.model_columns_are_entries()
         sql = _TermSql(fit.n_columns, fit.n_per_model.shape[0],
                        0 if covered else fit.n_columns, cr2)
         key_columns = scan.key_columns(self.key_axes)
-        table = scan.upload(fit.table(scan.key_table(self.key_axes)[key_columns],
-                                      model_rows=not covered))
+        keys = fit.table(scan.key_table(self.key_axes)[key_columns], model_rows=not covered)
+        table = scan.upload(keys)
         try:
-            def rows(dims):
+            def rows(dims, within=None):
                 return "(" + scan.rows_joined({d: self.clustering[d] for d in dims}, table,
-                                              key_columns) + ")"
+                                              key_columns, within,
+                                              self._grouped(dims)) + ")"
 
             spans = None
             if self._designs is None:
                 spans = self._single_pairs(sql, rows(tuple(range(len(self.clustering)))))
-            meats, designs = [], []
-            for dims in _progress(subsets(len(self.clustering)), self.progress):
-                meat, design = self._term(sql, rows(dims), dims, spans)
-                meats.append(meat)
-                designs += [design] if design is not None else []
+            parts: dict[tuple[int, ...], _TermPart] = {}
+            for dims, within in _progress(self._plan(sql, len(keys)), self.progress):
+                part = self._term(sql, rows(dims, within), dims, spans)
+                parts[dims] = parts[dims].merged(part) if dims in parts else part
         finally:
             scan.drop(table)
-        self._meats[cr2] = meats
+        self._meats[cr2] = [part.meat for part in parts.values()]
+        for dims, part in parts.items():
+            if len(dims) == 1:  # as in memory: the fit's rows must span two clusters
+                require_two_clusters(part.meat.n_groups, f"groups[{dims[0]}]")
         if spans is not None:
-            self._designs = designs
+            self._designs = [self._axis_design(dims[0], part, spans[dims[0]])
+                             for dims, part in parts.items() if len(dims) == 1]
+
+    def _plan(self, sql: _TermSql, n_table_rows: int) -> list[tuple[tuple[int, ...], str | None]]:
+        """Each term with the slices of its clusters it is reduced in: one where its
+        grouping fits half the engine's memory at :data:`GROUP_BYTES` a group, else
+        ranges of its axis of most clusters (:meth:`winrate.io.scan.Scan.cluster_slices`;
+        at most as many as that axis has clusters).
+        A term's groups are at most its joined rows (the source's rows times the key
+        table's rows per key) and at most its clusters times the influence columns
+        (and model rows) a cluster can touch."""
+        scan = self.scan
+        joined = scan.n_rows * n_table_rows / max(int((self.fit.key_rows >= 0).sum()), 1)
+        width = sql.q + (sql.n_models if sql.model_base else 0) + 1
+        limit = engine_memory(scan.budget) / 2
+        plan = []
+        for dims in subsets(len(self.clustering)):
+            clusters = min(float(np.prod([self.axes[d].n_clusters for d in dims])),
+                           scan.n_rows)
+            groups = min(joined, clusters * width)
+            widest = max(dims, key=lambda d: self.axes[d].n_clusters)
+            n_slices = int(min(np.ceil(groups * GROUP_BYTES / limit),
+                               self.axes[widest].n_clusters))
+            if n_slices <= 1:
+                plan.append((dims, None))
+                continue
+            plan += [(dims, within) for within in
+                     scan.cluster_slices(self.clustering[widest], n_slices)]
+        return plan
+
+    def _grouped(self, dims: tuple[int, ...]) -> bool:
+        """Whether the rows of a term are summed per (cluster, key) before the join
+        (:meth:`winrate.io.scan.Scan.rows_joined`): where its clusters times the keys
+        are at most half the rows (a judge axis of a long log)."""
+        clusters = float(np.prod([self.axes[d].n_clusters for d in dims]))
+        return clusters * self.fit.key_rows.shape[0] <= self.scan.n_rows / 2
 
     def _term(self, sql: _TermSql, rows: str, dims: tuple[int, ...],
-              spans: list[np.ndarray] | None) -> tuple[GroupMeat, AxisDesign | None]:
-        """A term's :class:`GroupMeat` from its cluster sums, kept in the engine while
-        read (CR2: with its clusters' masses), and an axis' design where ``spans`` (each
-        axis' single-cluster pairs) are given."""
-        scan, created, design = self.scan, [], None
+              spans: list[np.ndarray] | None) -> _TermPart:
+        """A term's :class:`_TermPart` over the clusters of ``rows``: its meat from its
+        cluster sums, kept in the engine while read (CR2: with its clusters' masses), and
+        for an axis where ``spans`` (each axis' single-cluster pairs) are given the
+        moments of its design."""
+        scan, created = self.scan, []
         try:
             if len(dims) > 1 and not sql.cr2:
-                return self._split_meat(sql, rows, dims, created), None
+                return _TermPart(self._split_meat(sql, rows, dims, created))
             mass = None
             if sql.cr2:
                 mass = scan.materialize(sql.mass(rows, dims))
@@ -305,16 +346,18 @@ class EngineSums(ClusterSums):
             sums = scan.materialize(sql.sums(rows, dims, mass))
             created.append(sums)
             meat, parts = self._group_meat(sql, sums, dims)
-            if len(dims) == 1:  # as in memory: the fit's rows must span two clusters
-                require_two_clusters(meat.n_groups, f"groups[{dims[0]}]")
-                if spans is not None:
-                    design = self._axis_design(parts, spans[dims[0]])
-                    if design.single.any():
-                        self._pair_iccs[dims[0]] = self._cells_icc(sql, rows, dims[0])
+            if len(dims) > 1 or spans is None:
+                return _TermPart(meat)
+            per_model = np.zeros(self.fit.n_per_model.shape[0], np.int64)
+            per_model[parts["model"]["i"]] = parts["model"]["j"]
+            found = parts["clusters"]
+            moments = np.array([found[c][0] for c in ("j", "x1", "x2", "x3")], float)
+            pairs = (self._pair_moments(sql, rows, dims[0]) if spans[dims[0]].any()
+                     else None)
+            return _TermPart(meat, per_model, moments, pairs)
         finally:
             for name in reversed(created):
                 scan.drop(name)
-        return meat, design
 
     def _split_meat(self, sql: _TermSql, rows: str, dims: tuple[int, ...],
                     created: list[str]) -> GroupMeat:
@@ -368,26 +411,48 @@ class EngineSums(ClusterSums):
         return GroupMeat(meat, int(parts["clusters"]["i"][0]), largest, argmax, row_squares,
                          spread, fourth), parts
 
-    def _cells_icc(self, sql: _TermSql, rows: str, dim: int) -> float:
-        """The ICC over (cluster, pair) cells of axis ``dim`` (:meth:`same_pair_icc`)."""
+    def _pair_moments(self, sql: _TermSql, rows: str, dim: int) -> np.ndarray:
+        """The ANOVA moments over the (cluster, pair) cells of axis ``dim`` in ``rows``
+        (:meth:`_TermSql.pair_cells`: cells, total size, squared sizes, ``sum S^2 / n``)."""
         found = self.scan.query_frame(sql.pair_cells(rows, dim))
-        return diagnostics.icc_of_moments(int(found["i"][0]), float(found["x1"][0]),
-                                          float(found["x2"][0]), float(found["x3"][0]),
-                                          self.fit.squares)
+        return found[["i", "x1", "x2", "x3"]].to_numpy(float)[0]
 
-    def _axis_design(self, parts: dict, single: np.ndarray) -> AxisDesign:
-        """An axis' ``m`` and ICC from its term's ``parts`` (:meth:`_group_meat`) and its
-        ``single`` pairs."""
+    def _axis_design(self, dim: int, part: _TermPart, single: np.ndarray) -> AxisDesign:
+        """An axis' ``m`` and ICC from its term's summed ``part`` and its ``single``
+        pairs; where it has such pairs, its (cluster, pair) cells' ICC
+        (:meth:`same_pair_icc`)."""
         fit = self.fit
-        clusters_of_model = np.zeros(fit.n_per_model.shape[0], np.int64)
-        clusters_of_model[parts["model"]["i"]] = parts["model"]["j"]
-        moments = parts["clusters"]
-        _check_unchanged(float(moments["x1"][0]), float(fit.frequency.sum()))
-        icc = diagnostics.icc_of_moments(int(moments["j"][0]), float(moments["x1"][0]),
-                                         float(moments["x2"][0]), float(moments["x3"][0]),
-                                         fit.squares)
-        return AxisDesign(diagnostics.per_cluster(fit.n_per_model, clusters_of_model),
+        n_all, total, squares, between = part.moments
+        _check_unchanged(total, float(fit.frequency.sum()))
+        if part.pair_moments is not None:
+            self._pair_iccs[dim] = diagnostics.icc_of_moments(int(part.pair_moments[0]),
+                                                              *part.pair_moments[1:],
+                                                              fit.squares)
+        icc = diagnostics.icc_of_moments(int(n_all), total, squares, between, fit.squares)
+        return AxisDesign(diagnostics.per_cluster(fit.n_per_model, part.per_model),
                           single, icc)
+
+
+@dataclass(frozen=True)
+class _TermPart:
+    """What a term's clusters in one slice give (:meth:`EngineSums._term`); over disjoint
+    slices every piece adds (the largest total: the larger, the earlier slice's on ties,
+    as ranges of labels keep the least). ``per_model``: the clusters each model appears
+    in; ``moments``: the number of clusters, their total and squared sizes and ``sum_g
+    S_g^2 / n_g``; ``pair_moments``: the same over (cluster, pair) cells (axes only)."""
+
+    meat: GroupMeat
+    per_model: np.ndarray | None = None
+    moments: np.ndarray | None = None
+    pair_moments: np.ndarray | None = None
+
+    def merged(self, other: _TermPart) -> _TermPart:
+        def added(x, y):
+            return None if x is None else x + y
+        return _TermPart(self.meat.merged(other.meat),
+                         added(self.per_model, other.per_model),
+                         added(self.moments, other.moments),
+                         added(self.pair_moments, other.pair_moments))
 
 
 def _parts(table) -> dict[str, dict]:
@@ -425,6 +490,11 @@ def _check_unchanged(joined: float, fitted: float) -> None:
 def _progress(items, progress):
     return items if progress is None else progress(items)
 
+
+#: Bytes a group of pass 2's grouped SQL is counted at when a term's slices are planned
+#: (:meth:`EngineSums._plan`): its cluster and column, four sums and the hash table's slot,
+#: with room for the engine's overhead.
+GROUP_BYTES = 100
 
 #: A missing number in a union's padding column.
 _NO = "CAST(NULL AS DOUBLE)"
@@ -490,7 +560,7 @@ class _TermSql:
                  "r.winrate_w) AS winrate_d" if axis else "")
         return (f"SELECT {clusters}, r.winrate_idx AS winrate_idx, "
                 f"SUM(r.winrate_v * r.winrate_w * {factor}) AS winrate_t, "
-                f"SUM(r.winrate_v2 * r.winrate_w * r.winrate_w * {factor} * {factor}) "
+                f"SUM(r.winrate_v2 * r.winrate_w2 * {factor} * {factor}) "
                 f"AS winrate_s{sizes} FROM {source}{where} GROUP BY {clusters}, "
                 "r.winrate_idx")
 
@@ -537,9 +607,10 @@ class _TermSql:
             return (f"SELECT 'clusters' AS kind, COUNT(*) AS i, -1 AS j, {_NO} AS x1, "
                     f"{_NO} AS x2, {_NO} AS x3, {_NO} AS x4, NULL AS label FROM (SELECT "
                     f"{clusters} FROM {sums} GROUP BY {clusters}) AS g")
-        return ("SELECT 'clusters' AS kind, SUM(winrate_e) AS i, COUNT(*) AS j, "
-                "SUM(winrate_n) AS x1, SUM(winrate_n * winrate_n) AS x2, "
-                f"SUM(winrate_d * winrate_d / winrate_n) AS x3, {_NO} AS x4, NULL AS label "
+        return ("SELECT 'clusters' AS kind, COALESCE(SUM(winrate_e), 0) AS i, COUNT(*) AS j, "
+                "COALESCE(SUM(winrate_n), 0) AS x1, COALESCE(SUM(winrate_n * winrate_n), 0) "
+                "AS x2, COALESCE(SUM(winrate_d * winrate_d / winrate_n), 0) AS x3, "
+                f"{_NO} AS x4, NULL AS label "
                 f"FROM (SELECT {clusters}, SUM(winrate_n) AS winrate_n, SUM(winrate_d) AS "
                 f"winrate_d, MAX(CASE WHEN {self._entry()} THEN 1 ELSE 0 END) AS winrate_e "
                 f"FROM {sums} GROUP BY {clusters}) AS g")
@@ -552,7 +623,7 @@ class _TermSql:
         clusters = ", ".join(self._clusters(dims, "r"))
         return (f"SELECT {clusters}, MIN(r.winrate_key) AS winrate_kmin, "
                 "MAX(r.winrate_key) AS winrate_kmax, SUM(r.winrate_w) AS winrate_sw, "
-                f"SUM(r.winrate_w * r.winrate_w) AS winrate_sw2 FROM {rows} AS r "
+                f"SUM(r.winrate_w2) AS winrate_sw2 FROM {rows} AS r "
                 f"WHERE r.winrate_u = 1 GROUP BY {clusters}")
 
     @staticmethod
@@ -571,8 +642,9 @@ class _TermSql:
         """The ANOVA ICC's moments over (cluster, pair) cells of axis ``dim`` (columns
         i: cells, x1 total size, x2 sum of squared sizes, x3 ``sum_c S_c^2 / n_c``): the
         key rows' centred scores summed by cell."""
-        return ("SELECT COUNT(*) AS i, SUM(winrate_n) AS x1, SUM(winrate_n * winrate_n) "
-                "AS x2, SUM(winrate_s * winrate_s / winrate_n) AS x3 FROM (SELECT "
+        return ("SELECT COUNT(*) AS i, COALESCE(SUM(winrate_n), 0) AS x1, "
+                "COALESCE(SUM(winrate_n * winrate_n), 0) AS x2, "
+                "COALESCE(SUM(winrate_s * winrate_s / winrate_n), 0) AS x3 FROM (SELECT "
                 "SUM(r.winrate_w) AS winrate_n, SUM(r.winrate_d * r.winrate_w) AS winrate_s "
                 f"FROM {rows} AS r WHERE r.winrate_u = 1 GROUP BY r.winrate_c{dim}, "
                 "r.winrate_pair) AS c")
