@@ -37,6 +37,15 @@ DuckDB and Spark:
   where an axis has such a pair, the same ICC moments over (cluster, pair) cells
   (:meth:`EngineSums.same_pair_icc`).
 
+Where a term's grouping would outgrow half the engine's memory (its groups estimated from
+the rows, the key table and its clusters: :meth:`EngineSums._plan`), the term runs in
+slices of its clusters -- ranges of the labels of its axis of most clusters, so a source
+stored in that axis' order reads only each slice's row groups
+(:meth:`winrate.io.scan.Scan.cluster_slices`) -- and the slices' sums add up; a term of
+few clusters (a judge axis of a long log) sums the rows per (cluster, key) before the join
+(``grouped`` in :meth:`winrate.io.scan.Scan.rows_joined`), which every sum above allows:
+each is linear in a row's weight or in its square.
+
 Python receives O(q^2) numbers per term and O(L + P) per axis, never a row or, but for a
 term's largest cluster, a label. Every number equals the in-memory computation up to the
 order of floating-point sums. :class:`EngineSums` is this form of
