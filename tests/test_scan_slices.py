@@ -30,7 +30,7 @@ def forced(monkeypatch, how: str) -> None:
         monkeypatch.setattr(buckets.EngineSums, "_grouped", lambda self, dims: True)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=16, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(logs(), st.sampled_from(FITS), st.sampled_from(["prompt", "judge", "prompt+judge"]),
        st.sampled_from(["cr1", "cr2"]), st.sampled_from(["sliced", "grouped", "both"]))
