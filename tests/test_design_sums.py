@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from winrate import parallel
-from winrate.variance import diagnostics
+from winrate.variance import diagnostics, meats
 
 
 def _rows(seed: int):
@@ -62,3 +62,30 @@ def test_the_bucket_bounds_keep_tables_small_and_buckets_few():
     assert diagnostics._design_shift(1_000_000, 1_000) == 11
     assert diagnostics._design_shift(100_000_000, 1_000) == 15  # 2**15 x 4096 >= 1e8
     assert ((100_000_000 - 1) >> 15) + 1 <= 4096
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_radix_layout_is_a_stable_sort_by_bucket(seed, n_chunks):
+    """:func:`~winrate.variance.meats.bucket_layout` (and :func:`row_buckets` from it)
+    place each row where a stable sort of the rows by bucket ``codes >> shift`` puts it,
+    chunks' rows in chunk order within a bucket; exact (integer places)."""
+    rng = np.random.default_rng(seed)
+    n, shift = int(rng.integers(1, 500)), int(rng.integers(0, 4))
+    codes = rng.integers(0, int(rng.integers(1, 60)), n).astype(np.int32)
+    n_buckets = (int(codes.max()) >> shift) + 1 + int(rng.integers(0, 3))  # empty tail too
+    destination, bucket_start = meats.row_buckets(codes, shift, n_buckets, n_chunks)
+    expected = np.empty(n, np.int64)
+    expected[np.argsort(codes >> shift, kind="stable")] = np.arange(n)
+    np.testing.assert_array_equal(destination, expected)
+    np.testing.assert_array_equal(
+        bucket_start, np.concatenate([[0], np.cumsum(np.bincount(codes >> shift,
+                                                                 minlength=n_buckets))]))
+    offsets, starts = meats.bucket_layout(codes, shift, n_buckets, n_chunks)
+    np.testing.assert_array_equal(starts, bucket_start)
+    bounds = np.arange(n_chunks + 1) * n // n_chunks  # chunk c: rows bounds[c]..bounds[c+1]
+    chunk = np.searchsorted(bounds, np.arange(n), side="right") - 1
+    firsts = [expected[(chunk == c) & (codes >> shift == b)].min(initial=-1)
+              for c in range(n_chunks) for b in range(n_buckets)]
+    placed = np.array(firsts).reshape(n_chunks, n_buckets)
+    np.testing.assert_array_equal(offsets[placed >= 0], placed[placed >= 0])

@@ -177,31 +177,47 @@ def bucket_offsets(histogram):  # pragma: no cover - numba
 
 
 @sized_kernel
-def _row_destinations(codes, shift, n_buckets, n_chunks):  # pragma: no cover - numba
-    """:func:`row_buckets`' kernel: per chunk of rows a histogram of their buckets, the
-    chunks' write offsets (:func:`bucket_offsets`), then each row's destination."""
+def _bucket_histogram(codes, shift, n_buckets, n_chunks):  # pragma: no cover - numba
+    """Per chunk of rows (``n_chunks`` equal ranges), how many rows fall in each bucket
+    ``codes >> shift``: (n_chunks, n_buckets)."""
     n = codes.shape[0]
     histogram = np.zeros((n_chunks, n_buckets), np.int64)
     for c in numba.prange(n_chunks):
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             histogram[c, codes[r] >> shift] += 1
-    offsets, bucket_start = bucket_offsets(histogram)
+    return histogram
+
+
+def bucket_layout(codes: np.ndarray, shift: int, n_buckets: int, n_chunks: int):
+    """Where a stable radix pass of the rows into buckets ``codes >> shift`` writes, the
+    rows split in ``n_chunks`` equal ranges, one per thread (1: serially): ``(offsets,
+    bucket_start)``, chunk c's first place in each bucket and each bucket's start
+    (:func:`bucket_offsets`); a pass writing chunk c's rows at ``offsets[c]``, each
+    bucket's place advanced after a write, keeps row order within a bucket."""
+    kernel = _bucket_histogram.parallel if n_chunks > 1 else _bucket_histogram.serial
+    return bucket_offsets(kernel(codes, shift, n_buckets, n_chunks))
+
+
+@sized_kernel
+def _row_destinations(codes, shift, offsets, n_chunks):  # pragma: no cover - numba
+    """:func:`row_buckets`' kernel: each row's place from its chunk's write offsets."""
+    n = codes.shape[0]
     destination = np.empty(n, np.int64)
     for c in numba.prange(n_chunks):
-        fill = offsets[c]
+        fill = offsets[c].copy()
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             destination[r] = fill[codes[r] >> shift]
             fill[codes[r] >> shift] += 1
-    return destination, bucket_start
+    return destination
 
 
 def row_buckets(codes: np.ndarray, shift: int, n_buckets: int, n_chunks: int):
     """Where a stable radix pass puts each row (one entry per row) when it moves the rows
     to buckets ``codes >> shift``: ``(destination, bucket_start)``, bucket b holding the
-    places ``bucket_start[b]..bucket_start[b + 1]`` in row order. The rows are split in
-    ``n_chunks`` equal ranges, one per thread (1: serially)."""
+    places ``bucket_start[b]..bucket_start[b + 1]`` in row order (:func:`bucket_layout`)."""
+    offsets, bucket_start = bucket_layout(codes, shift, n_buckets, n_chunks)
     kernel = _row_destinations.parallel if n_chunks > 1 else _row_destinations.serial
-    return kernel(codes, shift, n_buckets, n_chunks)
+    return kernel(codes, shift, offsets, n_chunks), bucket_start
 
 
 @sized_kernel
