@@ -34,6 +34,7 @@ from winrate.variance.meats import (
     bucket_layout,
     group_codes,
     meat_from_codes,
+    radix_arrays,
 )
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
@@ -180,9 +181,11 @@ def row_design_sums(codes: np.ndarray, n_clusters: int, model_a: np.ndarray,
     else:
         kernel, n_chunks = _design_by_buckets.choose(n)
         layout = bucket_layout(codes, shift, ((n_clusters - 1) >> shift) + 1, n_chunks)
+        moved = radix_arrays(((n, 4), np.int32), (n, np.float64),
+                             (n if weighted else 0, np.float64))
         count, first, single, sums = kernel(codes, model_a, model_b, pair, frequency,
                                             deviation, weighted, n_models, n_pairs,
-                                            n_clusters, shift, *layout, n_chunks)
+                                            n_clusters, shift, *layout, *moved, n_chunks)
     # buckets hold disjoint clusters: a pair seen by two threads lies in two clusters
     single = single.all(axis=0) & ((first >= 0).sum(axis=0) <= 1)
     return count.sum(axis=0), single, sums[:, 0].copy(), sums[:, 1].copy()
@@ -245,20 +248,19 @@ def _sweep_design(local, model_a, model_b, pair, frequency, deviation, weighted,
 
 @sized_kernel
 def _design_by_buckets(codes, model_a, model_b, pair, frequency, deviation, weighted,
-                       n_models, n_pairs, n_clusters, shift, offsets, bucket_start,
-                       n_chunks):  # pragma: no cover - numba
+                       n_models, n_pairs, n_clusters, shift, offsets, bucket_start, ints,
+                       values, weights, n_chunks):  # pragma: no cover - numba
     """:func:`row_design_sums`' kernel. A stable radix pass copies each row's (cluster
-    within its bucket, models, pair), deviation and (when ``weighted``) frequency into
-    buckets of ``2**shift`` clusters, chunk c of the rows from its places ``offsets[c]``
-    on (a bucket keeps row order; ``offsets``, ``bucket_start``:
-    :func:`~winrate.variance.meats.bucket_layout`); then each thread sweeps its buckets
-    (:func:`_sweep_design`). Returns per thread the counts (n_chunks, L), first clusters
-    and single flags (n_chunks, P), and the per-cluster sums (G, 2)."""
+    within its bucket, models, pair) to ``ints`` (n, 4), its deviation to ``values`` and
+    (when ``weighted``) its frequency to ``weights``, in buckets of ``2**shift`` clusters,
+    chunk c of the rows from its places ``offsets[c]`` on (a bucket keeps row order;
+    ``offsets``, ``bucket_start``: :func:`~winrate.variance.meats.bucket_layout`; the
+    arrays numpy's, :func:`~winrate.variance.meats.radix_arrays`); then each thread
+    sweeps its buckets (:func:`_sweep_design`). Returns per thread the counts
+    (n_chunks, L), first clusters and single flags (n_chunks, P), and the per-cluster
+    sums (G, 2)."""
     n = codes.shape[0]
     n_buckets = bucket_start.shape[0] - 1
-    ints = np.empty((n, 4), np.int32)
-    values = np.empty(n)
-    weights = np.empty(n if weighted else 0)
     mask = (1 << shift) - 1
     for c in numba.prange(n_chunks):
         fill = offsets[c].copy()
