@@ -131,10 +131,12 @@ def block_frequency(codes: np.ndarray, n_range: int, stratum: np.ndarray, n_stra
         block, totals = _dense_blocks(codes, n_range, stratum, n_strata, freq)
         return totals[block]
     shift = max(_BLOCK_BUCKET_BITS, (-(-n_range // _MAX_BLOCK_BUCKETS) - 1).bit_length())
-    kernel, n_chunks = _bucketed_block_frequency.choose(codes.shape[0])
+    n = codes.shape[0]
+    kernel, n_chunks = _bucketed_block_frequency.choose(n)
     return kernel(codes, stratum, freq, n_strata, shift,
-                  *row_buckets(codes, shift, ((n_range - 1) >> shift) + 1, n_chunks),
-                  n_chunks)
+                  *bucket_layout(codes, shift, ((n_range - 1) >> shift) + 1, n_chunks),
+                  *radix_arrays((n, np.int32), (n, stratum.dtype), (n, np.float64),
+                                (n, np.int64), (n, np.float64)), n_chunks)
 
 
 def _dense_blocks(codes: np.ndarray, n_range: int, stratum: np.ndarray, n_strata: int,
@@ -199,47 +201,26 @@ def bucket_layout(codes: np.ndarray, shift: int, n_buckets: int, n_chunks: int):
 
 
 @sized_kernel
-def _row_destinations(codes, shift, offsets, n_chunks):  # pragma: no cover - numba
-    """:func:`row_buckets`' kernel: each row's place from its chunk's write offsets."""
+def _bucketed_block_frequency(codes, stratum, freq, n_strata, shift, offsets, bucket_start,
+                              local, strata, weight, rows, m,
+                              n_chunks):  # pragma: no cover - numba
+    """:func:`block_frequency` by buckets of ``2**shift`` clusters: a stable radix pass
+    copies each row's (cluster within its bucket, stratum, frequency, row) into its bucket
+    (to ``local``, ``strata``, ``weight``, ``rows``), chunk c of the rows from its places
+    ``offsets[c]`` on (``offsets``, ``bucket_start``: :func:`bucket_layout`); each thread
+    then sorts its buckets by cluster (:func:`_bucket_order`, in cache) and sums each
+    cluster's blocks in a (n_strata,) scratch, in row order, writing every row's block
+    total back to its row of ``m``. The arrays are numpy's (:func:`radix_arrays`)."""
     n = codes.shape[0]
-    destination = np.empty(n, np.int64)
+    n_buckets = bucket_start.shape[0] - 1
+    mask = (1 << shift) - 1
     for c in numba.prange(n_chunks):
         fill = offsets[c].copy()
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            destination[r] = fill[codes[r] >> shift]
-            fill[codes[r] >> shift] += 1
-    return destination
-
-
-def row_buckets(codes: np.ndarray, shift: int, n_buckets: int, n_chunks: int):
-    """Where a stable radix pass puts each row (one entry per row) when it moves the rows
-    to buckets ``codes >> shift``: ``(destination, bucket_start)``, bucket b holding the
-    places ``bucket_start[b]..bucket_start[b + 1]`` in row order (:func:`bucket_layout`)."""
-    offsets, bucket_start = bucket_layout(codes, shift, n_buckets, n_chunks)
-    kernel = _row_destinations.parallel if n_chunks > 1 else _row_destinations.serial
-    return kernel(codes, shift, offsets, n_chunks), bucket_start
-
-
-@sized_kernel
-def _bucketed_block_frequency(codes, stratum, freq, n_strata, shift, destination,
-                              bucket_start, n_chunks):  # pragma: no cover - numba
-    """:func:`block_frequency` by buckets of ``2**shift`` clusters: a stable radix pass
-    copies each row's (cluster within its bucket, stratum, frequency, row) into its bucket
-    at its ``destination``; each thread then sorts its buckets by cluster
-    (:func:`_bucket_order`, in cache) and sums each cluster's blocks in a (n_strata,)
-    scratch, in row order, writing every row's block total back to its row.
-    ``destination`` and ``bucket_start``: :func:`row_buckets`."""
-    n = codes.shape[0]
-    n_buckets = bucket_start.shape[0] - 1
-    local = np.empty(n, np.int32)
-    strata = np.empty(n, stratum.dtype)
-    weight = np.empty(n)
-    rows = np.empty(n, np.int64)
-    mask = (1 << shift) - 1
-    for r in numba.prange(n):
-        i = destination[r]
-        local[i], strata[i], weight[i], rows[i] = codes[r] & mask, stratum[r], freq[r], r
-    m = np.empty(n)
+            b = codes[r] >> shift
+            i = fill[b]
+            fill[b] = i + 1
+            local[i], strata[i], weight[i], rows[i] = codes[r] & mask, stratum[r], freq[r], r
     for c in numba.prange(n_chunks):
         buffers = _sort_buffers(bucket_start, 1 << shift)
         scratch = np.zeros(n_strata)
