@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from winrate import parallel
-from winrate.variance import diagnostics
+from winrate.variance import diagnostics, meats
 
 
 def _rows(seed: int):
@@ -62,3 +62,24 @@ def test_the_bucket_bounds_keep_tables_small_and_buckets_few():
     assert diagnostics._design_shift(1_000_000, 1_000) == 11
     assert diagnostics._design_shift(100_000_000, 1_000) == 15  # 2**15 x 4096 >= 1e8
     assert ((100_000_000 - 1) >> 15) + 1 <= 4096
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_radix_layout_is_a_stable_sort_by_bucket(seed, n_chunks):
+    """:func:`~winrate.variance.meats.bucket_layout`: each bucket ``codes >> shift``
+    starts after the rows of the buckets before it, and chunk c of the rows writes its
+    rows of bucket b after the earlier chunks' rows of b (so a pass keeps row order within
+    a bucket), against counts by numpy; exact (integer places)."""
+    rng = np.random.default_rng(seed)
+    n, shift = int(rng.integers(1, 500)), int(rng.integers(0, 4))
+    codes = rng.integers(0, int(rng.integers(1, 60)), n).astype(np.int32)
+    n_buckets = (int(codes.max()) >> shift) + 1 + int(rng.integers(0, 3))  # empty tail too
+    offsets, bucket_start = meats.bucket_layout(codes, shift, n_buckets, n_chunks)
+    bounds = np.arange(n_chunks + 1) * n // n_chunks  # chunk c: rows bounds[c]..bounds[c+1]
+    per_chunk = np.array([np.bincount(codes[bounds[c]:bounds[c + 1]] >> shift,
+                                      minlength=n_buckets) for c in range(n_chunks)])
+    start = np.concatenate([[0], np.cumsum(per_chunk.sum(axis=0))])
+    np.testing.assert_array_equal(bucket_start, start)
+    np.testing.assert_array_equal(offsets, start[:-1] + np.cumsum(per_chunk, axis=0)
+                                  - per_chunk)

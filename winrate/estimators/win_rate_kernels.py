@@ -64,13 +64,11 @@ def _pair_sums(model_a, model_b, score, frequency, k, n_chunks):  # pragma: no c
 
 @sized_kernel
 def _influence_rows(model_a, model_b, score, frequency, psi_flat, counts_flat, weights,
-                    pair_of_key):  # pragma: no cover - numba
-    """CSR data/indices of the influence, each row's pair index and centred score."""
+                    pair_of_key, data, indices, pair, centered):  # pragma: no cover - numba
+    """CSR data/indices of the influence, each row's pair index and centred score, written
+    to the caller's arrays (numpy's: transparent huge pages, a 512th of the page faults
+    of numba's own; 10M rows 0.16-0.22 against 0.42-0.46 s of CPU)."""
     n, k = model_a.shape[0], weights.shape[0]
-    data = np.empty(2 * n)
-    indices = np.empty(2 * n, np.int32)
-    pair = np.empty(n, np.int32)
-    centered = np.empty(n)
     weighted = frequency.shape[0] > 0
     for r in numba.prange(n):
         a, b, s = model_a[r], model_b[r], score[r]
@@ -85,7 +83,6 @@ def _influence_rows(model_a, model_b, score, frequency, psi_flat, counts_flat, w
         indices[2 * r + 1] = b
         pair[r] = pair_of_key[key]
         centered[r] = c
-    return data, indices, pair, centered
 
 
 def _frequency_or_empty(log: ComparisonLog) -> np.ndarray:
@@ -175,10 +172,14 @@ def influence_matrix(log: ComparisonLog, weights: np.ndarray, psi: np.ndarray,
 
     Also returns each row's pair index and pair-centred score ``s_r - psi_ab``.
     """
-    data, indices, pair, centered = _influence_rows.choose(log.n_rows)[0](
+    n = log.n_rows
+    data, indices, pair, centered = (np.empty(2 * n), np.empty(2 * n, np.int32),
+                                     np.empty(n, np.int32), np.empty(n))
+    _influence_rows.choose(n)[0](
         log.model_a, log.model_b, log.score, _frequency_or_empty(log),
         np.ascontiguousarray(psi).ravel(), np.ascontiguousarray(counts).ravel(),
-        np.ascontiguousarray(weights, dtype=np.float64), pair_of_key)
+        np.ascontiguousarray(weights, dtype=np.float64), pair_of_key, data, indices, pair,
+        centered)
     index_type = np.int32 if 2 * log.n_rows < np.iinfo(np.int32).max else np.int64
     indptr = np.arange(0, 2 * log.n_rows + 1, 2, dtype=index_type)
     indices = indices.astype(index_type, copy=False)

