@@ -411,3 +411,30 @@ def test_a_rao_kupper_mle_off_to_infinity_is_an_input_error_not_a_singular_matri
     with pytest.raises(WinrateInputError, match="prior"):
         winrate.fit(log, "rao-kupper")
     assert np.isfinite(winrate.fit(log, "rao-kupper", prior=4.0).scores).all()
+
+
+@pytest.mark.parametrize(("first", "later", "slow"), [
+    (0.4, 0.0, False),   # the first replication compiles the kernels: no note
+    (0.15, 0.15, True),  # every replication slow: the note, from a warm one's time
+])
+def test_the_slow_note_reads_a_warm_replications_time(monkeypatch, first, later, slow):
+    """``check-slow-method`` estimates the run from the second replication, not the first,
+    whose time includes numba compiling the kernels in a fresh process (7 s on a fresh
+    clone for a check that then takes seconds): 10 replications, a 1 s limit, one worker."""
+    import time
+
+    from winrate import check
+
+    def replicate(spec, rep):
+        time.sleep(first if rep == 0 else later)
+        return rep
+
+    monkeypatch.setattr(check, "replicate", replicate)
+    monkeypatch.setattr(check, "SLOW_SECONDS", 1.0)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        found, workers, note = check.run_replications(None, 10, 1, False, "sandwich CR1")
+    assert found == list(range(10)) and workers == 1
+    assert (note is not None) == slow
+    if slow:
+        assert note.code == "check-slow-method"

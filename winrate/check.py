@@ -684,35 +684,40 @@ def _chunks(start: int, stop: int, workers: int) -> list[range]:
 
 
 def run_replications(spec: _Spec, reps: int, workers: int | None, progress, label: str):
-    """Replications ``0..reps-1`` of ``spec``, in order: the first in this process (its
-    time decides whether a pool of ``workers`` -- None: every usable core -- is worth
-    starting, and a ``check-slow-method`` note is emitted at once when the whole run will
-    take longer than :data:`SLOW_SECONDS`), the rest serially or in the pool. Returns
-    ``(outcomes, workers used, the slow note or None)``."""
+    """Replications ``0..reps-1`` of ``spec``, in order: the first two in this process
+    (the second's time, warm -- the first's includes compiling the kernels in a fresh
+    process -- decides whether a pool of ``workers`` -- None: every usable core -- is
+    worth starting, and a ``check-slow-method`` note is emitted at once when the whole run
+    will take longer than :data:`SLOW_SECONDS`), the rest serially or in the pool.
+    Returns ``(outcomes, workers used, the slow note or None)``."""
     found: list = [None] * reps
     with bar(desc=f"winrate check ({label})", total=reps, unit="rep",
              progress=progress) as shown:
-        start = time.perf_counter()
-        with _single_threaded():
-            found[0] = replicate(spec, 0)
-        first = time.perf_counter() - start
-        shown.update()
+        each = 0.0
+        for rep in range(min(reps, 2)):
+            start = time.perf_counter()
+            with _single_threaded():
+                found[rep] = replicate(spec, rep)
+            each = time.perf_counter() - start
+            shown.update()
+        done = min(reps, 2)
         if workers is None:
-            pooled = first * (reps - 1) > POOL_MIN_SECONDS
-            workers = min(usable_cores(), reps - 1) if pooled else 1
-        workers = max(1, min(int(workers), reps - 1))
+            pooled = each * (reps - done) > POOL_MIN_SECONDS
+            workers = min(usable_cores(), reps - done) if pooled else 1
+        workers = max(1, min(int(workers), reps - done))
         slow = None
-        if first * reps / workers > SLOW_SECONDS:
-            slow = _slow_note(label, first, reps, workers)
+        if each * reps / workers > SLOW_SECONDS:
+            slow = _slow_note(label, each, reps, workers)
             notes.emit(slow)
         if workers == 1:
             with _single_threaded():
-                for rep in range(1, reps):
+                for rep in range(done, reps):
                     found[rep] = replicate(spec, rep)
                     shown.update()
         else:
             with _pool(spec, workers) as pool:
-                for part in pool.imap_unordered(_replicate_chunk, _chunks(1, reps, workers)):
+                for part in pool.imap_unordered(_replicate_chunk,
+                                                _chunks(done, reps, workers)):
                     for rep, outcome in part:
                         found[rep] = outcome
                     shown.update(len(part))
@@ -1163,5 +1168,5 @@ def _model_notes(model: SimulationModel) -> list[Note]:
                                         CALIBRATION_ROUNDS)
 
 
-def _slow_note(label: str, first: float, reps: int, workers: int) -> Note:
-    return notes.check_slow_method(label, first, reps, workers)
+def _slow_note(label: str, seconds: float, reps: int, workers: int) -> Note:
+    return notes.check_slow_method(label, seconds, reps, workers)

@@ -845,10 +845,10 @@ def check_simulation_model(discretised: bool, prior: float | None, calibrated: b
     return [Note("check-simulation-model", text, severity="note") for text in found]
 
 
-def check_slow_method(label: str, first: float, reps: int, workers: int) -> Note:
-    minutes = first * reps / workers / 60
+def check_slow_method(label: str, seconds: float, reps: int, workers: int) -> Note:
+    minutes = seconds * reps / workers / 60
     return Note("check-slow-method",
-                f"one replication with the {label} took {first:.1f} s, so {reps} take about "
+                f"one replication with the {label} took {seconds:.1f} s, so {reps} take about "
                 f"{minutes:.0f} min on {workers} worker(s)"
                 + ("; a bootstrap reruns all of its resamples in every replication"
                    if "bootstrap" in label else ""), severity="note")
