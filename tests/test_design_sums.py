@@ -1,8 +1,9 @@
 """One axis' design sums of rows (:func:`winrate.variance.diagnostics.row_design_sums`:
 the clusters each model appears in, the single-cluster pairs, each cluster's comparisons
 and centred sum) against a pandas group-by, on every path of its kernel: one pass in row
-order (tables that fit in cache), the radix pass into buckets of clusters serially, and
-threaded (the bucket bounds and the parallel threshold lowered so small logs take it)."""
+order (tables that fit in cache), serially and in threads' chunks of the rows, and the radix
+pass into buckets of clusters serially and threaded (the bucket bounds and the parallel
+threshold lowered so small logs take it)."""
 
 import numpy as np
 import pandas as pd
@@ -38,12 +39,13 @@ def _expected(a, b, k, pair, n_pairs, codes, n_clusters, frequency, deviation):
             np.bincount(codes, weight * deviation, n_clusters))
 
 
-@pytest.mark.parametrize("path", ["one pass", "buckets", "buckets, threads"])
+@pytest.mark.parametrize("path", ["one pass", "one pass, threads", "buckets",
+                                  "buckets, threads"])
 @pytest.mark.parametrize("seed", range(12))
 def test_design_sums_equal_a_pandas_group_by(seed, path, monkeypatch):
-    if path != "one pass":  # buckets of 4 clusters (a bit table of 4 K bits)
+    if path.startswith("buckets"):  # buckets of 4 clusters (a bit table of 4 K bits)
         monkeypatch.setattr(diagnostics, "_DESIGN_BUCKET_CLUSTERS", 4)
-    if path == "buckets, threads":
+    if path.endswith("threads"):
         monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
     a, b, k, pair, n_pairs, codes, n_clusters, frequency, deviation = _rows(seed)
     got = diagnostics.row_design_sums(codes, n_clusters, a, b, k, pair, n_pairs, frequency,

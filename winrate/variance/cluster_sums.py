@@ -256,14 +256,11 @@ class RowSums(ClusterSums):
         n_total = infl.shape[0] if freq is None else freq.sum()
         _require_comparisons(n_total, correction)
         row_scale = None if freq is None else 1.0 / freq
-        factor = small_sample_factor(n_total, correction)
-        if self.strata is not None and correction != "none":
-            size = self._strata.stratum_size
-            ratio = np.divide(size, size - 1, out=np.ones(size.shape[0]), where=size > 1)
-            row_scale = (ratio[self._strata.stratum] if freq is None
-                         else row_scale * ratio[self._strata.stratum])
-            factor = 1.0
-        return factor * row_meat(infl, row_scale)
+        if self.strata is None or correction == "none":
+            return small_sample_factor(n_total, correction) * row_meat(infl, row_scale)
+        size = self._strata.stratum_size
+        ratio = np.divide(size, size - 1, out=np.ones(size.shape[0]), where=size > 1)
+        return row_meat(infl, row_scale, self._strata.stratum, ratio)
 
     @property
     def _nested(self) -> bool:

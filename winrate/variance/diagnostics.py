@@ -159,7 +159,8 @@ def row_design_sums(codes: np.ndarray, n_clusters: int, model_a: np.ndarray,
     lie in one cluster (:func:`single_cluster_pairs`), and each cluster's frequency and
     sum of frequency x ``deviation`` (:func:`centred_scores`), the ANOVA ICC's sums
     (:func:`icc_of_sums`); every cluster's sums added in row order, as ``np.bincount``
-    adds them. Returns ``(clusters_of_model, single, size, centred_sum)``.
+    adds them (where a few clusters' rows are split over threads, in row order within
+    each thread's part). Returns ``(clusters_of_model, single, size, centred_sum)``.
 
     One radix pass (:func:`_design_by_buckets`) moves the rows into buckets of clusters
     small enough that a bucket's tables (a bit per (cluster, model), two sums per
@@ -172,23 +173,61 @@ def row_design_sums(codes: np.ndarray, n_clusters: int, model_a: np.ndarray,
     weighted = frequency is not None
     frequency = frequency if weighted else np.zeros(0)
     shift = _design_shift(n_clusters, n_models)
-    if n_clusters <= 1 << shift:  # the tables fit in cache as they are: one pass in row order
-        count, first = np.zeros((1, n_models), np.int64), np.full((1, n_pairs), -1, np.int64)
-        single, sums = np.ones((1, n_pairs), bool), np.zeros((n_clusters, 2))
-        _sweep_design(codes, model_a, model_b, pair, frequency, deviation, weighted, 0,
-                      n_models, _bit_table(n_models, n_clusters), count[0], first[0],
-                      single[0], sums)
-    else:
-        kernel, n_chunks = _design_by_buckets.choose(n)
-        layout = bucket_layout(codes, shift, ((n_clusters - 1) >> shift) + 1, n_chunks)
-        moved = radix_arrays(((n, 4), np.int32), (n, np.float64),
-                             (n if weighted else 0, np.float64))
-        count, first, single, sums = kernel(codes, model_a, model_b, pair, frequency,
-                                            deviation, weighted, n_models, n_pairs,
-                                            n_clusters, shift, *layout, *moved, n_chunks)
+    if n_clusters <= 1 << shift:  # the tables fit in cache as they are: rows in order
+        return _design_by_chunks(codes, n_clusters, model_a, model_b, n_models, pair,
+                                 n_pairs, frequency, deviation, weighted)
+    kernel, n_chunks = _design_by_buckets.choose(n)
+    layout = bucket_layout(codes, shift, ((n_clusters - 1) >> shift) + 1, n_chunks)
+    moved = radix_arrays(((n, 4), np.int32), (n, np.float64),
+                         (n if weighted else 0, np.float64))
+    count, first, single, sums = kernel(codes, model_a, model_b, pair, frequency,
+                                        deviation, weighted, n_models, n_pairs,
+                                        n_clusters, shift, *layout, *moved, n_chunks)
     # buckets hold disjoint clusters: a pair seen by two threads lies in two clusters
     single = single.all(axis=0) & ((first >= 0).sum(axis=0) <= 1)
     return count.sum(axis=0), single, sums[:, 0].copy(), sums[:, 1].copy()
+
+
+def _design_by_chunks(codes, n_clusters, model_a, model_b, n_models, pair, n_pairs,
+                      frequency, deviation, weighted):
+    """:func:`row_design_sums` of clusters whose tables fit in a core's cache as they are
+    (few clusters, as on a judge axis): each thread sweeps its chunk of the rows in order
+    (:func:`_chunk_designs`), then a (cluster, model) bit is set where any chunk set it, a
+    pair is single where each chunk saw it in at most one cluster and the chunks that saw
+    it saw the same one, and the per-cluster sums add over the chunks (in row order within
+    a chunk: one chunk gives ``np.bincount``'s sums bit for bit, several agree with them to
+    round-off)."""
+    kernel, n_chunks = _chunk_designs.choose(codes.shape[0])
+    seen, first, single, sums = kernel(codes, model_a, model_b, pair, frequency, deviation,
+                                       weighted, n_models, n_pairs, n_clusters, n_chunks)
+    bits = np.unpackbits(np.bitwise_or.reduce(seen, axis=0), bitorder="little")
+    count = bits[: n_clusters * n_models].reshape(n_clusters, n_models).sum(axis=0)
+    seen_first = np.where(first >= 0, first, np.iinfo(np.int64).max).min(axis=0)
+    one_cluster = (first.max(axis=0) < 0) | (seen_first == first.max(axis=0))
+    total = sums.sum(axis=0)
+    return (count.astype(np.int64), single.all(axis=0) & one_cluster, total[:, 0].copy(),
+            total[:, 1].copy())
+
+
+@sized_kernel
+def _chunk_designs(codes, model_a, model_b, pair, frequency, deviation, weighted, n_models,
+                   n_pairs, n_clusters, n_chunks):  # pragma: no cover - numba
+    """:func:`_design_by_chunks`' kernel: per chunk of the rows, in order
+    (:func:`_sweep_design`), its (cluster, model) bit table, each pair's first cluster and
+    single flag, and each cluster's sums."""
+    n = codes.shape[0]
+    seen = np.zeros((n_chunks, (n_models * n_clusters + 7) >> 3), np.uint8)
+    count = np.zeros((n_chunks, n_models), np.int64)
+    first = np.full((n_chunks, n_pairs), -1, np.int64)
+    single = np.ones((n_chunks, n_pairs), np.bool_)
+    sums = np.zeros((n_chunks, n_clusters, 2))
+    for c in numba.prange(n_chunks):
+        lo, hi = c * n // n_chunks, (c + 1) * n // n_chunks
+        _sweep_design(codes[lo:hi], model_a[lo:hi], model_b[lo:hi], pair[lo:hi],
+                      frequency[lo:hi] if weighted else frequency, deviation[lo:hi],
+                      weighted, 0, n_models, seen[c], count[c], first[c], single[c],
+                      sums[c])
+    return seen, first, single, sums
 
 
 #: Largest (cluster, model) bit table and number of clusters of one bucket of

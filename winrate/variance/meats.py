@@ -656,30 +656,47 @@ def _level_meats(sums) -> list[GroupMeat]:
 
 
 @sized_kernel
-def _csr_row_meat(indptr, indices, data, row_scale, scaled, k,
+def _csr_row_meat(indptr, indices, data, row_scale, stratum, stratum_scale, k,
                   n_chunks):  # pragma: no cover - numba
-    """sum_r row_scale_r u_r u_r^T over CSR rows (every row its own cluster; ``row_scale``
-    1 when not ``scaled``), threaded."""
+    """sum_r c_r u_r u_r^T over CSR rows (every row its own cluster), threaded: ``c_r`` is
+    ``row_scale[r]`` times ``stratum_scale[stratum[r]]``, each factor 1 where its array is
+    empty (the product is the one numpy forms from the two arrays, so the meat is the
+    same to the last bit; the per-row product is never written out)."""
     n = indptr.shape[0] - 1
+    by_row, by_stratum = row_scale.shape[0] > 0, stratum.shape[0] > 0
     partial = np.zeros((n_chunks, k, k))
     for c in numba.prange(n_chunks):
         meat = partial[c]
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            if by_row and by_stratum:
+                scale = row_scale[r] * stratum_scale[stratum[r]]
+            elif by_stratum:
+                scale = stratum_scale[stratum[r]]
+            else:
+                scale = row_scale[r] if by_row else 1.0
             for p in range(indptr[r], indptr[r + 1]):
-                vp = data[p] * row_scale[r] if scaled else data[p]
+                vp = data[p] * scale if by_row or by_stratum else data[p]
                 for q in range(indptr[r], indptr[r + 1]):
                     meat[indices[p], indices[q]] += vp * data[q]
     return partial.sum(axis=0)
 
 
-def row_meat(infl, row_scale: np.ndarray | None = None) -> np.ndarray:
-    """``sum_r row_scale_r u_r u_r^T`` of influence rows (CSR or dense; ``row_scale`` None:
-    1 each): the naive meat, every row its own cluster."""
+def row_meat(infl, row_scale: np.ndarray | None = None, stratum: np.ndarray | None = None,
+             stratum_scale: np.ndarray | None = None) -> np.ndarray:
+    """``sum_r c_r u_r u_r^T`` of influence rows (CSR or dense): the naive meat, every row
+    its own cluster, ``c_r = row_scale[r] * stratum_scale[stratum[r]]`` (a factor 1 where
+    its array is None; ``stratum`` dense codes of ``stratum_scale``'s entries)."""
     if sp.issparse(infl):
         kernel, n_chunks = _csr_row_meat.choose(infl.nnz)
-        return kernel(*csr_parts(infl), np.zeros(0) if row_scale is None else row_scale,
-                      row_scale is not None, infl.shape[1], n_chunks)
-    return (infl if row_scale is None else infl * row_scale[:, None]).T @ infl
+        empty = np.zeros(0)
+        return kernel(*csr_parts(infl), empty if row_scale is None else row_scale,
+                      np.zeros(0, np.int64) if stratum is None else stratum,
+                      empty if stratum is None else stratum_scale, infl.shape[1], n_chunks)
+    scale = row_scale
+    if stratum is not None:
+        by_stratum = stratum_scale[stratum]
+        scale = by_stratum if row_scale is None else row_scale * by_stratum
+    return (infl if scale is None else infl * scale[:, None]).T @ infl
 
 
 def _buckets(infl, codes: np.ndarray, n_range: int, min_shift: int = 0,
