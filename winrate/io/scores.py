@@ -14,9 +14,9 @@ per answer) and :func:`score_table` builds a table from a questions x models mat
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
-import numba
 import numpy as np
 import pandas as pd
 
@@ -158,7 +158,7 @@ def _coded_table(labels: dict, batches: list, question_col: str, model_col: str,
     per_question = np.zeros(len(question_labels), np.int64)
     per_model = np.zeros(len(model_labels), np.int64)
     for batch in batches:
-        if not _scatter_scores(batch[question_col], batch[model_col], rank, batch[score_col],
+        if not _scatter_kernel()(batch[question_col], batch[model_col], rank, batch[score_col],
                                matrix, per_question, per_model):
             return None
     used, used_models = per_question > 0, per_model[by_name] > 0
@@ -174,7 +174,16 @@ def _coded_table(labels: dict, batches: list, question_col: str, model_col: str,
                          axes)
 
 
-@numba.njit(cache=True, nogil=True)
+@functools.cache
+def _scatter_kernel():
+    """:func:`_scatter_scores` compiled by numba (or loaded from its cache) at first use:
+    importing numba here put 0.1 s before a comparison log's first byte is read, on the
+    command line's critical path (its preparing thread imports numba meanwhile)."""
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(_scatter_scores)
+
+
 def _scatter_scores(question, model, rank, score, matrix, per_question,
                     per_model):  # pragma: no cover - numba
     """One record batch's scores into ``matrix`` (filled with NaN): ``score[r]`` at
