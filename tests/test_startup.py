@@ -85,3 +85,26 @@ def test_the_log_reader_loads_no_numba_before_the_first_byte():
                               "winrate.io.scan, winrate.io.scores, winrate.progress")
     assert {"numpy", "pandas"} <= set(loaded)
     assert "numba" not in loaded
+
+
+def test_the_script_ends_without_the_collectors_last_walk():
+    """The ``winrate`` script is :func:`winrate.cli.console`: :func:`~winrate.cli.main`'s
+    exit code, then the collector off and the objects frozen for the interpreter's exit
+    (pyproject's entry point names it); :func:`~winrate.cli.main` called from Python leaves
+    the collector as it was."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["winrate"] == "winrate.cli:console"
+    code = ("import gc\nfrom winrate.cli import console, main\n"
+            "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "print('AFTER-MAIN', gc.isenabled())\n"
+            "status = console(['leaderboard', '--input-that-does-not-exist'])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert "AFTER-MAIN True" in done.stdout
+    assert done.returncode == 2  # argparse's usage error passes through console()
+    code = ("import gc\nimport winrate.cli as cli\n"
+            "cli.main = lambda argv=None: 7\n"  # a command that returned its exit code
+            "status = cli.console([])\n"
+            "print('STATUS', status, gc.isenabled(), gc.get_freeze_count() > 0)\n")
+    _, printed = _loaded_after(code)
+    assert "STATUS 7 False True" in printed
