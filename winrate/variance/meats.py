@@ -88,6 +88,12 @@ class StrataLeverage:
     def __init__(self, strata: np.ndarray, frequency: np.ndarray | None = None,
                  stratum_total: np.ndarray | None = None):
         self.frequency = None if frequency is None else np.asarray(frequency, float)
+        sizes = None if stratum_total is not None else dense_label_totals(strata,
+                                                                          self.frequency)
+        if sizes is not None:  # dense codes (a fit's pairs): codes and sizes in one pass
+            self.stratum, self.n_strata = np.asarray(strata), sizes.shape[0]
+            self.stratum_size = sizes.astype(float, copy=False)
+            return
         self.stratum, labels = factorize_groups(strata)
         self.n_strata = len(labels)
         self.stratum_size = (
@@ -282,9 +288,55 @@ def scale_rows(infl, scale: np.ndarray):
 
 
 def group_codes(groups) -> tuple[np.ndarray, int]:
-    """Dense codes ``0..G-1`` of the groups and the number of groups G."""
+    """Dense codes ``0..G-1`` of the groups and the number of groups G: integer labels
+    that are dense codes already (a log's axes) as they are, found in one counting pass
+    (:func:`dense_label_totals`), anything else by
+    :func:`~winrate.io.logs.factorize_groups` (which returns dense codes as they are too)."""
+    found = dense_label_totals(groups)
+    if found is not None:
+        return np.asarray(groups), found.shape[0]
     codes, labels = factorize_groups(groups)
     return codes, len(labels)
+
+
+def dense_label_totals(labels, weights: np.ndarray | None = None) -> np.ndarray | None:
+    """Where ``labels`` are integers taking every value of ``0..max`` (dense codes), each
+    code's total ``weights`` (its count when None), summed in row order as
+    ``np.bincount`` sums them, from one serial pass (:func:`_label_totals`: a third of
+    ``factorize_groups`` and a bincount over 10M codes); None for anything else (other
+    types, negative or missing codes, a range wider than ``factorize_groups`` counts
+    densely)."""
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu" or labels.ndim != 1 or labels.size == 0:
+        return None
+    n_range = int(labels.max()) + 1
+    if n_range > max(4 * labels.size, 1 << 16):
+        return None
+    weighted = weights is not None
+    count, totals = _label_totals(labels, n_range, np.asarray(weights, float) if weighted
+                                  else np.zeros(0), weighted)
+    if count.shape[0] == 0:
+        return None
+    return totals if weighted else count
+
+
+@njit(cache=True)
+def _label_totals(labels, n_range, weights, weighted):  # pragma: no cover - numba
+    """Each code's count and, when ``weighted``, total weight in row order (empty arrays
+    where a code of ``0..n_range - 1`` is missing or one lies outside)."""
+    count = np.zeros(n_range, np.int64)
+    totals = np.zeros(n_range if weighted else 0)
+    for r in range(labels.shape[0]):
+        v = labels[r]
+        if v < 0 or v >= n_range:
+            return np.zeros(0, np.int64), totals
+        count[v] += 1
+        if weighted:
+            totals[v] += weights[r]
+    for g in range(n_range):
+        if count[g] == 0:
+            return np.zeros(0, np.int64), totals
+    return count, totals
 
 
 def intersect_codes(code_list: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, int]:
