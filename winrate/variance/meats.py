@@ -497,7 +497,7 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
         lo, hi, local, columns, values, tags, weights, n_local, inner_bits, n_levels,
         outer_base, outer_scale, inner_scale, meat, top, arg, row_squares, spread, fourth,
         nonempty, sums, squares, seen, touched, inner_totals, inner_squares, inner_rows,
-        buffers, entries, stratum_size, inner_block, scratch,
+        buffers, entries, stratum_size, single_factor, inner_factor, scratch,
         spread_only):  # pragma: no cover - numba
     """Group sums of one bucket, its entries sorted by local code g (:func:`_bucket_sorted`
     into ``entries``).
@@ -521,8 +521,11 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
     is first scaled by CR2's leverage factor :func:`_leverage` of its row for each term
     (:class:`StrataLeverage`): ``m`` its stratum's frequency in its cell, summed in
     ``scratch[0]``, in its outer cluster, ``scratch[1]`` (both from the group's entries,
-    which are contiguous), and in its inner cluster, ``inner_block`` (J, H); ``n`` its
-    stratum's ``stratum_size``. The outer and inner sums then come from the scaled
+    which are contiguous), and in its inner cluster; ``n`` its stratum's
+    ``stratum_size``. The inner clusters' factors come made (``inner_factor`` (J, H)), and
+    a block of one row's frequency 1 (a one-row cell or outer cluster) reads its
+    stratum's ``single_factor`` (:func:`leverage_tables`: the same :func:`_leverage`, so the
+    same bits, without a square root per row). The outer and inner sums then come from the scaled
     entries, not from the cells. With four levels (and two kinds of inner totals) the
     rows as they are fill levels 0 and 1 and inner kind 0, the scaled rows levels 2 and 3
     and inner kind 1, in the same pass; with ``spread_only`` the rows as they are give only
@@ -601,11 +604,13 @@ def _sweep_bucket(  # noqa: C901 - one kernel: its two steps are closures (docst
                     continue
                 if tags[i] != stratum:
                     stratum = tags[i]
-                    size = stratum_size[stratum]
-                    by_cell = _leverage(scratch[0, stratum], size)
+                    size, single = stratum_size[stratum], single_factor[stratum]
+                    m = scratch[0, stratum]
+                    by_cell = single if m == 1.0 else _leverage(m, size)
                     if n_levels == 2:
-                        by_outer = _leverage(scratch[1, stratum], size)
-                        by_inner = _leverage(inner_block[inner, stratum], size)
+                        m = scratch[1, stratum]
+                        by_outer = single if m == 1.0 else _leverage(m, size)
+                        by_inner = inner_factor[inner, stratum]
                 scaled = value * by_cell
                 add(low, columns[i], scaled, scaled * scaled)
                 if n_levels == 2:
@@ -646,17 +651,33 @@ def _leverage(m, n):  # pragma: no cover - numba
     return 1.0 / np.sqrt(rest) if rest > 1e-12 else 1.0
 
 
+@njit(cache=True)
+def leverage_tables(stratum_size, inner_block):  # pragma: no cover - numba
+    """CR2's factors :func:`_leverage` made once for the two-way sweep: each stratum's for
+    a block of frequency 1 (H,), and each (inner cluster, stratum) block's, ``inner_block``
+    (J, H) its frequencies; computed by the sweep's own function, so bit for bit the
+    factors it computed row by row."""
+    single = np.empty(stratum_size.shape[0])
+    inner = np.empty(inner_block.shape)
+    for h in range(stratum_size.shape[0]):
+        single[h] = _leverage(1.0, stratum_size[h])
+        for j in range(inner_block.shape[0]):
+            inner[j, h] = _leverage(inner_block[j, h], stratum_size[h])
+    return single, inner
+
+
 @sized_kernel
 def _bucketed_sums(bucket_start, local, columns, values, tags, weights, shift, inner_bits,
-                   n_levels, n_inner, outer_scale, inner_scale, k, stratum_size, inner_block,
-                   paired, spread_only, n_chunks):  # pragma: no cover
+                   n_levels, n_inner, outer_scale, inner_scale, k, stratum_size,
+                   single_factor, inner_factor, paired, spread_only,
+                   n_chunks):  # pragma: no cover
     """:func:`_sweep_bucket` over every bucket, buckets split over threads: per thread the
     half-filled meats ``(n_chunks, 2, k, k)``, largest squared totals and their codes,
     sums of squares and non-empty counts per level, and the dense inner-cluster totals;
-    with ``tags``, of the rows scaled by CR2's leverage (``stratum_size``, ``inner_block``:
-    :func:`_sweep_bucket`), and with ``paired`` of both the rows as they are (levels 0, 1;
-    with ``spread_only`` what the effective cluster counts read of them) and scaled
-    (levels 2, 3)."""
+    with ``tags``, of the rows scaled by CR2's leverage (``stratum_size``,
+    ``single_factor``, ``inner_factor``: :func:`_sweep_bucket`), and with ``paired`` of
+    both the rows as they are (levels 0, 1; with ``spread_only`` what the effective
+    cluster counts read of them) and scaled (levels 2, 3)."""
     n_buckets = bucket_start.shape[0] - 1
     kinds = 2 if paired else 1
     levels = 2 * kinds
@@ -687,7 +708,8 @@ def _bucketed_sums(bucket_start, local, columns, values, tags, weights, shift, i
                           outer_scale, inner_scale, meat[c], top[c], arg[c], row_squares[c],
                           spread[c], fourth[c], nonempty[c], sums, squares, seen, touched,
                           inner_totals[c], inner_squares[c], inner_rows[c], buffers,
-                          entries, stratum_size, inner_block, scratch, spread_only)
+                          entries, stratum_size, single_factor, inner_factor, scratch,
+                          spread_only)
     return (meat, top, arg, row_squares, spread, fourth, nonempty, inner_totals,
             inner_squares, inner_rows)
 
@@ -966,7 +988,7 @@ def _csr_column_spread(order, start, indptr, indices, data, k):  # pragma: no co
 DENSE_INNER_LIMIT = 1 << 21
 
 #: :func:`_bucketed_sums`' leverage arguments (stratum sizes, inner block table) unused.
-_NO_LEVERAGE = (np.ones(1), np.zeros((1, 1)))
+_NO_LEVERAGE = (np.ones(1), np.ones(1), np.ones((1, 1)))
 
 
 def nests_leverage(infl, strata: StrataLeverage, n_inner: int) -> bool:
@@ -1018,7 +1040,8 @@ def nested_sums(infl, codes: list[np.ndarray], sizes: list[int],
     scales = (n_inner, 1) if outer_dim == 0 else (1, n_outer)
     kernel, n_chunks = _bucketed_sums.choose(infl.nnz)
     leverage = _NO_LEVERAGE if strata is None else (
-        strata.stratum_size, strata.block_table(inner, n_inner))
+        strata.stratum_size, *leverage_tables(strata.stratum_size,
+                                              strata.block_table(inner, n_inner)))
     paired = paired and strata is not None
     sums = kernel(*buckets, shift, inner_bits, 2, n_inner, *scales, infl.shape[1], *leverage,
                   paired, spread_only and paired, n_chunks)
