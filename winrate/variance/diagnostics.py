@@ -35,6 +35,7 @@ from winrate.variance.meats import (
     group_codes,
     meat_from_codes,
     radix_arrays,
+    radix_place,
 )
 
 #: A cluster holding more than this share of a model's clustered variance dominates it.
@@ -202,8 +203,9 @@ def _design_by_chunks(codes, n_clusters, model_a, model_b, n_models, pair, n_pai
                                        weighted, n_models, n_pairs, n_clusters, n_chunks)
     bits = np.unpackbits(np.bitwise_or.reduce(seen, axis=0), bitorder="little")
     count = bits[: n_clusters * n_models].reshape(n_clusters, n_models).sum(axis=0)
+    last_first = first.max(axis=0)  # -1: no chunk saw the pair
     seen_first = np.where(first >= 0, first, np.iinfo(np.int64).max).min(axis=0)
-    one_cluster = (first.max(axis=0) < 0) | (seen_first == first.max(axis=0))
+    one_cluster = (last_first < 0) | (seen_first == last_first)
     total = sums.sum(axis=0)
     return (count.astype(np.int64), single.all(axis=0) & one_cluster, total[:, 0].copy(),
             total[:, 1].copy())
@@ -299,21 +301,18 @@ def _design_by_buckets(codes, model_a, model_b, pair, frequency, deviation, weig
     (n_chunks, L), first clusters and single flags (n_chunks, P), and the per-cluster
     sums (G, 2)."""
     n = codes.shape[0]
-    n_buckets = bucket_start.shape[0] - 1
-    mask = (1 << shift) - 1
     for c in numba.prange(n_chunks):
         fill = offsets[c].copy()
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            b = codes[r] >> shift
-            i = fill[b]
-            fill[b] = i + 1
-            ints[i, 0] = codes[r] & mask
+            i, within = radix_place(fill, codes[r], shift)
+            ints[i, 0] = within
             ints[i, 1] = model_a[r]
             ints[i, 2] = model_b[r]
             ints[i, 3] = pair[r]
             values[i] = deviation[r]
             if weighted:
                 weights[i] = frequency[r]
+    n_buckets = bucket_start.shape[0] - 1
     count = np.zeros((n_chunks, n_models), np.int64)
     first = np.full((n_chunks, n_pairs), -1, np.int64)
     single = np.ones((n_chunks, n_pairs), np.bool_)

@@ -206,6 +206,17 @@ def bucket_layout(codes: np.ndarray, shift: int, n_buckets: int, n_chunks: int):
     return bucket_offsets(kernel(codes, shift, n_buckets, n_chunks))
 
 
+@njit(inline="always")
+def radix_place(fill, code, shift):  # pragma: no cover - numba
+    """Where a stable radix pass writes a row of ``code`` (buckets of ``2**shift`` codes;
+    ``fill`` the pass' next place in each bucket, advanced) and its code within the bucket:
+    the step every row-moving pass takes (:func:`bucket_layout` gives the first places)."""
+    bucket = code >> shift
+    i = fill[bucket]
+    fill[bucket] = i + 1
+    return i, code & ((1 << shift) - 1)
+
+
 @sized_kernel
 def _bucketed_block_frequency(codes, stratum, freq, n_strata, shift, offsets, bucket_start,
                               local, strata, weight, rows, m,
@@ -218,15 +229,12 @@ def _bucketed_block_frequency(codes, stratum, freq, n_strata, shift, offsets, bu
     cluster's blocks in a (n_strata,) scratch, in row order, writing every row's block
     total back to its row of ``m``. The arrays are numpy's (:func:`radix_arrays`)."""
     n = codes.shape[0]
-    n_buckets = bucket_start.shape[0] - 1
-    mask = (1 << shift) - 1
     for c in numba.prange(n_chunks):
         fill = offsets[c].copy()
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            b = codes[r] >> shift
-            i = fill[b]
-            fill[b] = i + 1
-            local[i], strata[i], weight[i], rows[i] = codes[r] & mask, stratum[r], freq[r], r
+            i, within = radix_place(fill, codes[r], shift)
+            local[i], strata[i], weight[i], rows[i] = within, stratum[r], freq[r], r
+    n_buckets = bucket_start.shape[0] - 1
     for c in numba.prange(n_chunks):
         buffers = _sort_buffers(bucket_start, 1 << shift)
         scratch = np.zeros(n_strata)
@@ -742,14 +750,11 @@ def _csr_row_meat(indptr, indices, data, row_scale, stratum, stratum_scale, k,
     for c in numba.prange(n_chunks):
         meat = partial[c]
         for r in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            if by_row and by_stratum:
-                scale = row_scale[r] * stratum_scale[stratum[r]]
-            elif by_stratum:
-                scale = stratum_scale[stratum[r]]
-            else:
-                scale = row_scale[r] if by_row else 1.0
+            scale = row_scale[r] if by_row else 1.0  # times 1.0: exact
+            if by_stratum:
+                scale *= stratum_scale[stratum[r]]
             for p in range(indptr[r], indptr[r + 1]):
-                vp = data[p] * scale if by_row or by_stratum else data[p]
+                vp = data[p] * scale
                 for q in range(indptr[r], indptr[r + 1]):
                     meat[indices[p], indices[q]] += vp * data[q]
     return partial.sum(axis=0)
