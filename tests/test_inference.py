@@ -391,12 +391,12 @@ def test_rank_sets_and_tau_best_cover_under_ties():
 
 @pytest.mark.parametrize("parallel", [False, True])
 def test_family_kernel_matches_brute_force(parallel):
-    """The dense-block kernel against a direct numpy evaluation of every family's maximum
+    """The pair-entry kernel against a direct numpy evaluation of every family's maximum
     over mixed one-/two-sided pair and single-score contrasts (three families)."""
     from winrate.inference.joint import _NO_HYPOTHESIS, _family, _family_max, _padded
 
     rng = np.random.default_rng(13)
-    K, n = 6, 500
+    K, n = 6, 1300  # three tiles of draws, the last one partial
     Fp = _padded(rng.standard_normal((K, 4)))
     pairs = np.array([(a, b) for a in range(K) for b in range(-1, K) if a != b])
     rows = pairs[rng.random(len(pairs)) < 0.6]
@@ -408,7 +408,7 @@ def test_family_kernel_matches_brute_force(parallel):
     out = np.full((n, 3), _NO_HYPOTHESIS, dtype=np.float32)
     kernel = _family_max.parallel if parallel else _family_max.serial
     zt = np.ascontiguousarray(z.T, dtype=np.float32)  # draws in columns
-    kernel(zt, fam.a, fam.g, fam.lo, fam.hi, fam.w1, fam.w2, fam.present, out)
+    kernel(zt, fam.lo, fam.hi, fam.g1, fam.u1, fam.u2, fam.g2, fam.v1, fam.v2, out)
     zb = np.where(b >= 0, z[:, b], 0.0)
     d = z[:, a] - zb
     sd = np.sqrt(((Fp[a] - np.where((b >= 0)[:, None], Fp[b], 0.0)) ** 2).sum(axis=1))
@@ -416,6 +416,25 @@ def test_family_kernel_matches_brute_force(parallel):
     t = np.where(sign == 0, np.abs(t), sign * t)
     expected = np.stack([t[:, group == g].max(axis=1) for g in range(3)], axis=1)
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_marginal_rank_families_evaluate_each_pair_once():
+    """Marginal rank sets contrast every ordered pair (j, k) in family j: the two rows of
+    an unordered pair share one entry, with the mirrored row's weights negated."""
+    from winrate.inference.joint import _family, _padded, _rank_rows
+
+    K = 7
+    Fp = _padded(np.random.default_rng(2).standard_normal((K, 5)))
+    a, b, group, n_groups = _rank_rows(K, "marginal")
+    fam = _family(Fp, a, b, np.zeros(a.size), group, n_groups)
+    assert fam.cells == K * (K - 1) // 2
+    assert np.all(fam.lo < fam.hi) and np.all(fam.g2 >= 0)
+    np.testing.assert_array_equal(fam.g1, fam.lo)  # family j holds T_jk, k > j
+    np.testing.assert_array_equal(fam.g2, fam.hi)
+    np.testing.assert_array_equal(fam.v1, -fam.u1)  # |d| / sd either way round
+    # one-sided rows of one family only: no partner
+    one = _family(Fp, a[a < b], b[a < b], np.ones((a < b).sum()), group[a < b], n_groups)
+    assert one.cells == K * (K - 1) // 2 and np.all(one.g2 < 0)
 
 
 def test_draws_do_not_depend_on_chunk_size_and_seed_reproduces():

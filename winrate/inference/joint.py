@@ -164,63 +164,89 @@ def _warn_zero(zero: np.ndarray, what: str) -> None:
 
 _NO_HYPOTHESIS = -1e30  # start of every maximum: finite, so the kernel never meets inf;
 # any maximum below EMPTY_FAMILY means an empty family
-_TILE = 256  # draws per tile: a tile's rows of Z stay in cache across a block's columns
+_TILE = 512  # draws per tile: a tile's draws and running maxima stay in cache
+
+
+@njit(cache=True, inline="always")
+def _tile_of(zt, out, i0, width):  # pragma: no cover - numba
+    """Draws ``i0 .. i0 + width - 1`` of ``zt`` and their running maxima ``out`` as
+    contiguous ``(rows, _TILE)`` and ``(families, _TILE)`` buffers."""
+    z = np.empty((zt.shape[0], _TILE), np.float32)
+    best = np.empty((out.shape[1], _TILE), np.float32)
+    for r in range(zt.shape[0]):
+        z[r, :width] = zt[r, i0:i0 + width]
+    for h in range(out.shape[1]):
+        for t in range(width):
+            best[h, t] = out[i0 + t, h]
+    return z, best
 
 
 @sized_kernel(fastmath={"nnan", "ninf", "nsz"})  # finite values: max vectorises
-def _family_max(zt, a, g, lo, hi, w1, w2, present, out):  # pragma: no cover - numba
-    """``out[i, g_k] = max(out[i, g_k], max_{lo_k <= b < hi_k, present_kb} T_kb)`` for
-    every block k, ``T_kb = max(w1_kb d, w2_kb d)`` with ``d = Z[a_k] - Z[b]`` of draw i.
+def _family_max(zt, lo, hi, g1, u1, u2, g2, v1, v2, out):  # pragma: no cover - numba
+    """For every pair entry p and draw i, with ``d = Z[lo_p] - Z[hi_p]`` of draw i:
+    ``out[i, g1_p] = max(out[i, g1_p], max(u1_p d, u2_p d))`` and, where ``g2_p >= 0``,
+    the same with ``g2_p, v1_p, v2_p``.
 
-    ``w1 = -w2 = 1/sd`` gives ``|d|/sd``; ``w1 = w2 = +/-1/sd`` a one-sided statistic.
-    ``zt`` holds the draws in columns, ``(K + 1, n)`` float32 (single precision moves the
-    quantile by ~1e-7, far below its Monte-Carlo error). Tiles of :data:`_TILE` draws run
-    in parallel; within a tile the innermost loop runs over draws, so each cell is one
-    vectorised pass over contiguous memory with no dependency between iterations. The
-    running maxima alternate between two buffers: updating one in place compiles to a
-    masked store, several times slower than a plain one.
+    ``u1 = -u2 = 1/sd`` gives ``|d|/sd``; ``u1 = u2 = +/-1/sd`` a one-sided statistic. An
+    entry carries both contrasts of an unordered pair (``Z_a - Z_b`` and ``Z_b - Z_a``,
+    the second with its weights negated, which is exact), so marginal rank sets evaluate
+    each difference once for the two families it enters. ``zt`` holds the draws in
+    columns, ``(K + 1, n)`` float32 (single precision moves the quantile by ~1e-7, far
+    below its Monte-Carlo error). Tiles of :data:`_TILE` draws run in parallel; each tile
+    copies its draws and its running maxima into contiguous buffers first (:func:`_tile_of`;
+    reading rows ``n`` floats apart at every entry costs cache and TLB misses, ten times
+    the arithmetic), and its innermost loops run over draws, one vectorised pass per
+    entry. The maximum is exact, so the result does not depend on the order of the entries.
     """
     n = zt.shape[1]
     for tile in prange((n + _TILE - 1) // _TILE):
         i0 = tile * _TILE
         width = min(_TILE, n - i0)
-        m = np.empty(width, np.float32)
-        updated = np.empty(width, np.float32)
-        for k in range(a.shape[0]):
-            ak, gk = a[k], g[k]
-            for t in range(width):
-                m[t] = out[i0 + t, gk]
-            for b in range(lo[k], hi[k]):
-                if not present[k, b]:
-                    continue
-                u, v = np.float32(w1[k, b]), np.float32(w2[k, b])
+        z, best = _tile_of(zt, out, i0, width)
+        for p in range(lo.shape[0]):
+            j, k, h, m = lo[p], hi[p], g1[p], g2[p]
+            x1, x2 = np.float32(u1[p]), np.float32(u2[p])
+            y1, y2 = np.float32(v1[p]), np.float32(v2[p])
+            if m < 0:
                 for t in range(width):
-                    d = zt[ak, i0 + t] - zt[b, i0 + t]
-                    updated[t] = max(m[t], max(u * d, v * d))
-                m, updated = updated, m
-            for t in range(width):
-                out[i0 + t, gk] = m[t]
+                    d = z[j, t] - z[k, t]
+                    best[h, t] = max(best[h, t], max(x1 * d, x2 * d))
+            else:
+                for t in range(width):
+                    d = z[j, t] - z[k, t]
+                    best[h, t] = max(best[h, t], max(x1 * d, x2 * d))
+                    best[m, t] = max(best[m, t], max(y1 * d, y2 * d))
+        for t in range(width):
+            out[i0 + t, :] = best[:, t]
 
 
 @dataclass(frozen=True)
 class _Family:
-    """Contrast families as dense blocks: block k holds the contrasts ``Z_{a_k} - Z_b`` of
-    family ``g_k`` for columns ``lo_k <= b < hi_k`` where ``present`` (weights in
-    ``_family_max``). Column K of the padded factor is identically zero, so ``a_k = K``
-    encodes ``-Z_b``."""
+    """Contrast families as pair entries for :func:`_family_max`: entry p evaluates
+    ``d = Z_lo - Z_hi`` (``lo < hi``) once, for family ``g1`` with weights ``(u1, u2)``
+    and, where ``g2 >= 0``, for family ``g2`` with ``(v1, v2)``. Column K of the padded
+    factor is identically zero, so ``hi = K`` encodes a single score ``Z_lo``."""
 
-    a: np.ndarray
-    g: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
-    w1: np.ndarray
-    w2: np.ndarray
-    present: np.ndarray
+    g1: np.ndarray
+    u1: np.ndarray
+    u2: np.ndarray
+    g2: np.ndarray
+    v1: np.ndarray
+    v2: np.ndarray
     n_groups: int
 
     @property
     def cells(self) -> int:
-        return int((self.hi - self.lo).clip(0).sum())
+        """Contrast evaluations per draw (one per entry)."""
+        return int(self.lo.size)
+
+    def maxima_into(self, zt: np.ndarray, out: np.ndarray) -> None:
+        """Each family's running maximum over the draws ``zt`` (:func:`_family_max`)."""
+        kernel = _family_max.choose(zt.shape[1] * self.cells)[0]
+        kernel(zt, self.lo, self.hi, self.g1, self.u1, self.u2, self.g2, self.v1, self.v2,
+               out)
 
 
 def _padded(F: np.ndarray) -> np.ndarray:
@@ -281,12 +307,10 @@ class _MaxDraws:
         if n_draws <= have:
             return self.draws[:n_draws]
         out = np.full((n_draws - have, fam.n_groups), _NO_HYPOTHESIS, dtype=np.float32)
-        args = (fam.a, fam.g, fam.lo, fam.hi, fam.w1, fam.w2, fam.present)
         start = 0
         for zt in self._gaussian.blocks(have, n_draws):
             stop = start + zt.shape[1]
-            kernel = _family_max.choose(zt.shape[1] * fam.cells)[0]
-            kernel(zt, *args, out[start:stop])
+            fam.maxima_into(zt, out[start:stop])
             start = stop
         self.draws = np.concatenate([self.draws, out])
         return self.draws
@@ -403,23 +427,31 @@ def _quantiles(draws: np.ndarray, alpha: float, df) -> tuple[np.ndarray, np.ndar
 
 
 def _family(Fp, a, b, sign, group, n_groups) -> _Family:
-    """Dense blocks for contrast rows ``Z_a - Z_b`` (``b = -1``: ``Z_a``) with ``sign`` 0
-    (two-sided), +1 (``T``) or -1 (``-T``); ``group`` numbers the families."""
+    """Pair entries (:class:`_Family`) for contrast rows ``Z_a - Z_b`` (``b = -1``:
+    ``Z_a``) with ``sign`` 0 (two-sided), +1 (``T``) or -1 (``-T``); ``group`` numbers the
+    families. ``T = max(w1 d, w2 d)`` with ``d = Z_a - Z_b`` and ``(w1, w2)`` = ``(w,
+    -w)``, ``(w, w)`` or ``(-w, -w)``, ``w = 1 / sd(d)``; a row with ``a > b`` is written
+    on ``Z_b - Z_a = -d`` with its weights negated, and two rows on one pair share an
+    entry."""
     K = Fp.shape[0] - 1
-    single = b < 0  # Z_a - 0 = -(0 - Z_a): move to the zero column's block
-    a, b, sign = np.where(single, K, a), np.where(single, a, b), np.where(single, -sign, sign)
+    b = np.where(b < 0, K, b)  # Z_a - 0: the zero column
     diff = Fp[a] - Fp[b]
     w = 1 / np.sqrt(np.einsum("ij,ij->i", diff, diff))
-    keys, blk = np.unique(group * (K + 1) + a, return_inverse=True)
-    shape = (keys.size, K + 1)
-    w1, w2, present = np.zeros(shape), np.zeros(shape), np.zeros(shape, bool)
-    w1[blk, b] = np.where(sign < 0, -w, w)
-    w2[blk, b] = np.where(sign > 0, w, -w)
-    present[blk, b] = True
-    lo, hi = np.full(keys.size, K + 1), np.zeros(keys.size, int)
-    np.minimum.at(lo, blk, b)
-    np.maximum.at(hi, blk, b + 1)
-    return _Family(keys % (K + 1), keys // (K + 1), lo, hi, w1, w2, present, n_groups)
+    flip = np.where(a > b, -1.0, 1.0)
+    w1, w2 = flip * np.where(sign < 0, -w, w), flip * np.where(sign > 0, w, -w)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    order = np.argsort(lo * (K + 1) + hi, kind="stable")
+    lo, hi, group, w1, w2 = lo[order], hi[order], group[order], w1[order], w2[order]
+    starts = np.flatnonzero(np.r_[True, (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])])
+    run_start = np.repeat(starts, np.diff(np.r_[starts, lo.size]))
+    first = (np.arange(lo.size) - run_start) % 2 == 0  # rows 0, 2, .. of a pair's run
+    second = np.r_[~first[1:], False]  # the first rows followed by a partner
+    partner = np.flatnonzero(second[first]), np.flatnonzero(~first)
+    g2, v1, v2 = (np.full(first.sum(), -1), np.zeros(first.sum()), np.zeros(first.sum()))
+    g2[partner[0]], v1[partner[0]], v2[partner[0]] = (group[partner[1]], w1[partner[1]],
+                                                      w2[partner[1]])
+    return _Family(lo[first], hi[first], group[first], w1[first], w2[first], g2, v1, v2,
+                   n_groups)
 
 
 @dataclass(frozen=True)
