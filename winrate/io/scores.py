@@ -32,6 +32,7 @@ from winrate.io.logs import (
     file_positions,
     parquet_codes,
     read_table,
+    release_arrow_memory,
 )
 
 
@@ -107,10 +108,12 @@ def scores_log(source, *, question_col: str = SCORE_COLUMNS["question"],
                                 f"got {list(named)}")
     if not isinstance(source, pd.DataFrame):
         read = parquet_codes(source, (question_col, model_col, *cluster_cols), (score_col,))
-        table = None if read is None else _coded_table(*read, question_col, model_col,
-                                                       score_col, cluster_cols)
-        if table is not None:
-            return table
+        if read is not None:
+            table = _coded_table(*read, question_col, model_col, score_col, cluster_cols)
+            del read  # the file's Arrow buffers, then handed back
+            release_arrow_memory()
+            if table is not None:
+                return table
     if isinstance(source, pd.DataFrame):
         frame = source
     else:
