@@ -149,7 +149,7 @@ def _dense_blocks(codes: np.ndarray, n_range: int, stratum: np.ndarray, n_strata
                   freq: np.ndarray | None):
     """Each row's (cluster, stratum) block ``codes * n_strata + stratum`` and every block's
     total ``freq`` (row counts when None), by one bincount over the dense table."""
-    block = codes.astype(np.int64) * n_strata + stratum
+    block = np.asarray(codes, np.int64) * n_strata + stratum  # no copy of int64 codes
     return block, np.bincount(block, weights=freq, minlength=n_range * n_strata)
 
 
@@ -1039,7 +1039,7 @@ def nested_sums(infl, codes: list[np.ndarray], sizes: list[int],
     outer, inner = codes[outer_dim], codes[1 - outer_dim]
     n_outer, n_inner = sizes[outer_dim], sizes[1 - outer_dim]
     inner_bits = max(1, (n_inner - 1).bit_length())
-    key = (outer.astype(np.int64) << inner_bits) | inner
+    key = (np.asarray(outer, np.int64) << inner_bits) | inner  # no copy of int64 codes
     buckets, shift = _buckets(infl, key, n_outer << inner_bits, min_shift=inner_bits,
                               strata=strata)
     scales = (n_inner, 1) if outer_dim == 0 else (1, n_outer)
