@@ -445,14 +445,13 @@ def _family(Fp, a, b, sign, group, n_groups) -> _Family:
     order = np.argsort(lo * (K + 1) + hi, kind="stable")
     lo, hi, group, w1, w2 = lo[order], hi[order], group[order], w1[order], w2[order]
     starts = np.flatnonzero(np.r_[True, (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])])
-    run_start = np.repeat(starts, np.diff(np.r_[starts, lo.size]))
-    first = (np.arange(lo.size) - run_start) % 2 == 0  # rows 0, 2, .. of a pair's run
-    second = np.r_[~first[1:], False]  # the first rows followed by a partner
-    partner = np.flatnonzero(second[first]), np.flatnonzero(~first)
-    g2, v1, v2 = (np.full(first.sum(), -1), np.zeros(first.sum()), np.zeros(first.sum()))
-    g2[partner[0]], v1[partner[0]], v2[partner[0]] = (group[partner[1]], w1[partner[1]],
-                                                      w2[partner[1]])
-    return _Family(lo[first], hi[first], group[first], w1[first], w2[first], g2, v1, v2,
+    place = np.arange(lo.size) - np.repeat(starts, np.diff(np.r_[starts, lo.size]))
+    opens = place % 2 == 0  # rows 0, 2, .. of a pair's rows open an entry
+    joins = ~opens  # rows 1, 3, .. join the entry the row before them opened
+    entry = np.cumsum(opens) - 1
+    g2, v1, v2 = np.full(opens.sum(), -1), np.zeros(opens.sum()), np.zeros(opens.sum())
+    g2[entry[joins]], v1[entry[joins]], v2[entry[joins]] = group[joins], w1[joins], w2[joins]
+    return _Family(lo[opens], hi[opens], group[opens], w1[opens], w2[opens], g2, v1, v2,
                    n_groups)
 
 

@@ -992,7 +992,8 @@ def _csr_column_spread(order, start, indptr, indices, data, k):  # pragma: no co
 #: and largest (inner clusters x strata) table of the leverage it reads.
 DENSE_INNER_LIMIT = 1 << 21
 
-#: :func:`_bucketed_sums`' leverage arguments (stratum sizes, inner block table) unused.
+#: :func:`_bucketed_sums`' leverage arguments (stratum sizes, one-row factors, inner
+#: factors: :func:`leverage_tables`) where no leverage is applied.
 _NO_LEVERAGE = (np.ones(1), np.ones(1), np.ones((1, 1)))
 
 
